@@ -1,0 +1,166 @@
+/* depfs.h - libdepfs, the DePFS client library (public API).
+ *
+ * A depfs_t is one client of a cluster: it registers with the MDS (getting a
+ * unique client id), keeps connections to the MDS and every I/O server, and
+ * stripes file data as k-of-n Reed-Solomon stripes over the servers.
+ * Every handle is thread-safe unless noted.
+ *
+ * Two ways in: an inode API (what FUSE needs: ino numbers are MDS inode
+ * numbers, root is DEPFS_ROOT_INO) and a path API that accepts resiliency
+ * labels (depfs@N@K[@SU]:/path, depfs:/path, or a plain /path).
+ *
+ * Return convention: 0 (or a byte count) on success, negative errno on
+ * failure. Error detail for humans: depfs_last_error() (thread-local). */
+#ifndef DEPFS_H
+#define DEPFS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DEPFS_ROOT_INO 1u
+#define DEPFS_MAX_GROUPS 64u
+#define DEPFS_MAX_SERVERS_PER_FILE 32u
+#define DEPFS_LAYOUT_XATTR "user.depfs.layout"
+
+typedef struct depfs depfs_t;
+typedef struct depfs_fh depfs_fh_t;
+
+/* Who is asking: owner of created objects. */
+typedef struct depfs_cred {
+    uid_t uid;
+    gid_t gid;
+    unsigned ngroups;
+    gid_t groups[DEPFS_MAX_GROUPS];
+} depfs_cred;
+
+typedef struct depfs_layout_info {
+    unsigned n, k;
+    uint32_t stripe_unit;
+    unsigned version, codec_version;
+    unsigned servers[DEPFS_MAX_SERVERS_PER_FILE];
+} depfs_layout_info;
+
+typedef struct depfs_options {
+    const char *config_path;  /* NULL: $DEPFS_CONF or /etc/depfs/depfs.conf */
+    unsigned default_n, default_k; /* 0: the cluster's default */
+    uint32_t default_su;
+    bool ignore_locks;        /* recovery module only */
+} depfs_options;
+
+/* ------------------------------------------------------------- lifecycle */
+int depfs_mount(const depfs_options *opt, depfs_t **out);
+void depfs_unmount(depfs_t *fs); /* flushes every open file first */
+uint64_t depfs_client_id(const depfs_t *fs);
+const char *depfs_last_error(void);
+
+/* ------------------------------------------------------------- inode API */
+int depfs_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st);
+int depfs_getattr(depfs_t *fs, uint64_t ino, struct stat *st);
+/* to_set: DEPFS_SET_* bits; values from `in`. Size changes truncate data. */
+#define DEPFS_SET_MODE 1u
+#define DEPFS_SET_UID 2u
+#define DEPFS_SET_GID 4u
+#define DEPFS_SET_SIZE 8u
+#define DEPFS_SET_ATIME 16u
+#define DEPFS_SET_MTIME 32u
+#define DEPFS_SET_ATIME_NOW 128u
+#define DEPFS_SET_MTIME_NOW 256u
+#define DEPFS_SET_CTIME 1024u
+int depfs_setattr(depfs_t *fs, uint64_t ino, const struct stat *in, unsigned to_set, struct stat *out);
+int depfs_mknod(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
+                const depfs_cred *cr, struct stat *st);
+int depfs_mkdir(depfs_t *fs, uint64_t parent, const char *name, mode_t mode,
+                const depfs_cred *cr, struct stat *st);
+int depfs_symlink(depfs_t *fs, uint64_t parent, const char *name, const char *target,
+                  const depfs_cred *cr, struct stat *st);
+/* buf receives a NUL-terminated target; -ENAMETOOLONG if it does not fit. */
+int depfs_readlink(depfs_t *fs, uint64_t ino, char *buf, size_t len);
+int depfs_link(depfs_t *fs, uint64_t ino, uint64_t new_parent, const char *new_name, struct stat *st);
+int depfs_unlink(depfs_t *fs, uint64_t parent, const char *name);
+int depfs_rmdir(depfs_t *fs, uint64_t parent, const char *name);
+/* flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE (linux/fs.h values). */
+int depfs_rename(depfs_t *fs, uint64_t parent, const char *name, uint64_t new_parent,
+                 const char *new_name, unsigned flags);
+
+/* Calls fn for entries after `cookie` (0 = from the start; "." and ".."
+ * included) until fn returns non-zero or the directory ends. Each entry's
+ * cookie resumes after it. */
+typedef int (*depfs_dirent_fn)(void *arg, const char *name, uint64_t ino, mode_t type,
+                               uint64_t cookie);
+int depfs_readdir(depfs_t *fs, uint64_t ino, uint64_t cookie, depfs_dirent_fn fn, void *arg);
+
+int depfs_statfs(depfs_t *fs, struct statvfs *st);
+
+/* xattrs. get/list: with size 0 return the needed size; -ERANGE if too small.
+ * DEPFS_LAYOUT_XATTR on a directory (inherited by new children) or an empty
+ * file sets/gets the layout as "N@K[@SU]". */
+int depfs_setxattr(depfs_t *fs, uint64_t ino, const char *name, const void *value, size_t size,
+                   int flags);
+ssize_t depfs_getxattr(depfs_t *fs, uint64_t ino, const char *name, void *value, size_t size);
+ssize_t depfs_listxattr(depfs_t *fs, uint64_t ino, char *list, size_t size);
+int depfs_removexattr(depfs_t *fs, uint64_t ino, const char *name);
+
+/* Layout of a file (or a directory's inherited layout). */
+int depfs_get_layout(depfs_t *fs, uint64_t ino, depfs_layout_info *out);
+/* want: NULL or a requested layout (n/k/su 0 = inherit). */
+int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, int flags,
+                 const depfs_cred *cr, const depfs_layout_info *want, struct stat *st,
+                 depfs_fh_t **fh);
+/* flags: O_RDONLY/O_WRONLY/O_RDWR, O_TRUNC, O_APPEND, O_DIRECT, O_SYNC. */
+int depfs_open_ino(depfs_t *fs, uint64_t ino, int flags, depfs_fh_t **fh);
+
+/* ------------------------------------------------------- file data (fh) */
+/* Reads past end of file return fewer bytes (0 at EOF); holes read zeros. */
+ssize_t depfs_read(depfs_fh_t *fh, void *buf, size_t len, uint64_t off);
+/* Returns len or a negative errno; never a short write. Data and parity are
+ * committed together (write-behind may hold sequential data in the client
+ * until a full stripe, flush, fsync or close). */
+ssize_t depfs_write(depfs_fh_t *fh, const void *buf, size_t len, uint64_t off);
+int depfs_flush(depfs_fh_t *fh);   /* write-behind to servers, size to the MDS */
+int depfs_fsync(depfs_fh_t *fh);   /* flush + durable on every server */
+int depfs_ftruncate(depfs_fh_t *fh, uint64_t size);
+int depfs_fstat(depfs_fh_t *fh, struct stat *st);
+uint64_t depfs_fh_ino(const depfs_fh_t *fh);
+int depfs_fh_layout(const depfs_fh_t *fh, depfs_layout_info *out);
+int depfs_close(depfs_fh_t *fh);   /* flush, then free; fh is gone even on error */
+
+/* -------------------------------------------------------------- path API */
+/* path: a label or a plain absolute path. O_CREAT uses the label's layout. */
+int depfs_open(depfs_t *fs, const char *path, int flags, mode_t mode, depfs_fh_t **fh);
+int depfs_resolve(depfs_t *fs, const char *path, uint64_t *ino, struct stat *st);
+int depfs_mkdir_path(depfs_t *fs, const char *path, mode_t mode);
+int depfs_unlink_path(depfs_t *fs, const char *path);
+
+/* ---------------------------------------------------------- admin/checks */
+typedef struct depfs_scrub_report {
+    uint64_t stripes_checked;
+    uint64_t stripes_bad;       /* parity disagrees with data */
+    uint64_t stripes_unreadable;/* fewer than n units could be read */
+    uint64_t first_bad_stripe;  /* valid when stripes_bad > 0 */
+} depfs_scrub_report;
+/* Reads every stripe of the file (under its stripe locks), recomputes parity
+ * and compares. With repair, rewrites bad parity from data. */
+int depfs_scrub_ino(depfs_t *fs, uint64_t ino, bool repair, depfs_scrub_report *rep);
+
+typedef struct depfs_server_status {
+    uint32_t id;
+    char address[128];
+    int state;                  /* 0 up, 1 down, 2 rebuilding */
+    bool reachable;
+    uint64_t bytes_used, bytes_free;
+    uint64_t locks_granted, locks_nacked, locks_held, lock_hold_ms_total;
+} depfs_server_status;
+/* Fills up to max entries; returns the number of servers. */
+int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

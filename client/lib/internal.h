@@ -1,0 +1,124 @@
+/* internal.h - libdepfs internals shared by its files (not installed).
+ *
+ * Ownership inside client/lib:
+ *   client.c, mds_client.c, namespace.c, path.c, status.c  -> the "core":
+ *       mount, connections, the server status vector, MDS calls, inode
+ *       table, namespace ops, open/create/close, setattr, path API, status.
+ *   data_*.c (read, write, locks, write-behind, truncate, scrub) -> the
+ *       "data path": striping, encode/decode, stripe locks.
+ * Return convention: 0 or negative errno, as in depfs.h. */
+#ifndef DEPFS_CLIENT_INTERNAL_H
+#define DEPFS_CLIENT_INTERNAL_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "codec.h"
+#include "config.h"
+#include "depfs.h"
+#include "depfs.pb-c.h"
+#include "frame.h"
+#include "layout.h"
+#include "rpc.h"
+
+/* One I/O server as this client sees it. */
+typedef struct dc_server {
+    uint32_t id;
+    char address[CONFIG_ADDR_MAX];
+    pthread_mutex_t lock;     /* guards conn (re)connects */
+    rpc_conn *conn;           /* NULL until first use or after a failure */
+    int state;                /* DEPFS__SERVER_STATE__* as last told by the MDS */
+    _Atomic uint64_t down_until_ms; /* status vector: treated as failed until then (monotonic ms) */
+} dc_server;
+
+/* Per-inode state shared by every open handle of one file in this client. */
+typedef struct dc_inode {
+    uint64_t ino;
+    layout lay;
+    pthread_mutex_t lock;     /* guards everything below */
+    uint64_t size;            /* this client's view: MDS size at open, grown by writes */
+    bool size_dirty;          /* grown/changed locally, not yet told to the MDS */
+    int64_t mtime_ns;         /* last local write time, sent with the size */
+    unsigned refs;            /* open handles */
+    void *wb;                 /* write-behind state, owned by the data path */
+    struct dc_inode *next;    /* hash chain in depfs.inodes */
+} dc_inode;
+
+#define DC_INODE_BUCKETS 1024u
+
+struct depfs {
+    depfs_config cfg;
+    frame_limits limits;
+    pthread_mutex_t mds_lock; /* guards mds (re)connects */
+    rpc_conn *mds;
+    uint64_t client_id;
+    unsigned nservers;
+    dc_server *servers;       /* nservers entries, ordered as in the config */
+    unsigned default_n, default_k;
+    uint32_t default_su;
+    bool ignore_locks;
+    _Atomic uint64_t next_op_id;  /* lock owner op ids */
+    pthread_mutex_t inodes_lock;
+    dc_inode *inodes[DC_INODE_BUCKETS];
+    pthread_mutex_t codecs_lock;
+    codec *codecs[CODEC_MAX_UNITS + 1][CODEC_MAX_UNITS + 1]; /* [n][k], current version */
+};
+
+struct depfs_fh {
+    depfs_t *fs;
+    dc_inode *inode;
+    int flags;                /* open flags */
+};
+
+/* ------------------------------------------------------------ core side */
+/* Human-readable error for depfs_last_error() (thread-local). */
+void dc_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint64_t dc_now_ms(void);     /* CLOCK_MONOTONIC */
+int64_t dc_now_ns_real(void); /* CLOCK_REALTIME */
+
+/* One MDS round trip. Returns -reply->err when the MDS refused (the reply
+ * is still returned for its message), or a transport error. The caller
+ * frees *reply with depfs__mds_reply__free_unpacked(*reply, NULL). */
+int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depfs__MdsReply **reply);
+
+/* Connection to an I/O server, connecting on demand; NULL when the server
+ * is marked failed in the status vector or cannot be reached (then it is
+ * marked failed). */
+dc_server *dc_server_by_id(depfs_t *fs, uint32_t id);
+rpc_conn *dc_server_conn(depfs_t *fs, uint32_t id);
+/* Timeout/connection error: drop the connection and mark the server failed
+ * until now + server_down_expiry_ms. */
+void dc_server_mark_failed(depfs_t *fs, uint32_t id);
+bool dc_server_is_down(depfs_t *fs, uint32_t id);
+
+/* Inode table: get creates the entry (refs+1) from the layout and size the
+ * caller read from the MDS; put drops a ref and frees at zero (after the
+ * data path's dc_wb_release). */
+dc_inode *dc_inode_get(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t mds_size);
+dc_inode *dc_inode_find(depfs_t *fs, uint64_t ino); /* no ref change; NULL if not open */
+void dc_inode_put(depfs_t *fs, dc_inode *in);
+/* Tell the MDS the size this client grew the file to (MDS_EXTEND), if dirty. */
+int dc_inode_commit_size(depfs_t *fs, dc_inode *in);
+
+/* Codec for (n,k), created once per client and shared. */
+const codec *dc_codec(depfs_t *fs, unsigned n, unsigned k, unsigned version);
+
+void dc_layout_from_pb(const Depfs__Layout *pb, layout *out);
+void dc_attr_to_stat(const Depfs__Attr *a, struct stat *st);
+uint64_t dc_next_op_id(depfs_t *fs);
+
+/* ------------------------------------------------------- data path side */
+/* Write back any buffered data of the inode (stripes with parity). */
+int dc_wb_flush(depfs_t *fs, dc_inode *in);
+/* Free write-behind state (after a flush). */
+void dc_wb_release(dc_inode *in);
+/* Data side of a truncate from old_size to new_size: zero the cut part of
+ * the last kept stripe with its parity fixed under the stripe lock, and
+ * shorten every strip file. The core updates the MDS size. */
+int dc_data_truncate(depfs_t *fs, dc_inode *in, uint64_t old_size, uint64_t new_size);
+/* Remove every strip file of a file whose last link went away. */
+int dc_data_remove(depfs_t *fs, uint64_t ino, const layout *lay);
+/* fsync every strip file of the file on its servers. */
+int dc_data_fsync(depfs_t *fs, dc_inode *in);
+
+#endif

@@ -1,0 +1,55 @@
+/* config.h - the cluster config file, shared by every daemon and client.
+ *
+ * Format: "key = value" lines, '#' comments. Keys:
+ *   mds_address = HOST:PORT           (required)
+ *   mds_data_dir = DIR                (the MDS's LevelDB)
+ *   ioserver = ID HOST:PORT DATADIR   (one line per I/O server; ids unique)
+ *   recovery_data_dir = DIR           (optional; reconstruct resumption state)
+ *   transport = tcp|rdma              (default tcp)
+ *   default_layout = N@K[@SU]         (default 8@6@64k, clamped to servers)
+ *   request_timeout_ms, connect_timeout_ms, heartbeat_period_ms,
+ *   lock_lease_ms, server_down_expiry_ms, max_header_bytes, max_bulk_bytes
+ * Unknown keys and bad values are errors naming file and line. */
+#ifndef DEPFS_CONFIG_H
+#define DEPFS_CONFIG_H
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_MAX_IOSERVERS 256u
+#define CONFIG_ADDR_MAX 128u
+#define CONFIG_DEFAULT_PATH "/etc/depfs/depfs.conf"
+#define CONFIG_ENV "DEPFS_CONF"
+
+typedef struct ioserver_conf {
+    uint32_t id;
+    char address[CONFIG_ADDR_MAX];
+    char data_dir[PATH_MAX];
+} ioserver_conf;
+
+typedef struct depfs_config {
+    char path[PATH_MAX];               /* file it was loaded from */
+    char mds_address[CONFIG_ADDR_MAX];
+    char mds_data_dir[PATH_MAX];
+    char recovery_data_dir[PATH_MAX];
+    char transport[16];
+    unsigned n_ioservers;
+    ioserver_conf ioservers[CONFIG_MAX_IOSERVERS];
+    unsigned default_n, default_k;
+    uint32_t default_su;
+    unsigned request_timeout_ms;       /* t_T, default 2000 */
+    unsigned connect_timeout_ms;       /* default 1000 */
+    unsigned heartbeat_period_ms;      /* t_HB, default 500 */
+    unsigned lock_lease_ms;            /* default 5000 */
+    unsigned server_down_expiry_ms;    /* client status-vector expiry, default 5000 */
+    uint32_t max_header_bytes;         /* default 1 MiB */
+    uint32_t max_bulk_bytes;           /* default 64 MiB */
+} depfs_config;
+
+void config_defaults(depfs_config *c);
+/* path NULL: $DEPFS_CONF, else CONFIG_DEFAULT_PATH. 0 or -errno + err text. */
+int config_load(const char *path, depfs_config *c, char *err, size_t err_len);
+/* NULL when no server has that id. */
+const ioserver_conf *config_ioserver(const depfs_config *c, uint32_t id);
+
+#endif

@@ -1,0 +1,96 @@
+/* rpc.h - request/reply RPC over a transport: protobuf-c headers + raw bulk.
+ *
+ * Server: one thread per connection reads frames in order and calls the
+ * handler, which must answer each request exactly once with rpc_reply*.
+ * A malformed frame (frame_decode error, bad bulk CRC) closes that
+ * connection with a logged reason; the server keeps running.
+ *
+ * Client: a connection carries many requests in flight (pipelining); a
+ * reader thread matches replies to calls by req_id. Reply bulk is received
+ * straight into the caller's iovec (no copy). Every wait has a timeout.
+ * Return convention: 0 or negative errno. */
+#ifndef DEPFS_RPC_H
+#define DEPFS_RPC_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include <protobuf-c/protobuf-c.h>
+#include "frame.h"
+
+#define RPC_MAX_IOV 64 /* max iovec entries per call side */
+
+/* ----------------------------------------------------------- server side */
+typedef struct rpc_server rpc_server;
+typedef struct rpc_replier rpc_replier; /* one connection */
+
+typedef struct rpc_msg {
+    uint16_t type;
+    uint64_t req_id;
+    const uint8_t *hdr;
+    size_t hdr_len;
+    uint8_t *bulk; /* owned by the rpc layer; valid until the handler returns */
+    size_t bulk_len;
+    const char *peer;
+} rpc_msg;
+
+typedef void (*rpc_handler_fn)(void *ctx, const rpc_msg *req, rpc_replier *r);
+
+typedef struct rpc_server_opts {
+    const char *transport; /* "tcp" / "rdma" */
+    const char *address;   /* HOST:PORT to listen on */
+    frame_limits limits;
+    rpc_handler_fn handler;
+    void *ctx;
+    unsigned max_connections; /* 0 = 1024 */
+} rpc_server_opts;
+
+int rpc_server_start(const rpc_server_opts *o, rpc_server **out);
+/* Stops accepting, closes connections, joins threads. */
+void rpc_server_stop(rpc_server *s);
+
+int rpc_reply(rpc_replier *r, const rpc_msg *req, const void *hdr, size_t hdr_len,
+              const struct iovec *bulk, int bulk_cnt);
+/* Packs msg with protobuf-c and replies. */
+int rpc_reply_msg(rpc_replier *r, const rpc_msg *req, const ProtobufCMessage *msg,
+                  const struct iovec *bulk, int bulk_cnt);
+
+/* ----------------------------------------------------------- client side */
+typedef struct rpc_conn rpc_conn;
+typedef struct rpc_call rpc_call;
+
+int rpc_conn_open(const char *transport, const char *address, const frame_limits *lim,
+                  int connect_timeout_ms, rpc_conn **out);
+/* Fails every call in flight with -ECONNABORTED, joins the reader, frees. */
+void rpc_conn_close(rpc_conn *c);
+/* true once the connection failed (peer closed, protocol error). */
+bool rpc_conn_broken(const rpc_conn *c);
+
+/* Sends a request. resp_iov says where the reply bulk lands (may be NULL/0
+ * when no bulk is expected); a larger reply bulk fails the call -EMSGSIZE. */
+int rpc_call_start(rpc_conn *c, uint16_t type, const void *hdr, size_t hdr_len,
+                   const struct iovec *bulk, int bulk_cnt,
+                   const struct iovec *resp_iov, int resp_cnt, rpc_call **out);
+int rpc_call_start_msg(rpc_conn *c, uint16_t type, const ProtobufCMessage *msg,
+                       const struct iovec *bulk, int bulk_cnt,
+                       const struct iovec *resp_iov, int resp_cnt, rpc_call **out);
+/* 0 when the reply arrived; -ETIMEDOUT, -ECONNRESET, -ECONNABORTED,
+ * -EMSGSIZE, -EPROTO otherwise. May be called again after -ETIMEDOUT. */
+int rpc_call_wait(rpc_call *call, int timeout_ms);
+const uint8_t *rpc_call_reply_hdr(const rpc_call *call, size_t *len);
+size_t rpc_call_reply_bulk_len(const rpc_call *call);
+/* Unpacks the reply header with desc (free with protobuf_c_message_free_unpacked). */
+int rpc_call_unpack(const rpc_call *call, const ProtobufCMessageDescriptor *desc,
+                    ProtobufCMessage **out);
+/* Safe in any state. After it returns the rpc layer never touches the
+ * call's resp_iov again (a late reply's bulk is drained and dropped). */
+void rpc_call_free(rpc_call *call);
+
+/* start + wait + unpack in one; reply bulk length in *bulk_len if non-NULL. */
+int rpc_call_msg(rpc_conn *c, uint16_t type, const ProtobufCMessage *msg,
+                 const struct iovec *bulk, int bulk_cnt,
+                 const struct iovec *resp_iov, int resp_cnt, int timeout_ms,
+                 const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply,
+                 size_t *bulk_len);
+
+#endif

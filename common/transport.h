@@ -1,0 +1,42 @@
+/* transport.h - the byte-stream interface the RPC layer runs on.
+ * Implementations: transport_tcp.c ("tcp", always) and transport_rdma.c
+ * ("rdma", libibverbs/librdmacm; -ENODEV when no RDMA device exists).
+ * Addresses are "HOST:PORT". Return convention: 0 or negative errno. */
+#ifndef DEPFS_TRANSPORT_H
+#define DEPFS_TRANSPORT_H
+#include <stddef.h>
+#include <sys/uio.h>
+
+typedef struct xport xport;
+typedef struct xport_listener xport_listener;
+
+struct xport_ops {
+    /* Send every byte of iov[0..cnt) or fail. Safe to call from one thread
+     * at a time (callers serialise). */
+    int (*sendv)(xport *x, const struct iovec *iov, int cnt);
+    /* Receive exactly len bytes; -ECONNRESET on orderly close. */
+    int (*recv_all)(xport *x, void *buf, size_t len);
+    /* Wake any thread blocked in recv_all/sendv with an error. */
+    void (*shutdown)(xport *x);
+    void (*close)(xport *x); /* frees x */
+};
+
+struct xport {
+    const struct xport_ops *ops;
+    char peer[64]; /* "HOST:PORT" of the other side, for logs */
+};
+
+int xport_listen(const char *kind, const char *addr, xport_listener **out);
+/* Blocks until a connection arrives or the listener is shut down (-ECANCELED). */
+int xport_accept(xport_listener *l, xport **out);
+void xport_listener_shutdown(xport_listener *l);
+void xport_listener_close(xport_listener *l);
+int xport_connect(const char *kind, const char *addr, int timeout_ms, xport **out);
+
+/* true when the named transport can work on this machine (rdma: a device). */
+int xport_available(const char *kind);
+
+/* Split "HOST:PORT"; -EINVAL with nothing written on junk. */
+int xport_split_addr(const char *addr, char *host, size_t host_len, unsigned *port);
+
+#endif
