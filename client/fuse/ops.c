@@ -1,0 +1,846 @@
+/* ops.c - depfs-fuse: every FUSE low-level handler, mapped onto libdepfs.
+ *
+ * Owns: the ino/attr translation (st_blksize = one stripe of data, st_blocks
+ * from the size), caller credentials for new objects, open-file handles in
+ * fi->fh, readdir by library cookie, the xattr pass-through, fallocate modes
+ * and the connection capabilities negotiated in init. No server state lives
+ * here: inode numbers are MDS ids, so lookup counts need no bookkeeping. */
+#define FUSE_USE_VERSION 312
+#include "ops.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/falloc.h>
+#include <dirent.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "log.h"
+
+#define DFUSE_SECTOR_BYTES 512u
+#define DFUSE_FALLBACK_BLKSIZE (64u * 1024u)
+#define DFUSE_MAX_READDIR_BYTES (1024u * 1024u)
+#define DFUSE_MAX_XATTR_BYTES (64u * 1024u)     /* XATTR_SIZE_MAX */
+#define DFUSE_MAX_XATTR_LIST_BYTES (64u * 1024u)
+#define DFUSE_MAX_ERRNO 4095
+#define DFUSE_CAPS_XATTR "security.capability"
+/* Open flags the library understands; the rest (O_LARGEFILE, O_NOFOLLOW,
+ * O_CLOEXEC, O_CREAT/O_EXCL already acted on by the kernel...) stay here. */
+#define DFUSE_OPEN_FLAGS_MASK (O_ACCMODE | O_TRUNC | O_APPEND | O_DIRECT | O_SYNC | O_DSYNC)
+
+static pthread_key_t read_buf_key;
+static pthread_once_t read_buf_once = PTHREAD_ONCE_INIT;
+
+/* ---------------------------------------------------------------- helpers */
+
+static dfuse_ctx *req_ctx(fuse_req_t req)
+{
+    dfuse_ctx *ctx = fuse_req_userdata(req);
+    assert(ctx != NULL && ctx->fs != NULL);
+    return ctx;
+}
+
+static depfs_fh_t *fi_fh(const struct fuse_file_info *fi)
+{
+    return fi ? (depfs_fh_t *)(uintptr_t)fi->fh : NULL;
+}
+
+/* Library result (negative errno) -> positive errno for the kernel. */
+static int to_errno(long long ret)
+{
+    if (ret >= 0)
+        return 0;
+    if (ret < -DFUSE_MAX_ERRNO)
+        return EIO;
+    return (int)-ret;
+}
+
+static void reply_status(fuse_req_t req, long long ret)
+{
+    fuse_reply_err(req, to_errno(ret));
+}
+
+static uint32_t layout_blksize(const depfs_layout_info *li)
+{
+    uint64_t bytes = (uint64_t)li->k * li->stripe_unit;
+    if (bytes == 0 || bytes > INT32_MAX)
+        return 0;
+    return (uint32_t)bytes;
+}
+
+static dfuse_blksize_slot *blksize_slot(dfuse_ctx *ctx, uint64_t ino)
+{
+    return &ctx->blksize_cache[ino % DFUSE_BLKSIZE_CACHE_SLOTS];
+}
+
+static void blksize_forget(dfuse_ctx *ctx, uint64_t ino)
+{
+    pthread_mutex_lock(&ctx->blksize_lock);
+    dfuse_blksize_slot *s = blksize_slot(ctx, ino);
+    if (s->ino == ino)
+        s->ino = 0;
+    pthread_mutex_unlock(&ctx->blksize_lock);
+}
+
+static void blksize_remember(dfuse_ctx *ctx, uint64_t ino, uint32_t blksize)
+{
+    pthread_mutex_lock(&ctx->blksize_lock);
+    dfuse_blksize_slot *s = blksize_slot(ctx, ino);
+    s->ino = ino;
+    s->blksize = blksize;
+    pthread_mutex_unlock(&ctx->blksize_lock);
+}
+
+/* One stripe of data of a regular file; the mount default otherwise. The
+ * layout is fixed once data exists, so a small cache saves an MDS round trip
+ * per stat; setting the layout xattr through this mount forgets the entry. */
+static uint32_t file_blksize(dfuse_ctx *ctx, uint64_t ino, mode_t mode)
+{
+    if (!S_ISREG(mode))
+        return ctx->default_blksize;
+    uint32_t blksize = 0;
+    pthread_mutex_lock(&ctx->blksize_lock);
+    dfuse_blksize_slot *s = blksize_slot(ctx, ino);
+    if (s->ino == ino)
+        blksize = s->blksize;
+    pthread_mutex_unlock(&ctx->blksize_lock);
+    if (blksize != 0)
+        return blksize;
+
+    depfs_layout_info li;
+    if (depfs_get_layout(ctx->fs, ino, &li) == 0)
+        blksize = layout_blksize(&li);
+    if (blksize == 0)
+        return ctx->default_blksize;
+    blksize_remember(ctx, ino, blksize);
+    return blksize;
+}
+
+/* Fills the fields the kernel relies on that the library leaves to us. */
+static void fix_stat(dfuse_ctx *ctx, struct stat *st)
+{
+    st->st_blksize = (blksize_t)file_blksize(ctx, (uint64_t)st->st_ino, st->st_mode);
+    uint64_t size = st->st_size > 0 ? (uint64_t)st->st_size : 0;
+    st->st_blocks = (blkcnt_t)((size + DFUSE_SECTOR_BYTES - 1) / DFUSE_SECTOR_BYTES);
+}
+
+static void reply_attr(fuse_req_t req, struct stat *st)
+{
+    dfuse_ctx *ctx = req_ctx(req);
+    fix_stat(ctx, st);
+    fuse_reply_attr(req, st, ctx->attr_timeout_s);
+}
+
+static void fill_entry(dfuse_ctx *ctx, struct fuse_entry_param *e, struct stat *st)
+{
+    memset(e, 0, sizeof(*e));
+    fix_stat(ctx, st);
+    e->ino = (fuse_ino_t)st->st_ino;
+    e->generation = 0;
+    e->attr = *st;
+    e->attr_timeout = ctx->attr_timeout_s;
+    e->entry_timeout = ctx->entry_timeout_s;
+}
+
+static void reply_entry(fuse_req_t req, struct stat *st)
+{
+    struct fuse_entry_param e;
+    fill_entry(req_ctx(req), &e, st);
+    if (e.ino == 0) {
+        /* a zero ino would mean "negative entry" to the kernel */
+        log_err("library returned inode 0 for a new entry");
+        fuse_reply_err(req, EIO);
+        return;
+    }
+    fuse_reply_entry(req, &e);
+}
+
+/* The caller of a create-type request owns what it creates. */
+static void req_cred(fuse_req_t req, depfs_cred *cr)
+{
+    const struct fuse_ctx *fc = fuse_req_ctx(req);
+    memset(cr, 0, sizeof(*cr));
+    cr->uid = fc->uid;
+    cr->gid = fc->gid;
+    int n = fuse_req_getgroups(req, (int)DEPFS_MAX_GROUPS, cr->groups);
+    if (n < 0)
+        n = 0; /* unsupported or the caller is gone: primary gid only */
+    cr->ngroups = (unsigned)n > DEPFS_MAX_GROUPS ? DEPFS_MAX_GROUPS : (unsigned)n;
+}
+
+static int lib_open_flags(int fuse_flags)
+{
+    return fuse_flags & DFUSE_OPEN_FLAGS_MASK;
+}
+
+static void set_open_info(struct fuse_file_info *fi, depfs_fh_t *fh)
+{
+    fi->fh = (uint64_t)(uintptr_t)fh;
+    /* O_DIRECT bypasses the page cache; otherwise the cache is dropped on
+     * every open so another client's writes are seen (close-to-open). */
+    fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
+    fi->keep_cache = 0;
+}
+
+static void read_buf_free(void *p)
+{
+    free(p);
+}
+
+static void read_buf_key_init(void)
+{
+    if (pthread_key_create(&read_buf_key, read_buf_free) != 0)
+        abort(); /* only at start-up, out of keys: nothing sensible left */
+}
+
+/* A per-thread DFUSE_MAX_IO_BYTES buffer, so reads do not malloc 1 MiB each. */
+static char *thread_read_buf(void)
+{
+    pthread_once(&read_buf_once, read_buf_key_init);
+    char *buf = pthread_getspecific(read_buf_key);
+    if (buf)
+        return buf;
+    buf = malloc(DFUSE_MAX_IO_BYTES);
+    if (buf && pthread_setspecific(read_buf_key, buf) != 0) {
+        free(buf);
+        buf = NULL;
+    }
+    return buf;
+}
+
+/* ----------------------------------------------------------- life cycle */
+
+int dfuse_ctx_init(dfuse_ctx *ctx)
+{
+    assert(ctx->fs != NULL);
+    memset(ctx->blksize_cache, 0, sizeof(ctx->blksize_cache));
+    int rc = pthread_mutex_init(&ctx->blksize_lock, NULL);
+    if (rc != 0)
+        return -rc;
+    if (ctx->default_blksize == 0) {
+        depfs_layout_info li;
+        if (depfs_get_layout(ctx->fs, DEPFS_ROOT_INO, &li) == 0)
+            ctx->default_blksize = layout_blksize(&li);
+    }
+    if (ctx->default_blksize == 0)
+        ctx->default_blksize = DFUSE_FALLBACK_BLKSIZE;
+    return 0;
+}
+
+void dfuse_ctx_destroy(dfuse_ctx *ctx)
+{
+    pthread_mutex_destroy(&ctx->blksize_lock);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+    (void)userdata;
+    conn->max_write = DFUSE_MAX_IO_BYTES;
+    conn->max_read = DFUSE_MAX_IO_BYTES;
+    if (conn->max_readahead > DFUSE_MAX_IO_BYTES)
+        conn->max_readahead = DFUSE_MAX_IO_BYTES;
+    /* Writeback caching would hold dirty pages past close and break
+     * close-to-open for other clients; splicing buys nothing here. */
+    conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_SPLICE_READ |
+                              FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+    if (conn->capable & FUSE_CAP_ASYNC_READ)
+        conn->want |= FUSE_CAP_ASYNC_READ;
+    if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+        conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+    if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+        conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+    log_info("fuse connection: protocol %u.%u, max_write %u, max_readahead %u",
+             conn->proto_major, conn->proto_minor, conn->max_write, conn->max_readahead);
+}
+
+/* ------------------------------------------------------------- namespace */
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    struct stat st;
+    int rc = depfs_lookup(req_ctx(req)->fs, parent, name, &st);
+    if (rc < 0) {
+        reply_status(req, rc); /* no negative caching: other clients create */
+        return;
+    }
+    reply_entry(req, &st);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+    (void)ino;
+    (void)nlookup;
+    fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+    (void)count;
+    (void)forgets;
+    fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct stat st;
+    depfs_fh_t *fh = fi_fh(fi);
+    /* an open handle knows about data still held for write-behind */
+    int rc = fh ? depfs_fstat(fh, &st) : depfs_getattr(req_ctx(req)->fs, ino, &st);
+    if (rc < 0) {
+        reply_status(req, rc);
+        return;
+    }
+    reply_attr(req, &st);
+}
+
+static unsigned setattr_bits(int to_set)
+{
+    static const struct { int fuse_bit; unsigned depfs_bit; } map[] = {
+        {FUSE_SET_ATTR_MODE, DEPFS_SET_MODE},
+        {FUSE_SET_ATTR_UID, DEPFS_SET_UID},
+        {FUSE_SET_ATTR_GID, DEPFS_SET_GID},
+        {FUSE_SET_ATTR_SIZE, DEPFS_SET_SIZE},
+        {FUSE_SET_ATTR_ATIME, DEPFS_SET_ATIME},
+        {FUSE_SET_ATTR_MTIME, DEPFS_SET_MTIME},
+        {FUSE_SET_ATTR_ATIME_NOW, DEPFS_SET_ATIME_NOW},
+        {FUSE_SET_ATTR_MTIME_NOW, DEPFS_SET_MTIME_NOW},
+        {FUSE_SET_ATTR_CTIME, DEPFS_SET_CTIME},
+    };
+    unsigned out = 0;
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (to_set & map[i].fuse_bit)
+            out |= map[i].depfs_bit;
+    /* *_NOW implies the field is being set */
+    if (out & DEPFS_SET_ATIME_NOW)
+        out |= DEPFS_SET_ATIME;
+    if (out & DEPFS_SET_MTIME_NOW)
+        out |= DEPFS_SET_MTIME;
+    return out;
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                       struct fuse_file_info *fi)
+{
+    dfuse_ctx *ctx = req_ctx(req);
+    depfs_fh_t *fh = fi_fh(fi);
+    unsigned bits = setattr_bits(to_set);
+    struct stat st;
+    int rc = 0;
+
+    if ((bits & DEPFS_SET_SIZE) && attr->st_size < 0) {
+        rc = -EINVAL;
+        goto out;
+    }
+    if ((bits & DEPFS_SET_SIZE) && fh) {
+        /* through the handle, so its write-behind data is cut as well */
+        rc = depfs_ftruncate(fh, (uint64_t)attr->st_size);
+        if (rc < 0)
+            goto out;
+        bits &= ~DEPFS_SET_SIZE;
+    }
+    if (bits != 0) {
+        rc = depfs_setattr(ctx->fs, ino, attr, bits, &st);
+        if (rc < 0)
+            goto out;
+    }
+    rc = fh ? depfs_fstat(fh, &st) : (bits != 0 ? 0 : depfs_getattr(ctx->fs, ino, &st));
+out:
+    if (rc < 0) {
+        reply_status(req, rc);
+        return;
+    }
+    reply_attr(req, &st);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+    char target[PATH_MAX + 1];
+    int rc = depfs_readlink(req_ctx(req)->fs, ino, target, sizeof(target));
+    if (rc < 0) {
+        reply_status(req, rc);
+        return;
+    }
+    target[sizeof(target) - 1] = '\0';
+    fuse_reply_readlink(req, target);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+    depfs_cred cr;
+    struct stat st;
+    req_cred(req, &cr);
+    int rc = depfs_mknod(req_ctx(req)->fs, parent, name, mode, rdev, &cr, &st);
+    if (rc < 0) {
+        reply_status(req, rc);
+        return;
+    }
+    reply_entry(req, &st);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+    depfs_cred cr;
+    struct stat st;
+    req_cred(req, &cr);
+    int rc = depfs_mkdir(req_ctx(req)->fs, parent, name, mode, &cr, &st);
+    if (rc < 0) {
+        reply_status(req, rc);
+        return;
+    }
+    reply_entry(req, &st);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+    depfs_cred cr;
+    struct stat st;
+    req_cred(req, &cr);
+    int rc = depfs_symlink(req_ctx(req)->fs, parent, name, link, &cr, &st);
+    if (rc < 0) {
+        reply_status(req, rc);
+        return;
+    }
+    reply_entry(req, &st);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+    struct stat st;
+    int rc = depfs_link(req_ctx(req)->fs, ino, newparent, newname, &st);
+    if (rc < 0) {
+        reply_status(req, rc);
+        return;
+    }
+    reply_entry(req, &st);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    reply_status(req, depfs_unlink(req_ctx(req)->fs, parent, name));
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    reply_status(req, depfs_rmdir(req_ctx(req)->fs, parent, name));
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags)
+{
+    if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+        fuse_reply_err(req, EINVAL); /* RENAME_WHITEOUT: overlayfs only */
+        return;
+    }
+    reply_status(req, depfs_rename(req_ctx(req)->fs, parent, name, newparent, newname, flags));
+}
+
+/* ------------------------------------------------------------ open files */
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      struct fuse_file_info *fi)
+{
+    dfuse_ctx *ctx = req_ctx(req);
+    depfs_cred cr;
+    struct stat st;
+    depfs_fh_t *fh = NULL;
+    req_cred(req, &cr);
+    int flags = lib_open_flags(fi->flags);
+    int rc = depfs_create(ctx->fs, parent, name, mode, flags, &cr, NULL, &st, &fh);
+    if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
+        /* lost a race with another client: open what it created */
+        rc = depfs_lookup(ctx->fs, parent, name, &st);
+        if (rc == 0 && S_ISDIR(st.st_mode))
+            rc = -EISDIR;
+        if (rc == 0)
+            rc = depfs_open_ino(ctx->fs, (uint64_t)st.st_ino, flags, &fh);
+        if (rc == 0)
+            rc = depfs_fstat(fh, &st);
+    }
+    if (rc < 0)
+        goto fail;
+
+    struct fuse_entry_param e;
+    fill_entry(ctx, &e, &st);
+    if (e.ino == 0) {
+        rc = -EIO;
+        goto fail;
+    }
+    set_open_info(fi, fh);
+    if (fuse_reply_create(req, &e, fi) != 0)
+        depfs_close(fh); /* the caller was interrupted: nobody will release */
+    return;
+fail:
+    if (fh)
+        depfs_close(fh);
+    reply_status(req, rc);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    depfs_fh_t *fh = NULL;
+    int rc = depfs_open_ino(req_ctx(req)->fs, ino, lib_open_flags(fi->flags), &fh);
+    if (rc < 0) {
+        reply_status(req, rc);
+        return;
+    }
+    set_open_info(fi, fh);
+    if (fuse_reply_open(req, fi) != 0)
+        depfs_close(fh);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+    (void)ino;
+    depfs_fh_t *fh = fi_fh(fi);
+    char *heap = NULL;
+    char *buf;
+    if (!fh || off < 0) {
+        fuse_reply_err(req, fh ? EINVAL : EBADF);
+        return;
+    }
+    if (size <= DFUSE_MAX_IO_BYTES) {
+        buf = thread_read_buf();
+    } else {
+        heap = malloc(size); /* kernel capped it at max_read; be safe anyway */
+        buf = heap;
+    }
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    ssize_t n = depfs_read(fh, buf, size, (uint64_t)off);
+    if (n < 0)
+        reply_status(req, n);
+    else
+        fuse_reply_buf(req, buf, (size_t)n);
+    free(heap);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                     struct fuse_file_info *fi)
+{
+    (void)ino;
+    depfs_fh_t *fh = fi_fh(fi);
+    if (!fh || off < 0) {
+        fuse_reply_err(req, fh ? EINVAL : EBADF);
+        return;
+    }
+    ssize_t n = depfs_write(fh, buf, size, (uint64_t)off);
+    if (n < 0) {
+        reply_status(req, n);
+        return;
+    }
+    fuse_reply_write(req, (size_t)n);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    depfs_fh_t *fh = fi_fh(fi);
+    reply_status(req, fh ? depfs_flush(fh) : -EBADF);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    depfs_fh_t *fh = fi_fh(fi);
+    int rc = 0;
+    if (fh) {
+        rc = depfs_close(fh);
+        fi->fh = 0;
+        if (rc < 0)
+            log_warn("close of inode %llu failed: %s", (unsigned long long)ino,
+                     depfs_last_error());
+    }
+    reply_status(req, rc);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+    (void)ino;
+    (void)datasync;
+    depfs_fh_t *fh = fi_fh(fi);
+    reply_status(req, fh ? depfs_fsync(fh) : -EBADF);
+}
+
+/* Writes zeros over [off, end): punching and zeroing keep no holes of their
+ * own, reading zeros is what matters (and zero data has zero parity). */
+static int write_zeros(depfs_fh_t *fh, uint64_t off, uint64_t end)
+{
+    if (off >= end)
+        return 0;
+    uint64_t chunk_bytes = end - off < DFUSE_MAX_IO_BYTES ? end - off : DFUSE_MAX_IO_BYTES;
+    char *zeros = calloc(1, chunk_bytes);
+    if (!zeros)
+        return -ENOMEM;
+    int rc = 0;
+    while (off < end) {
+        size_t len = end - off < chunk_bytes ? (size_t)(end - off) : (size_t)chunk_bytes;
+        ssize_t n = depfs_write(fh, zeros, len, off);
+        if (n < 0) {
+            rc = (int)n;
+            break;
+        }
+        off += len;
+    }
+    free(zeros);
+    return rc;
+}
+
+static int do_fallocate(depfs_fh_t *fh, int mode, uint64_t off, uint64_t len)
+{
+    const int supported = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE;
+    bool punch = mode & FALLOC_FL_PUNCH_HOLE, zero = mode & FALLOC_FL_ZERO_RANGE;
+    bool keep_size = mode & FALLOC_FL_KEEP_SIZE;
+    if (mode & ~supported)
+        return -EOPNOTSUPP; /* collapse/insert range, unshare: not offered */
+    if ((punch && zero) || (punch && !keep_size))
+        return -EOPNOTSUPP; /* what Linux answers for these combinations */
+    if (len == 0 || off > (uint64_t)INT64_MAX - len)
+        return len == 0 ? -EINVAL : -EFBIG;
+
+    struct stat st;
+    int rc = depfs_fstat(fh, &st);
+    if (rc < 0)
+        return rc;
+    uint64_t size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+    uint64_t end = off + len;
+    if (punch || zero) {
+        rc = write_zeros(fh, off, end < size ? end : size);
+        if (rc < 0)
+            return rc;
+    }
+    /* there is no preallocation: mode 0 and zero-range only move the size */
+    if (!keep_size && end > size)
+        rc = depfs_ftruncate(fh, end);
+    return rc;
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                         struct fuse_file_info *fi)
+{
+    (void)ino;
+    depfs_fh_t *fh = fi_fh(fi);
+    if (!fh) {
+        fuse_reply_err(req, EBADF);
+        return;
+    }
+    if (offset < 0 || length <= 0) {
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    reply_status(req, do_fallocate(fh, mode, (uint64_t)offset, (uint64_t)length));
+}
+
+/* ----------------------------------------------------------- directories */
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct stat st;
+    int rc = depfs_getattr(req_ctx(req)->fs, ino, &st);
+    if (rc == 0 && !S_ISDIR(st.st_mode))
+        rc = -ENOTDIR;
+    if (rc < 0) {
+        reply_status(req, rc);
+        return;
+    }
+    fi->fh = 0;          /* readdir is stateless: the cookie is the offset */
+    fi->cache_readdir = 0;
+    fuse_reply_open(req, fi);
+}
+
+typedef struct readdir_state {
+    fuse_req_t req;
+    char *buf;
+    size_t size, used;
+    int entries;
+} readdir_state;
+
+static int readdir_add(void *arg, const char *name, uint64_t ino, mode_t type, uint64_t cookie)
+{
+    readdir_state *rs = arg;
+    struct stat st;
+    memset(&st, 0, sizeof(st));
+    st.st_ino = (ino_t)ino;
+    /* accept S_IF* bits, or DT_* values should the library send those */
+    st.st_mode = (type & S_IFMT) ? (type & S_IFMT) : (mode_t)DTTOIF(type);
+    size_t need = fuse_add_direntry(rs->req, rs->buf + rs->used, rs->size - rs->used, name, &st,
+                                    (off_t)cookie);
+    if (need > rs->size - rs->used)
+        return 1; /* full: the kernel comes back with the last cookie */
+    rs->used += need;
+    rs->entries++;
+    return 0;
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+    (void)fi;
+    readdir_state rs = {.req = req};
+    if (off < 0) {
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    rs.size = size < DFUSE_MAX_READDIR_BYTES ? size : DFUSE_MAX_READDIR_BYTES;
+    rs.buf = malloc(rs.size ? rs.size : 1);
+    if (!rs.buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    int rc = depfs_readdir(req_ctx(req)->fs, ino, (uint64_t)off, readdir_add, &rs);
+    if (rc < 0 && rs.entries == 0)
+        reply_status(req, rc);
+    else
+        fuse_reply_buf(req, rs.buf, rs.used); /* a later call reports the error */
+    free(rs.buf);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    (void)fi;
+    fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+    (void)ino;
+    (void)datasync;
+    (void)fi;
+    fuse_reply_err(req, 0); /* the MDS makes every mutation durable before replying */
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+    (void)ino;
+    struct statvfs sv;
+    int rc = depfs_statfs(req_ctx(req)->fs, &sv);
+    if (rc < 0) {
+        reply_status(req, rc);
+        return;
+    }
+    fuse_reply_statfs(req, &sv);
+}
+
+/* ---------------------------------------------------------------- xattrs */
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                        size_t size, int flags)
+{
+    dfuse_ctx *ctx = req_ctx(req);
+    if (strcmp(name, DFUSE_CAPS_XATTR) == 0) {
+        fuse_reply_err(req, EOPNOTSUPP); /* no file capabilities on DePFS */
+        return;
+    }
+    int rc = depfs_setxattr(ctx->fs, ino, name, value, size, flags);
+    if (strcmp(name, DEPFS_LAYOUT_XATTR) == 0)
+        blksize_forget(ctx, ino);
+    reply_status(req, rc);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+    if (strcmp(name, DFUSE_CAPS_XATTR) == 0) {
+        /* asked before every write to a file; never stored, so never there */
+        fuse_reply_err(req, ENODATA);
+        return;
+    }
+    depfs_t *fs = req_ctx(req)->fs;
+    if (size == 0) {
+        ssize_t need = depfs_getxattr(fs, ino, name, NULL, 0);
+        if (need < 0)
+            reply_status(req, need);
+        else
+            fuse_reply_xattr(req, (size_t)need);
+        return;
+    }
+    if (size > DFUSE_MAX_XATTR_BYTES)
+        size = DFUSE_MAX_XATTR_BYTES;
+    char *buf = malloc(size);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    ssize_t n = depfs_getxattr(fs, ino, name, buf, size);
+    if (n < 0)
+        reply_status(req, n);
+    else
+        fuse_reply_buf(req, buf, (size_t)n);
+    free(buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+    depfs_t *fs = req_ctx(req)->fs;
+    if (size == 0) {
+        ssize_t need = depfs_listxattr(fs, ino, NULL, 0);
+        if (need < 0)
+            reply_status(req, need);
+        else
+            fuse_reply_xattr(req, (size_t)need);
+        return;
+    }
+    if (size > DFUSE_MAX_XATTR_LIST_BYTES)
+        size = DFUSE_MAX_XATTR_LIST_BYTES;
+    char *buf = malloc(size);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    ssize_t n = depfs_listxattr(fs, ino, buf, size);
+    if (n < 0)
+        reply_status(req, n);
+    else
+        fuse_reply_buf(req, buf, (size_t)n);
+    free(buf);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+    dfuse_ctx *ctx = req_ctx(req);
+    int rc = depfs_removexattr(ctx->fs, ino, name);
+    if (strcmp(name, DEPFS_LAYOUT_XATTR) == 0)
+        blksize_forget(ctx, ino);
+    reply_status(req, rc);
+}
+
+/* ----------------------------------------------------------------- table */
+
+const struct fuse_lowlevel_ops dfuse_ops = {
+    .init = op_init,
+    .lookup = op_lookup,
+    .forget = op_forget,
+    .forget_multi = op_forget_multi,
+    .getattr = op_getattr,
+    .setattr = op_setattr,
+    .readlink = op_readlink,
+    .mknod = op_mknod,
+    .mkdir = op_mkdir,
+    .unlink = op_unlink,
+    .rmdir = op_rmdir,
+    .symlink = op_symlink,
+    .rename = op_rename,
+    .link = op_link,
+    .create = op_create,
+    .open = op_open,
+    .read = op_read,
+    .write = op_write,
+    .flush = op_flush,
+    .release = op_release,
+    .fsync = op_fsync,
+    .fallocate = op_fallocate,
+    .opendir = op_opendir,
+    .readdir = op_readdir,
+    .releasedir = op_releasedir,
+    .fsyncdir = op_fsyncdir,
+    .statfs = op_statfs,
+    .setxattr = op_setxattr,
+    .getxattr = op_getxattr,
+    .listxattr = op_listxattr,
+    .removexattr = op_removexattr,
+};
