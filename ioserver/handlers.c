@@ -1,0 +1,483 @@
+/* handlers.c - the ioserver's IoOp dispatch (frame type = IoOp; the reply
+ * carries the same type). Every reply has err (0 or a positive errno),
+ * message on error, and state (this server's ServerState).
+ *
+ * IO_READ      file_id, extents [, lock] [, ignore_locks]. With lock and no
+ *              ignore_locks the stripes are locked first: NACK -> EAGAIN,
+ *              nothing read. Bulk = the extents' bytes concatenated (zeros
+ *              past the strip's end). While the server is REBUILDING, reads
+ *              without ignore_locks fail EIO ("treat this server as failed").
+ * IO_WRITE     file_id, extents, bulk (length = sum of extent lengths)
+ *              [, lock [, unlock]] [, sync] [, down_servers] [, ignore_locks].
+ *              With lock and no ignore_locks the owner must hold every stripe
+ *              of the lock (else EPERM: e.g. the recovery module already
+ *              repaired and released an orphaned lock). down_servers: the
+ *              (server, file) dirty records are durable before the data is
+ *              written. unlock releases the lock after the data is stored;
+ *              sync fdatasyncs before the reply.
+ * IO_LOCK      file_id, lock -> 0 or EAGAIN (NACK); ENOLCK when the table
+ *              is full.
+ * IO_UNLOCK    file_id, lock -> 0 (also when nothing was held); EPERM when
+ *              only another owner holds those stripes. The recovery module
+ *              releases an orphan by naming its owner (from the heartbeat).
+ * IO_TRUNCATE  file_id, local_size: the strip file's new length (absent
+ *              files stay absent).
+ * IO_REMOVE    file_id: unlink the strip file, drop its locks.
+ * IO_FSYNC     file_id: fdatasync.
+ * IO_STAT      [file_id] -> bytes_used, bytes_free (file system of the data
+ *              dir), locks_granted/nacked/held, lock_hold_ms_total, state,
+ *              and with file_id != 0 local_size = that strip file's length.
+ * IO_HEARTBEAT -> state, stale_locks: entries held >= lock_lease_ms (at most
+ *              IOS_MAX_STALE_REPLY, oldest not guaranteed first).
+ * IO_DIRTY     the dirty log ("file F changed while server S was down"):
+ *   - sync=true: REJOIN. This server's state becomes SERVER_UP, durably
+ *     (the recovery module sends it after a --rebuild server is rebuilt).
+ *   - otherwise local_size = S, the server whose records are meant (<= 2^32-1):
+ *     - unlock=true: CLEAR the record (S, file_id); absent is fine.
+ *     - else LIST: dirty_files = ids recorded for S that are >= file_id
+ *       (a cursor; 0 = from the start), ascending, at most
+ *       IOS_DIRTY_LIST_MAX. When more remain, reply.local_size is set to the
+ *       cursor for the next call; when it is absent the listing is complete.
+ *
+ * Bounds (EINVAL with a message): at most IOS_MAX_EXTENTS extents, every
+ * extent below IOS_MAX_LOCAL_BYTES without overflow, READ extents summing to
+ * at most max_bulk_bytes, lock stripe_count >= 1 without overflow. */
+#include "handlers.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+uint64_t ios_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static const char *op_name(uint16_t type)
+{
+    switch (type) {
+    case DEPFS__IO_OP__IO_READ: return "READ";
+    case DEPFS__IO_OP__IO_WRITE: return "WRITE";
+    case DEPFS__IO_OP__IO_LOCK: return "LOCK";
+    case DEPFS__IO_OP__IO_UNLOCK: return "UNLOCK";
+    case DEPFS__IO_OP__IO_TRUNCATE: return "TRUNCATE";
+    case DEPFS__IO_OP__IO_REMOVE: return "REMOVE";
+    case DEPFS__IO_OP__IO_FSYNC: return "FSYNC";
+    case DEPFS__IO_OP__IO_STAT: return "STAT";
+    case DEPFS__IO_OP__IO_HEARTBEAT: return "HEARTBEAT";
+    case DEPFS__IO_OP__IO_DIRTY: return "DIRTY";
+    default: return "?";
+    }
+}
+
+/* Sets err (positive errno from a negative rc) and the message. */
+__attribute__((format(printf, 3, 4)))
+static int fail(ios_result *res, int rc, const char *fmt, ...)
+{
+    assert(rc < 0);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(res->message, sizeof(res->message), fmt, ap);
+    va_end(ap);
+    res->reply.err = -rc;
+    res->reply.message = res->message;
+    return rc;
+}
+
+/* ---------------------------------------------------------------- checks */
+typedef struct extents {
+    ios_extent *v;
+    size_t n;
+    uint64_t total_bytes;
+} extents;
+
+static int extents_take(const Depfs__IoRequest *q, extents *out, ios_result *res)
+{
+    out->v = NULL;
+    out->n = 0;
+    out->total_bytes = 0;
+    if (q->n_extents > IOS_MAX_EXTENTS)
+        return fail(res, -EINVAL, "%zu extents > max %u", q->n_extents, IOS_MAX_EXTENTS);
+    if (q->n_extents == 0)
+        return 0;
+    out->v = calloc(q->n_extents, sizeof(*out->v));
+    if (!out->v)
+        return fail(res, -ENOMEM, "out of memory for %zu extents", q->n_extents);
+    for (size_t i = 0; i < q->n_extents; i++) {
+        uint64_t off = q->extents[i]->offset, len = q->extents[i]->length;
+        if (off > IOS_MAX_LOCAL_BYTES || len > IOS_MAX_LOCAL_BYTES - off)
+            return fail(res, -EINVAL, "extent %zu (offset %" PRIu64 " length %" PRIu64
+                        ") beyond max local size %llu", i, off, len, IOS_MAX_LOCAL_BYTES);
+        out->v[i] = (ios_extent){ .offset = off, .length = len };
+        out->total_bytes += len; /* <= 4096 * 2^50: no overflow */
+    }
+    out->n = q->n_extents;
+    return 0;
+}
+
+static int lock_check(const Depfs__LockSpec *l, ios_result *res)
+{
+    if (!l)
+        return fail(res, -EINVAL, "lock missing");
+    if (l->stripe_count == 0)
+        return fail(res, -EINVAL, "lock stripe_count 0");
+    if (l->first_stripe + l->stripe_count < l->first_stripe)
+        return fail(res, -EINVAL, "lock stripes overflow");
+    return 0;
+}
+
+static ios_lock_owner owner_of(const Depfs__LockSpec *l)
+{
+    return (ios_lock_owner){ .client = l->owner_client, .op = l->owner_op };
+}
+
+static bool obeys_locks(const Depfs__IoRequest *q)
+{
+    return q->lock && !(q->has_ignore_locks && q->ignore_locks);
+}
+
+/* ------------------------------------------------------------------- ops */
+static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+{
+    extents ex;
+    bool locked = false;
+    int rc = extents_take(q, &ex, res);
+    if (rc)
+        goto out;
+    if (ex.total_bytes > c->max_bulk_bytes) {
+        rc = fail(res, -EINVAL, "read of %" PRIu64 " bytes > max bulk %u", ex.total_bytes,
+                  c->max_bulk_bytes);
+        goto out;
+    }
+    bool ignore = q->has_ignore_locks && q->ignore_locks;
+    if (!ignore && ios_state_get(c->state) == DEPFS__SERVER_STATE__SERVER_REBUILDING) {
+        rc = fail(res, -EIO, "server is rebuilding; treat it as failed");
+        goto out;
+    }
+    if (obeys_locks(q)) {
+        if ((rc = lock_check(q->lock, res)))
+            goto out;
+        rc = ios_locks_try(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
+                           owner_of(q->lock), ios_now_ms());
+        if (rc) {
+            fail(res, rc, rc == -EAGAIN ? "stripes locked by another owner" : "lock refused");
+            goto out;
+        }
+        locked = true;
+    }
+    if (ex.total_bytes) {
+        res->bulk = malloc(ex.total_bytes);
+        if (!res->bulk) {
+            rc = fail(res, -ENOMEM, "out of memory for %" PRIu64 " bytes", ex.total_bytes);
+            goto out;
+        }
+        rc = ios_strips_read(c->strips, q->file_id, ex.v, ex.n, res->bulk);
+        if (rc) {
+            fail(res, rc, "read failed: %s", strerror(-rc));
+            goto out;
+        }
+        res->bulk_len = ex.total_bytes;
+    }
+out:
+    if (rc && locked) /* the caller gets no data: do not leave the lock behind */
+        ios_locks_release(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
+                          owner_of(q->lock), ios_now_ms());
+    if (rc) {
+        free(res->bulk);
+        res->bulk = NULL;
+        res->bulk_len = 0;
+    }
+    free(ex.v);
+    return rc;
+}
+
+static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
+                    size_t bulk_len, ios_result *res)
+{
+    extents ex;
+    int rc = extents_take(q, &ex, res);
+    if (rc)
+        goto out;
+    if (ex.total_bytes != bulk_len) {
+        rc = fail(res, -EINVAL, "bulk of %zu bytes != extents' %" PRIu64, bulk_len,
+                  ex.total_bytes);
+        goto out;
+    }
+    if (q->has_unlock && q->unlock && !q->lock) {
+        rc = fail(res, -EINVAL, "unlock without a lock");
+        goto out;
+    }
+    if (q->lock && (rc = lock_check(q->lock, res)))
+        goto out;
+    if (obeys_locks(q) && !ios_locks_held_by(c->locks, q->file_id, q->lock->first_stripe,
+                                             q->lock->stripe_count, owner_of(q->lock))) {
+        rc = fail(res, -EPERM, "stripes %" PRIu64 "+%" PRIu64 " not locked by this owner",
+                  q->lock->first_stripe, q->lock->stripe_count);
+        goto out;
+    }
+    if (q->n_down_servers) {
+        rc = ios_dirty_add(c->state, q->down_servers, q->n_down_servers, q->file_id);
+        if (rc) {
+            fail(res, rc, "cannot record dirty file: %s", strerror(-rc));
+            goto out;
+        }
+    }
+    if (ex.n && (rc = ios_strips_write(c->strips, q->file_id, ex.v, ex.n, bulk))) {
+        fail(res, rc, "write failed: %s", strerror(-rc));
+        goto out;
+    }
+    if (q->has_sync && q->sync && (rc = ios_strips_fsync(c->strips, q->file_id))) {
+        fail(res, rc, "fdatasync failed: %s", strerror(-rc));
+        goto out;
+    }
+    if (q->has_unlock && q->unlock) {
+        rc = ios_locks_release(c->locks, q->file_id, q->lock->first_stripe,
+                               q->lock->stripe_count, owner_of(q->lock), ios_now_ms());
+        if (rc)
+            fail(res, rc, "data stored but unlock failed: %s", strerror(-rc));
+    }
+out:
+    free(ex.v);
+    return rc;
+}
+
+static int do_lock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+{
+    int rc = lock_check(q->lock, res);
+    if (rc)
+        return rc;
+    rc = ios_locks_try(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
+                       owner_of(q->lock), ios_now_ms());
+    if (rc == -EAGAIN)
+        return fail(res, rc, "stripes locked by another owner");
+    if (rc)
+        return fail(res, rc, "lock refused: %s", strerror(-rc));
+    return 0;
+}
+
+static int do_unlock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+{
+    int rc = lock_check(q->lock, res);
+    if (rc)
+        return rc;
+    rc = ios_locks_release(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
+                           owner_of(q->lock), ios_now_ms());
+    if (rc == -EPERM)
+        return fail(res, rc, "stripes held by another owner");
+    if (rc)
+        return fail(res, rc, "unlock failed: %s", strerror(-rc));
+    return 0;
+}
+
+static int do_truncate(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+{
+    if (!q->has_local_size)
+        return fail(res, -EINVAL, "local_size missing");
+    if (q->local_size > IOS_MAX_LOCAL_BYTES)
+        return fail(res, -EINVAL, "local_size %" PRIu64 " > max %llu", q->local_size,
+                    IOS_MAX_LOCAL_BYTES);
+    int rc = ios_strips_truncate(c->strips, q->file_id, q->local_size);
+    if (rc)
+        return fail(res, rc, "truncate failed: %s", strerror(-rc));
+    return 0;
+}
+
+static int do_remove(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+{
+    int rc = ios_strips_remove(c->strips, q->file_id);
+    ios_locks_drop_file(c->locks, q->file_id, ios_now_ms());
+    if (rc)
+        return fail(res, rc, "remove failed: %s", strerror(-rc));
+    return 0;
+}
+
+static int do_fsync(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+{
+    int rc = ios_strips_fsync(c->strips, q->file_id);
+    if (rc)
+        return fail(res, rc, "fdatasync failed: %s", strerror(-rc));
+    return 0;
+}
+
+static int do_stat(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+{
+    Depfs__IoReply *r = &res->reply;
+    ios_lock_stats ls;
+    int rc = ios_strips_usage(c->strips, &r->bytes_used, &r->bytes_free);
+    if (rc)
+        return fail(res, rc, "statvfs failed: %s", strerror(-rc));
+    r->has_bytes_used = r->has_bytes_free = 1;
+    ios_locks_stats(c->locks, &ls);
+    r->locks_granted = ls.granted;
+    r->locks_nacked = ls.nacked;
+    r->locks_held = ls.held;
+    r->lock_hold_ms_total = ls.hold_ms_total;
+    r->has_locks_granted = r->has_locks_nacked = r->has_locks_held = 1;
+    r->has_lock_hold_ms_total = 1;
+    if (q->file_id != 0) {
+        rc = ios_strips_size(c->strips, q->file_id, &r->local_size);
+        if (rc)
+            return fail(res, rc, "stat of strip failed: %s", strerror(-rc));
+        r->has_local_size = 1;
+    }
+    return 0;
+}
+
+static int do_heartbeat(ios_ctx *c, ios_result *res)
+{
+    ios_lock_entry *v = calloc(IOS_MAX_STALE_REPLY, sizeof(*v));
+    if (!v)
+        return fail(res, -ENOMEM, "out of memory");
+    uint64_t now_ms = ios_now_ms();
+    size_t total = 0;
+    size_t n = ios_locks_stale(c->locks, now_ms, c->lock_lease_ms, v, IOS_MAX_STALE_REPLY, &total);
+    int rc = 0;
+    if (n) {
+        res->stale = calloc(n, sizeof(*res->stale));
+        res->stale_specs = calloc(n, sizeof(*res->stale_specs));
+        res->stale_ptrs = calloc(n, sizeof(*res->stale_ptrs));
+        if (!res->stale || !res->stale_specs || !res->stale_ptrs) {
+            rc = fail(res, -ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        Depfs__LockSpec *s = &res->stale_specs[i];
+        Depfs__LockEntry *e = &res->stale[i];
+        depfs__lock_spec__init(s);
+        s->first_stripe = v[i].first;
+        s->stripe_count = v[i].count;
+        s->owner_client = v[i].owner.client;
+        s->owner_op = v[i].owner.op;
+        depfs__lock_entry__init(e);
+        e->file_id = v[i].file_id;
+        e->lock = s;
+        e->age_ms = now_ms - v[i].taken_ms;
+        res->stale_ptrs[i] = e;
+    }
+    res->reply.stale_locks = res->stale_ptrs;
+    res->reply.n_stale_locks = n;
+    if (total > n)
+        log_warn("heartbeat: %zu stale locks, reporting %zu", total, n);
+out:
+    free(v);
+    return rc;
+}
+
+static int do_dirty(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+{
+    int rc;
+    if (q->has_sync && q->sync) {
+        rc = ios_state_set(c->state, DEPFS__SERVER_STATE__SERVER_UP);
+        if (rc)
+            return fail(res, rc, "cannot store server state: %s", strerror(-rc));
+        log_info("rejoin: server %u is up", c->server_id);
+        return 0;
+    }
+    if (!q->has_local_size || q->local_size > UINT32_MAX)
+        return fail(res, -EINVAL, "local_size must name a server id");
+    uint32_t server = (uint32_t)q->local_size;
+    if (q->has_unlock && q->unlock) {
+        rc = ios_dirty_clear(c->state, server, q->file_id);
+        if (rc)
+            return fail(res, rc, "cannot clear dirty record: %s", strerror(-rc));
+        return 0;
+    }
+    res->dirty = calloc(IOS_DIRTY_LIST_MAX, sizeof(*res->dirty));
+    if (!res->dirty)
+        return fail(res, -ENOMEM, "out of memory");
+    size_t n = 0;
+    bool more = false;
+    rc = ios_dirty_list(c->state, server, q->file_id, res->dirty, IOS_DIRTY_LIST_MAX, &n, &more);
+    if (rc)
+        return fail(res, rc, "cannot list dirty records: %s", strerror(-rc));
+    res->reply.dirty_files = res->dirty;
+    res->reply.n_dirty_files = n;
+    if (more) {
+        assert(n > 0);
+        res->reply.has_local_size = 1;
+        res->reply.local_size = res->dirty[n - 1] + 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- dispatch */
+static void dispatch(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, const uint8_t *bulk,
+                     size_t bulk_len, ios_result *res)
+{
+    if (bulk_len && type != DEPFS__IO_OP__IO_WRITE) {
+        fail(res, -EINVAL, "unexpected bulk of %zu bytes", bulk_len);
+        return;
+    }
+    switch (type) {
+    case DEPFS__IO_OP__IO_READ: do_read(c, q, res); break;
+    case DEPFS__IO_OP__IO_WRITE: do_write(c, q, bulk, bulk_len, res); break;
+    case DEPFS__IO_OP__IO_LOCK: do_lock(c, q, res); break;
+    case DEPFS__IO_OP__IO_UNLOCK: do_unlock(c, q, res); break;
+    case DEPFS__IO_OP__IO_TRUNCATE: do_truncate(c, q, res); break;
+    case DEPFS__IO_OP__IO_REMOVE: do_remove(c, q, res); break;
+    case DEPFS__IO_OP__IO_FSYNC: do_fsync(c, q, res); break;
+    case DEPFS__IO_OP__IO_STAT: do_stat(c, q, res); break;
+    case DEPFS__IO_OP__IO_HEARTBEAT: do_heartbeat(c, res); break;
+    case DEPFS__IO_OP__IO_DIRTY: do_dirty(c, q, res); break;
+    default: fail(res, -EOPNOTSUPP, "unknown I/O op %u", type); break;
+    }
+}
+
+void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
+                 const uint8_t *bulk, size_t bulk_len, const char *peer, ios_result *res)
+{
+    memset(res, 0, sizeof(*res));
+    depfs__io_reply__init(&res->reply);
+    Depfs__IoRequest *q = depfs__io_request__unpack(NULL, hdr_len, hdr);
+    if (!q)
+        fail(res, -EINVAL, "malformed IoRequest header (%zu bytes)", hdr_len);
+    else
+        dispatch(c, type, q, bulk, bulk_len, res);
+    res->reply.has_state = 1;
+    res->reply.state = ios_state_get(c->state);
+
+    int err = res->reply.err;
+    if (err && err != EAGAIN)
+        log_warn("%s %s file %016" PRIx64 ": %s", peer ? peer : "-", op_name(type),
+                 q ? q->file_id : 0, res->message);
+    else if (err == EAGAIN)
+        log_debug("%s %s file %016" PRIx64 ": NACK", peer ? peer : "-", op_name(type),
+                  q->file_id);
+    if (q)
+        depfs__io_request__free_unpacked(q, NULL);
+}
+
+void ios_result_free(ios_result *res)
+{
+    free(res->bulk);
+    free(res->stale);
+    free(res->stale_specs);
+    free(res->stale_ptrs);
+    free(res->dirty);
+    memset(res, 0, sizeof(*res));
+}
+
+void ios_handle(void *ctx, const rpc_msg *req, rpc_replier *r)
+{
+    ios_ctx *c = ctx;
+    ios_result res;
+    ios_process(c, req->type, req->hdr, req->hdr_len, req->bulk, req->bulk_len, req->peer, &res);
+    struct iovec iov = { .iov_base = res.bulk, .iov_len = res.bulk_len };
+    int rc = rpc_reply_msg(r, req, &res.reply.base, res.bulk_len ? &iov : NULL,
+                           res.bulk_len ? 1 : 0);
+    if (rc)
+        log_warn("%s: reply to %s failed: %s", req->peer ? req->peer : "-", op_name(req->type),
+                 strerror(-rc));
+    ios_result_free(&res);
+}

@@ -1,0 +1,57 @@
+/* handlers.h - the ioserver's request dispatch: one IoRequest in, one
+ * IoReply (+ bulk) out. The wire conventions of each IoOp, including the
+ * IO_DIRTY encoding the recovery module uses, are at the top of handlers.c.
+ *
+ * ios_process() does the work without any transport, so tests can drive it
+ * directly; ios_handle() is the rpc_handler_fn that wraps it. */
+#ifndef DEPFS_IOS_HANDLERS_H
+#define DEPFS_IOS_HANDLERS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "depfs.pb-c.h"
+#include "locks.h"
+#include "rpc.h"
+#include "state.h"
+#include "strips.h"
+
+#define IOS_MAX_EXTENTS 4096u            /* extents per READ/WRITE */
+#define IOS_MAX_LOCAL_BYTES (1ull << 50) /* strip file offsets stay below this */
+#define IOS_MAX_STALE_REPLY 1024u        /* lock entries per heartbeat reply */
+#define IOS_DIRTY_LIST_MAX 4096u         /* file ids per IO_DIRTY listing */
+#define IOS_MESSAGE_BYTES 256u
+
+typedef struct ios_ctx {
+    uint32_t server_id;
+    ios_strips *strips;
+    ios_locks *locks;
+    ios_state *state;
+    uint32_t max_bulk_bytes; /* bound on READ reply bulk */
+    unsigned lock_lease_ms;  /* heartbeat reports locks at least this old */
+} ios_ctx;
+
+/* Everything a reply owns; ios_result_free releases it. */
+typedef struct ios_result {
+    Depfs__IoReply reply;
+    char message[IOS_MESSAGE_BYTES];
+    uint8_t *bulk; /* READ data, malloc'd */
+    size_t bulk_len;
+    Depfs__LockEntry *stale;
+    Depfs__LockSpec *stale_specs;
+    Depfs__LockEntry **stale_ptrs;
+    uint64_t *dirty;
+} ios_result;
+
+/* Handles one request of frame type `type`. Never fails: errors are in
+ * res->reply.err (positive errno) with res->reply.message. */
+void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
+                 const uint8_t *bulk, size_t bulk_len, const char *peer, ios_result *res);
+void ios_result_free(ios_result *res);
+
+/* rpc_handler_fn: ctx is an ios_ctx. */
+void ios_handle(void *ctx, const rpc_msg *req, rpc_replier *r);
+
+/* CLOCK_MONOTONIC in milliseconds (lock timestamps). */
+uint64_t ios_now_ms(void);
+
+#endif

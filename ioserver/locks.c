@@ -1,0 +1,424 @@
+/* locks.c - the ioserver's stripe-lock table (see locks.h for the rules).
+ *
+ * Sharded hash by file id: LOCK_SHARDS mutexes, each guarding its buckets of
+ * per-file nodes; a node holds that file's entries in a small array. An
+ * owner's entries of one file are kept disjoint and non-adjacent (try merges
+ * them), so coverage checks walk them without double counting. */
+#include "locks.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOCK_SHARDS 64u
+#define LOCK_BUCKETS_PER_SHARD 256u
+#define LOCK_ARRAY_MIN_CAP 4u
+
+typedef struct lock_range {
+    uint64_t first, end; /* stripes [first, end) */
+    ios_lock_owner owner;
+    uint64_t taken_ms;
+} lock_range;
+
+typedef struct file_node {
+    uint64_t file_id;
+    struct file_node *next;
+    size_t n, cap;
+    lock_range *v;
+} file_node;
+
+typedef struct lock_shard {
+    pthread_mutex_t mu;
+    file_node *buckets[LOCK_BUCKETS_PER_SHARD];
+} lock_shard;
+
+struct ios_locks {
+    size_t max_entries;
+    atomic_size_t n_entries;
+    atomic_uint_fast64_t granted, nacked, hold_ms_total;
+    lock_shard shards[LOCK_SHARDS];
+};
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
+static lock_shard *shard_of(ios_locks *t, uint64_t file_id, file_node ***bucket)
+{
+    uint64_t h = mix64(file_id);
+    lock_shard *s = &t->shards[h % LOCK_SHARDS];
+    *bucket = &s->buckets[(h / LOCK_SHARDS) % LOCK_BUCKETS_PER_SHARD];
+    return s;
+}
+
+static file_node *node_find(file_node **bucket, uint64_t file_id)
+{
+    for (file_node *f = *bucket; f; f = f->next)
+        if (f->file_id == file_id)
+            return f;
+    return NULL;
+}
+
+static void node_unlink_free(file_node **bucket, file_node *f)
+{
+    assert(f->n == 0);
+    for (file_node **pp = bucket; *pp; pp = &(*pp)->next) {
+        if (*pp == f) {
+            *pp = f->next;
+            break;
+        }
+    }
+    free(f->v);
+    free(f);
+}
+
+static int node_reserve(file_node *f, size_t extra)
+{
+    if (f->n + extra <= f->cap)
+        return 0;
+    size_t cap = f->cap ? f->cap * 2 : LOCK_ARRAY_MIN_CAP;
+    while (cap < f->n + extra)
+        cap *= 2;
+    lock_range *v = realloc(f->v, cap * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    f->v = v;
+    f->cap = cap;
+    return 0;
+}
+
+static bool same_owner(ios_lock_owner a, ios_lock_owner b)
+{
+    return a.client == b.client && a.op == b.op;
+}
+
+static bool overlaps(const lock_range *r, uint64_t first, uint64_t end)
+{
+    return r->first < end && first < r->end;
+}
+
+/* Reserve `extra` entries against the table bound. */
+static int entries_reserve(ios_locks *t, size_t extra)
+{
+    if (extra == 0)
+        return 0;
+    size_t old = atomic_fetch_add(&t->n_entries, extra);
+    if (old + extra > t->max_entries) {
+        atomic_fetch_sub(&t->n_entries, extra);
+        return -ENOLCK;
+    }
+    return 0;
+}
+
+static int range_check(uint64_t first, uint64_t count)
+{
+    if (count == 0 || first + count < first)
+        return -EINVAL;
+    return 0;
+}
+
+int ios_locks_create(size_t max_entries, ios_locks **out)
+{
+    ios_locks *t = calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    t->max_entries = max_entries ? max_entries : IOS_LOCKS_DEFAULT_MAX_ENTRIES;
+    atomic_init(&t->n_entries, 0);
+    atomic_init(&t->granted, 0);
+    atomic_init(&t->nacked, 0);
+    atomic_init(&t->hold_ms_total, 0);
+    for (unsigned i = 0; i < LOCK_SHARDS; i++)
+        pthread_mutex_init(&t->shards[i].mu, NULL);
+    *out = t;
+    return 0;
+}
+
+void ios_locks_free(ios_locks *t)
+{
+    if (!t)
+        return;
+    for (unsigned i = 0; i < LOCK_SHARDS; i++) {
+        lock_shard *s = &t->shards[i];
+        for (unsigned b = 0; b < LOCK_BUCKETS_PER_SHARD; b++) {
+            file_node *f = s->buckets[b];
+            while (f) {
+                file_node *next = f->next;
+                free(f->v);
+                free(f);
+                f = next;
+            }
+        }
+        pthread_mutex_destroy(&s->mu);
+    }
+    free(t);
+}
+
+/* Merge the owner's entries overlapping or adjacent to [first,end) with it
+ * into one entry. Caller checked there is no conflict. */
+static int node_grant(ios_locks *t, file_node *f, uint64_t first, uint64_t end,
+                      ios_lock_owner owner, uint64_t now_ms)
+{
+    size_t merged = 0;
+    uint64_t taken_ms = now_ms;
+    for (size_t i = 0; i < f->n; i++) {
+        const lock_range *r = &f->v[i];
+        if (!same_owner(r->owner, owner) || r->first > end || r->end < first)
+            continue;
+        merged++;
+        if (r->first < first)
+            first = r->first;
+        if (r->end > end)
+            end = r->end;
+        if (r->taken_ms < taken_ms)
+            taken_ms = r->taken_ms;
+    }
+    if (merged == 0) {
+        int rc = entries_reserve(t, 1);
+        if (rc)
+            return rc;
+        rc = node_reserve(f, 1);
+        if (rc) {
+            atomic_fetch_sub(&t->n_entries, 1);
+            return rc;
+        }
+    }
+    size_t w = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        const lock_range *r = &f->v[i];
+        bool absorbed = same_owner(r->owner, owner) && r->first >= first && r->end <= end;
+        if (!absorbed)
+            f->v[w++] = *r;
+    }
+    assert(f->n - w == merged);
+    f->n = w;
+    f->v[f->n++] = (lock_range){ .first = first, .end = end, .owner = owner, .taken_ms = taken_ms };
+    if (merged > 1)
+        atomic_fetch_sub(&t->n_entries, merged - 1);
+    return 0;
+}
+
+int ios_locks_try(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                  ios_lock_owner owner, uint64_t now_ms)
+{
+    int rc = range_check(first, count);
+    if (rc)
+        return rc;
+    uint64_t end = first + count;
+    file_node **bucket;
+    lock_shard *s = shard_of(t, file_id, &bucket);
+    bool created = false;
+
+    pthread_mutex_lock(&s->mu);
+    file_node *f = node_find(bucket, file_id);
+    if (f) {
+        for (size_t i = 0; i < f->n; i++) {
+            if (overlaps(&f->v[i], first, end) && !same_owner(f->v[i].owner, owner)) {
+                rc = -EAGAIN;
+                goto out;
+            }
+        }
+    } else {
+        f = calloc(1, sizeof(*f));
+        if (!f) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        f->file_id = file_id;
+        f->next = *bucket;
+        *bucket = f;
+        created = true;
+    }
+    rc = node_grant(t, f, first, end, owner, now_ms);
+out:
+    if (rc && created)
+        node_unlink_free(bucket, f);
+    pthread_mutex_unlock(&s->mu);
+    if (rc == 0)
+        atomic_fetch_add(&t->granted, 1);
+    else if (rc == -EAGAIN)
+        atomic_fetch_add(&t->nacked, 1);
+    return rc;
+}
+
+/* Removes [first,end) from the owner's entries; splits need `splits` spare
+ * slots, already reserved by the caller. */
+static void node_cut(ios_locks *t, file_node *f, uint64_t first, uint64_t end,
+                     ios_lock_owner owner, uint64_t now_ms)
+{
+    size_t n = f->n; /* pieces appended by splits are outside the range */
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        lock_range r = f->v[i];
+        if (!same_owner(r.owner, owner) || !overlaps(&r, first, end)) {
+            f->v[w++] = r;
+            continue;
+        }
+        bool left = r.first < first, right = r.end > end;
+        if (!left && !right) {
+            uint64_t held_ms = now_ms > r.taken_ms ? now_ms - r.taken_ms : 0;
+            atomic_fetch_add(&t->hold_ms_total, held_ms);
+            atomic_fetch_sub(&t->n_entries, 1);
+            continue;
+        }
+        if (left && right) {
+            lock_range tail = r;
+            tail.first = end;
+            assert(f->n < f->cap);
+            f->v[f->n++] = tail;
+        }
+        if (left)
+            r.end = first;
+        else
+            r.first = end;
+        assert(r.first < r.end);
+        f->v[w++] = r;
+    }
+    /* move the split tails down behind the kept entries */
+    for (size_t i = n; i < f->n; i++)
+        f->v[w++] = f->v[i];
+    f->n = w;
+}
+
+int ios_locks_release(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                      ios_lock_owner owner, uint64_t now_ms)
+{
+    int rc = range_check(first, count);
+    if (rc)
+        return rc;
+    uint64_t end = first + count;
+    file_node **bucket;
+    lock_shard *s = shard_of(t, file_id, &bucket);
+
+    pthread_mutex_lock(&s->mu);
+    file_node *f = node_find(bucket, file_id);
+    if (!f)
+        goto out;
+    size_t mine = 0, others = 0, splits = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        const lock_range *r = &f->v[i];
+        if (!overlaps(r, first, end))
+            continue;
+        if (!same_owner(r->owner, owner)) {
+            others++;
+            continue;
+        }
+        mine++;
+        if (r->first < first && r->end > end)
+            splits++;
+    }
+    if (mine == 0) {
+        rc = others ? -EPERM : 0;
+        goto out;
+    }
+    rc = entries_reserve(t, splits);
+    if (rc)
+        goto out;
+    rc = node_reserve(f, splits);
+    if (rc) {
+        atomic_fetch_sub(&t->n_entries, splits);
+        goto out;
+    }
+    node_cut(t, f, first, end, owner, now_ms);
+    if (f->n == 0)
+        node_unlink_free(bucket, f);
+out:
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int ios_locks_held_by(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                      ios_lock_owner owner)
+{
+    if (range_check(first, count))
+        return 0;
+    uint64_t end = first + count, pos = first;
+    file_node **bucket;
+    lock_shard *s = shard_of(t, file_id, &bucket);
+
+    pthread_mutex_lock(&s->mu);
+    file_node *f = node_find(bucket, file_id);
+    bool progress = f != NULL;
+    while (progress && pos < end) {
+        progress = false;
+        for (size_t i = 0; i < f->n; i++) {
+            const lock_range *r = &f->v[i];
+            if (same_owner(r->owner, owner) && r->first <= pos && pos < r->end) {
+                pos = r->end;
+                progress = true;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return pos >= end;
+}
+
+size_t ios_locks_drop_file(ios_locks *t, uint64_t file_id, uint64_t now_ms)
+{
+    file_node **bucket;
+    lock_shard *s = shard_of(t, file_id, &bucket);
+    size_t dropped = 0;
+
+    pthread_mutex_lock(&s->mu);
+    file_node *f = node_find(bucket, file_id);
+    if (f) {
+        for (size_t i = 0; i < f->n; i++) {
+            uint64_t taken_ms = f->v[i].taken_ms;
+            atomic_fetch_add(&t->hold_ms_total, now_ms > taken_ms ? now_ms - taken_ms : 0);
+        }
+        dropped = f->n;
+        atomic_fetch_sub(&t->n_entries, dropped);
+        f->n = 0;
+        node_unlink_free(bucket, f);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return dropped;
+}
+
+size_t ios_locks_stale(ios_locks *t, uint64_t now_ms, uint64_t age_ms, ios_lock_entry *out,
+                       size_t max, size_t *total)
+{
+    size_t copied = 0, found = 0;
+    for (unsigned i = 0; i < LOCK_SHARDS; i++) {
+        lock_shard *s = &t->shards[i];
+        pthread_mutex_lock(&s->mu);
+        for (unsigned b = 0; b < LOCK_BUCKETS_PER_SHARD; b++) {
+            for (file_node *f = s->buckets[b]; f; f = f->next) {
+                for (size_t j = 0; j < f->n; j++) {
+                    const lock_range *r = &f->v[j];
+                    if (now_ms < r->taken_ms || now_ms - r->taken_ms < age_ms)
+                        continue;
+                    found++;
+                    if (copied < max)
+                        out[copied++] = (ios_lock_entry){ .file_id = f->file_id,
+                                                          .first = r->first,
+                                                          .count = r->end - r->first,
+                                                          .owner = r->owner,
+                                                          .taken_ms = r->taken_ms };
+                }
+            }
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (total)
+        *total = found;
+    return copied;
+}
+
+void ios_locks_stats(ios_locks *t, ios_lock_stats *out)
+{
+    out->granted = atomic_load(&t->granted);
+    out->nacked = atomic_load(&t->nacked);
+    out->held = atomic_load(&t->n_entries);
+    out->hold_ms_total = atomic_load(&t->hold_ms_total);
+}

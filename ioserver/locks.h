@@ -1,0 +1,71 @@
+/* locks.h - the ioserver's stripe-lock table (device-served locking,
+ * DESIGN.md "Writing: the stripe-lock protocol", thesis fig. 3.3).
+ *
+ * An entry says: stripes [first, first+count) of file `file_id` are held by
+ * owner (client id, op id) since taken_ms. Rules:
+ *   - try: granted when no entry of that file held by a DIFFERENT owner
+ *     overlaps the range; a NACK leaves the table unchanged. Re-locking by
+ *     the same owner is idempotent: the owner's overlapping or adjacent
+ *     entries are merged into one (keeping the oldest taken_ms).
+ *   - release: removes exactly the given stripes from the owner's entries
+ *     (an entry may shrink or split); nothing held there is fine (0); when
+ *     only other owners hold stripes there: -EPERM, nothing changed.
+ *   - the total number of entries is bounded; beyond it: -ENOLCK.
+ * Times are passed in (now_ms, a monotonic clock) so tests control them.
+ * Thread-safe; the table is sharded by file id (no single global mutex).
+ * Return convention: 0 or negative errno. */
+#ifndef DEPFS_IOS_LOCKS_H
+#define DEPFS_IOS_LOCKS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define IOS_LOCKS_DEFAULT_MAX_ENTRIES 65536u
+
+typedef struct ios_lock_owner {
+    uint64_t client;
+    uint64_t op;
+} ios_lock_owner;
+
+typedef struct ios_lock_entry {
+    uint64_t file_id;
+    uint64_t first;   /* first stripe */
+    uint64_t count;   /* stripes, >= 1 */
+    ios_lock_owner owner;
+    uint64_t taken_ms;
+} ios_lock_entry;
+
+typedef struct ios_lock_stats {
+    uint64_t granted;       /* try calls that succeeded */
+    uint64_t nacked;        /* try calls refused for a conflict */
+    uint64_t held;          /* entries in the table now */
+    uint64_t hold_ms_total; /* sum over released entries of their hold time */
+} ios_lock_stats;
+
+typedef struct ios_locks ios_locks;
+
+/* max_entries 0 = IOS_LOCKS_DEFAULT_MAX_ENTRIES. */
+int ios_locks_create(size_t max_entries, ios_locks **out);
+void ios_locks_free(ios_locks *t);
+
+/* 0 granted, -EAGAIN NACK (another owner holds an overlapping stripe),
+ * -ENOLCK table full, -EINVAL count 0 or first+count overflows. */
+int ios_locks_try(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                  ios_lock_owner owner, uint64_t now_ms);
+/* 0 (released, or nothing of the range was held by anyone), -EPERM (only
+ * other owners hold stripes in the range), -ENOLCK (a split would exceed the
+ * table bound), -EINVAL (bad range). Nothing changes on error. */
+int ios_locks_release(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                      ios_lock_owner owner, uint64_t now_ms);
+/* true when owner holds every stripe of [first, first+count). */
+int ios_locks_held_by(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                      ios_lock_owner owner);
+/* Drops every entry of the file (file removed); returns how many. */
+size_t ios_locks_drop_file(ios_locks *t, uint64_t file_id, uint64_t now_ms);
+
+/* Copies up to max entries with now_ms - taken_ms >= age_ms into out[];
+ * returns how many were copied; *total (if non-NULL) gets how many exist. */
+size_t ios_locks_stale(ios_locks *t, uint64_t now_ms, uint64_t age_ms, ios_lock_entry *out,
+                       size_t max, size_t *total);
+void ios_locks_stats(ios_locks *t, ios_lock_stats *out);
+
+#endif

@@ -1,0 +1,214 @@
+/* main.c - depfs-ioserver: startup, data directory layout, RPC server,
+ * clean stop on SIGTERM/SIGINT.
+ *
+ *   depfs-ioserver --config PATH --id N [--rebuild] [--log-level L]
+ *
+ * The server's address and data directory come from the config line
+ * "ioserver = N HOST:PORT DATADIR". DATADIR/strips holds strip files,
+ * DATADIR/state the LevelDB with the server state and dirty log. With
+ * --rebuild the server comes back as REBUILDING (durably) until the
+ * recovery module sends IO_DIRTY with sync=true (see handlers.c). */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "handlers.h"
+#include "log.h"
+
+#define IOS_PROG "depfs-ioserver"
+#define DATA_DIR_MODE 0700
+#define FDS_RESERVED 256u /* sockets, LevelDB files, logs */
+
+typedef struct ios_args {
+    const char *config_path;
+    uint32_t id;
+    int have_id;
+    int rebuild;
+    enum dlog_level level;
+} ios_args;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: %s --config PATH --id N [--rebuild] [--log-level err|warn|info|debug]\n",
+            IOS_PROG);
+}
+
+static int parse_level(const char *s, enum dlog_level *out)
+{
+    static const char *names[] = { "err", "warn", "info", "debug" };
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *out = (enum dlog_level)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+static int parse_args(int argc, char **argv, ios_args *a)
+{
+    static const struct option opts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "id", required_argument, NULL, 'i' },
+        { "rebuild", no_argument, NULL, 'r' },
+        { "log-level", required_argument, NULL, 'l' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    memset(a, 0, sizeof(*a));
+    a->level = DLOG_INFO;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "c:i:rl:h", opts, NULL)) != -1) {
+        char *end;
+        unsigned long v;
+        switch (ch) {
+        case 'c': a->config_path = optarg; break;
+        case 'i':
+            errno = 0;
+            v = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || v > UINT32_MAX || optarg[0] == '-') {
+                fprintf(stderr, "%s: bad --id '%s'\n", IOS_PROG, optarg);
+                return -EINVAL;
+            }
+            a->id = (uint32_t)v;
+            a->have_id = 1;
+            break;
+        case 'r': a->rebuild = 1; break;
+        case 'l':
+            if (parse_level(optarg, &a->level)) {
+                fprintf(stderr, "%s: bad --log-level '%s'\n", IOS_PROG, optarg);
+                return -EINVAL;
+            }
+            break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); return -EINVAL;
+        }
+    }
+    if (optind != argc || !a->have_id) {
+        usage(stderr);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* mkdir -p for the data directory. */
+static int make_dirs(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+        return -ENAMETOOLONG;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, DATA_DIR_MODE) != 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, DATA_DIR_MODE) != 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+/* Raises the descriptor limit to its hard maximum; returns the strip cache
+ * size that fits under it. */
+static unsigned fd_budget(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return IOS_STRIPS_DEFAULT_OPEN_FILES / 4;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    rlim_t usable = rl.rlim_cur > 2 * FDS_RESERVED ? rl.rlim_cur / 2 : FDS_RESERVED / 4;
+    return usable > IOS_STRIPS_DEFAULT_OPEN_FILES ? IOS_STRIPS_DEFAULT_OPEN_FILES
+                                                  : (unsigned)usable;
+}
+
+static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *me)
+{
+    ios_ctx ctx = { .server_id = me->id, .max_bulk_bytes = cfg->max_bulk_bytes,
+                    .lock_lease_ms = cfg->lock_lease_ms };
+    rpc_server *srv = NULL;
+    char err[512];
+    int rc = make_dirs(me->data_dir);
+    if (rc) {
+        log_err("cannot create data dir %s: %s", me->data_dir, strerror(-rc));
+        return rc;
+    }
+    if ((rc = ios_strips_open(me->data_dir, fd_budget(), &ctx.strips))) {
+        log_err("cannot open strips under %s: %s", me->data_dir, strerror(-rc));
+        goto out;
+    }
+    if ((rc = ios_state_open(me->data_dir, &ctx.state, err, sizeof(err)))) {
+        log_err("cannot open state store: %s", err);
+        goto out;
+    }
+    if ((rc = ios_locks_create(IOS_LOCKS_DEFAULT_MAX_ENTRIES, &ctx.locks))) {
+        log_err("cannot create the lock table: %s", strerror(-rc));
+        goto out;
+    }
+    if (a->rebuild && (rc = ios_state_set(ctx.state, DEPFS__SERVER_STATE__SERVER_REBUILDING))) {
+        log_err("cannot store state REBUILDING: %s", strerror(-rc));
+        goto out;
+    }
+
+    /* block the stop signals in every thread; main waits for them */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    rpc_server_opts o = { .transport = cfg->transport, .address = me->address,
+                          .limits = { .max_header_bytes = cfg->max_header_bytes,
+                                      .max_bulk_bytes = cfg->max_bulk_bytes },
+                          .handler = ios_handle, .ctx = &ctx };
+    if ((rc = rpc_server_start(&o, &srv))) {
+        log_err("cannot listen on %s (%s): %s", me->address, cfg->transport, strerror(-rc));
+        goto out;
+    }
+    uint32_t state = ios_state_get(ctx.state);
+    log_info("server %u listening on %s, data %s, state %s", me->id, me->address, me->data_dir,
+             state == DEPFS__SERVER_STATE__SERVER_REBUILDING ? "REBUILDING" : "UP");
+    int sig = 0;
+    sigwait(&stop, &sig);
+    log_info("signal %d: stopping", sig);
+    rpc_server_stop(srv);
+out:
+    ios_locks_free(ctx.locks);
+    ios_state_close(ctx.state);
+    ios_strips_close(ctx.strips);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    ios_args a;
+    static depfs_config cfg; /* large: keep it off the stack */
+    char err[512];
+    if (parse_args(argc, argv, &a))
+        return 2;
+    dlog_init(IOS_PROG, a.level);
+    if (config_load(a.config_path, &cfg, err, sizeof(err))) {
+        log_err("config: %s", err);
+        return 1;
+    }
+    const ioserver_conf *me = config_ioserver(&cfg, a.id);
+    if (!me) {
+        log_err("config %s has no ioserver with id %u", cfg.path, a.id);
+        return 1;
+    }
+    return run(&a, &cfg, me) ? 1 : 0;
+}

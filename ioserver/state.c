@@ -1,0 +1,210 @@
+/* state.c - the ioserver's durable state (see state.h) over common/kvstore.
+ *
+ * Keys:
+ *   "S"                       -> u32 little-endian ServerState
+ *   "D" + be32(server) + be64(file) -> empty  (dirty record)
+ * Big-endian ids make LevelDB's byte order the numeric order, so a listing
+ * walks one server's records in file id order. Dirty adds skip a put when
+ * the record exists (a get costs no fsync); the mutex orders add against
+ * clear so a clear can never swallow a record added after it. */
+#include "state.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "depfs.pb-c.h"
+#include "kvstore.h"
+
+#define STATE_KEY "S"
+#define DIRTY_PREFIX 'D'
+#define DIRTY_KEY_BYTES 13u /* prefix + u32 + u64 */
+#define DIRTY_SERVER_PREFIX_BYTES 5u
+#define STATE_VALUE_BYTES 4u
+
+struct ios_state {
+    kvstore *kv;
+    pthread_mutex_t mu;
+    uint32_t server_state; /* cached; written through */
+};
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    for (int i = 3; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static void dirty_key(uint8_t key[DIRTY_KEY_BYTES], uint32_t server, uint64_t file_id)
+{
+    key[0] = DIRTY_PREFIX;
+    put_be32(key + 1, server);
+    put_be64(key + DIRTY_SERVER_PREFIX_BYTES, file_id);
+}
+
+static int load_state(ios_state *st)
+{
+    void *val = NULL;
+    size_t vlen = 0;
+    int rc = kv_get(st->kv, STATE_KEY, strlen(STATE_KEY), &val, &vlen);
+    if (rc == -ENOENT) {
+        st->server_state = DEPFS__SERVER_STATE__SERVER_UP;
+        return 0;
+    }
+    if (rc)
+        return rc;
+    if (vlen != STATE_VALUE_BYTES) {
+        free(val);
+        return -EIO;
+    }
+    const uint8_t *p = val;
+    st->server_state = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                       (uint32_t)p[3] << 24;
+    free(val);
+    return 0;
+}
+
+int ios_state_open(const char *data_dir, ios_state **out, char *err, size_t err_len)
+{
+    char path[PATH_MAX];
+    int rc;
+    if (snprintf(path, sizeof(path), "%s/%s", data_dir, IOS_STATE_SUBDIR) >= (int)sizeof(path)) {
+        snprintf(err, err_len, "state path too long under %s", data_dir);
+        return -ENAMETOOLONG;
+    }
+    ios_state *st = calloc(1, sizeof(*st));
+    if (!st) {
+        snprintf(err, err_len, "out of memory");
+        return -ENOMEM;
+    }
+    rc = kv_open(path, true, &st->kv, err, err_len);
+    if (rc)
+        goto fail;
+    rc = load_state(st);
+    if (rc) {
+        snprintf(err, err_len, "%s: unreadable server state record", path);
+        kv_close(st->kv);
+        goto fail;
+    }
+    pthread_mutex_init(&st->mu, NULL);
+    *out = st;
+    return 0;
+fail:
+    free(st);
+    return rc;
+}
+
+void ios_state_close(ios_state *st)
+{
+    if (!st)
+        return;
+    kv_close(st->kv);
+    pthread_mutex_destroy(&st->mu);
+    free(st);
+}
+
+uint32_t ios_state_get(ios_state *st)
+{
+    pthread_mutex_lock(&st->mu);
+    uint32_t v = st->server_state;
+    pthread_mutex_unlock(&st->mu);
+    return v;
+}
+
+int ios_state_set(ios_state *st, uint32_t server_state)
+{
+    uint8_t val[STATE_VALUE_BYTES] = { (uint8_t)server_state, (uint8_t)(server_state >> 8),
+                                       (uint8_t)(server_state >> 16),
+                                       (uint8_t)(server_state >> 24) };
+    pthread_mutex_lock(&st->mu);
+    int rc = kv_put(st->kv, STATE_KEY, strlen(STATE_KEY), val, sizeof(val));
+    if (rc == 0)
+        st->server_state = server_state;
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
+int ios_dirty_add(ios_state *st, const uint32_t *servers, size_t n_servers, uint64_t file_id)
+{
+    int rc = 0;
+    size_t missing = 0;
+    kv_batch *b = kv_batch_new();
+    if (!b)
+        return -ENOMEM;
+    pthread_mutex_lock(&st->mu);
+    for (size_t i = 0; i < n_servers; i++) {
+        uint8_t key[DIRTY_KEY_BYTES];
+        void *val = NULL;
+        size_t vlen;
+        dirty_key(key, servers[i], file_id);
+        rc = kv_get(st->kv, key, sizeof(key), &val, &vlen);
+        free(val);
+        if (rc == 0)
+            continue; /* already recorded and durable */
+        if (rc != -ENOENT)
+            goto out;
+        rc = 0;
+        kv_batch_put(b, key, sizeof(key), "", 0);
+        missing++;
+    }
+    if (missing)
+        rc = kv_batch_commit(st->kv, b);
+out:
+    pthread_mutex_unlock(&st->mu);
+    kv_batch_free(b);
+    return rc;
+}
+
+int ios_dirty_list(ios_state *st, uint32_t server, uint64_t from, uint64_t *out, size_t max,
+                   size_t *n_out, bool *more)
+{
+    uint8_t prefix[DIRTY_SERVER_PREFIX_BYTES], start[DIRTY_KEY_BYTES];
+    dirty_key(start, server, from);
+    memcpy(prefix, start, sizeof(prefix));
+    *n_out = 0;
+    *more = false;
+    kv_iter *it = kv_iter_new(st->kv, prefix, sizeof(prefix), start, sizeof(start));
+    if (!it)
+        return -EIO;
+    const void *key, *val;
+    size_t klen, vlen;
+    while (kv_iter_next(it, &key, &klen, &val, &vlen)) {
+        if (klen != DIRTY_KEY_BYTES)
+            continue; /* not ours; never written by this module */
+        if (*n_out == max) {
+            *more = true;
+            break;
+        }
+        out[(*n_out)++] = get_be64((const uint8_t *)key + DIRTY_SERVER_PREFIX_BYTES);
+    }
+    kv_iter_free(it);
+    return 0;
+}
+
+int ios_dirty_clear(ios_state *st, uint32_t server, uint64_t file_id)
+{
+    uint8_t key[DIRTY_KEY_BYTES];
+    dirty_key(key, server, file_id);
+    pthread_mutex_lock(&st->mu);
+    int rc = kv_delete(st->kv, key, sizeof(key));
+    pthread_mutex_unlock(&st->mu);
+    return rc == -ENOENT ? 0 : rc;
+}

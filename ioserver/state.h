@@ -1,0 +1,33 @@
+/* state.h - the ioserver's own durable state in LevelDB (DATADIR/state):
+ * its ServerState (UP / REBUILDING) and the dirty log, "file F changed while
+ * server S was down" records, one key per (S, F). Every mutation is synced
+ * before it returns. Thread-safe. Return convention: 0 or negative errno. */
+#ifndef DEPFS_IOS_STATE_H
+#define DEPFS_IOS_STATE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define IOS_STATE_SUBDIR "state"
+
+typedef struct ios_state ios_state;
+
+/* Opens (creating) DATADIR/state. A fresh store starts as SERVER_UP. */
+int ios_state_open(const char *data_dir, ios_state **out, char *err, size_t err_len);
+void ios_state_close(ios_state *st);
+
+/* depfs ServerState value (DEPFS__SERVER_STATE__*). */
+uint32_t ios_state_get(ios_state *st);
+int ios_state_set(ios_state *st, uint32_t server_state);
+
+/* Records (servers[i], file_id) for every i, durably, in one batch. */
+int ios_dirty_add(ios_state *st, const uint32_t *servers, size_t n_servers, uint64_t file_id);
+/* Lists file ids recorded for server, ascending, starting at file id
+ * `from`; at most max into out. *more is true when ids remain after the
+ * last one returned. */
+int ios_dirty_list(ios_state *st, uint32_t server, uint64_t from, uint64_t *out, size_t max,
+                   size_t *n_out, bool *more);
+/* Deletes the (server, file_id) record; absent is fine. */
+int ios_dirty_clear(ios_state *st, uint32_t server, uint64_t file_id);
+
+#endif

@@ -1,0 +1,52 @@
+/* strips.h - the ioserver's strip files: one local file per DePFS file,
+ * DATADIR/strips/<16 lowercase hex digits of the 64-bit file id>. Names come
+ * from the id only, never from client text. The unit of stripe s sits at
+ * local offset s*su (the caller computes offsets; this module stores bytes).
+ *
+ * Reads past a strip file's end (or of an absent file) return zeros. Writes
+ * create the file (mode 0600). Open descriptors live in a bounded LRU cache
+ * shared by all threads. Return convention: 0 or negative errno. */
+#ifndef DEPFS_IOS_STRIPS_H
+#define DEPFS_IOS_STRIPS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define IOS_STRIPS_SUBDIR "strips"
+#define IOS_STRIP_NAME_LEN 17u /* 16 hex digits + NUL */
+#define IOS_STRIPS_DEFAULT_OPEN_FILES 1024u
+
+typedef struct ios_extent {
+    uint64_t offset;
+    uint64_t length;
+} ios_extent;
+
+typedef struct ios_strips ios_strips;
+
+/* Creates DATADIR/strips if needed. max_open_files 0 = default. */
+int ios_strips_open(const char *data_dir, unsigned max_open_files, ios_strips **out);
+void ios_strips_close(ios_strips *s);
+
+/* The strip file name (relative to DATADIR/strips) of file_id. */
+void ios_strip_name(uint64_t file_id, char out[IOS_STRIP_NAME_LEN]);
+
+/* Reads the extents into buf, one after another (buf holds the sum of the
+ * extent lengths). */
+int ios_strips_read(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
+                    uint8_t *buf);
+/* Writes buf (extents' bytes concatenated) at the extents. */
+int ios_strips_write(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
+                     const uint8_t *buf);
+/* Sets the strip file's length; an absent file stays absent. */
+int ios_strips_truncate(ios_strips *s, uint64_t file_id, uint64_t local_size);
+/* Unlinks the strip file; absent is fine. */
+int ios_strips_remove(ios_strips *s, uint64_t file_id);
+/* fdatasync; absent is fine. */
+int ios_strips_fsync(ios_strips *s, uint64_t file_id);
+/* Length of the strip file (0 when absent). */
+int ios_strips_size(ios_strips *s, uint64_t file_id, uint64_t *size);
+/* File system usage of the data directory, bytes. */
+int ios_strips_usage(ios_strips *s, uint64_t *used, uint64_t *avail);
+/* Number of descriptors cached now (tests). */
+unsigned ios_strips_cached(ios_strips *s);
+
+#endif
