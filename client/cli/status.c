@@ -1,0 +1,216 @@
+/* status.c - `depfs status [--json]`: every I/O server's state (up, down,
+ * rebuilding), whether this client reaches it, space used/free and stripe
+ * lock counters, from depfs_cluster_status, plus cluster totals. */
+#include "cli.h"
+#include "json.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STATUS_CMD "status"
+#define STATUS_INITIAL_SERVERS 256u
+#define SIZE_TEXT_MAX 32u
+#define BYTES_PER_KIB 1024.0
+
+enum { SERVER_UP = 0, SERVER_DOWN = 1, SERVER_REBUILDING = 2 };
+
+typedef struct status_totals {
+    unsigned servers, up, down, rebuilding, reachable;
+    uint64_t bytes_used, bytes_free;
+    uint64_t locks_granted, locks_nacked, locks_held, lock_hold_ms_total;
+} status_totals;
+
+static void status_usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: %s status [--json]\n"
+            "\n"
+            "Show each I/O server: id, address, state (up, down, rebuilding), whether\n"
+            "this client reaches it, bytes used and free, and its stripe-lock counters\n"
+            "(granted, nacked, currently held, total hold time in ms); then totals.\n"
+            "\n"
+            "Options:\n"
+            "  -c, --config PATH  cluster config\n"
+            "  -j, --json         print JSON\n"
+            "  -h, --help         show this help\n",
+            CLI_PROG);
+}
+
+static const char *state_name(int state)
+{
+    switch (state) {
+    case SERVER_UP: return "up";
+    case SERVER_DOWN: return "down";
+    case SERVER_REBUILDING: return "rebuilding";
+    default: return "unknown";
+    }
+}
+
+/* 1536 -> "1.5K", like df -h. */
+static void human_bytes(char *buf, size_t len, uint64_t bytes)
+{
+    static const char units[] = "BKMGTPE";
+    double v = (double)bytes;
+    unsigned u = 0;
+    while (v >= BYTES_PER_KIB && u + 1 < sizeof(units) - 1) {
+        v /= BYTES_PER_KIB;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, len, "%lluB", (unsigned long long)bytes);
+    else
+        snprintf(buf, len, "%.1f%c", v, units[u]);
+}
+
+static void add_totals(status_totals *t, const depfs_server_status *s)
+{
+    t->servers++;
+    t->up += s->state == SERVER_UP;
+    t->down += s->state == SERVER_DOWN;
+    t->rebuilding += s->state == SERVER_REBUILDING;
+    t->reachable += s->reachable;
+    t->bytes_used += s->bytes_used;
+    t->bytes_free += s->bytes_free;
+    t->locks_granted += s->locks_granted;
+    t->locks_nacked += s->locks_nacked;
+    t->locks_held += s->locks_held;
+    t->lock_hold_ms_total += s->lock_hold_ms_total;
+}
+
+static void print_text(const depfs_server_status *v, unsigned n, const status_totals *t)
+{
+    char used[SIZE_TEXT_MAX], freeb[SIZE_TEXT_MAX];
+
+    printf("%-4s %-22s %-10s %-5s %9s %9s %10s %8s %6s %10s\n", "ID", "ADDRESS", "STATE", "REACH",
+           "USED", "FREE", "GRANTED", "NACKED", "HELD", "HOLD_MS");
+    for (unsigned i = 0; i < n; i++) {
+        const depfs_server_status *s = &v[i];
+        human_bytes(used, sizeof(used), s->bytes_used);
+        human_bytes(freeb, sizeof(freeb), s->bytes_free);
+        printf("%-4u %-22s %-10s %-5s %9s %9s %10llu %8llu %6llu %10llu\n", s->id, s->address,
+               state_name(s->state), s->reachable ? "yes" : "no", used, freeb,
+               (unsigned long long)s->locks_granted, (unsigned long long)s->locks_nacked,
+               (unsigned long long)s->locks_held, (unsigned long long)s->lock_hold_ms_total);
+    }
+    human_bytes(used, sizeof(used), t->bytes_used);
+    human_bytes(freeb, sizeof(freeb), t->bytes_free);
+    printf("total: %u servers (%u up, %u down, %u rebuilding, %u reachable), used %s, free %s, "
+           "locks granted %llu, nacked %llu, held %llu, hold %llu ms\n",
+           t->servers, t->up, t->down, t->rebuilding, t->reachable, used, freeb,
+           (unsigned long long)t->locks_granted, (unsigned long long)t->locks_nacked,
+           (unsigned long long)t->locks_held, (unsigned long long)t->lock_hold_ms_total);
+}
+
+static void json_locks(cli_json *j, uint64_t granted, uint64_t nacked, uint64_t held, uint64_t hold_ms)
+{
+    cli_json_uint(j, "locks_granted", granted);
+    cli_json_uint(j, "locks_nacked", nacked);
+    cli_json_uint(j, "locks_held", held);
+    cli_json_uint(j, "lock_hold_ms_total", hold_ms);
+}
+
+static void print_json(const depfs_server_status *v, unsigned n, const status_totals *t)
+{
+    cli_json j;
+    cli_json_init(&j, stdout);
+    cli_json_begin_object(&j, NULL);
+    cli_json_begin_array(&j, "servers");
+    for (unsigned i = 0; i < n; i++) {
+        const depfs_server_status *s = &v[i];
+        cli_json_begin_object(&j, NULL);
+        cli_json_uint(&j, "id", s->id);
+        cli_json_string(&j, "address", s->address);
+        cli_json_string(&j, "state", state_name(s->state));
+        cli_json_bool(&j, "reachable", s->reachable);
+        cli_json_uint(&j, "bytes_used", s->bytes_used);
+        cli_json_uint(&j, "bytes_free", s->bytes_free);
+        json_locks(&j, s->locks_granted, s->locks_nacked, s->locks_held, s->lock_hold_ms_total);
+        cli_json_end_object(&j);
+    }
+    cli_json_end_array(&j);
+    cli_json_begin_object(&j, "totals");
+    cli_json_uint(&j, "servers", t->servers);
+    cli_json_uint(&j, "up", t->up);
+    cli_json_uint(&j, "down", t->down);
+    cli_json_uint(&j, "rebuilding", t->rebuilding);
+    cli_json_uint(&j, "reachable", t->reachable);
+    cli_json_uint(&j, "bytes_used", t->bytes_used);
+    cli_json_uint(&j, "bytes_free", t->bytes_free);
+    json_locks(&j, t->locks_granted, t->locks_nacked, t->locks_held, t->lock_hold_ms_total);
+    cli_json_end_object(&j);
+    cli_json_end_object(&j);
+    cli_json_finish(&j);
+}
+
+/* Fetches the status of every server into a malloc'd array. */
+static int fetch(depfs_t *fs, depfs_server_status **out, unsigned *count)
+{
+    unsigned cap = STATUS_INITIAL_SERVERS;
+    for (;;) {
+        depfs_server_status *v = calloc(cap, sizeof(*v));
+        if (v == NULL)
+            return -ENOMEM;
+        int rc = depfs_cluster_status(fs, v, cap);
+        if (rc < 0) {
+            free(v);
+            return rc;
+        }
+        if ((unsigned)rc <= cap) {
+            *out = v;
+            *count = (unsigned)rc;
+            return 0;
+        }
+        free(v);
+        cap = (unsigned)rc; /* the cluster grew past our guess: ask again */
+    }
+}
+
+int cli_cmd_status(int argc, char **argv, const char *config_path)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, CLI_OPT_CONFIG},
+        {"help", no_argument, NULL, CLI_OPT_HELP},
+        {"json", no_argument, NULL, CLI_OPT_JSON},
+        {NULL, 0, NULL, 0},
+    };
+    bool json = false;
+    depfs_t *fs = NULL;
+    depfs_server_status *v = NULL;
+    unsigned n = 0;
+    int c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":c:hj", opts, NULL)) != -1) {
+        switch (c) {
+        case CLI_OPT_CONFIG: config_path = optarg; break;
+        case CLI_OPT_HELP: status_usage(stdout); return CLI_EXIT_OK;
+        case CLI_OPT_JSON: json = true; break;
+        case ':': return cli_usage_err(STATUS_CMD, "option '%s' needs an argument", argv[optind - 1]);
+        default: return cli_usage_err(STATUS_CMD, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc)
+        return cli_usage_err(STATUS_CMD, "unexpected argument '%s'", argv[optind]);
+    if (cli_connect(config_path, &fs) < 0)
+        return CLI_EXIT_FAIL;
+    int rc = fetch(fs, &v, &n);
+    if (rc < 0) {
+        cli_err_rc(rc, "cannot get the cluster status");
+        depfs_unmount(fs);
+        return CLI_EXIT_FAIL;
+    }
+    depfs_unmount(fs);
+    status_totals t;
+    memset(&t, 0, sizeof(t));
+    for (unsigned i = 0; i < n; i++)
+        add_totals(&t, &v[i]);
+    if (json)
+        print_json(v, n, &t);
+    else
+        print_text(v, n, &t);
+    free(v);
+    return CLI_EXIT_OK;
+}
