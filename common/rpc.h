@@ -19,6 +19,7 @@
 #include "frame.h"
 
 #define RPC_MAX_IOV 64 /* max iovec entries per call side */
+#define RPC_MAX_INFLIGHT 4096 /* calls pending per client connection; more: -EBUSY */
 
 /* ----------------------------------------------------------- server side */
 typedef struct rpc_server rpc_server;
@@ -48,6 +49,16 @@ typedef struct rpc_server_opts {
 int rpc_server_start(const rpc_server_opts *o, rpc_server **out);
 /* Stops accepting, closes connections, joins threads. */
 void rpc_server_stop(rpc_server *s);
+/* The port the server listens on (after listening on port 0), or -errno. */
+int rpc_server_port(const rpc_server *s);
+
+/* A replier is valid while the handler runs. A handler that answers later
+ * (from another thread) takes a hold first and releases it after replying;
+ * it must then pass an rpc_msg copy carrying the request's type and req_id
+ * (hdr/bulk of the original are freed when the handler returns). Replies
+ * on a connection that has gone away fail -ECONNRESET. */
+void rpc_replier_hold(rpc_replier *r);
+void rpc_replier_release(rpc_replier *r);
 
 int rpc_reply(rpc_replier *r, const rpc_msg *req, const void *hdr, size_t hdr_len,
               const struct iovec *bulk, int bulk_cnt);
@@ -75,7 +86,8 @@ int rpc_call_start_msg(rpc_conn *c, uint16_t type, const ProtobufCMessage *msg,
                        const struct iovec *bulk, int bulk_cnt,
                        const struct iovec *resp_iov, int resp_cnt, rpc_call **out);
 /* 0 when the reply arrived; -ETIMEDOUT, -ECONNRESET, -ECONNABORTED,
- * -EMSGSIZE, -EPROTO otherwise. May be called again after -ETIMEDOUT. */
+ * -EMSGSIZE, -EPROTO otherwise. May be called again after -ETIMEDOUT.
+ * timeout_ms < 0 waits without a limit; 0 only checks. */
 int rpc_call_wait(rpc_call *call, int timeout_ms);
 const uint8_t *rpc_call_reply_hdr(const rpc_call *call, size_t *len);
 size_t rpc_call_reply_bulk_len(const rpc_call *call);
@@ -83,7 +95,8 @@ size_t rpc_call_reply_bulk_len(const rpc_call *call);
 int rpc_call_unpack(const rpc_call *call, const ProtobufCMessageDescriptor *desc,
                     ProtobufCMessage **out);
 /* Safe in any state. After it returns the rpc layer never touches the
- * call's resp_iov again (a late reply's bulk is drained and dropped). */
+ * call's resp_iov again (a late reply's bulk is drained and dropped).
+ * Calls may be freed before or after rpc_conn_close, not during it. */
 void rpc_call_free(rpc_call *call);
 
 /* start + wait + unpack in one; reply bulk length in *bulk_len if non-NULL. */

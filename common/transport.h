@@ -39,4 +39,31 @@ int xport_available(const char *kind);
 /* Split "HOST:PORT"; -EINVAL with nothing written on junk. */
 int xport_split_addr(const char *addr, char *host, size_t host_len, unsigned *port);
 
+/* The local port a listener is bound to (useful after listening on port 0),
+ * or a negative errno. */
+int xport_listener_port(const xport_listener *l);
+
+/* ------------------------------------------------ for implementations only
+ * transport.c dispatches on the kind to these; callers use the functions
+ * above. Every listener starts with its ops table. */
+struct xport_listener_ops {
+    int (*accept)(xport_listener *l, xport **out);
+    void (*shutdown)(xport_listener *l);
+    void (*close)(xport_listener *l); /* frees l */
+    int (*port)(const xport_listener *l);
+};
+
+struct xport_listener {
+    const struct xport_listener_ops *ops;
+};
+
+int xport_tcp_listen(const char *addr, xport_listener **out);
+int xport_tcp_connect(const char *addr, int timeout_ms, xport **out);
+int xport_rdma_available(void);
+int xport_rdma_listen(const char *addr, xport_listener **out);
+int xport_rdma_connect(const char *addr, int timeout_ms, xport **out);
+/* Formats a socket address as "HOST:PORT" ("[v6]:PORT") into out. */
+struct sockaddr;
+void xport_format_sockaddr(const struct sockaddr *sa, char *out, size_t out_len);
+
 #endif
