@@ -9,7 +9,19 @@
  *   default_layout = N@K[@SU]         (default 8@6@64k, clamped to servers)
  *   request_timeout_ms, connect_timeout_ms, heartbeat_period_ms,
  *   lock_lease_ms, server_down_expiry_ms, max_header_bytes, max_bulk_bytes
- * Unknown keys and bad values are errors naming file and line. */
+ * Unknown keys and bad values are errors naming file and line.
+ *
+ * Details (config.c):
+ *   - '#' starts a comment at the line start or after whitespace (a '#'
+ *     inside a word, e.g. a path, is kept).
+ *   - Every key except ioserver may appear once; a repeat is an error.
+ *   - ioserver ids and addresses must be unique; at most CONFIG_MAX_IOSERVERS.
+ *   - *_ms values: 1..86400000. max_*_bytes: sizes (1m, 65536) in 1024..2^32-1.
+ *   - default_layout without SU uses LAYOUT_DEFAULT_SU (64 KiB).
+ *   - If ioservers are listed and default n exceeds their count, the default
+ *     is clamped (with a warning): n = servers, k = min(k, n - 1) so one
+ *     failure stays survivable, or k = 1 when there is a single server.
+ *   - No ioserver lines is allowed (a client-only config); then no clamping. */
 #ifndef DEPFS_CONFIG_H
 #define DEPFS_CONFIG_H
 #include <limits.h>

@@ -21,6 +21,8 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static char log_progname[LOG_PROGNAME_MAX] = "depfs";
 static enum dlog_level log_level = DLOG_INFO;
 
+static pthread_once_t log_env_once = PTHREAD_ONCE_INIT;
+
 static const char *const level_names[] = { "ERR", "WARN", "INFO", "DEBUG" };
 
 /* "err|warn|info|debug" (any case, also "error"/"warning" and 0..3). */
@@ -41,6 +43,16 @@ static int level_from_string(const char *s, enum dlog_level *out)
     return -1;
 }
 
+/* Programs (and tests) that never call dlog_init still honour the env var. */
+static void log_env_default(void)
+{
+    const char *env = getenv(LOG_LEVEL_ENV);
+    enum dlog_level env_level;
+
+    if (env && *env && level_from_string(env, &env_level) == 0)
+        log_level = env_level;
+}
+
 void dlog_init(const char *progname, enum dlog_level level)
 {
     const char *env = getenv(LOG_LEVEL_ENV);
@@ -48,6 +60,7 @@ void dlog_init(const char *progname, enum dlog_level level)
 
     if (env && *env && level_from_string(env, &env_level) == 0)
         level = env_level;
+    pthread_once(&log_env_once, log_env_default);
     pthread_mutex_lock(&log_lock);
     if (progname) {
         const char *slash = strrchr(progname, '/');
@@ -59,6 +72,7 @@ void dlog_init(const char *progname, enum dlog_level level)
 
 enum dlog_level dlog_get_level(void)
 {
+    pthread_once(&log_env_once, log_env_default);
     pthread_mutex_lock(&log_lock);
     enum dlog_level level = log_level;
     pthread_mutex_unlock(&log_lock);
@@ -91,6 +105,7 @@ void dlog(enum dlog_level level, const char *fmt, ...)
     if (level > DLOG_DEBUG)
         level = DLOG_DEBUG;
 
+    pthread_once(&log_env_once, log_env_default);
     pthread_mutex_lock(&log_lock);
     if (level > log_level)
         goto out;
