@@ -1,7 +1,7 @@
 /* internal.h - libdepfs internals shared by its files (not installed).
  *
  * Ownership inside client/lib:
- *   client.c, mds_client.c, namespace.c, path.c, status.c  -> the "core":
+ *   client.c, inodes.c, namespace.c, open.c, path.c, status.c -> the "core":
  *       mount, connections, the server status vector, MDS calls, inode
  *       table, namespace ops, open/create/close, setattr, path API, status.
  *   data_*.c (read, write, locks, write-behind, truncate, scrub) -> the
@@ -42,6 +42,8 @@ typedef struct dc_inode {
     unsigned refs;            /* open handles */
     void *wb;                 /* write-behind state, owned by the data path */
     struct dc_inode *next;    /* hash chain in depfs.inodes */
+    bool unlinked;            /* last link removed while open here: strip
+                               * files go at the last close (core side) */
 } dc_inode;
 
 #define DC_INODE_BUCKETS 1024u
@@ -62,12 +64,21 @@ struct depfs {
     dc_inode *inodes[DC_INODE_BUCKETS];
     pthread_mutex_t codecs_lock;
     codec *codecs[CODEC_MAX_UNITS + 1][CODEC_MAX_UNITS + 1]; /* [n][k], current version */
+    /* core side (client.c) */
+    bool default_from_mount;  /* default_n/k/su came from depfs_options: they
+                               * beat the cluster default, not a directory's */
+    _Atomic uint64_t cluster_refresh_ms; /* last MDS_CLUSTER (server states) */
+    pthread_mutex_t retired_lock;
+    struct dc_retired *retired; /* failed connections, closed after a grace
+                                 * period (others may still hold the pointer) */
 };
 
 struct depfs_fh {
     depfs_t *fs;
     dc_inode *inode;
-    int flags;                /* open flags */
+    int flags;                /* open flags as given to open/create. O_APPEND is
+                               * the data path's job: depfs_write appends at
+                               * inode->size (under inode->lock), ignoring off. */
 };
 
 /* ------------------------------------------------------------ core side */
@@ -106,6 +117,33 @@ const codec *dc_codec(depfs_t *fs, unsigned n, unsigned k, unsigned version);
 void dc_layout_from_pb(const Depfs__Layout *pb, layout *out);
 void dc_attr_to_stat(const Depfs__Attr *a, struct stat *st);
 uint64_t dc_next_op_id(depfs_t *fs);
+
+/* --- core side, used only by the core files */
+/* Re-read server states from the MDS (MDS_CLUSTER). */
+int dc_cluster_refresh(depfs_t *fs);
+/* refs+1 on an inode open in this client; NULL when it is not open. */
+dc_inode *dc_inode_hold(depfs_t *fs, uint64_t ino);
+/* Size (and, when uncommitted, mtime; else 0) of an inode open here. */
+bool dc_inode_local_size(depfs_t *fs, uint64_t ino, uint64_t *size, int64_t *mtime_ns);
+/* The MDS removed the inode's last link: if it is open here, defer the data
+ * removal to the last close and return true. */
+bool dc_inode_mark_unlinked(depfs_t *fs, uint64_t ino);
+void dc_inodes_flush_all(depfs_t *fs); /* unmount */
+/* Attr (+ layout) of a reply as a stat, with this client's uncommitted size
+ * and mtime when the inode is open here. */
+void dc_reply_to_stat(depfs_t *fs, const Depfs__MdsReply *rep, struct stat *st);
+/* Truncate an inode (held by the caller) whose MDS size was mds_size to
+ * new_size: flush, data side, MDS size, local size. */
+int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size);
+void dc_layout_to_info(const layout *l, depfs_layout_info *out);
+/* MDS_GETATTR; caller frees *rep. */
+int dc_getattr_rep(depfs_t *fs, uint64_t ino, Depfs__MdsReply **rep);
+/* The caller's credentials into a request (cr NULL: this process's). */
+void dc_req_cred(Depfs__MdsRequest *req, const depfs_cred *cr, uint32_t groups[DEPFS_MAX_GROUPS]);
+/* IO_STAT on every server in parallel; out[i] for servers[i] (NULL when
+ * unreachable), freed with dc_stat_free. */
+void dc_stat_servers(depfs_t *fs, Depfs__IoReply **out);
+void dc_stat_free(depfs_t *fs, Depfs__IoReply **out);
 
 /* ------------------------------------------------------- data path side */
 /* Write back any buffered data of the inode (stripes with parity). */

@@ -1,0 +1,204 @@
+/* inodes.c - libdepfs core: the table of inodes open in this client (hash
+ * by ino, refcounted by open handles), the size this client grew a file to
+ * and its commit to the MDS (MDS_EXTEND), and deferred data removal of
+ * files unlinked while open here.
+ *
+ * Lock order: fs->inodes_lock before dc_inode.lock. */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "log.h"
+
+static unsigned bucket_of(uint64_t ino)
+{
+    /* Fibonacci hashing spreads sequential inode numbers. */
+    return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 54) % DC_INODE_BUCKETS;
+}
+
+static dc_inode *find_locked(depfs_t *fs, uint64_t ino)
+{
+    for (dc_inode *in = fs->inodes[bucket_of(ino)]; in; in = in->next)
+        if (in->ino == ino)
+            return in;
+    return NULL;
+}
+
+dc_inode *dc_inode_find(depfs_t *fs, uint64_t ino)
+{
+    pthread_mutex_lock(&fs->inodes_lock);
+    dc_inode *in = find_locked(fs, ino);
+    pthread_mutex_unlock(&fs->inodes_lock);
+    return in;
+}
+
+dc_inode *dc_inode_get(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t mds_size)
+{
+    assert(lay);
+    pthread_mutex_lock(&fs->inodes_lock);
+    dc_inode *in = find_locked(fs, ino);
+    if (in) {
+        pthread_mutex_lock(&in->lock);
+        in->refs++;
+        if (mds_size > in->size)
+            in->size = mds_size;
+        pthread_mutex_unlock(&in->lock);
+        goto out;
+    }
+    in = calloc(1, sizeof *in);
+    if (!in) {
+        dc_set_error("out of memory");
+        goto out;
+    }
+    in->ino = ino;
+    in->lay = *lay;
+    in->size = mds_size;
+    in->refs = 1;
+    pthread_mutex_init(&in->lock, NULL);
+    unsigned b = bucket_of(ino);
+    in->next = fs->inodes[b];
+    fs->inodes[b] = in;
+out:
+    pthread_mutex_unlock(&fs->inodes_lock);
+    return in;
+}
+
+dc_inode *dc_inode_hold(depfs_t *fs, uint64_t ino)
+{
+    pthread_mutex_lock(&fs->inodes_lock);
+    dc_inode *in = find_locked(fs, ino);
+    if (in) {
+        pthread_mutex_lock(&in->lock);
+        in->refs++;
+        pthread_mutex_unlock(&in->lock);
+    }
+    pthread_mutex_unlock(&fs->inodes_lock);
+    return in;
+}
+
+bool dc_inode_local_size(depfs_t *fs, uint64_t ino, uint64_t *size, int64_t *mtime_ns)
+{
+    bool found = false;
+    pthread_mutex_lock(&fs->inodes_lock);
+    dc_inode *in = find_locked(fs, ino);
+    if (in) {
+        pthread_mutex_lock(&in->lock);
+        *size = in->size;
+        *mtime_ns = in->size_dirty ? in->mtime_ns : 0;
+        pthread_mutex_unlock(&in->lock);
+        found = true;
+    }
+    pthread_mutex_unlock(&fs->inodes_lock);
+    return found;
+}
+
+static void unlink_locked(depfs_t *fs, dc_inode *in)
+{
+    dc_inode **pp = &fs->inodes[bucket_of(in->ino)];
+    while (*pp && *pp != in)
+        pp = &(*pp)->next;
+    assert(*pp == in);
+    *pp = in->next;
+    in->next = NULL;
+}
+
+static void inode_free(depfs_t *fs, dc_inode *in)
+{
+    dc_wb_release(in);
+    if (in->unlinked) {
+        int rc = dc_data_remove(fs, in->ino, &in->lay);
+        if (rc < 0)
+            log_warn("libdepfs: removing data of unlinked file %llu: %s",
+                     (unsigned long long)in->ino, strerror(-rc));
+    }
+    pthread_mutex_destroy(&in->lock);
+    free(in);
+}
+
+void dc_inode_put(depfs_t *fs, dc_inode *in)
+{
+    if (!in)
+        return;
+    bool last = false;
+    pthread_mutex_lock(&fs->inodes_lock);
+    pthread_mutex_lock(&in->lock);
+    assert(in->refs > 0);
+    in->refs--;
+    if (in->refs == 0) {
+        unlink_locked(fs, in);
+        last = true;
+    }
+    pthread_mutex_unlock(&in->lock);
+    pthread_mutex_unlock(&fs->inodes_lock);
+    if (last)
+        inode_free(fs, in);
+}
+
+bool dc_inode_mark_unlinked(depfs_t *fs, uint64_t ino)
+{
+    bool open_here = false;
+    pthread_mutex_lock(&fs->inodes_lock);
+    dc_inode *in = find_locked(fs, ino);
+    if (in) {
+        pthread_mutex_lock(&in->lock);
+        in->unlinked = true;
+        in->size_dirty = false; /* the MDS forgot the inode: nothing to commit */
+        pthread_mutex_unlock(&in->lock);
+        open_here = true;
+    }
+    pthread_mutex_unlock(&fs->inodes_lock);
+    return open_here;
+}
+
+int dc_inode_commit_size(depfs_t *fs, dc_inode *in)
+{
+    pthread_mutex_lock(&in->lock);
+    bool dirty = in->size_dirty && !in->unlinked;
+    uint64_t size = in->size;
+    int64_t mtime_ns = in->mtime_ns ? in->mtime_ns : dc_now_ns_real();
+    pthread_mutex_unlock(&in->lock);
+    if (!dirty)
+        return 0;
+
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = in->ino;
+    req.has_size = 1;
+    req.size = size;
+    req.has_mtime_ns = 1;
+    req.mtime_ns = mtime_ns;
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_EXTEND, &req, &rep);
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&in->lock);
+    if (in->size == size)
+        in->size_dirty = false; /* else it grew again meanwhile: stays dirty */
+    pthread_mutex_unlock(&in->lock);
+    return 0;
+}
+
+/* Unmount: write back every open file and free the table. */
+void dc_inodes_flush_all(depfs_t *fs)
+{
+    for (unsigned b = 0; b < DC_INODE_BUCKETS; b++) {
+        pthread_mutex_lock(&fs->inodes_lock);
+        dc_inode *list = fs->inodes[b];
+        fs->inodes[b] = NULL;
+        pthread_mutex_unlock(&fs->inodes_lock);
+        while (list) {
+            dc_inode *in = list;
+            list = in->next;
+            int rc = dc_wb_flush(fs, in);
+            if (rc == 0)
+                rc = dc_inode_commit_size(fs, in);
+            if (rc < 0)
+                log_err("libdepfs: unmount: flushing file %llu: %s", (unsigned long long)in->ino,
+                        strerror(-rc));
+            inode_free(fs, in);
+        }
+    }
+}

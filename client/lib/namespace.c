@@ -1,0 +1,758 @@
+/* namespace.c - libdepfs core: the inode-number namespace API (lookup,
+ * getattr/setattr, mknod/mkdir/symlink/readlink/link, unlink/rmdir/rename
+ * with removal of the data of a file whose last link went away, readdir,
+ * statfs, xattrs including the layout xattr, depfs_get_layout).
+ * Each call is one or a few MDS round trips; sizes of files open in this
+ * client are overlaid on what the MDS says (uncommitted writes show). */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/limits.h>
+#include "internal.h"
+#include "label.h"
+#include "log.h"
+
+#define DC_READDIR_BATCH 512u
+/* Client readdir cookies: 1 = after ".", 2 = after "..", then the MDS's
+ * cookie + DC_DOT_COOKIES. */
+#define DC_DOT_COOKIES 2u
+#define DC_XATTR_NAME_MAX 255u
+#define DC_XATTR_SIZE_MAX 65536u
+#define DC_STATFS_FRSIZE 4096u
+#define DC_STATFS_FILES_SPARE (1ull << 32)
+
+/* ----------------------------------------------------------- helpers */
+
+static void free_rep(Depfs__MdsReply *rep)
+{
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
+}
+
+/* A single path component: non-empty, no '/', at most NAME_MAX bytes. */
+static int check_name(const char *name)
+{
+    if (!name || !name[0] || strchr(name, '/')) {
+        dc_set_error("bad name '%s'", name ? name : "(null)");
+        return -EINVAL;
+    }
+    if (strlen(name) > NAME_MAX) {
+        dc_set_error("name longer than %u bytes", NAME_MAX);
+        return -ENAMETOOLONG;
+    }
+    return 0;
+}
+
+void dc_req_cred(Depfs__MdsRequest *req, const depfs_cred *cr, uint32_t groups[DEPFS_MAX_GROUPS])
+{
+    req->has_uid = req->has_gid = 1;
+    req->n_groups = 0;
+    req->groups = groups;
+    if (cr) {
+        req->uid = cr->uid;
+        req->gid = cr->gid;
+        unsigned n = cr->ngroups < DEPFS_MAX_GROUPS ? cr->ngroups : DEPFS_MAX_GROUPS;
+        for (unsigned i = 0; i < n; i++)
+            groups[i] = cr->groups[i];
+        req->n_groups = n;
+        return;
+    }
+    req->uid = geteuid();
+    req->gid = getegid();
+    gid_t g[DEPFS_MAX_GROUPS];
+    int n = getgroups(DEPFS_MAX_GROUPS, g);
+    for (int i = 0; i < n; i++)
+        groups[i] = g[i];
+    req->n_groups = n > 0 ? (size_t)n : 0;
+}
+
+void dc_reply_to_stat(depfs_t *fs, const Depfs__MdsReply *rep, struct stat *st)
+{
+    if (!st)
+        return;
+    dc_attr_to_stat(rep->attr, st);
+    if (rep->layout && rep->layout->k && rep->layout->stripe_unit)
+        st->st_blksize = (blksize_t)((uint64_t)rep->layout->k * rep->layout->stripe_unit);
+    if (!rep->attr || !S_ISREG(st->st_mode))
+        return;
+    uint64_t size;
+    int64_t mtime_ns;
+    if (!dc_inode_local_size(fs, rep->attr->ino, &size, &mtime_ns))
+        return;
+    if (size > (uint64_t)st->st_size) {
+        st->st_size = (off_t)size;
+        st->st_blocks = (blkcnt_t)((size + 511) / 512);
+    }
+    if (mtime_ns > rep->attr->mtime_ns) {
+        st->st_mtim.tv_sec = (time_t)(mtime_ns / 1000000000ll);
+        st->st_mtim.tv_nsec = (long)(mtime_ns % 1000000000ll);
+    }
+}
+
+int dc_getattr_rep(depfs_t *fs, uint64_t ino, Depfs__MdsReply **rep)
+{
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = ino;
+    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_GETATTR, &req, rep);
+    if (rc == 0 && !(*rep)->attr) {
+        dc_set_error("MDS_GETATTR: reply without attributes");
+        rc = -EPROTO;
+    }
+    return rc;
+}
+
+/* One call whose reply carries an attr to return as a stat. */
+static int call_stat(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, struct stat *st)
+{
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_mds_call(fs, op, req, &rep);
+    if (rc == 0 && !rep->attr && st) {
+        dc_set_error("MDS reply without attributes");
+        rc = -EPROTO;
+    }
+    if (rc == 0)
+        dc_reply_to_stat(fs, rep, st);
+    free_rep(rep);
+    return rc;
+}
+
+/* One call with nothing to return. */
+static int call_plain(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req)
+{
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_mds_call(fs, op, req, &rep);
+    free_rep(rep);
+    return rc;
+}
+
+/* ----------------------------------------------------- lookup/getattr */
+
+int depfs_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st)
+{
+    int rc = check_name(name);
+    if (rc < 0)
+        return rc;
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_parent = 1;
+    req.parent = parent;
+    req.name = (char *)name;
+    return call_stat(fs, DEPFS__MDS_OP__MDS_LOOKUP, &req, st);
+}
+
+int depfs_getattr(depfs_t *fs, uint64_t ino, struct stat *st)
+{
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_getattr_rep(fs, ino, &rep);
+    if (rc == 0)
+        dc_reply_to_stat(fs, rep, st);
+    free_rep(rep);
+    return rc;
+}
+
+/* --------------------------------------------------------------- setattr */
+
+static int64_t ts_ns(const struct timespec *ts)
+{
+    return (int64_t)ts->tv_sec * 1000000000ll + ts->tv_nsec;
+}
+
+/* The SIZE part of a setattr: data first, then the MDS size. */
+static int setattr_size(depfs_t *fs, uint64_t ino, uint64_t new_size)
+{
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_getattr_rep(fs, ino, &rep);
+    if (rc < 0)
+        goto out;
+    mode_t mode = (mode_t)rep->attr->mode;
+    if (S_ISDIR(mode)) {
+        dc_set_error("cannot truncate a directory");
+        rc = -EISDIR;
+        goto out;
+    }
+    if (!S_ISREG(mode)) {
+        dc_set_error("can only truncate regular files");
+        rc = -EINVAL;
+        goto out;
+    }
+    layout lay;
+    dc_layout_from_pb(rep->layout, &lay);
+    dc_inode *in = dc_inode_get(fs, ino, &lay, rep->attr->size); /* temporary if not open */
+    if (!in) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    rc = dc_truncate(fs, in, rep->attr->size, new_size);
+    dc_inode_put(fs, in);
+out:
+    free_rep(rep);
+    return rc;
+}
+
+int depfs_setattr(depfs_t *fs, uint64_t ino, const struct stat *in, unsigned to_set, struct stat *out)
+{
+    int rc;
+    if (to_set & DEPFS_SET_SIZE) {
+        if (in->st_size < 0) {
+            dc_set_error("negative size");
+            return -EINVAL;
+        }
+        rc = setattr_size(fs, ino, (uint64_t)in->st_size);
+        if (rc < 0)
+            return rc;
+        to_set &= ~DEPFS_SET_SIZE; /* done, MDS size included */
+    }
+    Depfs__Attr a = DEPFS__ATTR__INIT;
+    a.ino = ino;
+    a.mode = in->st_mode;
+    a.nlink = (uint32_t)in->st_nlink;
+    a.uid = in->st_uid;
+    a.gid = in->st_gid;
+    a.rdev = in->st_rdev;
+    a.size = (uint64_t)(in->st_size > 0 ? in->st_size : 0);
+    a.atime_ns = ts_ns(&in->st_atim);
+    a.mtime_ns = ts_ns(&in->st_mtim);
+    a.ctime_ns = ts_ns(&in->st_ctim);
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = ino;
+    req.has_set_mask = 1;
+    req.set_mask = to_set;
+    req.attr = &a;
+    if (to_set == 0)
+        return depfs_getattr(fs, ino, out);
+    return call_stat(fs, DEPFS__MDS_OP__MDS_SETATTR, &req, out);
+}
+
+/* ------------------------------------------------------ create entries */
+
+int depfs_mknod(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
+                const depfs_cred *cr, struct stat *st)
+{
+    int rc = check_name(name);
+    if (rc < 0)
+        return rc;
+    if (S_ISREG(mode) || (mode & S_IFMT) == 0) {
+        /* A regular file needs a layout: that is a create. */
+        depfs_fh_t *fh = NULL;
+        rc = depfs_create(fs, parent, name, S_IFREG | (mode & 07777), O_EXCL, cr, NULL, st, &fh);
+        if (rc == 0)
+            rc = depfs_close(fh);
+        return rc;
+    }
+    if (S_ISDIR(mode)) {
+        dc_set_error("mknod cannot make directories");
+        return -EINVAL;
+    }
+    uint32_t groups[DEPFS_MAX_GROUPS];
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_parent = 1;
+    req.parent = parent;
+    req.name = (char *)name;
+    req.has_mode = 1;
+    req.mode = mode;
+    req.has_rdev = 1;
+    req.rdev = rdev;
+    dc_req_cred(&req, cr, groups);
+    return call_stat(fs, DEPFS__MDS_OP__MDS_MKNOD, &req, st);
+}
+
+int depfs_mkdir(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, const depfs_cred *cr,
+                struct stat *st)
+{
+    int rc = check_name(name);
+    if (rc < 0)
+        return rc;
+    uint32_t groups[DEPFS_MAX_GROUPS];
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_parent = 1;
+    req.parent = parent;
+    req.name = (char *)name;
+    req.has_mode = 1;
+    req.mode = S_IFDIR | (mode & 07777);
+    dc_req_cred(&req, cr, groups);
+    return call_stat(fs, DEPFS__MDS_OP__MDS_MKDIR, &req, st);
+}
+
+int depfs_symlink(depfs_t *fs, uint64_t parent, const char *name, const char *target,
+                  const depfs_cred *cr, struct stat *st)
+{
+    int rc = check_name(name);
+    if (rc < 0)
+        return rc;
+    if (!target || !target[0] || strlen(target) >= PATH_MAX) {
+        dc_set_error("bad symlink target");
+        return target && target[0] ? -ENAMETOOLONG : -ENOENT;
+    }
+    uint32_t groups[DEPFS_MAX_GROUPS];
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_parent = 1;
+    req.parent = parent;
+    req.name = (char *)name;
+    req.target = (char *)target;
+    dc_req_cred(&req, cr, groups);
+    return call_stat(fs, DEPFS__MDS_OP__MDS_SYMLINK, &req, st);
+}
+
+int depfs_readlink(depfs_t *fs, uint64_t ino, char *buf, size_t len)
+{
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = ino;
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_READLINK, &req, &rep);
+    if (rc < 0)
+        goto out;
+    if (!rep->target) {
+        dc_set_error("MDS_READLINK: reply without a target");
+        rc = -EPROTO;
+        goto out;
+    }
+    size_t tlen = strlen(rep->target);
+    if (tlen + 1 > len) {
+        dc_set_error("symlink target (%zu bytes) does not fit the buffer (%zu)", tlen, len);
+        rc = -ENAMETOOLONG;
+        goto out;
+    }
+    memcpy(buf, rep->target, tlen + 1);
+out:
+    free_rep(rep);
+    return rc;
+}
+
+int depfs_link(depfs_t *fs, uint64_t ino, uint64_t new_parent, const char *new_name, struct stat *st)
+{
+    int rc = check_name(new_name);
+    if (rc < 0)
+        return rc;
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = ino;
+    req.has_new_parent = 1;
+    req.new_parent = new_parent;
+    req.new_name = (char *)new_name;
+    return call_stat(fs, DEPFS__MDS_OP__MDS_LINK, &req, st);
+}
+
+/* --------------------------------------------------- remove entries */
+
+/* The MDS dropped the last link of removed_ino: remove its strip files now,
+ * or at the last close when it is open in this client. Failures are logged,
+ * not returned: the namespace operation is done. */
+static void remove_data(depfs_t *fs, const Depfs__MdsReply *rep)
+{
+    if (!rep->has_removed_ino || rep->removed_ino == 0)
+        return;
+    if (!rep->layout)
+        return; /* not a regular file: no data */
+    if (dc_inode_mark_unlinked(fs, rep->removed_ino))
+        return;
+    layout lay;
+    dc_layout_from_pb(rep->layout, &lay);
+    int rc = dc_data_remove(fs, rep->removed_ino, &lay);
+    if (rc < 0)
+        log_warn("libdepfs: removing data of file %llu: %s (%s)",
+                 (unsigned long long)rep->removed_ino, strerror(-rc), depfs_last_error());
+}
+
+static int call_removing(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req)
+{
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_mds_call(fs, op, req, &rep);
+    if (rc == 0)
+        remove_data(fs, rep);
+    free_rep(rep);
+    return rc;
+}
+
+int depfs_unlink(depfs_t *fs, uint64_t parent, const char *name)
+{
+    int rc = check_name(name);
+    if (rc < 0)
+        return rc;
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_parent = 1;
+    req.parent = parent;
+    req.name = (char *)name;
+    return call_removing(fs, DEPFS__MDS_OP__MDS_UNLINK, &req);
+}
+
+int depfs_rmdir(depfs_t *fs, uint64_t parent, const char *name)
+{
+    int rc = check_name(name);
+    if (rc < 0)
+        return rc;
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_parent = 1;
+    req.parent = parent;
+    req.name = (char *)name;
+    return call_plain(fs, DEPFS__MDS_OP__MDS_RMDIR, &req);
+}
+
+int depfs_rename(depfs_t *fs, uint64_t parent, const char *name, uint64_t new_parent,
+                 const char *new_name, unsigned flags)
+{
+    int rc = check_name(name);
+    if (rc == 0)
+        rc = check_name(new_name);
+    if (rc < 0)
+        return rc;
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_parent = 1;
+    req.parent = parent;
+    req.name = (char *)name;
+    req.has_new_parent = 1;
+    req.new_parent = new_parent;
+    req.new_name = (char *)new_name;
+    req.has_flags = 1;
+    req.flags = flags;
+    return call_removing(fs, DEPFS__MDS_OP__MDS_RENAME, &req);
+}
+
+/* --------------------------------------------------------------- readdir */
+
+static int readdir_batch(depfs_t *fs, uint64_t ino, uint64_t mds_cookie, Depfs__MdsReply **rep)
+{
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = ino;
+    req.has_cookie = 1;
+    req.cookie = mds_cookie;
+    req.has_max_entries = 1;
+    req.max_entries = DC_READDIR_BATCH;
+    return dc_mds_call(fs, DEPFS__MDS_OP__MDS_READDIR, &req, rep);
+}
+
+static bool is_dot(const char *name)
+{
+    return strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
+}
+
+/* "." and ".." come from the client (the MDS's own, if it sends them, are
+ * skipped): the parent's ino from the MDS's ".." when given, else ino. */
+static int emit_dots(uint64_t ino, uint64_t cookie, const Depfs__MdsReply *first,
+                     depfs_dirent_fn fn, void *arg)
+{
+    uint64_t parent = ino;
+    for (size_t i = 0; first && i < first->n_entries; i++)
+        if (strcmp(first->entries[i]->name, "..") == 0)
+            parent = first->entries[i]->ino;
+    if (cookie < 1 && fn(arg, ".", ino, S_IFDIR, 1))
+        return 1;
+    if (cookie < 2 && fn(arg, "..", parent, S_IFDIR, 2))
+        return 1;
+    return 0;
+}
+
+int depfs_readdir(depfs_t *fs, uint64_t ino, uint64_t cookie, depfs_dirent_fn fn, void *arg)
+{
+    uint64_t mds_cookie = cookie > DC_DOT_COOKIES ? cookie - DC_DOT_COOKIES : 0;
+    bool dots_pending = cookie < DC_DOT_COOKIES;
+    for (;;) {
+        Depfs__MdsReply *rep = NULL;
+        int rc = readdir_batch(fs, ino, mds_cookie, &rep);
+        if (rc < 0) {
+            free_rep(rep);
+            return rc;
+        }
+        if (dots_pending) {
+            dots_pending = false;
+            if (emit_dots(ino, cookie, rep, fn, arg)) {
+                free_rep(rep);
+                return 0;
+            }
+        }
+        bool stop = false;
+        for (size_t i = 0; i < rep->n_entries && !stop; i++) {
+            const Depfs__Dirent *d = rep->entries[i];
+            mds_cookie = d->cookie;
+            if (is_dot(d->name))
+                continue;
+            if (d->cookie > (uint64_t)INT64_MAX - DC_DOT_COOKIES) {
+                log_err("libdepfs: readdir: MDS cookie %llu out of range", (unsigned long long)d->cookie);
+                free_rep(rep);
+                return -EOVERFLOW;
+            }
+            stop = fn(arg, d->name, d->ino, (mode_t)(d->mode & S_IFMT), d->cookie + DC_DOT_COOKIES) != 0;
+        }
+        bool eof = rep->n_entries == 0 || (rep->has_eof && rep->eof);
+        free_rep(rep);
+        if (stop || eof)
+            return 0;
+    }
+}
+
+/* ---------------------------------------------------------------- statfs */
+
+/* Raw bytes over every reachable server. */
+static void raw_usage(depfs_t *fs, uint64_t *used, uint64_t *free_bytes)
+{
+    *used = *free_bytes = 0;
+    if (fs->nservers == 0)
+        return;
+    Depfs__IoReply **reps = calloc(fs->nservers, sizeof *reps);
+    if (!reps)
+        return;
+    dc_stat_servers(fs, reps);
+    for (unsigned i = 0; i < fs->nservers; i++) {
+        if (!reps[i])
+            continue;
+        *used += reps[i]->has_bytes_used ? reps[i]->bytes_used : 0;
+        *free_bytes += reps[i]->has_bytes_free ? reps[i]->bytes_free : 0;
+    }
+    dc_stat_free(fs, reps);
+    free(reps);
+}
+
+/* Size = logical bytes stored + free raw bytes as the default layout would
+ * use them (k/n), so `df` shows used = bytes in files. */
+int depfs_statfs(depfs_t *fs, struct statvfs *st)
+{
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_STATFS, &req, &rep);
+    if (rc < 0) {
+        free_rep(rep);
+        return rc;
+    }
+    uint64_t files = rep->has_files ? rep->files : 0;
+    uint64_t logical = rep->has_logical_bytes ? rep->logical_bytes : 0;
+    free_rep(rep);
+    uint64_t raw_used, raw_free;
+    raw_usage(fs, &raw_used, &raw_free);
+    unsigned n = fs->default_n ? fs->default_n : 1, k = fs->default_k ? fs->default_k : 1;
+    uint64_t avail = raw_free / n * k;
+
+    memset(st, 0, sizeof *st);
+    st->f_bsize = DC_STATFS_FRSIZE;
+    st->f_frsize = DC_STATFS_FRSIZE;
+    st->f_blocks = (fsblkcnt_t)((logical + avail) / DC_STATFS_FRSIZE);
+    st->f_bfree = (fsblkcnt_t)(avail / DC_STATFS_FRSIZE);
+    st->f_bavail = st->f_bfree;
+    st->f_files = (fsfilcnt_t)(files + DC_STATFS_FILES_SPARE);
+    st->f_ffree = (fsfilcnt_t)DC_STATFS_FILES_SPARE;
+    st->f_favail = st->f_ffree;
+    st->f_namemax = NAME_MAX;
+    (void)raw_used;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- xattrs */
+
+static int check_xattr_name(const char *name)
+{
+    if (!name || !name[0]) {
+        dc_set_error("empty xattr name");
+        return -EINVAL;
+    }
+    if (strlen(name) > DC_XATTR_NAME_MAX) {
+        dc_set_error("xattr name longer than %u bytes", DC_XATTR_NAME_MAX);
+        return -ERANGE;
+    }
+    return 0;
+}
+
+/* After a layout xattr changed on a file open here, adopt the new layout. */
+static void refresh_open_layout(depfs_t *fs, uint64_t ino)
+{
+    dc_inode *in = dc_inode_hold(fs, ino);
+    if (!in)
+        return;
+    Depfs__MdsReply *rep = NULL;
+    if (dc_getattr_rep(fs, ino, &rep) == 0 && rep->layout) {
+        pthread_mutex_lock(&in->lock);
+        dc_layout_from_pb(rep->layout, &in->lay);
+        pthread_mutex_unlock(&in->lock);
+    }
+    free_rep(rep);
+    dc_inode_put(fs, in);
+}
+
+/* Before the layout of a file open here changes, push out what it buffered
+ * (the MDS then sees its true size and refuses a non-empty file). */
+static int flush_open(depfs_t *fs, uint64_t ino)
+{
+    dc_inode *in = dc_inode_hold(fs, ino);
+    if (!in)
+        return 0;
+    int rc = dc_wb_flush(fs, in);
+    if (rc == 0)
+        rc = dc_inode_commit_size(fs, in);
+    dc_inode_put(fs, in);
+    return rc;
+}
+
+int depfs_setxattr(depfs_t *fs, uint64_t ino, const char *name, const void *value, size_t size, int flags)
+{
+    int rc = check_xattr_name(name);
+    if (rc < 0)
+        return rc;
+    if (size > DC_XATTR_SIZE_MAX) {
+        dc_set_error("xattr value of %zu bytes (max %u)", size, DC_XATTR_SIZE_MAX);
+        return -E2BIG;
+    }
+    bool is_layout = strcmp(name, DEPFS_LAYOUT_XATTR) == 0;
+    if (is_layout) {
+        rc = flush_open(fs, ino);
+        if (rc < 0)
+            return rc;
+    }
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = ino;
+    req.xattr_name = (char *)name;
+    req.has_xattr_value = 1;
+    req.xattr_value.len = size;
+    req.xattr_value.data = (uint8_t *)value;
+    req.has_flags = 1;
+    req.flags = (uint32_t)flags;
+    rc = call_plain(fs, DEPFS__MDS_OP__MDS_SETXATTR, &req);
+    if (rc == 0 && is_layout)
+        refresh_open_layout(fs, ino);
+    return rc;
+}
+
+ssize_t depfs_getxattr(depfs_t *fs, uint64_t ino, const char *name, void *value, size_t size)
+{
+    int rc = check_xattr_name(name);
+    if (rc < 0)
+        return rc;
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = ino;
+    req.xattr_name = (char *)name;
+    Depfs__MdsReply *rep = NULL;
+    ssize_t ret = dc_mds_call(fs, DEPFS__MDS_OP__MDS_GETXATTR, &req, &rep);
+    if (ret < 0)
+        goto out;
+    size_t len = rep->has_xattr_value ? rep->xattr_value.len : 0;
+    if (size == 0) {
+        ret = (ssize_t)len;
+    } else if (len > size) {
+        dc_set_error("xattr value of %zu bytes does not fit %zu", len, size);
+        ret = -ERANGE;
+    } else {
+        if (len)
+            memcpy(value, rep->xattr_value.data, len);
+        ret = (ssize_t)len;
+    }
+out:
+    free_rep(rep);
+    return ret;
+}
+
+ssize_t depfs_listxattr(depfs_t *fs, uint64_t ino, char *list, size_t size)
+{
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = ino;
+    Depfs__MdsReply *rep = NULL;
+    ssize_t ret = dc_mds_call(fs, DEPFS__MDS_OP__MDS_LISTXATTR, &req, &rep);
+    if (ret < 0)
+        goto out;
+    size_t need = 0;
+    for (size_t i = 0; i < rep->n_xattr_names; i++)
+        need += strlen(rep->xattr_names[i]) + 1;
+    if (size == 0) {
+        ret = (ssize_t)need;
+        goto out;
+    }
+    if (need > size) {
+        dc_set_error("xattr list of %zu bytes does not fit %zu", need, size);
+        ret = -ERANGE;
+        goto out;
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < rep->n_xattr_names; i++) {
+        size_t l = strlen(rep->xattr_names[i]) + 1;
+        memcpy(list + off, rep->xattr_names[i], l);
+        off += l;
+    }
+    ret = (ssize_t)need;
+out:
+    free_rep(rep);
+    return ret;
+}
+
+int depfs_removexattr(depfs_t *fs, uint64_t ino, const char *name)
+{
+    int rc = check_xattr_name(name);
+    if (rc < 0)
+        return rc;
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = ino;
+    req.xattr_name = (char *)name;
+    return call_plain(fs, DEPFS__MDS_OP__MDS_REMOVEXATTR, &req);
+}
+
+/* ---------------------------------------------------------------- layout */
+
+static void layout_to_info(const layout *l, depfs_layout_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n = l->n;
+    out->k = l->k;
+    out->stripe_unit = l->su;
+    out->version = l->version;
+    out->codec_version = l->codec_version;
+    for (unsigned i = 0; i < l->n && i < DEPFS_MAX_SERVERS_PER_FILE && i < LAYOUT_MAX_N; i++)
+        out->servers[i] = l->servers[i];
+}
+
+void dc_layout_to_info(const layout *l, depfs_layout_info *out) { layout_to_info(l, out); }
+
+/* A directory without a layout in its getattr: its xattr, else the mount's
+ * default. */
+static int dir_layout(depfs_t *fs, uint64_t ino, depfs_layout_info *out)
+{
+    char spec[64];
+    memset(out, 0, sizeof *out);
+    out->n = fs->default_n;
+    out->k = fs->default_k;
+    out->stripe_unit = fs->default_su;
+    out->codec_version = CODEC_VERSION_CURRENT;
+    ssize_t len = depfs_getxattr(fs, ino, DEPFS_LAYOUT_XATTR, spec, sizeof spec - 1);
+    if (len == -ENODATA)
+        return 0;
+    if (len < 0)
+        return (int)len;
+    spec[len] = '\0';
+    char why[256];
+    unsigned n, k;
+    uint32_t su;
+    if (label_parse_spec(spec, &n, &k, &su, why, sizeof why) < 0) {
+        dc_set_error("directory layout '%s': %s", spec, why);
+        return -EPROTO;
+    }
+    out->n = n;
+    out->k = k;
+    if (su)
+        out->stripe_unit = su;
+    return 0;
+}
+
+int depfs_get_layout(depfs_t *fs, uint64_t ino, depfs_layout_info *out)
+{
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_getattr_rep(fs, ino, &rep);
+    if (rc < 0)
+        goto out;
+    if (rep->layout && rep->layout->n) {
+        layout l;
+        dc_layout_from_pb(rep->layout, &l);
+        layout_to_info(&l, out);
+    } else if (S_ISDIR(rep->attr->mode)) {
+        rc = dir_layout(fs, ino, out);
+    } else {
+        dc_set_error("inode %llu has no layout (not a regular file)", (unsigned long long)ino);
+        rc = -EINVAL;
+    }
+out:
+    free_rep(rep);
+    return rc;
+}

@@ -1,0 +1,256 @@
+/* open.c - libdepfs core: file handles. create (with a requested layout),
+ * open by inode (O_TRUNC), close (flush, then drop the inode), fstat,
+ * ftruncate, and the truncate sequence shared with setattr
+ * (flush -> data side -> MDS size -> local size). O_APPEND is honoured by
+ * the data path (depfs_write), see internal.h. */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "label.h"
+#include "log.h"
+
+static void free_rep(Depfs__MdsReply *rep)
+{
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
+}
+
+int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size)
+{
+    int rc = dc_wb_flush(fs, in);
+    if (rc == 0)
+        rc = dc_inode_commit_size(fs, in);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&in->lock);
+    uint64_t old_size = in->size > mds_size ? in->size : mds_size;
+    pthread_mutex_unlock(&in->lock);
+
+    rc = dc_data_truncate(fs, in, old_size, new_size);
+    if (rc < 0)
+        return rc;
+    Depfs__Attr a = DEPFS__ATTR__INIT;
+    a.ino = in->ino;
+    a.size = new_size;
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = in->ino;
+    req.has_set_mask = 1;
+    req.set_mask = DEPFS_SET_SIZE;
+    req.attr = &a;
+    Depfs__MdsReply *rep = NULL;
+    rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_SETATTR, &req, &rep);
+    free_rep(rep);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&in->lock);
+    in->size = new_size;
+    in->size_dirty = false;
+    pthread_mutex_unlock(&in->lock);
+    return 0;
+}
+
+/* An open handle on the file described by rep (attr + layout). */
+static int open_finish(depfs_t *fs, const Depfs__MdsReply *rep, int flags, depfs_fh_t **out)
+{
+    *out = NULL;
+    if (!rep->attr || !rep->layout) {
+        dc_set_error("MDS reply for a file without attributes or layout");
+        return -EPROTO;
+    }
+    layout lay;
+    dc_layout_from_pb(rep->layout, &lay);
+    char why[256];
+    if (layout_validate(&lay, why, sizeof why) < 0) {
+        dc_set_error("file %llu has an unusable layout: %s", (unsigned long long)rep->attr->ino, why);
+        return -EIO;
+    }
+    depfs_fh_t *fh = calloc(1, sizeof *fh);
+    if (!fh) {
+        dc_set_error("out of memory");
+        return -ENOMEM;
+    }
+    dc_inode *in = dc_inode_get(fs, rep->attr->ino, &lay, rep->attr->size);
+    if (!in) {
+        free(fh);
+        return -ENOMEM;
+    }
+    fh->fs = fs;
+    fh->inode = in;
+    fh->flags = flags;
+    if (flags & O_TRUNC) {
+        pthread_mutex_lock(&in->lock);
+        bool nonempty = in->size > 0 || rep->attr->size > 0;
+        pthread_mutex_unlock(&in->lock);
+        int rc = nonempty ? dc_truncate(fs, in, rep->attr->size, 0) : 0;
+        if (rc < 0) {
+            dc_inode_put(fs, in);
+            free(fh);
+            return rc;
+        }
+    }
+    *out = fh;
+    return 0;
+}
+
+/* The mount default applies only where no directory layout is inherited. */
+static bool parent_has_layout(depfs_t *fs, uint64_t parent)
+{
+    return depfs_getxattr(fs, parent, DEPFS_LAYOUT_XATTR, NULL, 0) >= 0;
+}
+
+static int create_want(depfs_t *fs, uint64_t parent, const depfs_layout_info *want,
+                       Depfs__MdsRequest *req)
+{
+    unsigned n = want ? want->n : 0, k = want ? want->k : 0;
+    uint32_t su = want ? want->stripe_unit : 0;
+    char why[256];
+    if (n && label_check_cluster(n, fs->nservers, why, sizeof why) < 0) {
+        dc_set_error("%s", why);
+        return -EINVAL;
+    }
+    if (n && k > n) {
+        dc_set_error("k (%u) > n (%u)", k, n);
+        return -EINVAL;
+    }
+    if (!n && !k && !su && fs->default_from_mount && !parent_has_layout(fs, parent)) {
+        n = fs->default_n;
+        k = fs->default_k;
+        su = fs->default_su;
+    }
+    req->has_want_n = req->has_want_k = req->has_want_su = 1;
+    req->want_n = n;
+    req->want_k = k;
+    req->want_su = su;
+    return 0;
+}
+
+int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, int flags,
+                 const depfs_cred *cr, const depfs_layout_info *want, struct stat *st,
+                 depfs_fh_t **fh)
+{
+    *fh = NULL;
+    if (!name || !name[0] || strchr(name, '/')) {
+        dc_set_error("bad name '%s'", name ? name : "(null)");
+        return -EINVAL;
+    }
+    uint32_t groups[DEPFS_MAX_GROUPS];
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    int rc = create_want(fs, parent, want, &req);
+    if (rc < 0)
+        return rc;
+    req.has_parent = 1;
+    req.parent = parent;
+    req.name = (char *)name;
+    req.has_mode = 1;
+    req.mode = S_IFREG | (mode & 07777);
+    req.has_flags = 1;
+    req.flags = (flags & O_EXCL) ? O_EXCL : 0;
+    dc_req_cred(&req, cr, groups);
+    Depfs__MdsReply *rep = NULL;
+    rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_CREATE, &req, &rep);
+    if (rc == 0 && rep->attr && !S_ISREG(rep->attr->mode)) {
+        dc_set_error("'%s' exists and is not a regular file", name);
+        rc = S_ISDIR(rep->attr->mode) ? -EISDIR : -EEXIST;
+    }
+    if (rc == 0)
+        rc = open_finish(fs, rep, flags, fh);
+    if (rc == 0)
+        dc_reply_to_stat(fs, rep, st);
+    if (rc == 0 && st && (flags & O_TRUNC))
+        st->st_size = 0, st->st_blocks = 0;
+    free_rep(rep);
+    return rc;
+}
+
+int depfs_open_ino(depfs_t *fs, uint64_t ino, int flags, depfs_fh_t **fh)
+{
+    *fh = NULL;
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_getattr_rep(fs, ino, &rep);
+    if (rc < 0)
+        goto out;
+    mode_t mode = (mode_t)rep->attr->mode;
+    if (S_ISDIR(mode)) {
+        dc_set_error("inode %llu is a directory", (unsigned long long)ino);
+        rc = -EISDIR;
+    } else if (S_ISLNK(mode)) {
+        dc_set_error("inode %llu is a symbolic link", (unsigned long long)ino);
+        rc = -ELOOP;
+    } else if (!S_ISREG(mode)) {
+        dc_set_error("inode %llu is not a regular file", (unsigned long long)ino);
+        rc = -EOPNOTSUPP;
+    } else if (flags & O_DIRECTORY) {
+        dc_set_error("inode %llu is not a directory", (unsigned long long)ino);
+        rc = -ENOTDIR;
+    }
+    if (rc == 0)
+        rc = open_finish(fs, rep, flags, fh);
+out:
+    free_rep(rep);
+    return rc;
+}
+
+int depfs_close(depfs_fh_t *fh)
+{
+    if (!fh)
+        return -EBADF;
+    int rc = depfs_flush(fh);
+    dc_inode_put(fh->fs, fh->inode);
+    free(fh);
+    return rc;
+}
+
+int depfs_fstat(depfs_fh_t *fh, struct stat *st)
+{
+    dc_inode *in = fh->inode;
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_getattr_rep(fh->fs, in->ino, &rep);
+    if (rc == 0) {
+        dc_reply_to_stat(fh->fs, rep, st);
+    } else if (rc == -ENOENT && in->unlinked) {
+        /* Unlinked while open here: what this client knows. */
+        memset(st, 0, sizeof *st);
+        st->st_ino = (ino_t)in->ino;
+        st->st_mode = S_IFREG;
+        pthread_mutex_lock(&in->lock);
+        st->st_size = (off_t)in->size;
+        pthread_mutex_unlock(&in->lock);
+        rc = 0;
+    }
+    free_rep(rep);
+    return rc;
+}
+
+int depfs_ftruncate(depfs_fh_t *fh, uint64_t size)
+{
+    if ((fh->flags & O_ACCMODE) == O_RDONLY) {
+        dc_set_error("ftruncate on a handle not open for writing");
+        return -EINVAL;
+    }
+    if (size > (uint64_t)INT64_MAX) {
+        dc_set_error("size %llu too large", (unsigned long long)size);
+        return -EFBIG;
+    }
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_getattr_rep(fh->fs, fh->inode->ino, &rep);
+    if (rc == 0)
+        rc = dc_truncate(fh->fs, fh->inode, rep->attr->size, size);
+    free_rep(rep);
+    return rc;
+}
+
+uint64_t depfs_fh_ino(const depfs_fh_t *fh) { return fh->inode->ino; }
+
+int depfs_fh_layout(const depfs_fh_t *fh, depfs_layout_info *out)
+{
+    dc_inode *in = fh->inode;
+    pthread_mutex_lock(&in->lock);
+    layout l = in->lay;
+    pthread_mutex_unlock(&in->lock);
+    dc_layout_to_info(&l, out);
+    return 0;
+}

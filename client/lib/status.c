@@ -1,0 +1,103 @@
+/* status.c - libdepfs core: asking every I/O server for its state, usage
+ * and lock counters (IO_STAT, all servers in parallel), for
+ * depfs_cluster_status and the raw-bytes part of depfs_statfs. */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "log.h"
+
+static Depfs__IoReply *stat_collect(depfs_t *fs, const dc_server *s, rpc_call *call)
+{
+    if (!call)
+        return NULL;
+    ProtobufCMessage *m = NULL;
+    int rc = rpc_call_wait(call, (int)fs->cfg.request_timeout_ms);
+    if (rc == 0)
+        rc = rpc_call_unpack(call, &depfs__io_reply__descriptor, &m);
+    rpc_call_free(call);
+    if (rc < 0) {
+        log_warn("libdepfs: IO_STAT to server %u (%s): %s", s->id, s->address, strerror(-rc));
+        dc_server_mark_failed(fs, s->id);
+        return NULL;
+    }
+    Depfs__IoReply *rep = (Depfs__IoReply *)m;
+    if (rep->err != 0) {
+        log_warn("libdepfs: IO_STAT to server %u refused: %s", s->id,
+                 rep->message ? rep->message : strerror(rep->err));
+        depfs__io_reply__free_unpacked(rep, NULL);
+        return NULL;
+    }
+    return rep;
+}
+
+void dc_stat_servers(depfs_t *fs, Depfs__IoReply **out)
+{
+    if (fs->nservers == 0)
+        return;
+    rpc_call **calls = calloc(fs->nservers, sizeof *calls);
+    Depfs__IoRequest req = DEPFS__IO_REQUEST__INIT;
+    req.file_id = 0;
+    for (unsigned i = 0; i < fs->nservers; i++) {
+        out[i] = NULL;
+        if (!calls)
+            continue;
+        rpc_conn *c = dc_server_conn(fs, fs->servers[i].id);
+        if (!c)
+            continue;
+        if (rpc_call_start_msg(c, DEPFS__IO_OP__IO_STAT, &req.base, NULL, 0, NULL, 0, &calls[i]) < 0) {
+            calls[i] = NULL;
+            dc_server_mark_failed(fs, fs->servers[i].id);
+        }
+    }
+    for (unsigned i = 0; calls && i < fs->nservers; i++)
+        out[i] = stat_collect(fs, &fs->servers[i], calls[i]);
+    free(calls);
+}
+
+void dc_stat_free(depfs_t *fs, Depfs__IoReply **out)
+{
+    for (unsigned i = 0; i < fs->nservers; i++) {
+        if (out[i])
+            depfs__io_reply__free_unpacked(out[i], NULL);
+        out[i] = NULL;
+    }
+}
+
+static void status_fill(const dc_server *s, const Depfs__IoReply *rep, depfs_server_status *st)
+{
+    memset(st, 0, sizeof *st);
+    st->id = s->id;
+    snprintf(st->address, sizeof st->address, "%s", s->address);
+    st->reachable = rep != NULL;
+    st->state = DEPFS__SERVER_STATE__SERVER_DOWN;
+    if (!rep)
+        return;
+    st->state = rep->has_state ? (int)rep->state : s->state;
+    st->bytes_used = rep->bytes_used;
+    st->bytes_free = rep->bytes_free;
+    st->locks_granted = rep->locks_granted;
+    st->locks_nacked = rep->locks_nacked;
+    st->locks_held = rep->locks_held;
+    st->lock_hold_ms_total = rep->lock_hold_ms_total;
+}
+
+int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max)
+{
+    (void)dc_cluster_refresh(fs); /* states as the MDS knows them; best effort */
+    if (fs->nservers == 0)
+        return 0;
+    Depfs__IoReply **reps = calloc(fs->nservers, sizeof *reps);
+    if (!reps) {
+        dc_set_error("out of memory");
+        return -ENOMEM;
+    }
+    dc_stat_servers(fs, reps);
+    for (unsigned i = 0; i < fs->nservers && i < max; i++)
+        status_fill(&fs->servers[i], reps[i], &out[i]);
+    dc_stat_free(fs, reps);
+    free(reps);
+    return (int)fs->nservers;
+}
