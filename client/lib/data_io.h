@@ -1,0 +1,99 @@
+/* data_io.h - private to the libdepfs data path (data_*.c): one I/O request
+ * per server (dc_req), the parallel fan-out that runs a set of them with
+ * timeouts, one retry and failure marking, stripe-lock helpers (back-off,
+ * releasing what was granted), and the write/read entry points the data
+ * files share. Nothing here is used outside client/lib/data_*.c. */
+#ifndef DEPFS_CLIENT_DATA_IO_H
+#define DEPFS_CLIENT_DATA_IO_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include "internal.h"
+
+/* A request can name at most this many extents / memory segments. */
+#define DC_REQ_MAX_EXTENTS RPC_MAX_IOV
+/* Data moved per round of a large read/write/scrub (bounds client memory). */
+#define DC_ROUND_BYTES_MAX (32u << 20)
+/* Stripes per round: each server gets about one memory segment per stripe,
+ * and a request holds at most RPC_MAX_IOV of them (a few kept for the
+ * partial head/tail stripes' pre-read fragments). */
+#define DC_ROUND_STRIPES_MAX (RPC_MAX_IOV - 8)
+/* Lock NACK back-off: randomized, growing from min to max, bounded tries. */
+#define DC_LOCK_BACKOFF_MIN_US 1000u
+#define DC_LOCK_BACKOFF_MAX_US 200000u
+#define DC_LOCK_ATTEMPTS_MAX 200u
+/* Rounds a write/read restarts because a server failed in the middle. */
+#define DC_FAILOVER_RESTARTS_MAX 8u
+#define DC_DEFAULT_TIMEOUT_MS 2000u
+
+/* Result of a request whose server is down, unreachable or timed out twice. */
+#define DC_ERR_DOWN (-EHOSTDOWN)
+
+typedef struct dc_req {
+    /* what to send */
+    bool active;                  /* takes part in dc_io_run */
+    unsigned pos;                 /* position in the layout's servers[] */
+    uint32_t server_id;
+    uint16_t op;                  /* DEPFS__IO_OP__* */
+    size_t n_ext;
+    Depfs__Extent ext[DC_REQ_MAX_EXTENTS];
+    int n_iov;
+    struct iovec iov[RPC_MAX_IOV];/* WRITE: bulk sent; READ: where reply bulk lands */
+    uint64_t bytes;               /* sum of extent lengths == sum of iov lengths */
+    bool has_lock;
+    Depfs__LockSpec lock;
+    bool unlock, sync, ignore_locks;
+    bool has_local_size;
+    uint64_t local_size;
+    unsigned n_down;
+    uint32_t down[LAYOUT_MAX_N];
+    /* outcome of dc_io_run */
+    int result;                   /* 0, -EAGAIN (lock NACK), DC_ERR_DOWN, -errno */
+    uint64_t reply_bulk;
+} dc_req;
+
+/* Set req up for (op, server at layout position pos); clears everything. */
+void dc_req_init(dc_req *r, const layout *lay, unsigned pos, uint16_t op);
+/* Append `len` bytes at local offset `local_off` whose memory is `buf`
+ * (merging with the previous extent/segment when contiguous). -E2BIG when
+ * the request is full (callers size rounds so it never is). */
+int dc_req_add(dc_req *r, uint64_t local_off, uint64_t len, void *buf);
+void dc_req_set_lock(dc_req *r, uint64_t first_stripe, uint64_t count, uint64_t owner_client,
+                     uint64_t owner_op);
+
+/* Run every active request in parallel: start all, wait with the request
+ * timeout, resend the ones that timed out or lost their connection once,
+ * then mark those servers failed (result DC_ERR_DOWN). Requests to servers
+ * already down are not sent (DC_ERR_DOWN). Short READ replies are padded
+ * with zeros. */
+void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq);
+
+/* Send IO_UNLOCK for every request that holds a granted lock (has_lock,
+ * result 0); failures are ignored (the lease/recovery cleans up). */
+void dc_io_unlock_granted(depfs_t *fs, uint64_t ino, const dc_req *reqs, unsigned nreq);
+
+/* Sleep a randomized, growing back-off for lock attempt `attempt` (0-based). */
+void dc_lock_backoff(unsigned attempt);
+
+/* Layout positions whose servers are down now (bit i = position i). */
+uint32_t dc_down_mask(depfs_t *fs, const layout *lay);
+unsigned dc_popcount32(uint32_t v);
+
+/* Stripes per read/write round for this layout and the frame limits. */
+uint64_t dc_round_stripes(const depfs_t *fs, const layout *lay);
+
+/* ---- entry points shared between the data files */
+/* Write [off, off+len) through the stripe-lock protocol (no write-behind,
+ * no size update). */
+int dc_write_range(depfs_t *fs, dc_inode *in, const uint8_t *buf, uint64_t off, uint64_t len,
+                   bool sync);
+/* Read [off, off+len) (already clamped to the size) into buf. */
+int dc_read_range(depfs_t *fs, dc_inode *in, uint8_t *buf, uint64_t off, uint64_t len);
+/* Write-behind: true when this handle buffers writes. */
+bool dc_wb_enabled(const depfs_fh_t *fh);
+/* Buffer (or write through) one write; handles flush-before rules. */
+int dc_wb_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len);
+/* Flush the inode's write-behind buffer if it overlaps [off, off+len). */
+int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len);
+
+#endif

@@ -1,0 +1,257 @@
+/* data_wb.c - write-behind and durability: per-inode aggregation of
+ * sequential writes into whole stripes (dc_wb_*), depfs_flush,
+ * depfs_fsync and dc_data_fsync.
+ *
+ * The buffer holds one contiguous run [off, off+len) of an inode's bytes,
+ * at most a few stripes (max(4 stripes, 4 MiB), capped at 64 MiB), and is
+ * written out when it reaches a stripe boundary at its capacity, when a
+ * non-sequential write arrives, before an overlapping read, and on
+ * flush/fsync/close/truncate. Handles opened O_DIRECT/O_SYNC/O_DSYNC (and
+ * the recovery client) write through. in->wb is set once (atomically) and
+ * freed by dc_wb_release; wb->lock serializes everything else. */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include "data_io.h"
+#include "log.h"
+
+#define DC_WB_MIN_STRIPES 4u
+#define DC_WB_MIN_BYTES (4u << 20)
+#define DC_WB_MAX_BYTES (64u << 20)
+
+typedef struct dc_wb {
+    pthread_mutex_t lock;
+    uint8_t *buf;
+    uint64_t cap;    /* bytes */
+    uint64_t off;    /* file offset of buf[0] */
+    uint64_t len;    /* buffered bytes */
+    int err;         /* failure of a flush nobody could be told about yet */
+} dc_wb;
+
+static uint64_t dc_wb_capacity(const layout *lay)
+{
+    uint64_t sb = layout_stripe_bytes(lay);
+    uint64_t stripes = DC_WB_MIN_STRIPES;
+    while (stripes * sb < DC_WB_MIN_BYTES)
+        stripes++;
+    uint64_t cap = stripes * sb;
+    if (cap > DC_WB_MAX_BYTES)
+        cap = sb <= DC_WB_MAX_BYTES ? (DC_WB_MAX_BYTES / sb) * sb : DC_WB_MAX_BYTES;
+    return cap;
+}
+
+static dc_wb *dc_wb_peek(dc_inode *in)
+{
+    return __atomic_load_n((dc_wb **)&in->wb, __ATOMIC_ACQUIRE);
+}
+
+static dc_wb *dc_wb_get(dc_inode *in)
+{
+    dc_wb *wb = dc_wb_peek(in);
+    if (wb != NULL)
+        return wb;
+    dc_wb *fresh = calloc(1, sizeof *fresh);
+    if (fresh == NULL)
+        return NULL;
+    fresh->cap = dc_wb_capacity(&in->lay);
+    fresh->buf = malloc(fresh->cap);
+    if (fresh->buf == NULL) {
+        free(fresh);
+        return NULL;
+    }
+    pthread_mutex_init(&fresh->lock, NULL);
+    dc_wb *expected = NULL;
+    if (__atomic_compare_exchange_n((dc_wb **)&in->wb, &expected, fresh, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        return fresh;
+    pthread_mutex_destroy(&fresh->lock);
+    free(fresh->buf);
+    free(fresh);
+    return expected;
+}
+
+bool dc_wb_enabled(const depfs_fh_t *fh)
+{
+    return !(fh->flags & (O_DIRECT | O_SYNC | O_DSYNC)) && !fh->fs->ignore_locks;
+}
+
+static bool dc_fh_sync(const depfs_fh_t *fh) { return (fh->flags & (O_SYNC | O_DSYNC)) != 0; }
+
+/* Write the buffer out and empty it (even on failure: the error is the
+ * caller's to report). wb->lock held. */
+static int dc_wb_flush_locked(depfs_t *fs, dc_inode *in, dc_wb *wb)
+{
+    if (wb->len == 0)
+        return 0;
+    int rc = dc_write_range(fs, in, wb->buf, wb->off, wb->len, false);
+    if (rc < 0)
+        log_warn("write-behind of inode %llu [%llu, +%llu) failed: %s",
+                 (unsigned long long)in->ino, (unsigned long long)wb->off,
+                 (unsigned long long)wb->len, strerror(-rc));
+    wb->len = 0;
+    return rc;
+}
+
+/* End of the buffer when it starts at wb->off: the last stripe boundary
+ * within capacity (or the capacity itself for stripes larger than it). */
+static uint64_t dc_wb_limit_end(const dc_inode *in, const dc_wb *wb)
+{
+    uint64_t sb = layout_stripe_bytes(&in->lay);
+    uint64_t end = ((wb->off + wb->cap) / sb) * sb;
+    return end > wb->off ? end : wb->off + wb->cap;
+}
+
+/* Append to the buffer, flushing each time it fills to its boundary. */
+static int dc_wb_append(depfs_t *fs, dc_inode *in, dc_wb *wb, const uint8_t *buf, uint64_t off,
+                        uint64_t len)
+{
+    while (len > 0) {
+        if (wb->len == 0)
+            wb->off = off;
+        assert(off == wb->off + wb->len);
+        uint64_t limit = dc_wb_limit_end(in, wb);
+        uint64_t room = limit - off;
+        uint64_t chunk = len < room ? len : room;
+        assert(chunk > 0 && wb->len + chunk <= wb->cap);
+        memcpy(wb->buf + wb->len, buf, chunk);
+        wb->len += chunk;
+        buf += chunk;
+        off += chunk;
+        len -= chunk;
+        if (off == limit) {
+            int rc = dc_wb_flush_locked(fs, in, wb);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+static int dc_wb_write_buffered(depfs_t *fs, dc_inode *in, dc_wb *wb, const uint8_t *buf,
+                                uint64_t off, uint64_t len)
+{
+    uint64_t sb = layout_stripe_bytes(&in->lay);
+    pthread_mutex_lock(&wb->lock);
+    int rc = 0;
+    if (wb->len > 0 && off != wb->off + wb->len)
+        rc = dc_wb_flush_locked(fs, in, wb); /* not sequential */
+    if (rc == 0 && wb->len == 0 && len >= wb->cap) {
+        /* large write: whole stripes go straight from the caller's buffer */
+        uint64_t direct_end = ((off + len) / sb) * sb;
+        if (direct_end > off) {
+            rc = dc_write_range(fs, in, buf, off, direct_end - off, false);
+            buf += direct_end - off;
+            len -= direct_end - off;
+            off = direct_end;
+        }
+    }
+    if (rc == 0)
+        rc = dc_wb_append(fs, in, wb, buf, off, len);
+    pthread_mutex_unlock(&wb->lock);
+    return rc;
+}
+
+int dc_wb_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len)
+{
+    depfs_t *fs = fh->fs;
+    dc_inode *in = fh->inode;
+    if (dc_wb_enabled(fh)) {
+        dc_wb *wb = dc_wb_get(in);
+        if (wb != NULL)
+            return dc_wb_write_buffered(fs, in, wb, buf, off, len);
+    }
+    /* write-through: buffered bytes of this range must land first */
+    int rc = dc_wb_flush_range(fs, in, off, len);
+    if (rc < 0)
+        return rc;
+    return dc_write_range(fs, in, buf, off, len, dc_fh_sync(fh));
+}
+
+int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len)
+{
+    dc_wb *wb = dc_wb_peek(in);
+    if (wb == NULL)
+        return 0;
+    pthread_mutex_lock(&wb->lock);
+    int rc = 0;
+    if (wb->len > 0 && off < wb->off + wb->len && wb->off < off + len) {
+        rc = dc_wb_flush_locked(fs, in, wb);
+        if (rc < 0 && wb->err == 0)
+            wb->err = rc; /* also reported by the next flush/fsync/close */
+    }
+    pthread_mutex_unlock(&wb->lock);
+    return rc;
+}
+
+int dc_wb_flush(depfs_t *fs, dc_inode *in)
+{
+    dc_wb *wb = dc_wb_peek(in);
+    if (wb == NULL)
+        return 0;
+    pthread_mutex_lock(&wb->lock);
+    int rc = dc_wb_flush_locked(fs, in, wb);
+    if (rc == 0 && wb->err != 0)
+        rc = wb->err;
+    wb->err = 0;
+    pthread_mutex_unlock(&wb->lock);
+    return rc;
+}
+
+void dc_wb_release(dc_inode *in)
+{
+    dc_wb *wb = __atomic_exchange_n((dc_wb **)&in->wb, NULL, __ATOMIC_ACQ_REL);
+    if (wb == NULL)
+        return;
+    if (wb->len > 0)
+        log_warn("inode %llu: %llu buffered bytes dropped (released without flush)",
+                 (unsigned long long)in->ino, (unsigned long long)wb->len);
+    pthread_mutex_destroy(&wb->lock);
+    free(wb->buf);
+    free(wb);
+}
+
+/* ------------------------------------------------------------ durability */
+
+int dc_data_fsync(depfs_t *fs, dc_inode *in)
+{
+    const layout *lay = &in->lay;
+    dc_req *reqs = calloc(lay->n, sizeof *reqs);
+    if (reqs == NULL)
+        return -ENOMEM;
+    for (unsigned p = 0; p < lay->n; p++)
+        dc_req_init(&reqs[p], lay, p, DEPFS__IO_OP__IO_FSYNC);
+    dc_io_run(fs, in->ino, reqs, lay->n);
+    int rc = 0;
+    unsigned down = 0;
+    for (unsigned p = 0; p < lay->n; p++) {
+        if (reqs[p].result == DC_ERR_DOWN)
+            down++;
+        else if (reqs[p].result < 0 && reqs[p].result != -ENOENT && rc == 0)
+            rc = reqs[p].result;
+    }
+    if (rc == 0 && down > lay->n - lay->k)
+        rc = -EIO;
+    if (rc < 0)
+        dc_set_error("fsync of inode %llu failed: %s", (unsigned long long)in->ino, strerror(-rc));
+    free(reqs);
+    return rc;
+}
+
+int depfs_flush(depfs_fh_t *fh)
+{
+    if (fh == NULL || fh->inode == NULL)
+        return -EBADF;
+    int rc = dc_wb_flush(fh->fs, fh->inode);
+    int rc2 = dc_inode_commit_size(fh->fs, fh->inode);
+    return rc < 0 ? rc : rc2;
+}
+
+int depfs_fsync(depfs_fh_t *fh)
+{
+    int rc = depfs_flush(fh);
+    if (rc < 0)
+        return rc;
+    return dc_data_fsync(fh->fs, fh->inode);
+}

@@ -1,0 +1,606 @@
+/* data_write.c - depfs_write and the stripe-lock write protocol.
+ *
+ * A write is cut into stripe pieces and processed in rounds of a bounded
+ * number of stripes. Per round:
+ *   plan     per partial stripe pick read-modify-write by delta (RMW),
+ *            reconstruct-write (RECON) or, when a data unit's server is
+ *            down, decode-write (DECODE); full stripes need no pre-read.
+ *   phase 1  to every server that is written, holds parity or is pre-read:
+ *            one IO_READ carrying the lock (LOCK+READ) or an IO_LOCK.
+ *            Any NACK: release what was granted, randomized growing
+ *            back-off, retry. A server failing: release, re-plan.
+ *   compute  new parity: delta update, or encode afresh.
+ *   phase 2  IO_WRITE + unlock to every written server (IO_UNLOCK to the
+ *            ones only read), down servers listed for dirty records.
+ * An uncontended partial-stripe write is two round trips. */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include "data_io.h"
+#include "log.h"
+
+typedef enum { DC_W_FULL, DC_W_RMW, DC_W_RECON, DC_W_DECODE } dc_wmethod;
+
+typedef struct dc_wstripe {
+    stripe_piece pc;
+    dc_wmethod method;
+    uint32_t ra, rb;                  /* byte range inside each unit parity covers */
+    uint32_t ua[LAYOUT_MAX_N], ub[LAYOUT_MAX_N]; /* new bytes of data unit u (ua == ub: none) */
+    uint8_t *unit[LAYOUT_MAX_N];      /* n buffers over [ra, rb) (FULL: data -> user buffer) */
+    uint8_t *old[LAYOUT_MAX_N];       /* RMW: old bytes of data unit u over [ua, ub) */
+    bool present[LAYOUT_MAX_N];       /* DECODE: units pre-read */
+} dc_wstripe;
+
+typedef struct dc_wround {
+    depfs_t *fs;
+    dc_inode *in;
+    const layout *lay;
+    const codec *cd;
+    const uint8_t *buf;               /* bytes of the whole write, buf[0] = file byte `off` */
+    uint64_t off, len;
+    uint64_t first_piece;
+    unsigned nst;
+    dc_wstripe *st;
+    uint8_t *arena;
+    uint32_t down;                    /* positions down when planned */
+    uint32_t lockset;                 /* positions locked (written or pre-read) */
+    uint32_t writeset;                /* positions written in phase 2 */
+    bool sync;
+    uint64_t owner_op;
+} dc_wround;
+
+static uint8_t *dc_new_ptr(const dc_wround *w, const dc_wstripe *ws, unsigned u, uint32_t x)
+{
+    uint64_t file_byte = ws->pc.stripe * layout_stripe_bytes(w->lay) + (uint64_t)u * w->lay->su + x;
+    assert(file_byte >= w->off && file_byte < w->off + w->len);
+    return (uint8_t *)(w->buf + (file_byte - w->off));
+}
+
+static bool dc_unit_down(const dc_wround *w, uint64_t stripe, unsigned u)
+{
+    return (w->down >> layout_unit_pos(w->lay, stripe, u)) & 1u;
+}
+
+/* ------------------------------------------------------------------ plan */
+
+static void dc_plan_ranges(const dc_wround *w, dc_wstripe *ws)
+{
+    const layout *lay = w->lay;
+    uint64_t a = ws->pc.off_in_stripe, b = a + ws->pc.len;
+    ws->ra = lay->su;
+    ws->rb = 0;
+    for (unsigned u = 0; u < lay->k; u++) {
+        uint64_t lo = (uint64_t)u * lay->su, hi = lo + lay->su;
+        uint64_t s = a > lo ? a : lo, e = b < hi ? b : hi;
+        if (s >= e) {
+            ws->ua[u] = ws->ub[u] = 0;
+            continue;
+        }
+        ws->ua[u] = (uint32_t)(s - lo);
+        ws->ub[u] = (uint32_t)(e - lo);
+        if (ws->ua[u] < ws->ra)
+            ws->ra = ws->ua[u];
+        if (ws->ub[u] > ws->rb)
+            ws->rb = ws->ub[u];
+    }
+    assert(ws->ra < ws->rb && ws->rb <= lay->su);
+}
+
+static void dc_plan_method(const dc_wround *w, dc_wstripe *ws)
+{
+    const layout *lay = w->lay;
+    if (ws->pc.full) {
+        ws->method = DC_W_FULL;
+        ws->ra = 0;
+        ws->rb = lay->su;
+        return;
+    }
+    uint64_t r = ws->rb - ws->ra, touched = 0;
+    bool data_down = false;
+    unsigned parity_alive = 0;
+    for (unsigned u = 0; u < lay->k; u++) {
+        touched += ws->ub[u] - ws->ua[u];
+        data_down = data_down || dc_unit_down(w, ws->pc.stripe, u);
+    }
+    for (unsigned u = lay->k; u < lay->n; u++)
+        parity_alive += !dc_unit_down(w, ws->pc.stripe, u);
+    if (data_down) {
+        ws->method = DC_W_DECODE;
+        return;
+    }
+    uint64_t rmw_cost = touched + parity_alive * r;
+    uint64_t recon_cost = lay->k * r - touched;
+    ws->method = rmw_cost < recon_cost ? DC_W_RMW : DC_W_RECON;
+}
+
+static uint64_t dc_stripe_buf_bytes(const dc_wround *w, const dc_wstripe *ws)
+{
+    const layout *lay = w->lay;
+    uint64_t r = ws->rb - ws->ra;
+    switch (ws->method) {
+    case DC_W_FULL:
+        return (uint64_t)(lay->n - lay->k) * lay->su;
+    case DC_W_RMW: {
+        uint64_t touched = 0;
+        for (unsigned u = 0; u < lay->k; u++)
+            touched += ws->ub[u] - ws->ua[u];
+        return (uint64_t)(lay->n - lay->k) * r + touched;
+    }
+    default:
+        return (uint64_t)lay->n * r;
+    }
+}
+
+static void dc_assign_buffers(dc_wround *w, dc_wstripe *ws, uint8_t **cursor)
+{
+    const layout *lay = w->lay;
+    uint64_t r = ws->rb - ws->ra;
+    memset(ws->unit, 0, sizeof ws->unit);
+    memset(ws->old, 0, sizeof ws->old);
+    if (ws->method == DC_W_FULL) {
+        for (unsigned u = 0; u < lay->k; u++)
+            ws->unit[u] = dc_new_ptr(w, ws, u, 0);
+    } else if (ws->method != DC_W_RMW) {
+        for (unsigned u = 0; u < lay->k; u++) {
+            ws->unit[u] = *cursor;
+            *cursor += r;
+        }
+    }
+    for (unsigned u = lay->k; u < lay->n; u++) {
+        ws->unit[u] = *cursor;
+        *cursor += ws->method == DC_W_FULL ? lay->su : r;
+        /* parity of a down server is computed but never sent: keep it defined */
+        if (ws->method == DC_W_RMW && dc_unit_down(w, ws->pc.stripe, u))
+            memset(ws->unit[u], 0, r);
+    }
+    if (ws->method == DC_W_RMW) {
+        for (unsigned u = 0; u < lay->k; u++) {
+            if (ws->ub[u] == ws->ua[u])
+                continue;
+            ws->old[u] = *cursor;
+            *cursor += ws->ub[u] - ws->ua[u];
+        }
+    }
+}
+
+/* Plan every stripe of the round with the current down mask; allocates. */
+static int dc_plan_round(dc_wround *w)
+{
+    const layout *lay = w->lay;
+    w->down = dc_down_mask(w->fs, lay);
+    if (dc_popcount32(w->down) > lay->n - lay->k) {
+        dc_set_error("write of inode %llu: %u of %u servers down, more than n-k=%u",
+                     (unsigned long long)w->in->ino, dc_popcount32(w->down), lay->n,
+                     lay->n - lay->k);
+        return -EIO;
+    }
+    uint64_t total = 0;
+    for (unsigned i = 0; i < w->nst; i++) {
+        dc_wstripe *ws = &w->st[i];
+        ws->pc = layout_piece(lay, w->off, w->len, w->first_piece + i);
+        dc_plan_ranges(w, ws);
+        dc_plan_method(w, ws);
+        total += dc_stripe_buf_bytes(w, ws);
+    }
+    free(w->arena);
+    w->arena = malloc(total ? total : 1);
+    if (w->arena == NULL)
+        return -ENOMEM;
+    uint8_t *cursor = w->arena;
+    for (unsigned i = 0; i < w->nst; i++)
+        dc_assign_buffers(w, &w->st[i], &cursor);
+    assert((uint64_t)(cursor - w->arena) == total);
+    return 0;
+}
+
+/* ------------------------------------------------------------- phase 1 */
+
+static int dc_add(dc_req *reqs, const dc_wround *w, uint64_t stripe, unsigned u, uint16_t op,
+                  uint32_t a, uint32_t len, void *mem)
+{
+    unsigned pos = layout_unit_pos(w->lay, stripe, u);
+    dc_req *r = &reqs[pos];
+    assert(!((w->down >> pos) & 1u));
+    assert(a + len <= w->lay->su);
+    if (!r->active)
+        dc_req_init(r, w->lay, pos, op);
+    assert(r->op == op);
+    int rc = dc_req_add(r, layout_local_offset(w->lay, stripe) + a, len, mem);
+    assert(rc == 0); /* rounds are sized so requests never overflow */
+    return rc;
+}
+
+static void dc_preread_stripe(dc_wround *w, dc_wstripe *ws, dc_req *reqs)
+{
+    const layout *lay = w->lay;
+    uint64_t s = ws->pc.stripe;
+    uint16_t op = DEPFS__IO_OP__IO_READ;
+    uint32_t ra = ws->ra, rb = ws->rb;
+    if (ws->method == DC_W_RMW) {
+        for (unsigned u = 0; u < lay->k; u++)
+            if (ws->ub[u] > ws->ua[u])
+                dc_add(reqs, w, s, u, op, ws->ua[u], ws->ub[u] - ws->ua[u], ws->old[u]);
+        for (unsigned u = lay->k; u < lay->n; u++)
+            if (!dc_unit_down(w, s, u))
+                dc_add(reqs, w, s, u, op, ra, rb - ra, ws->unit[u]);
+    } else if (ws->method == DC_W_RECON) {
+        for (unsigned u = 0; u < lay->k; u++) {
+            if (ws->ub[u] == ws->ua[u]) {
+                dc_add(reqs, w, s, u, op, ra, rb - ra, ws->unit[u]);
+                continue;
+            }
+            if (ws->ua[u] > ra)
+                dc_add(reqs, w, s, u, op, ra, ws->ua[u] - ra, ws->unit[u]);
+            if (ws->ub[u] < rb)
+                dc_add(reqs, w, s, u, op, ws->ub[u], rb - ws->ub[u], ws->unit[u] + (ws->ub[u] - ra));
+        }
+    } else if (ws->method == DC_W_DECODE) {
+        unsigned got = 0;
+        memset(ws->present, 0, sizeof ws->present);
+        for (unsigned u = 0; u < lay->n && got < lay->k; u++) {
+            if (dc_unit_down(w, s, u))
+                continue;
+            dc_add(reqs, w, s, u, op, ra, rb - ra, ws->unit[u]);
+            ws->present[u] = true;
+            got++;
+        }
+        assert(got == lay->k); /* the plan checked at most n-k are down */
+    }
+}
+
+/* Positions written in phase 2, from the plan. */
+static uint32_t dc_write_positions(const dc_wround *w)
+{
+    const layout *lay = w->lay;
+    uint32_t m = 0;
+    for (unsigned i = 0; i < w->nst; i++) {
+        const dc_wstripe *ws = &w->st[i];
+        for (unsigned u = 0; u < lay->n; u++) {
+            bool written = ws->method == DC_W_FULL || u >= lay->k || ws->ub[u] > ws->ua[u];
+            if (written)
+                m |= 1u << layout_unit_pos(lay, ws->pc.stripe, u);
+        }
+    }
+    return m & ~w->down;
+}
+
+static uint64_t dc_round_first_stripe(const dc_wround *w) { return w->st[0].pc.stripe; }
+static uint64_t dc_round_stripe_count(const dc_wround *w)
+{
+    return w->st[w->nst - 1].pc.stripe - w->st[0].pc.stripe + 1;
+}
+
+static void dc_build_phase1(dc_wround *w, dc_req *reqs)
+{
+    const layout *lay = w->lay;
+    memset(reqs, 0, sizeof(dc_req) * lay->n);
+    for (unsigned i = 0; i < w->nst; i++)
+        if (w->st[i].method != DC_W_FULL)
+            dc_preread_stripe(w, &w->st[i], reqs);
+    w->writeset = dc_write_positions(w);
+    w->lockset = w->writeset;
+    for (unsigned p = 0; p < lay->n; p++)
+        if (reqs[p].active)
+            w->lockset |= 1u << p;
+    w->owner_op = dc_next_op_id(w->fs);
+    for (unsigned p = 0; p < lay->n; p++) {
+        dc_req *r = &reqs[p];
+        if (!((w->lockset >> p) & 1u))
+            continue;
+        if (w->fs->ignore_locks) {
+            r->ignore_locks = r->active;
+            continue; /* recovery: pre-reads only, no lock messages */
+        }
+        if (!r->active)
+            dc_req_init(r, lay, p, DEPFS__IO_OP__IO_LOCK);
+        dc_req_set_lock(r, dc_round_first_stripe(w), dc_round_stripe_count(w),
+                        depfs_client_id(w->fs), w->owner_op);
+    }
+}
+
+/* Phase 1 with retries: 0 once every lock is held and pre-read done. */
+static int dc_phase1(dc_wround *w, dc_req *reqs)
+{
+    const layout *lay = w->lay;
+    unsigned restarts = 0;
+    for (unsigned attempt = 0;; attempt++) {
+        dc_build_phase1(w, reqs);
+        dc_io_run(w->fs, w->in->ino, reqs, lay->n);
+        bool nack = false, down = false;
+        int err = 0;
+        for (unsigned p = 0; p < lay->n; p++) {
+            if (!reqs[p].active)
+                continue;
+            if (reqs[p].result == -EAGAIN)
+                nack = true;
+            else if (reqs[p].result == DC_ERR_DOWN)
+                down = true;
+            else if (reqs[p].result < 0 && err == 0)
+                err = reqs[p].result;
+        }
+        if (!nack && !down && err == 0)
+            return 0;
+        dc_io_unlock_granted(w->fs, w->in->ino, reqs, lay->n);
+        if (err != 0) {
+            dc_set_error("write of inode %llu: pre-read/lock failed: %s",
+                         (unsigned long long)w->in->ino, strerror(-err));
+            return err;
+        }
+        if (down) {
+            if (++restarts > DC_FAILOVER_RESTARTS_MAX)
+                return -EIO;
+            int rc = dc_plan_round(w);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        if (attempt + 1 >= DC_LOCK_ATTEMPTS_MAX) {
+            dc_set_error("write of inode %llu: stripes %llu..%llu stayed locked by another "
+                         "writer after %u attempts",
+                         (unsigned long long)w->in->ino,
+                         (unsigned long long)dc_round_first_stripe(w),
+                         (unsigned long long)(dc_round_first_stripe(w) +
+                                              dc_round_stripe_count(w) - 1),
+                         DC_LOCK_ATTEMPTS_MAX);
+            return -EBUSY;
+        }
+        dc_lock_backoff(attempt);
+    }
+}
+
+/* ------------------------------------------------------------- compute */
+
+static void dc_xor(uint8_t *dst, const uint8_t *src, size_t len)
+{
+    size_t i = 0;
+    for (; i + sizeof(uint64_t) <= len; i += sizeof(uint64_t)) {
+        uint64_t a, b;
+        memcpy(&a, dst + i, sizeof a);
+        memcpy(&b, src + i, sizeof b);
+        a ^= b;
+        memcpy(dst + i, &a, sizeof a);
+    }
+    for (; i < len; i++)
+        dst[i] ^= src[i];
+}
+
+static void dc_overlay_new(const dc_wround *w, dc_wstripe *ws)
+{
+    for (unsigned u = 0; u < w->lay->k; u++)
+        if (ws->ub[u] > ws->ua[u])
+            memcpy(ws->unit[u] + (ws->ua[u] - ws->ra), dc_new_ptr(w, ws, u, ws->ua[u]),
+                   ws->ub[u] - ws->ua[u]);
+}
+
+static int dc_compute_stripe(const dc_wround *w, dc_wstripe *ws)
+{
+    const layout *lay = w->lay;
+    unsigned k = lay->k, m = lay->n - lay->k;
+    size_t r = ws->rb - ws->ra;
+    switch (ws->method) {
+    case DC_W_FULL:
+        codec_encode(w->cd, lay->su, ws->unit, ws->unit + k);
+        return 0;
+    case DC_W_RMW:
+        for (unsigned u = 0; u < k; u++) {
+            if (ws->ub[u] == ws->ua[u])
+                continue;
+            uint8_t *par[LAYOUT_MAX_N];
+            for (unsigned p = 0; p < m; p++)
+                par[p] = ws->unit[k + p] + (ws->ua[u] - ws->ra);
+            dc_xor(ws->old[u], dc_new_ptr(w, ws, u, ws->ua[u]), ws->ub[u] - ws->ua[u]);
+            codec_update(w->cd, ws->ub[u] - ws->ua[u], u, ws->old[u], par);
+        }
+        return 0;
+    case DC_W_DECODE: {
+        int rc = codec_decode(w->cd, r, ws->unit, ws->present);
+        if (rc < 0)
+            return rc;
+    }
+        /* fall through */
+    case DC_W_RECON:
+        dc_overlay_new(w, ws);
+        codec_encode(w->cd, r, ws->unit, ws->unit + k);
+        return 0;
+    }
+    return -EINVAL;
+}
+
+/* ------------------------------------------------------------- phase 2 */
+
+static void dc_build_phase2(dc_wround *w, dc_req *reqs)
+{
+    const layout *lay = w->lay;
+    uint16_t op = DEPFS__IO_OP__IO_WRITE;
+    memset(reqs, 0, sizeof(dc_req) * lay->n);
+    for (unsigned i = 0; i < w->nst; i++) {
+        dc_wstripe *ws = &w->st[i];
+        uint64_t s = ws->pc.stripe;
+        for (unsigned u = 0; u < lay->n; u++) {
+            if (dc_unit_down(w, s, u))
+                continue;
+            if (ws->method == DC_W_FULL)
+                dc_add(reqs, w, s, u, op, 0, lay->su, ws->unit[u]);
+            else if (u >= lay->k)
+                dc_add(reqs, w, s, u, op, ws->ra, ws->rb - ws->ra, ws->unit[u]);
+            else if (ws->ub[u] > ws->ua[u])
+                dc_add(reqs, w, s, u, op, ws->ua[u], ws->ub[u] - ws->ua[u],
+                       dc_new_ptr(w, ws, u, ws->ua[u]));
+        }
+    }
+    for (unsigned p = 0; p < lay->n; p++) {
+        dc_req *r = &reqs[p];
+        if (!((w->lockset >> p) & 1u))
+            continue;
+        assert(r->active == (((w->writeset >> p) & 1u) != 0));
+        if (!r->active && w->fs->ignore_locks)
+            continue;
+        if (!r->active)
+            dc_req_init(r, lay, p, DEPFS__IO_OP__IO_UNLOCK);
+        if (w->fs->ignore_locks) {
+            r->ignore_locks = true;
+        } else {
+            dc_req_set_lock(r, dc_round_first_stripe(w), dc_round_stripe_count(w),
+                            depfs_client_id(w->fs), w->owner_op);
+            r->unlock = true;
+        }
+        r->sync = w->sync;
+        for (unsigned q = 0; q < lay->n; q++)
+            if ((w->down >> q) & 1u)
+                r->down[r->n_down++] = lay->servers[q];
+    }
+}
+
+/* Survivors record dirty records for servers that failed during phase 2:
+ * an IO_WRITE without extents naming them. Best effort. */
+static void dc_notify_dirty(dc_wround *w, uint32_t failed)
+{
+    const layout *lay = w->lay;
+    dc_req *reqs = calloc(lay->n, sizeof *reqs);
+    if (reqs == NULL)
+        return;
+    uint32_t all_down = failed | w->down;
+    for (unsigned p = 0; p < lay->n; p++) {
+        if ((all_down >> p) & 1u)
+            continue;
+        dc_req_init(&reqs[p], lay, p, DEPFS__IO_OP__IO_WRITE);
+        for (unsigned q = 0; q < lay->n; q++)
+            if ((all_down >> q) & 1u)
+                reqs[p].down[reqs[p].n_down++] = lay->servers[q];
+    }
+    dc_io_run(w->fs, w->in->ino, reqs, lay->n);
+    free(reqs);
+}
+
+static int dc_phase2(dc_wround *w, dc_req *reqs)
+{
+    const layout *lay = w->lay;
+    dc_build_phase2(w, reqs);
+    dc_io_run(w->fs, w->in->ino, reqs, lay->n);
+    uint32_t failed = 0;
+    int err = 0;
+    for (unsigned p = 0; p < lay->n; p++) {
+        if (!reqs[p].active)
+            continue;
+        if (reqs[p].result == DC_ERR_DOWN)
+            failed |= 1u << p;
+        else if (reqs[p].result < 0 && err == 0)
+            err = reqs[p].result;
+    }
+    if (err != 0) {
+        /* a server refused the write: make sure no lock stays behind */
+        for (unsigned p = 0; p < lay->n; p++)
+            reqs[p].result = reqs[p].active && reqs[p].result < 0 && reqs[p].result != DC_ERR_DOWN
+                                 ? 0
+                                 : 1;
+        dc_io_unlock_granted(w->fs, w->in->ino, reqs, lay->n);
+        dc_set_error("write of inode %llu: a server refused the write: %s",
+                     (unsigned long long)w->in->ino, strerror(-err));
+        return err;
+    }
+    if (failed != 0) {
+        dc_notify_dirty(w, failed);
+        if (dc_popcount32(failed | w->down) > lay->n - lay->k) {
+            dc_set_error("write of inode %llu: servers failed during the write; more than "
+                         "n-k units of a stripe are lost",
+                         (unsigned long long)w->in->ino);
+            return -EIO;
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- rounds */
+
+static int dc_write_round(dc_wround *w, dc_req *reqs)
+{
+    int rc = dc_plan_round(w);
+    if (rc < 0)
+        return rc;
+    rc = dc_phase1(w, reqs);
+    if (rc < 0)
+        return rc;
+    for (unsigned i = 0; i < w->nst; i++) {
+        rc = dc_compute_stripe(w, &w->st[i]);
+        if (rc < 0) {
+            /* release the locks phase 1 took */
+            for (unsigned p = 0; p < w->lay->n; p++)
+                reqs[p].result = 0;
+            dc_io_unlock_granted(w->fs, w->in->ino, reqs, w->lay->n);
+            return rc;
+        }
+    }
+    return dc_phase2(w, reqs);
+}
+
+int dc_write_range(depfs_t *fs, dc_inode *in, const uint8_t *buf, uint64_t off, uint64_t len,
+                   bool sync)
+{
+    const layout *lay = &in->lay;
+    if (len == 0)
+        return 0;
+    assert(lay->n >= lay->k && lay->k > 0 && lay->n <= LAYOUT_MAX_N);
+    const codec *cd = dc_codec(fs, lay->n, lay->k, lay->codec_version);
+    if (cd == NULL)
+        return -EINVAL;
+    uint64_t per_round = dc_round_stripes(fs, lay);
+    uint64_t npieces = layout_piece_count(lay, off, len);
+    dc_wstripe *st = calloc(per_round, sizeof *st);
+    dc_req *reqs = calloc(lay->n, sizeof *reqs);
+    int rc = 0;
+    if (st == NULL || reqs == NULL) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    dc_wround w = {.fs = fs, .in = in, .lay = lay, .cd = cd, .buf = buf, .off = off, .len = len,
+                   .st = st, .sync = sync};
+    for (uint64_t i = 0; i < npieces && rc == 0; i += per_round) {
+        w.first_piece = i;
+        w.nst = (unsigned)(npieces - i < per_round ? npieces - i : per_round);
+        rc = dc_write_round(&w, reqs);
+    }
+    free(w.arena);
+out:
+    free(reqs);
+    free(st);
+    return rc;
+}
+
+/* ---------------------------------------------------------- public entry */
+
+#define DC_MAX_FILE_BYTES ((uint64_t)INT64_MAX)
+
+ssize_t depfs_write(depfs_fh_t *fh, const void *buf, size_t len, uint64_t off)
+{
+    if (fh == NULL || fh->inode == NULL)
+        return -EBADF;
+    if ((fh->flags & O_ACCMODE) == O_RDONLY)
+        return -EBADF;
+    if (len == 0)
+        return 0;
+    if (buf == NULL)
+        return -EFAULT;
+    if (len > SSIZE_MAX)
+        len = SSIZE_MAX;
+    dc_inode *in = fh->inode;
+    if (fh->flags & O_APPEND) {
+        pthread_mutex_lock(&in->lock);
+        off = in->size;
+        pthread_mutex_unlock(&in->lock);
+    }
+    if (off > DC_MAX_FILE_BYTES || len > DC_MAX_FILE_BYTES - off)
+        return -EFBIG;
+    int rc = dc_wb_write(fh, buf, off, len);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&in->lock);
+    if (off + len > in->size)
+        in->size = off + len;
+    in->size_dirty = true;
+    in->mtime_ns = dc_now_ns_real();
+    pthread_mutex_unlock(&in->lock);
+    return (ssize_t)len;
+}
