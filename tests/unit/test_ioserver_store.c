@@ -1,0 +1,672 @@
+/* test_ioserver_store.c - the ioserver's strip store (ioserver/strips.c) on a
+ * real temp directory, its durable state (ioserver/state.c, real LevelDB),
+ * and the IoOp handlers (ioserver/handlers.c) driven through ios_process
+ * with real protobuf-c headers: extents, zero fill, truncate, remove, names
+ * from the id only, the descriptor cache bound, lock-on-read, unlock-on-write,
+ * dirty records, rebuild state, and bad requests. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ioserver/handlers.h"
+#include "ioserver/state.h"
+#include "ioserver/strips.h"
+
+#define SU_BYTES 4096u
+#define FILE_X 0x00ab00cd00ef0012ull
+#define MAX_BULK_BYTES (1u << 20)
+
+static char tmpdir[64];
+static ios_strips *st;
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+static void setup(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/depfs-ios-test-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    ck_assert_int_eq(ios_strips_open(tmpdir, 0, &st), 0);
+}
+
+static void teardown(void)
+{
+    ios_strips_close(st);
+    st = NULL;
+    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        b[i] = (uint8_t)(seed * 31u + i * 7u + 1u);
+}
+
+static int all_zero(const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (b[i])
+            return 0;
+    return 1;
+}
+
+static int strip_exists(uint64_t id)
+{
+    char name[IOS_STRIP_NAME_LEN], path[256];
+    struct stat sb;
+    ios_strip_name(id, name);
+    snprintf(path, sizeof(path), "%s/%s/%s", tmpdir, IOS_STRIPS_SUBDIR, name);
+    return stat(path, &sb) == 0;
+}
+
+/* ------------------------------------------------------------ strip store */
+START_TEST(write_read_extents)
+{
+    uint8_t w[3 * SU_BYTES], r[3 * SU_BYTES];
+    fill(w, sizeof(w), 1);
+    ios_extent ext[3] = { { 0, SU_BYTES }, { 5 * SU_BYTES, SU_BYTES }, { 2 * SU_BYTES + 100, SU_BYTES } };
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, ext, 3, w), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, ext, 3, r), 0);
+    ck_assert_mem_eq(r, w, sizeof(w));
+    /* read back in another order and cut: bytes land where asked */
+    ios_extent back[2] = { { 5 * SU_BYTES + 10, 20 }, { 0, 5 } };
+    uint8_t r2[25];
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, back, 2, r2), 0);
+    ck_assert_mem_eq(r2, w + SU_BYTES + 10, 20);
+    ck_assert_mem_eq(r2 + 20, w, 5);
+    uint64_t size;
+    ck_assert_int_eq(ios_strips_size(st, FILE_X, &size), 0);
+    ck_assert_uint_eq(size, 6 * SU_BYTES);
+}
+END_TEST
+
+START_TEST(zero_fill_past_eof_and_absent)
+{
+    uint8_t w[100], r[300];
+    fill(w, sizeof(w), 2);
+    ios_extent e = { 0, sizeof(w) };
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w), 0);
+    memset(r, 0xee, sizeof(r));
+    ios_extent across = { 50, 250 }; /* 50 bytes of data, then 200 past EOF */
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &across, 1, r), 0);
+    ck_assert_mem_eq(r, w + 50, 50);
+    ck_assert(all_zero(r + 50, 200));
+    /* a hole in the middle reads as zeros too */
+    ios_extent far = { 10 * SU_BYTES, 10 };
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, &far, 1, w), 0);
+    ios_extent hole = { 200, 300 };
+    memset(r, 0xee, sizeof(r));
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &hole, 1, r), 0);
+    ck_assert(all_zero(r, 300));
+    /* an absent file reads as zeros and is not created */
+    memset(r, 0xee, sizeof(r));
+    ios_extent e2 = { 12345, 300 };
+    ck_assert_int_eq(ios_strips_read(st, 77, &e2, 1, r), 0);
+    ck_assert(all_zero(r, 300));
+    ck_assert(!strip_exists(77));
+}
+END_TEST
+
+START_TEST(truncate_strip)
+{
+    uint8_t w[2 * SU_BYTES], r[2 * SU_BYTES];
+    fill(w, sizeof(w), 3);
+    ios_extent e = { 0, sizeof(w) };
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w), 0);
+    ck_assert_int_eq(ios_strips_truncate(st, FILE_X, SU_BYTES + 10), 0);
+    uint64_t size;
+    ck_assert_int_eq(ios_strips_size(st, FILE_X, &size), 0);
+    ck_assert_uint_eq(size, SU_BYTES + 10);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r), 0);
+    ck_assert_mem_eq(r, w, SU_BYTES + 10);
+    ck_assert(all_zero(r + SU_BYTES + 10, SU_BYTES - 10));
+    /* growing is sparse and reads zeros */
+    ck_assert_int_eq(ios_strips_truncate(st, FILE_X, 4 * SU_BYTES), 0);
+    ck_assert_int_eq(ios_strips_size(st, FILE_X, &size), 0);
+    ck_assert_uint_eq(size, 4 * SU_BYTES);
+    /* an absent file stays absent */
+    ck_assert_int_eq(ios_strips_truncate(st, 99, SU_BYTES), 0);
+    ck_assert(!strip_exists(99));
+    ck_assert_int_eq(ios_strips_size(st, 99, &size), 0);
+    ck_assert_uint_eq(size, 0);
+}
+END_TEST
+
+START_TEST(remove_strip)
+{
+    uint8_t w[64], r[64];
+    fill(w, sizeof(w), 4);
+    ios_extent e = { 0, sizeof(w) };
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w), 0);
+    ck_assert(strip_exists(FILE_X));
+    ck_assert_int_eq(ios_strips_remove(st, FILE_X), 0);
+    ck_assert(!strip_exists(FILE_X));
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r), 0);
+    ck_assert(all_zero(r, sizeof(r)));
+    ck_assert_int_eq(ios_strips_remove(st, FILE_X), 0); /* absent is fine */
+    ck_assert_int_eq(ios_strips_fsync(st, FILE_X), 0);
+    /* a later write starts a fresh file, not the unlinked one */
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w), 0);
+    ck_assert(strip_exists(FILE_X));
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r), 0);
+    ck_assert_mem_eq(r, w, sizeof(w));
+}
+END_TEST
+
+START_TEST(names_from_id_only)
+{
+    char name[IOS_STRIP_NAME_LEN];
+    ios_strip_name(0, name);
+    ck_assert_str_eq(name, "0000000000000000");
+    ios_strip_name(UINT64_MAX, name);
+    ck_assert_str_eq(name, "ffffffffffffffff");
+    ios_strip_name(FILE_X, name);
+    ck_assert_str_eq(name, "00ab00cd00ef0012");
+
+    uint8_t w[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+    ios_extent e = { 0, sizeof(w) };
+    const uint64_t ids[] = { 0, 1, 0x2f2e2e2f, UINT64_MAX }; /* "/../" as bytes */
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_int_eq(ios_strips_write(st, ids[i], &e, 1, w), 0);
+
+    /* the data dir holds only strips/, which holds only 16-hex-digit names */
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, IOS_STRIPS_SUBDIR);
+    DIR *d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        ck_assert_uint_eq(strlen(de->d_name), 16);
+        ck_assert_uint_eq(strspn(de->d_name, "0123456789abcdef"), 16);
+        n++;
+    }
+    closedir(d);
+    ck_assert_int_eq(n, 4);
+    ck_assert(strip_exists(0x2f2e2e2f));
+    d = opendir(tmpdir);
+    ck_assert_ptr_nonnull(d);
+    n = 0;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+            ck_assert_str_eq(de->d_name, IOS_STRIPS_SUBDIR);
+            n++;
+        }
+    closedir(d);
+    ck_assert_int_eq(n, 1);
+}
+END_TEST
+
+START_TEST(fd_cache_is_bounded)
+{
+    ios_strips *small;
+    ck_assert_int_eq(ios_strips_open(tmpdir, 2, &small), 0);
+    uint8_t w[32], r[32];
+    ios_extent e = { 0, sizeof(w) };
+    for (unsigned id = 1; id <= 10; id++) {
+        fill(w, sizeof(w), id);
+        ck_assert_int_eq(ios_strips_write(small, id, &e, 1, w), 0);
+        ck_assert_uint_le(ios_strips_cached(small), 2);
+    }
+    for (unsigned id = 1; id <= 10; id++) {
+        fill(w, sizeof(w), id);
+        ck_assert_int_eq(ios_strips_read(small, id, &e, 1, r), 0);
+        ck_assert_mem_eq(r, w, sizeof(w));
+    }
+    ck_assert_uint_le(ios_strips_cached(small), 2);
+    ios_strips_close(small);
+}
+END_TEST
+
+START_TEST(usage_and_fsync)
+{
+    uint64_t used = 0, avail = 0;
+    ck_assert_int_eq(ios_strips_usage(st, &used, &avail), 0);
+    ck_assert_uint_gt(used + avail, 0);
+    uint8_t w[16] = { 9 };
+    ios_extent e = { 0, sizeof(w) };
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w), 0);
+    ck_assert_int_eq(ios_strips_fsync(st, FILE_X), 0);
+}
+END_TEST
+
+/* Threads write and read back their own files, through a cache smaller
+ * than the number of files, while another thread removes a scratch file. */
+#define PAR_THREADS 8
+#define PAR_ROUNDS 200
+static ios_strips *par_st;
+
+static void *par_worker(void *arg)
+{
+    uint64_t id = 1000 + (uint64_t)(uintptr_t)arg;
+    uint8_t w[512], r[512];
+    for (int i = 0; i < PAR_ROUNDS; i++) {
+        fill(w, sizeof(w), (unsigned)(id + (uint64_t)i));
+        ios_extent e = { (uint64_t)(i % 7) * sizeof(w), sizeof(w) };
+        if (ios_strips_write(par_st, id, &e, 1, w) || ios_strips_read(par_st, id, &e, 1, r) ||
+            memcmp(w, r, sizeof(w)) != 0)
+            return (void *)1;
+        if (ios_strips_remove(par_st, 5) != 0)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+START_TEST(parallel_files)
+{
+    ck_assert_int_eq(ios_strips_open(tmpdir, 3, &par_st), 0);
+    pthread_t th[PAR_THREADS];
+    for (uintptr_t i = 0; i < PAR_THREADS; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, par_worker, (void *)i), 0);
+    for (int i = 0; i < PAR_THREADS; i++) {
+        void *ret;
+        pthread_join(th[i], &ret);
+        ck_assert_ptr_null(ret);
+    }
+    ios_strips_close(par_st);
+}
+END_TEST
+
+/* -------------------------------------------------------- durable state */
+START_TEST(state_and_dirty_records_persist)
+{
+    ios_state *s;
+    char err[256];
+    ck_assert_int_eq(ios_state_open(tmpdir, &s, err, sizeof(err)), 0);
+    ck_assert_uint_eq(ios_state_get(s), DEPFS__SERVER_STATE__SERVER_UP);
+    ck_assert_int_eq(ios_state_set(s, DEPFS__SERVER_STATE__SERVER_REBUILDING), 0);
+    const uint32_t down[2] = { 3, 300 };
+    ck_assert_int_eq(ios_dirty_add(s, down, 2, 42), 0);
+    ck_assert_int_eq(ios_dirty_add(s, down, 1, 7), 0);
+    ck_assert_int_eq(ios_dirty_add(s, down, 1, 42), 0); /* again: no duplicate */
+    ck_assert_int_eq(ios_dirty_add(s, down, 1, UINT64_MAX), 0);
+    ios_state_close(s);
+
+    ck_assert_int_eq(ios_state_open(tmpdir, &s, err, sizeof(err)), 0);
+    ck_assert_uint_eq(ios_state_get(s), DEPFS__SERVER_STATE__SERVER_REBUILDING);
+    uint64_t ids[8];
+    size_t n;
+    bool more;
+    ck_assert_int_eq(ios_dirty_list(s, 3, 0, ids, 8, &n, &more), 0);
+    ck_assert_uint_eq(n, 3);
+    ck_assert(!more);
+    ck_assert_uint_eq(ids[0], 7);
+    ck_assert_uint_eq(ids[1], 42);
+    ck_assert_uint_eq(ids[2], UINT64_MAX);
+    ck_assert_int_eq(ios_dirty_list(s, 300, 0, ids, 8, &n, &more), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(ids[0], 42);
+    ck_assert_int_eq(ios_dirty_list(s, 4, 0, ids, 8, &n, &more), 0);
+    ck_assert_uint_eq(n, 0);
+    /* paging */
+    ck_assert_int_eq(ios_dirty_list(s, 3, 0, ids, 1, &n, &more), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(more);
+    ck_assert_int_eq(ios_dirty_list(s, 3, ids[0] + 1, ids, 8, &n, &more), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_uint_eq(ids[0], 42);
+    /* clear */
+    ck_assert_int_eq(ios_dirty_clear(s, 3, 42), 0);
+    ck_assert_int_eq(ios_dirty_clear(s, 3, 42), 0);
+    ck_assert_int_eq(ios_dirty_list(s, 3, 0, ids, 8, &n, &more), 0);
+    ck_assert_uint_eq(n, 2);
+    ios_state_close(s);
+}
+END_TEST
+
+/* ------------------------------------------------------------- handlers */
+static ios_ctx hctx;
+
+static void hsetup(void)
+{
+    char err[256];
+    setup();
+    memset(&hctx, 0, sizeof(hctx));
+    hctx.server_id = 1;
+    hctx.strips = st;
+    hctx.max_bulk_bytes = MAX_BULK_BYTES;
+    hctx.lock_lease_ms = 0;
+    ck_assert_int_eq(ios_locks_create(0, &hctx.locks), 0);
+    ck_assert_int_eq(ios_state_open(tmpdir, &hctx.state, err, sizeof(err)), 0);
+}
+
+static void hteardown(void)
+{
+    ios_locks_free(hctx.locks);
+    ios_state_close(hctx.state);
+    teardown();
+}
+
+/* A request under construction. */
+typedef struct req {
+    Depfs__IoRequest q;
+    Depfs__Extent ext[4];
+    Depfs__Extent *extp[4];
+    Depfs__LockSpec lock;
+} req;
+
+static void req_init(req *r, uint64_t file_id)
+{
+    depfs__io_request__init(&r->q);
+    r->q.file_id = file_id;
+    r->q.extents = r->extp;
+    for (int i = 0; i < 4; i++) {
+        depfs__extent__init(&r->ext[i]);
+        r->extp[i] = &r->ext[i];
+    }
+    depfs__lock_spec__init(&r->lock);
+}
+
+static void req_extent(req *r, uint64_t off, uint64_t len)
+{
+    ck_assert_uint_lt(r->q.n_extents, 4);
+    r->ext[r->q.n_extents].offset = off;
+    r->ext[r->q.n_extents].length = len;
+    r->q.n_extents++;
+}
+
+static void req_lock(req *r, uint64_t first, uint64_t count, uint64_t client, uint64_t op)
+{
+    r->lock.first_stripe = first;
+    r->lock.stripe_count = count;
+    r->lock.owner_client = client;
+    r->lock.owner_op = op;
+    r->q.lock = &r->lock;
+}
+
+/* Packs and processes; returns reply.err. */
+static int run(req *r, uint16_t type, const uint8_t *bulk, size_t bulk_len, ios_result *res)
+{
+    size_t len = depfs__io_request__get_packed_size(&r->q);
+    uint8_t *buf = malloc(len + 1);
+    ck_assert_ptr_nonnull(buf);
+    depfs__io_request__pack(&r->q, buf);
+    ios_process(&hctx, type, buf, len, bulk, bulk_len, "test", res);
+    free(buf);
+    ck_assert(res->reply.has_state);
+    if (res->reply.err)
+        ck_assert_ptr_nonnull(res->reply.message);
+    return res->reply.err;
+}
+
+static int run_free(req *r, uint16_t type, const uint8_t *bulk, size_t bulk_len)
+{
+    ios_result res;
+    int err = run(r, type, bulk, bulk_len, &res);
+    ios_result_free(&res);
+    return err;
+}
+
+START_TEST(h_write_read)
+{
+    uint8_t w[2 * 100];
+    fill(w, sizeof(w), 5);
+    req r;
+    req_init(&r, FILE_X);
+    req_extent(&r, 0, 100);
+    req_extent(&r, SU_BYTES, 100);
+    r.q.has_sync = r.q.sync = 1;
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_WRITE, w, sizeof(w)), 0);
+
+    ios_result res;
+    req_init(&r, FILE_X);
+    req_extent(&r, SU_BYTES, 100);
+    req_extent(&r, 50, 60); /* 50 bytes of data + 10 of hole */
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_READ, NULL, 0, &res), 0);
+    ck_assert_uint_eq(res.bulk_len, 160);
+    ck_assert_mem_eq(res.bulk, w + 100, 100);
+    ck_assert_mem_eq(res.bulk + 100, w + 50, 50);
+    ck_assert(all_zero(res.bulk + 150, 10));
+    ios_result_free(&res);
+
+    req_init(&r, FILE_X);
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_STAT, NULL, 0, &res), 0);
+    ck_assert(res.reply.has_local_size);
+    ck_assert_uint_eq(res.reply.local_size, SU_BYTES + 100);
+    ck_assert(res.reply.has_bytes_free && res.reply.has_locks_held);
+    ios_result_free(&res);
+
+    req_init(&r, FILE_X);
+    r.q.has_local_size = 1;
+    r.q.local_size = 10;
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_TRUNCATE, NULL, 0), 0);
+    req_init(&r, FILE_X);
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_STAT, NULL, 0, &res), 0);
+    ck_assert_uint_eq(res.reply.local_size, 10);
+    ios_result_free(&res);
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_FSYNC, NULL, 0), 0);
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_REMOVE, NULL, 0), 0);
+    ck_assert(!strip_exists(FILE_X));
+}
+END_TEST
+
+START_TEST(h_lock_rides_on_read_unlock_on_write)
+{
+    ios_result res;
+    req a, b;
+    /* A: READ+LOCK stripes 0..1 */
+    req_init(&a, FILE_X);
+    req_extent(&a, 0, 64);
+    req_lock(&a, 0, 2, 1, 1);
+    ck_assert_int_eq(run(&a, DEPFS__IO_OP__IO_READ, NULL, 0, &res), 0);
+    ck_assert_uint_eq(res.bulk_len, 64);
+    ios_result_free(&res);
+    /* B: READ+LOCK stripe 1 -> NACK, no data */
+    req_init(&b, FILE_X);
+    req_extent(&b, SU_BYTES, 64);
+    req_lock(&b, 1, 1, 2, 1);
+    ck_assert_int_eq(run(&b, DEPFS__IO_OP__IO_READ, NULL, 0, &res), EAGAIN);
+    ck_assert_uint_eq(res.bulk_len, 0);
+    ck_assert_ptr_null(res.bulk);
+    ios_result_free(&res);
+    ck_assert_int_eq(run_free(&b, DEPFS__IO_OP__IO_LOCK, NULL, 0), EAGAIN);
+    /* B may not write under A's lock, nor unlock it */
+    uint8_t w[64];
+    fill(w, sizeof(w), 6);
+    req_init(&b, FILE_X);
+    req_extent(&b, SU_BYTES, 64);
+    req_lock(&b, 1, 1, 2, 1);
+    b.q.has_unlock = b.q.unlock = 1;
+    ck_assert_int_eq(run_free(&b, DEPFS__IO_OP__IO_WRITE, w, sizeof(w)), EPERM);
+    ck_assert_int_eq(run_free(&b, DEPFS__IO_OP__IO_UNLOCK, NULL, 0), EPERM);
+    /* the recovery module may read ignoring locks */
+    req_init(&b, FILE_X);
+    req_extent(&b, 0, 64);
+    req_lock(&b, 0, 1, 0, 0);
+    b.q.has_ignore_locks = b.q.ignore_locks = 1;
+    ck_assert_int_eq(run_free(&b, DEPFS__IO_OP__IO_READ, NULL, 0), 0);
+    /* heartbeat with a 0 ms lease reports A's lock */
+    req_init(&b, 0);
+    ck_assert_int_eq(run(&b, DEPFS__IO_OP__IO_HEARTBEAT, NULL, 0, &res), 0);
+    ck_assert_uint_eq(res.reply.n_stale_locks, 1);
+    ck_assert_uint_eq(res.reply.stale_locks[0]->file_id, FILE_X);
+    ck_assert_uint_eq(res.reply.stale_locks[0]->lock->owner_client, 1);
+    ck_assert_uint_eq(res.reply.stale_locks[0]->lock->stripe_count, 2);
+    ios_result_free(&res);
+    /* A: WRITE+UNLOCK stores and releases */
+    req_init(&a, FILE_X);
+    req_extent(&a, SU_BYTES, 64);
+    req_lock(&a, 0, 2, 1, 1);
+    a.q.has_unlock = a.q.unlock = 1;
+    ck_assert_int_eq(run_free(&a, DEPFS__IO_OP__IO_WRITE, w, sizeof(w)), 0);
+    req_init(&b, FILE_X);
+    req_lock(&b, 0, 2, 2, 1);
+    ck_assert_int_eq(run_free(&b, DEPFS__IO_OP__IO_LOCK, NULL, 0), 0);
+    ck_assert_int_eq(run_free(&b, DEPFS__IO_OP__IO_UNLOCK, NULL, 0), 0);
+    req_init(&b, 0);
+    ck_assert_int_eq(run(&b, DEPFS__IO_OP__IO_STAT, NULL, 0, &res), 0);
+    ck_assert_uint_eq(res.reply.locks_held, 0);
+    ck_assert_uint_eq(res.reply.locks_granted, 2);
+    ck_assert_uint_eq(res.reply.locks_nacked, 2);
+    ck_assert(!res.reply.has_local_size);
+    ios_result_free(&res);
+    /* REMOVE drops the file's locks */
+    req_init(&a, FILE_X);
+    req_lock(&a, 0, 2, 1, 2);
+    ck_assert_int_eq(run_free(&a, DEPFS__IO_OP__IO_LOCK, NULL, 0), 0);
+    ck_assert_int_eq(run_free(&a, DEPFS__IO_OP__IO_REMOVE, NULL, 0), 0);
+    req_init(&b, FILE_X);
+    req_lock(&b, 0, 2, 2, 2);
+    ck_assert_int_eq(run_free(&b, DEPFS__IO_OP__IO_LOCK, NULL, 0), 0);
+}
+END_TEST
+
+START_TEST(h_dirty_records_and_rebuild)
+{
+    ios_result res;
+    req r;
+    uint8_t w[8] = { 1 };
+    const uint32_t down[2] = { 4, 6 };
+    for (uint64_t f = 10; f < 13; f++) {
+        req_init(&r, f);
+        req_extent(&r, 0, sizeof(w));
+        r.q.down_servers = (uint32_t *)down;
+        r.q.n_down_servers = 2;
+        ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_WRITE, w, sizeof(w)), 0);
+    }
+    req_init(&r, 0);
+    r.q.has_local_size = 1;
+    r.q.local_size = 4;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_DIRTY, NULL, 0, &res), 0);
+    ck_assert_uint_eq(res.reply.n_dirty_files, 3);
+    ck_assert_uint_eq(res.reply.dirty_files[0], 10);
+    ck_assert_uint_eq(res.reply.dirty_files[2], 12);
+    ck_assert(!res.reply.has_local_size);
+    ios_result_free(&res);
+    /* clear (4, 11) */
+    req_init(&r, 11);
+    r.q.has_local_size = 1;
+    r.q.local_size = 4;
+    r.q.has_unlock = r.q.unlock = 1;
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_DIRTY, NULL, 0), 0);
+    req_init(&r, 0);
+    r.q.has_local_size = 1;
+    r.q.local_size = 4;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_DIRTY, NULL, 0, &res), 0);
+    ck_assert_uint_eq(res.reply.n_dirty_files, 2);
+    ck_assert_uint_eq(res.reply.dirty_files[1], 12);
+    ios_result_free(&res);
+    req_init(&r, 0); /* no server named */
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_DIRTY, NULL, 0), EINVAL);
+
+    /* REBUILDING: reported, client reads refused, rejoin via IO_DIRTY sync */
+    ck_assert_int_eq(ios_state_set(hctx.state, DEPFS__SERVER_STATE__SERVER_REBUILDING), 0);
+    req_init(&r, 10);
+    req_extent(&r, 0, 8);
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_READ, NULL, 0, &res), EIO);
+    ck_assert_uint_eq(res.reply.state, DEPFS__SERVER_STATE__SERVER_REBUILDING);
+    ios_result_free(&res);
+    r.q.has_ignore_locks = r.q.ignore_locks = 1;
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_READ, NULL, 0), 0);
+    req_init(&r, 0);
+    r.q.has_sync = r.q.sync = 1;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_DIRTY, NULL, 0, &res), 0);
+    ck_assert_uint_eq(res.reply.state, DEPFS__SERVER_STATE__SERVER_UP);
+    ios_result_free(&res);
+}
+END_TEST
+
+START_TEST(h_bad_requests)
+{
+    req r;
+    uint8_t w[16] = { 0 };
+    /* bulk length != extents */
+    req_init(&r, FILE_X);
+    req_extent(&r, 0, 8);
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_WRITE, w, sizeof(w)), EINVAL);
+    /* extent beyond the max local size / overflowing */
+    req_init(&r, FILE_X);
+    req_extent(&r, IOS_MAX_LOCAL_BYTES, 1);
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_READ, NULL, 0), EINVAL);
+    req_init(&r, FILE_X);
+    req_extent(&r, UINT64_MAX - 1, 16);
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_WRITE, w, sizeof(w)), EINVAL);
+    /* read larger than max bulk */
+    req_init(&r, FILE_X);
+    req_extent(&r, 0, MAX_BULK_BYTES);
+    req_extent(&r, 0, 1);
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_READ, NULL, 0), EINVAL);
+    /* lock with no stripes, overflowing, missing */
+    req_init(&r, FILE_X);
+    req_lock(&r, 0, 0, 1, 1);
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_LOCK, NULL, 0), EINVAL);
+    req_lock(&r, UINT64_MAX, 2, 1, 1);
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_LOCK, NULL, 0), EINVAL);
+    req_init(&r, FILE_X);
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_UNLOCK, NULL, 0), EINVAL);
+    r.q.has_unlock = r.q.unlock = 1;
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_WRITE, NULL, 0), EINVAL);
+    /* truncate without size / too large */
+    req_init(&r, FILE_X);
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_TRUNCATE, NULL, 0), EINVAL);
+    r.q.has_local_size = 1;
+    r.q.local_size = UINT64_MAX;
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_TRUNCATE, NULL, 0), EINVAL);
+    /* bulk on a non-write, unknown op */
+    req_init(&r, FILE_X);
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_FSYNC, w, 4), EINVAL);
+    ck_assert_int_eq(run_free(&r, 999, NULL, 0), EOPNOTSUPP);
+    /* too many extents */
+    Depfs__Extent one = DEPFS__EXTENT__INIT;
+    Depfs__Extent **many = calloc(IOS_MAX_EXTENTS + 1, sizeof(*many));
+    for (unsigned i = 0; i <= IOS_MAX_EXTENTS; i++)
+        many[i] = &one;
+    req_init(&r, FILE_X);
+    r.q.extents = many;
+    r.q.n_extents = IOS_MAX_EXTENTS + 1;
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_READ, NULL, 0), EINVAL);
+    free(many);
+    /* garbage header */
+    ios_result res;
+    const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff, 0x0f, 0x08 };
+    ios_process(&hctx, DEPFS__IO_OP__IO_READ, junk, sizeof(junk), NULL, 0, "test", &res);
+    ck_assert_int_eq(res.reply.err, EINVAL);
+    ios_result_free(&res);
+    ios_process(&hctx, DEPFS__IO_OP__IO_READ, junk, 0, NULL, 0, "test", &res);
+    ck_assert_int_eq(res.reply.err, EINVAL); /* file_id is required */
+    ios_result_free(&res);
+    /* nothing was stored by any of it */
+    ck_assert(!strip_exists(FILE_X));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("ioserver_store");
+    TCase *tc = tcase_create("strips");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, write_read_extents);
+    tcase_add_test(tc, zero_fill_past_eof_and_absent);
+    tcase_add_test(tc, truncate_strip);
+    tcase_add_test(tc, remove_strip);
+    tcase_add_test(tc, names_from_id_only);
+    tcase_add_test(tc, fd_cache_is_bounded);
+    tcase_add_test(tc, usage_and_fsync);
+    tcase_add_test(tc, parallel_files);
+    tcase_add_test(tc, state_and_dirty_records_persist);
+    suite_add_tcase(s, tc);
+    TCase *th = tcase_create("handlers");
+    tcase_add_checked_fixture(th, hsetup, hteardown);
+    tcase_add_test(th, h_write_read);
+    tcase_add_test(th, h_lock_rides_on_read_unlock_on_write);
+    tcase_add_test(th, h_dirty_records_and_rebuild);
+    tcase_add_test(th, h_bad_requests);
+    suite_add_tcase(s, th);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
