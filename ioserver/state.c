@@ -26,6 +26,7 @@
 #define DIRTY_KEY_BYTES 13u /* prefix + u32 + u64 */
 #define DIRTY_SERVER_PREFIX_BYTES 5u
 #define STATE_VALUE_BYTES 4u
+#define STATE_DIR_MODE 0700
 
 struct ios_state {
     kvstore *kv;
@@ -89,6 +90,11 @@ int ios_state_open(const char *data_dir, ios_state **out, char *err, size_t err_
     if (snprintf(path, sizeof(path), "%s/%s", data_dir, IOS_STATE_SUBDIR) >= (int)sizeof(path)) {
         snprintf(err, err_len, "state path too long under %s", data_dir);
         return -ENAMETOOLONG;
+    }
+    if (mkdir(path, STATE_DIR_MODE) != 0 && errno != EEXIST) {
+        rc = -errno;
+        snprintf(err, err_len, "cannot create %s: %s", path, strerror(errno));
+        return rc;
     }
     ios_state *st = calloc(1, sizeof(*st));
     if (!st) {
