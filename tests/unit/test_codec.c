@@ -219,7 +219,16 @@ END_TEST
 /* Many threads hammering more patterns than the cache holds. */
 #define THREADS 6
 #define THREAD_ROUNDS 400
-struct thread_arg { const codec *c; stripe s; int failures; };
+struct thread_arg { const codec *c; stripe s; int failures; uint64_t rng; };
+
+/* per-thread generator: the shared rnd() is not thread-safe */
+static uint32_t thread_rnd(struct thread_arg *a)
+{
+    a->rng ^= a->rng << 13;
+    a->rng ^= a->rng >> 7;
+    a->rng ^= a->rng << 17;
+    return (uint32_t)(a->rng >> 16);
+}
 
 static void *decode_thread(void *p)
 {
@@ -227,9 +236,9 @@ static void *decode_thread(void *p)
     bool present[CODEC_MAX_UNITS];
     for (int r = 0; r < THREAD_ROUNDS; r++) {
         uint32_t missing = 0;
-        unsigned want = 1 + rnd() % (a->s.n - a->s.k);
+        unsigned want = 1 + thread_rnd(a) % (a->s.n - a->s.k);
         while ((unsigned)__builtin_popcount(missing) < want)
-            missing |= 1u << ((unsigned)r * 7u + rnd()) % a->s.n;
+            missing |= 1u << thread_rnd(a) % a->s.n;
         for (unsigned u = 0; u < a->s.n; u++) {
             present[u] = !((missing >> u) & 1u);
             if (present[u])
@@ -255,6 +264,7 @@ START_TEST(test_concurrent_decode)
     for (int i = 0; i < THREADS; i++) {
         args[i].c = c;
         args[i].failures = 0;
+        args[i].rng = 0x1234567ull * (uint64_t)(i + 1);
         stripe_init(&args[i].s, c, 256);
     }
     for (int i = 0; i < THREADS; i++)
