@@ -1,0 +1,528 @@
+/* handlers.c - MdsRequest in, MdsReply out (handlers.h). Each op checks its
+ * required fields (missing -> EINVAL with a message), calls the namespace or
+ * cluster module and fills the reply. Storage for the reply lives in one
+ * mds_reply_buf per request and is freed after the reply is sent. */
+#include "handlers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "codec.h"
+#include "depfs.pb-c.h"
+#include "log.h"
+
+typedef struct mds_reply_buf {
+    Depfs__MdsReply rep;
+    Depfs__Attr attr;
+    Depfs__Layout lay, def_lay;
+    uint32_t lay_servers[LAYOUT_MAX_N];
+    char why[MDS_WHY_MAX];
+    /* readdir */
+    Depfs__Dirent *ents;
+    Depfs__Dirent **ent_ptrs;
+    size_t n_ents, max_ents;
+    /* readlink / getxattr / listxattr */
+    char *target;
+    void *xval;
+    char **xnames;
+    size_t n_xnames;
+    /* cluster */
+    mds_server servers[CONFIG_MAX_IOSERVERS];
+    Depfs__ServerInfo srv[CONFIG_MAX_IOSERVERS];
+    Depfs__ServerInfo *srv_ptrs[CONFIG_MAX_IOSERVERS];
+} mds_reply_buf;
+
+typedef int (*op_fn)(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b);
+
+static int missing(mds_reply_buf *b, const char *field)
+{
+    snprintf(b->why, sizeof(b->why), "missing field '%s'", field);
+    return -EINVAL;
+}
+
+#define NEED(cond, field)                  \
+    do {                                   \
+        if (!(cond))                       \
+            return missing(b, field);      \
+    } while (0)
+
+/* --------------------------------------------------------- reply fillers */
+
+static void fill_layout(Depfs__Layout *pl, uint32_t *servers, const layout *l)
+{
+    depfs__layout__init(pl);
+    pl->n = l->n;
+    pl->k = l->k;
+    pl->stripe_unit = l->su;
+    pl->version = l->version;
+    pl->codec_version = l->codec_version;
+    for (uint32_t i = 0; i < l->n && i < LAYOUT_MAX_N; i++)
+        servers[i] = l->servers[i];
+    pl->n_servers = l->n;
+    pl->servers = l->n ? servers : NULL;
+}
+
+/* A policy (n/k/su, no servers) as a Layout message. */
+static void fill_policy(Depfs__Layout *pl, unsigned n, unsigned k, uint32_t su)
+{
+    depfs__layout__init(pl);
+    pl->n = n;
+    pl->k = k;
+    pl->stripe_unit = su;
+    pl->version = 0;
+    pl->codec_version = CODEC_VERSION_CURRENT;
+}
+
+static void fill_attr(mds_reply_buf *b, const mds_inode *in)
+{
+    Depfs__Attr *a = &b->attr;
+    depfs__attr__init(a);
+    a->ino = in->ino;
+    a->mode = in->mode;
+    a->nlink = in->nlink;
+    a->uid = in->uid;
+    a->gid = in->gid;
+    a->rdev = in->rdev;
+    a->size = in->size;
+    a->atime_ns = in->atime_ns;
+    a->mtime_ns = in->mtime_ns;
+    a->ctime_ns = in->ctime_ns;
+    b->rep.attr = a;
+    if (in->has_layout) {
+        fill_layout(&b->lay, b->lay_servers, &in->lay);
+        b->rep.layout = &b->lay;
+    }
+}
+
+static void fill_removed(mds_reply_buf *b, const mds_removed *rm)
+{
+    if (!rm->ino)
+        return;
+    b->rep.has_removed_ino = true;
+    b->rep.removed_ino = rm->ino;
+    if (rm->has_layout) {
+        fill_layout(&b->lay, b->lay_servers, &rm->lay);
+        b->rep.layout = &b->lay;
+    }
+}
+
+static void mds_new_from(const Depfs__MdsRequest *q, mds_new *nw)
+{
+    memset(nw, 0, sizeof(*nw));
+    nw->parent = q->parent;
+    nw->name = q->name;
+    nw->mode = q->mode;
+    nw->uid = q->uid;
+    nw->gid = q->gid;
+    nw->rdev = q->rdev;
+    nw->target = q->target;
+    nw->want_n = q->want_n;
+    nw->want_k = q->want_k;
+    nw->want_su = q->want_su;
+}
+
+/* ------------------------------------------------------------------- ops */
+
+static int op_register(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    (void)q;
+    uint64_t id;
+    int rc = mds_ns_register(c->ns, &id, b->why);
+    if (rc == 0) {
+        b->rep.has_client_id = true;
+        b->rep.client_id = id;
+        log_info("registered client %llu", (unsigned long long)id);
+    }
+    return rc;
+}
+
+static int op_lookup(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    mds_inode in;
+    NEED(q->has_parent, "parent");
+    NEED(q->name, "name");
+    int rc = mds_ns_lookup(c->ns, q->parent, q->name, &in, b->why);
+    if (rc == 0)
+        fill_attr(b, &in);
+    return rc;
+}
+
+static int op_getattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    mds_inode in;
+    NEED(q->has_ino, "ino");
+    int rc = mds_ns_getattr(c->ns, q->ino, &in, b->why);
+    if (rc < 0)
+        return rc;
+    fill_attr(b, &in);
+    if (S_ISDIR(in.mode)) { /* the layout new files here would get */
+        unsigned n, k;
+        uint32_t su;
+        mds_ns_effective_policy(c->ns, &in, &n, &k, &su);
+        fill_policy(&b->lay, n, k, su);
+        b->rep.layout = &b->lay;
+    }
+    return 0;
+}
+
+static int op_setattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    const uint32_t value_bits = MDS_SET_MODE | MDS_SET_UID | MDS_SET_GID | MDS_SET_ATIME |
+                                MDS_SET_MTIME | MDS_SET_CTIME;
+    mds_setattr_in in = { 0 };
+    mds_inode out;
+    NEED(q->has_ino, "ino");
+    NEED(q->has_set_mask, "set_mask");
+    NEED(q->attr || !(q->set_mask & value_bits), "attr");
+    NEED(q->attr || q->has_size || !(q->set_mask & MDS_SET_SIZE), "attr.size");
+    if (q->attr) {
+        in.mode = q->attr->mode;
+        in.uid = q->attr->uid;
+        in.gid = q->attr->gid;
+        in.size = q->attr->size;
+        in.atime_ns = q->attr->atime_ns;
+        in.mtime_ns = q->attr->mtime_ns;
+        in.ctime_ns = q->attr->ctime_ns;
+    } else {
+        in.size = q->size;
+    }
+    int rc = mds_ns_setattr(c->ns, q->ino, q->set_mask, &in, &out, b->why);
+    if (rc == 0)
+        fill_attr(b, &out);
+    return rc;
+}
+
+static int op_create(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    mds_new nw;
+    mds_inode out;
+    NEED(q->has_parent, "parent");
+    NEED(q->name, "name");
+    mds_new_from(q, &nw);
+    int rc = mds_ns_create(c->ns, &nw, (q->flags & O_EXCL) != 0, &out, b->why);
+    if (rc == 0)
+        fill_attr(b, &out);
+    return rc;
+}
+
+static int op_mknod(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    mds_new nw;
+    mds_inode out;
+    NEED(q->has_parent, "parent");
+    NEED(q->name, "name");
+    NEED(q->has_mode, "mode");
+    mds_new_from(q, &nw);
+    int rc = mds_ns_mknod(c->ns, &nw, &out, b->why);
+    if (rc == 0)
+        fill_attr(b, &out);
+    return rc;
+}
+
+static int op_mkdir(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    mds_new nw;
+    mds_inode out;
+    NEED(q->has_parent, "parent");
+    NEED(q->name, "name");
+    mds_new_from(q, &nw);
+    int rc = mds_ns_mkdir(c->ns, &nw, &out, b->why);
+    if (rc == 0)
+        fill_attr(b, &out);
+    return rc;
+}
+
+static int op_symlink(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    mds_new nw;
+    mds_inode out;
+    NEED(q->has_parent, "parent");
+    NEED(q->name, "name");
+    NEED(q->target, "target");
+    mds_new_from(q, &nw);
+    int rc = mds_ns_symlink(c->ns, &nw, &out, b->why);
+    if (rc == 0)
+        fill_attr(b, &out);
+    return rc;
+}
+
+static int op_unlink(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    mds_removed rm;
+    NEED(q->has_parent, "parent");
+    NEED(q->name, "name");
+    int rc = mds_ns_unlink(c->ns, q->parent, q->name, &rm, b->why);
+    if (rc == 0)
+        fill_removed(b, &rm);
+    return rc;
+}
+
+static int op_rmdir(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    NEED(q->has_parent, "parent");
+    NEED(q->name, "name");
+    return mds_ns_rmdir(c->ns, q->parent, q->name, b->why);
+}
+
+static int op_rename(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    mds_removed rm;
+    NEED(q->has_parent, "parent");
+    NEED(q->name, "name");
+    NEED(q->has_new_parent, "new_parent");
+    NEED(q->new_name, "new_name");
+    int rc = mds_ns_rename(c->ns, q->parent, q->name, q->new_parent, q->new_name, q->flags, &rm,
+                           b->why);
+    if (rc == 0)
+        fill_removed(b, &rm);
+    return rc;
+}
+
+static int readdir_emit(void *arg, const char *name, size_t name_len, uint64_t ino, uint32_t mode,
+                        uint64_t cookie)
+{
+    mds_reply_buf *b = arg;
+    if (b->n_ents >= b->max_ents)
+        return 1;
+    Depfs__Dirent *e = &b->ents[b->n_ents];
+    depfs__dirent__init(e);
+    e->name = strndup(name, name_len);
+    if (!e->name)
+        return -ENOMEM;
+    e->ino = ino;
+    e->mode = mode;
+    e->cookie = cookie;
+    b->ent_ptrs[b->n_ents++] = e;
+    return 0;
+}
+
+static int op_readdir(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    bool eof = false;
+    NEED(q->has_ino, "ino");
+    unsigned max = q->max_entries == 0 || q->max_entries > MDS_READDIR_MAX ? MDS_READDIR_MAX
+                                                                            : q->max_entries;
+    b->ents = calloc(max, sizeof(*b->ents));
+    b->ent_ptrs = calloc(max, sizeof(*b->ent_ptrs));
+    if (!b->ents || !b->ent_ptrs)
+        return -ENOMEM;
+    b->max_ents = max;
+    int rc = mds_ns_readdir(c->ns, q->ino, q->cookie, max, readdir_emit, b, &eof, b->why);
+    if (rc < 0)
+        return rc;
+    b->rep.n_entries = b->n_ents;
+    b->rep.entries = b->ent_ptrs;
+    b->rep.has_eof = true;
+    b->rep.eof = eof;
+    return 0;
+}
+
+static int op_readlink(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    NEED(q->has_ino, "ino");
+    int rc = mds_ns_readlink(c->ns, q->ino, &b->target, b->why);
+    if (rc == 0)
+        b->rep.target = b->target;
+    return rc;
+}
+
+static int op_link(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    mds_inode out;
+    NEED(q->has_ino, "ino");
+    NEED(q->has_new_parent, "new_parent");
+    NEED(q->new_name, "new_name");
+    int rc = mds_ns_link(c->ns, q->ino, q->new_parent, q->new_name, &out, b->why);
+    if (rc == 0)
+        fill_attr(b, &out);
+    return rc;
+}
+
+static int op_statfs(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    (void)q;
+    mds_ns_statfs(c->ns, &b->rep.files, &b->rep.logical_bytes);
+    b->rep.has_files = b->rep.has_logical_bytes = true;
+    return 0;
+}
+
+static int op_setxattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    NEED(q->has_ino, "ino");
+    NEED(q->xattr_name, "xattr_name");
+    NEED(q->has_xattr_value, "xattr_value");
+    return mds_ns_setxattr(c->ns, q->ino, q->xattr_name, q->xattr_value.data, q->xattr_value.len,
+                           q->flags, b->why);
+}
+
+static int op_getxattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    size_t len = 0;
+    NEED(q->has_ino, "ino");
+    NEED(q->xattr_name, "xattr_name");
+    int rc = mds_ns_getxattr(c->ns, q->ino, q->xattr_name, &b->xval, &len, b->why);
+    if (rc == 0) {
+        b->rep.has_xattr_value = true;
+        b->rep.xattr_value.data = b->xval;
+        b->rep.xattr_value.len = len;
+    }
+    return rc;
+}
+
+static int op_listxattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    NEED(q->has_ino, "ino");
+    int rc = mds_ns_listxattr(c->ns, q->ino, &b->xnames, &b->n_xnames, b->why);
+    if (rc == 0) {
+        b->rep.n_xattr_names = b->n_xnames;
+        b->rep.xattr_names = b->xnames;
+    }
+    return rc;
+}
+
+static int op_removexattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    NEED(q->has_ino, "ino");
+    NEED(q->xattr_name, "xattr_name");
+    return mds_ns_removexattr(c->ns, q->ino, q->xattr_name, b->why);
+}
+
+static int op_extend(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    mds_inode out;
+    NEED(q->has_ino, "ino");
+    NEED(q->has_size, "size");
+    int rc = mds_ns_extend(c->ns, q->ino, q->size, q->has_mtime_ns, q->mtime_ns, &out, b->why);
+    if (rc == 0)
+        fill_attr(b, &out);
+    return rc;
+}
+
+static int op_cluster(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    (void)q;
+    unsigned n, k;
+    uint32_t su;
+    unsigned count = mds_cluster_servers(c->cluster, b->servers, CONFIG_MAX_IOSERVERS);
+    for (unsigned i = 0; i < count && i < CONFIG_MAX_IOSERVERS; i++) {
+        depfs__server_info__init(&b->srv[i]);
+        b->srv[i].id = b->servers[i].id;
+        b->srv[i].address = b->servers[i].address;
+        b->srv[i].state = b->servers[i].state;
+        b->srv_ptrs[i] = &b->srv[i];
+    }
+    b->rep.n_servers = count;
+    b->rep.servers = count ? b->srv_ptrs : NULL;
+    mds_cluster_default_layout(c->cluster, &n, &k, &su);
+    fill_policy(&b->def_lay, n, k, su);
+    b->def_lay.version = 1;
+    b->rep.default_layout = &b->def_lay;
+    return 0;
+}
+
+static int op_set_server_state(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    NEED(q->has_server_id, "server_id");
+    NEED(q->has_server_state, "server_state");
+    int rc = mds_cluster_set_state(c->cluster, q->server_id, q->server_state);
+    if (rc == -ENOENT)
+        snprintf(b->why, sizeof(b->why), "no ioserver with id %u", q->server_id);
+    else if (rc == -EINVAL)
+        snprintf(b->why, sizeof(b->why), "bad server state %u", q->server_state);
+    else if (rc < 0)
+        snprintf(b->why, sizeof(b->why), "store write failed");
+    return rc;
+}
+
+/* Indexed by MdsOp. */
+static const struct {
+    const char *name;
+    op_fn fn;
+} ops[] = {
+    [DEPFS__MDS_OP__MDS_REGISTER] = { "register", op_register },
+    [DEPFS__MDS_OP__MDS_LOOKUP] = { "lookup", op_lookup },
+    [DEPFS__MDS_OP__MDS_GETATTR] = { "getattr", op_getattr },
+    [DEPFS__MDS_OP__MDS_SETATTR] = { "setattr", op_setattr },
+    [DEPFS__MDS_OP__MDS_CREATE] = { "create", op_create },
+    [DEPFS__MDS_OP__MDS_MKNOD] = { "mknod", op_mknod },
+    [DEPFS__MDS_OP__MDS_MKDIR] = { "mkdir", op_mkdir },
+    [DEPFS__MDS_OP__MDS_UNLINK] = { "unlink", op_unlink },
+    [DEPFS__MDS_OP__MDS_RMDIR] = { "rmdir", op_rmdir },
+    [DEPFS__MDS_OP__MDS_RENAME] = { "rename", op_rename },
+    [DEPFS__MDS_OP__MDS_READDIR] = { "readdir", op_readdir },
+    [DEPFS__MDS_OP__MDS_SYMLINK] = { "symlink", op_symlink },
+    [DEPFS__MDS_OP__MDS_READLINK] = { "readlink", op_readlink },
+    [DEPFS__MDS_OP__MDS_LINK] = { "link", op_link },
+    [DEPFS__MDS_OP__MDS_STATFS] = { "statfs", op_statfs },
+    [DEPFS__MDS_OP__MDS_SETXATTR] = { "setxattr", op_setxattr },
+    [DEPFS__MDS_OP__MDS_GETXATTR] = { "getxattr", op_getxattr },
+    [DEPFS__MDS_OP__MDS_LISTXATTR] = { "listxattr", op_listxattr },
+    [DEPFS__MDS_OP__MDS_REMOVEXATTR] = { "removexattr", op_removexattr },
+    [DEPFS__MDS_OP__MDS_EXTEND] = { "extend", op_extend },
+    [DEPFS__MDS_OP__MDS_CLUSTER] = { "cluster", op_cluster },
+    [DEPFS__MDS_OP__MDS_SET_SERVER_STATE] = { "set_server_state", op_set_server_state },
+};
+#define N_OPS (sizeof(ops) / sizeof(ops[0]))
+
+static int dispatch(mds_ctx *c, const rpc_msg *m, mds_reply_buf *b, const char **op_name)
+{
+    if (m->type >= N_OPS || !ops[m->type].fn) {
+        snprintf(b->why, sizeof(b->why), "unknown MDS operation %u", m->type);
+        return -EOPNOTSUPP;
+    }
+    *op_name = ops[m->type].name;
+    Depfs__MdsRequest *q = depfs__mds_request__unpack(NULL, m->hdr_len, m->hdr);
+    if (!q) {
+        snprintf(b->why, sizeof(b->why), "malformed MdsRequest (%zu bytes)", m->hdr_len);
+        return -EINVAL;
+    }
+    int rc = ops[m->type].fn(c, q, b);
+    depfs__mds_request__free_unpacked(q, NULL);
+    return rc;
+}
+
+static void reply_buf_free(mds_reply_buf *b)
+{
+    for (size_t i = 0; i < b->n_ents; i++)
+        free(b->ents[i].name);
+    free(b->ents);
+    free(b->ent_ptrs);
+    free(b->target);
+    free(b->xval);
+    mds_ns_free_names(b->xnames, b->n_xnames);
+    free(b);
+}
+
+void mds_handle(void *ctx, const rpc_msg *m, rpc_replier *r)
+{
+    mds_ctx *c = ctx;
+    const char *op_name = "?";
+    mds_reply_buf *b = calloc(1, sizeof(*b));
+    if (!b) {
+        Depfs__MdsReply oom = DEPFS__MDS_REPLY__INIT;
+        oom.err = ENOMEM;
+        rpc_reply_msg(r, m, &oom.base, NULL, 0);
+        return;
+    }
+    depfs__mds_reply__init(&b->rep);
+    int rc = dispatch(c, m, b, &op_name);
+    if (rc < 0) {
+        /* a failed op may have half-filled the reply: send only the error */
+        depfs__mds_reply__init(&b->rep);
+        b->rep.err = -rc;
+        if (b->why[0])
+            b->rep.message = b->why;
+        if (rc == -EIO || rc == -ENOMEM)
+            log_warn("%s from %s failed: %s (%s)", op_name, m->peer ? m->peer : "?", strerror(-rc),
+                     b->why);
+        else
+            log_debug("%s from %s: %s (%s)", op_name, m->peer ? m->peer : "?", strerror(-rc), b->why);
+    }
+    if (rpc_reply_msg(r, m, &b->rep.base, NULL, 0) < 0)
+        log_debug("%s: reply to %s not sent", op_name, m->peer ? m->peer : "?");
+    reply_buf_free(b);
+}

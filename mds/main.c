@@ -1,0 +1,282 @@
+/* main.c - depfs-mds: loads the cluster config, opens the namespace store
+ * (LevelDB at mds_data_dir, synchronous writes), serves MdsRequests on
+ * mds_address until SIGTERM/SIGINT, then stops cleanly.
+ *
+ *   depfs-mds --config PATH [--foreground] [--log-level err|warn|info|debug]
+ *
+ * Without --foreground it detaches, and the starting process exits 0 only
+ * once the store is open and the server listens (non-zero otherwise). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "config.h"
+#include "handlers.h"
+#include "kvstore.h"
+#include "log.h"
+#include "namespace.h"
+#include "rpc.h"
+
+#define MDS_PROG "depfs-mds"
+#define MDS_ERR_MAX 512u
+#define MDS_DIR_MODE 0700
+
+typedef struct mds_args {
+    const char *config_path;
+    bool foreground;
+    enum dlog_level level;
+} mds_args;
+
+typedef struct mds_daemon {
+    depfs_config cfg;
+    kvstore *kv;
+    mds_ns *ns;
+    mds_cluster *cluster;
+    mds_ctx ctx;
+    rpc_server *srv;
+} mds_daemon;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: %s --config PATH [--foreground] [--log-level err|warn|info|debug]\n", MDS_PROG);
+}
+
+static int parse_level(const char *s, enum dlog_level *out)
+{
+    static const char *const names[] = { "err", "warn", "info", "debug" };
+    for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (!strcasecmp(s, names[i])) {
+            *out = (enum dlog_level)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+static int parse_args(int argc, char **argv, mds_args *a)
+{
+    static const struct option longopts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "foreground", no_argument, NULL, 'f' },
+        { "log-level", required_argument, NULL, 'l' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int opt;
+    memset(a, 0, sizeof(*a));
+    a->level = DLOG_INFO;
+    while ((opt = getopt_long(argc, argv, "c:fl:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'c':
+            a->config_path = optarg;
+            break;
+        case 'f':
+            a->foreground = true;
+            break;
+        case 'l':
+            if (parse_level(optarg, &a->level) < 0) {
+                fprintf(stderr, "%s: bad log level '%s'\n", MDS_PROG, optarg);
+                return -EINVAL;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return -EINVAL;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n", MDS_PROG, argv[optind]);
+        usage(stderr);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+        return -ENAMETOOLONG;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, MDS_DIR_MODE) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, MDS_DIR_MODE) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+static int open_store(mds_daemon *d)
+{
+    char err[MDS_ERR_MAX];
+    mds_ns_params params;
+    int rc;
+
+    if (!d->cfg.mds_data_dir[0]) {
+        log_err("config %s: mds_data_dir is not set", d->cfg.path);
+        return -EINVAL;
+    }
+    rc = make_dirs(d->cfg.mds_data_dir);
+    if (rc < 0) {
+        log_err("cannot create %s: %s", d->cfg.mds_data_dir, strerror(-rc));
+        return rc;
+    }
+    rc = kv_open(d->cfg.mds_data_dir, true, &d->kv, err, sizeof(err));
+    if (rc < 0) {
+        log_err("%s", err);
+        return rc;
+    }
+    mds_ns_params_from_config(&d->cfg, &params);
+    rc = mds_ns_open(d->kv, &params, &d->ns, err);
+    if (rc < 0) {
+        log_err("cannot open the namespace in %s: %s", d->cfg.mds_data_dir, err);
+        return rc;
+    }
+    rc = mds_cluster_open(d->kv, &d->cfg, &d->cluster);
+    if (rc < 0)
+        log_err("cannot load cluster membership: %s", strerror(-rc));
+    return rc;
+}
+
+static int start_server(mds_daemon *d)
+{
+    rpc_server_opts o;
+    memset(&o, 0, sizeof(o));
+    o.transport = d->cfg.transport;
+    o.address = d->cfg.mds_address;
+    o.limits.max_header_bytes = d->cfg.max_header_bytes;
+    o.limits.max_bulk_bytes = d->cfg.max_bulk_bytes;
+    o.handler = mds_handle;
+    d->ctx.ns = d->ns;
+    d->ctx.cluster = d->cluster;
+    o.ctx = &d->ctx;
+    int rc = rpc_server_start(&o, &d->srv);
+    if (rc < 0)
+        log_err("cannot listen on %s (%s): %s", d->cfg.mds_address, d->cfg.transport, strerror(-rc));
+    return rc;
+}
+
+static void shutdown_daemon(mds_daemon *d)
+{
+    if (d->srv)
+        rpc_server_stop(d->srv);
+    mds_cluster_close(d->cluster);
+    mds_ns_close(d->ns);
+    if (d->kv)
+        kv_close(d->kv);
+}
+
+/* Detach: the parent waits for one status byte from the child on a pipe
+ * and exits with it. Returns the write end in the child (-1 on error). */
+static int detach(void)
+{
+    int fds[2];
+    if (pipe(fds) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0) {
+        unsigned char status = 1;
+        close(fds[1]);
+        if (read(fds[0], &status, 1) != 1)
+            status = 1;
+        _exit(status);
+    }
+    close(fds[0]);
+    if (setsid() < 0)
+        log_warn("setsid: %s", strerror(errno));
+    if (chdir("/") < 0)
+        log_warn("chdir /: %s", strerror(errno));
+    return fds[1];
+}
+
+static void report_ready(int fd, unsigned char status)
+{
+    if (fd < 0)
+        return;
+    if (write(fd, &status, 1) != 1)
+        log_warn("cannot report readiness to the starting process");
+    close(fd);
+}
+
+static int wait_for_signal(void)
+{
+    sigset_t set;
+    int sig = 0;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    if (sigwait(&set, &sig) != 0)
+        return -1;
+    return sig;
+}
+
+int main(int argc, char **argv)
+{
+    mds_args args;
+    mds_daemon d;
+    char err[MDS_ERR_MAX];
+    sigset_t set;
+    int ready_fd = -1;
+    int rc;
+
+    if (parse_args(argc, argv, &args) < 0)
+        return 2;
+    dlog_init(MDS_PROG, args.level);
+    memset(&d, 0, sizeof(d));
+    rc = config_load(args.config_path, &d.cfg, err, sizeof(err));
+    if (rc < 0) {
+        log_err("%s", err);
+        return 1;
+    }
+    if (!args.foreground) {
+        ready_fd = detach();
+        if (ready_fd < 0) {
+            log_err("cannot detach: %s", strerror(errno));
+            return 1;
+        }
+    }
+    /* Block the stop signals in every thread; main collects them. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    rc = open_store(&d);
+    if (rc == 0)
+        rc = start_server(&d);
+    if (rc < 0) {
+        report_ready(ready_fd, 1);
+        shutdown_daemon(&d);
+        return 1;
+    }
+    log_info("serving on %s (%s), store %s, %u ioservers, default layout %u@%u@%u",
+             d.cfg.mds_address, d.cfg.transport, d.cfg.mds_data_dir, d.cfg.n_ioservers,
+             d.cfg.default_n, d.cfg.default_k, d.cfg.default_su);
+    report_ready(ready_fd, 0);
+
+    int sig = wait_for_signal();
+    log_info("signal %d: stopping", sig);
+    shutdown_daemon(&d);
+    log_info("stopped");
+    return 0;
+}

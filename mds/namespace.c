@@ -1,0 +1,1181 @@
+/* namespace.c - the MDS namespace over the store: open/root, counters,
+ * transactions, create/lookup/attrs, unlink/rmdir/rename/link, readdir,
+ * symlinks, extend, statfs, client registration. Xattrs live in ns_xattr.c. */
+#include "ns_internal.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "codec.h"
+#include "label.h"
+#include "layout.h"
+#include "log.h"
+
+#define NS_FIRST_DIRENT_SEQ 3u  /* "." is cookie 1, ".." cookie 2 */
+#define NS_COOKIE_DOT 1u
+#define NS_COOKIE_DOTDOT 2u
+#define NS_ROOT_MODE (S_IFDIR | 0755)
+#define NS_MAX_DEPTH (1u << 20) /* bound on ".." walks (corruption guard) */
+#define NS_PERM_MASK 07777u
+
+/* ------------------------------------------------------------------ basics */
+
+int ns_fail(char *why, int err, const char *fmt, ...)
+{
+    if (why) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, MDS_WHY_MAX, fmt, ap);
+        va_end(ap);
+    }
+    return -err;
+}
+
+int64_t ns_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void mds_ns_params_from_config(const depfs_config *cfg, mds_ns_params *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->n_servers = cfg->n_ioservers;
+    for (unsigned i = 0; i < cfg->n_ioservers && i < CONFIG_MAX_IOSERVERS; i++)
+        p->server_ids[i] = cfg->ioservers[i].id;
+    p->default_n = cfg->default_n;
+    p->default_k = cfg->default_k;
+    p->default_su = cfg->default_su;
+}
+
+static int check_name(const char *name, char *why)
+{
+    if (!name || !name[0])
+        return ns_fail(why, EINVAL, "empty name");
+    if (!strcmp(name, ".") || !strcmp(name, ".."))
+        return ns_fail(why, EINVAL, "name '%s' is reserved", name);
+    if (strchr(name, '/'))
+        return ns_fail(why, EINVAL, "name contains '/'");
+    if (strlen(name) > MDS_NAME_MAX)
+        return ns_fail(why, ENAMETOOLONG, "name longer than %u bytes", MDS_NAME_MAX);
+    return 0;
+}
+
+/* ------------------------------------------------------------ transactions */
+
+static void put_counter(kv_batch *b, const char *name, uint64_t v)
+{
+    uint8_t key[MDS_KEY_MAX], val[8];
+    size_t klen = mds_key_counter(key, name);
+    mds_put_u64le(val, v);
+    kv_batch_put(b, key, klen, val, sizeof(val));
+}
+
+int ns_txn_begin(mds_ns *ns, ns_txn *t)
+{
+    t->ns = ns;
+    t->b = kv_batch_new();
+    if (!t->b)
+        return -ENOMEM;
+    t->next_ino = ns->next_ino;
+    t->next_client = ns->next_client;
+    t->inodes = ns->inodes;
+    t->logical_bytes = ns->logical_bytes;
+    return 0;
+}
+
+int ns_txn_commit(ns_txn *t)
+{
+    mds_ns *ns = t->ns;
+    if (t->next_ino != ns->next_ino)
+        put_counter(t->b, MDS_COUNTER_NEXT_INO, t->next_ino);
+    if (t->next_client != ns->next_client)
+        put_counter(t->b, MDS_COUNTER_NEXT_CLIENT, t->next_client);
+    if (t->inodes != ns->inodes)
+        put_counter(t->b, MDS_COUNTER_INODES, t->inodes);
+    if (t->logical_bytes != ns->logical_bytes)
+        put_counter(t->b, MDS_COUNTER_LOGICAL_BYTES, t->logical_bytes);
+    int rc = kv_batch_commit(ns->kv, t->b);
+    kv_batch_free(t->b);
+    t->b = NULL;
+    if (rc == 0) {
+        assert(t->next_ino >= ns->next_ino && t->next_client >= ns->next_client);
+        ns->next_ino = t->next_ino;
+        ns->next_client = t->next_client;
+        ns->inodes = t->inodes;
+        ns->logical_bytes = t->logical_bytes;
+    }
+    return rc;
+}
+
+void ns_txn_abort(ns_txn *t)
+{
+    kv_batch_free(t->b);
+    t->b = NULL;
+}
+
+/* ------------------------------------------------------- inodes & dirents */
+
+int ns_load_inode(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
+{
+    uint8_t key[MDS_KEY_MAX];
+    void *val = NULL;
+    size_t vlen = 0;
+    size_t klen = mds_key_inode(key, ino);
+    int rc = kv_get(ns->kv, key, klen, &val, &vlen);
+    if (rc == -ENOENT)
+        return ns_fail(why, ENOENT, "no inode %llu", (unsigned long long)ino);
+    if (rc < 0)
+        return ns_fail(why, EIO, "store error reading inode %llu", (unsigned long long)ino);
+    rc = mds_inode_decode(ino, val, vlen, out);
+    free(val);
+    if (rc < 0) {
+        log_err("corrupt inode record %llu (%zu bytes)", (unsigned long long)ino, vlen);
+        return ns_fail(why, EIO, "corrupt inode record %llu", (unsigned long long)ino);
+    }
+    return 0;
+}
+
+void ns_put_inode(ns_txn *t, const mds_inode *in)
+{
+    uint8_t key[MDS_KEY_MAX], val[MDS_INODE_REC_MAX];
+    size_t klen = mds_key_inode(key, in->ino);
+    size_t vlen = mds_inode_encode(in, val);
+    kv_batch_put(t->b, key, klen, val, vlen);
+}
+
+static int load_dir(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
+{
+    int rc = ns_load_inode(ns, ino, out, why);
+    if (rc < 0)
+        return rc;
+    if (!S_ISDIR(out->mode))
+        return ns_fail(why, ENOTDIR, "inode %llu is not a directory", (unsigned long long)ino);
+    return 0;
+}
+
+static int find_dirent(mds_ns *ns, uint64_t parent, const char *name, uint64_t *ino,
+                       uint64_t *seq, uint32_t *mode, char *why)
+{
+    uint8_t key[MDS_KEY_MAX];
+    void *val = NULL;
+    size_t vlen = 0;
+    size_t klen = mds_key_dirent(key, parent, name, strlen(name));
+    int rc = kv_get(ns->kv, key, klen, &val, &vlen);
+    if (rc == -ENOENT)
+        return ns_fail(why, ENOENT, "'%s' not found", name);
+    if (rc < 0)
+        return ns_fail(why, EIO, "store error reading a directory entry");
+    rc = mds_dirent_val_decode(val, vlen, ino, seq, mode);
+    free(val);
+    if (rc < 0)
+        return ns_fail(why, EIO, "corrupt directory entry '%s'", name);
+    return 0;
+}
+
+static void put_dirent(ns_txn *t, uint64_t parent, const char *name, uint64_t ino, uint64_t seq,
+                       uint32_t mode)
+{
+    uint8_t key[MDS_KEY_MAX], dval[MDS_DIRENT_VAL_LEN], sval[MDS_DIRSEQ_VAL_MAX];
+    size_t nlen = strlen(name);
+    size_t klen = mds_key_dirent(key, parent, name, nlen);
+    mds_dirent_val_encode(dval, ino, seq, mode & S_IFMT);
+    kv_batch_put(t->b, key, klen, dval, sizeof(dval));
+    klen = mds_key_dirseq(key, parent, seq);
+    size_t slen = mds_dirseq_val_encode(sval, ino, mode & S_IFMT, name, nlen);
+    kv_batch_put(t->b, key, klen, sval, slen);
+}
+
+static void del_dirent(ns_txn *t, uint64_t parent, const char *name, uint64_t seq)
+{
+    uint8_t key[MDS_KEY_MAX];
+    size_t klen = mds_key_dirent(key, parent, name, strlen(name));
+    kv_batch_delete(t->b, key, klen);
+    klen = mds_key_dirseq(key, parent, seq);
+    kv_batch_delete(t->b, key, klen);
+}
+
+static int dir_is_empty(mds_ns *ns, uint64_t ino, bool *empty)
+{
+    uint8_t prefix[MDS_KEY_MAX];
+    const void *k, *v;
+    size_t kl, vl;
+    size_t plen = mds_key_dirent_prefix(prefix, ino);
+    kv_iter *it = kv_iter_new(ns->kv, prefix, plen, NULL, 0);
+    if (!it)
+        return -EIO;
+    *empty = !kv_iter_next(it, &k, &kl, &v, &vl);
+    kv_iter_free(it);
+    return 0;
+}
+
+static int delete_prefix(ns_txn *t, const uint8_t *prefix, size_t plen)
+{
+    const void *k, *v;
+    size_t kl, vl;
+    kv_iter *it = kv_iter_new(t->ns->kv, prefix, plen, NULL, 0);
+    if (!it)
+        return -EIO;
+    while (kv_iter_next(it, &k, &kl, &v, &vl))
+        kv_batch_delete(t->b, k, kl);
+    kv_iter_free(it);
+    return 0;
+}
+
+int ns_destroy_inode(ns_txn *t, const mds_inode *in)
+{
+    uint8_t key[MDS_KEY_MAX];
+    size_t klen = mds_key_inode(key, in->ino);
+    kv_batch_delete(t->b, key, klen);
+    klen = mds_key_xattr_prefix(key, in->ino);
+    if (delete_prefix(t, key, klen) < 0)
+        return -EIO;
+    if (S_ISLNK(in->mode)) {
+        klen = mds_key_symlink(key, in->ino);
+        kv_batch_delete(t->b, key, klen);
+    }
+    assert(t->inodes > 0);
+    t->inodes--;
+    if (S_ISREG(in->mode)) {
+        assert(t->logical_bytes >= in->size);
+        t->logical_bytes -= in->size;
+    }
+    return 0;
+}
+
+/* Drops one link of a non-directory; at zero the inode goes and rm says so. */
+static int drop_link(ns_txn *t, mds_inode *in, int64_t now, mds_removed *rm)
+{
+    assert(!S_ISDIR(in->mode) && in->nlink > 0);
+    in->nlink--;
+    in->ctime_ns = now;
+    if (in->nlink > 0) {
+        ns_put_inode(t, in);
+        return 0;
+    }
+    if (rm) {
+        rm->ino = in->ino;
+        rm->has_layout = in->has_layout;
+        rm->lay = in->lay;
+    }
+    return ns_destroy_inode(t, in);
+}
+
+/* ----------------------------------------------------------------- layouts */
+
+int ns_build_layout(mds_ns *ns, unsigned n, unsigned k, uint32_t su, uint64_t ino,
+                    uint32_t version, layout *out, char *why)
+{
+    char err[MDS_WHY_MAX];
+    if (ns->p.n_servers == 0)
+        return ns_fail(why, EINVAL, "no I/O servers configured");
+    if (label_check_cluster(n, ns->p.n_servers, err, sizeof(err)) < 0)
+        return ns_fail(why, EINVAL, "%s", err);
+    if (n == 0 || k == 0 || k > n || n > LAYOUT_MAX_N)
+        return ns_fail(why, EINVAL, "invalid layout %u@%u", n, k);
+    memset(out, 0, sizeof(*out));
+    out->n = n;
+    out->k = k;
+    out->su = su;
+    out->version = version;
+    out->codec_version = CODEC_VERSION_CURRENT;
+    if (layout_choose_servers(out, ns->p.server_ids, ns->p.n_servers, ino) < 0)
+        return ns_fail(why, EINVAL, "cannot place %u units on %u servers", n, ns->p.n_servers);
+    if (layout_validate(out, err, sizeof(err)) < 0)
+        return ns_fail(why, EINVAL, "invalid layout: %s", err);
+    return 0;
+}
+
+void mds_ns_effective_policy(mds_ns *ns, const mds_inode *dir, unsigned *n, unsigned *k, uint32_t *su)
+{
+    *n = dir && dir->pol_n ? dir->pol_n : ns->p.default_n;
+    *k = dir && dir->pol_k ? dir->pol_k : ns->p.default_k;
+    *su = dir && dir->pol_su ? dir->pol_su : ns->p.default_su;
+}
+
+static int choose_layout(mds_ns *ns, const mds_new *nw, const mds_inode *parent, uint64_t ino,
+                         layout *out, char *why)
+{
+    unsigned n, k;
+    uint32_t su;
+    mds_ns_effective_policy(ns, parent, &n, &k, &su);
+    if (nw->want_n)
+        n = nw->want_n;
+    if (nw->want_k)
+        k = nw->want_k;
+    if (nw->want_su)
+        su = nw->want_su;
+    return ns_build_layout(ns, n, k, su, ino, 1, out, why);
+}
+
+/* --------------------------------------------------------------- open/close */
+
+static int load_counter(mds_ns *ns, const char *name, uint64_t *v)
+{
+    uint8_t key[MDS_KEY_MAX];
+    void *val = NULL;
+    size_t vlen = 0;
+    int rc = kv_get(ns->kv, key, mds_key_counter(key, name), &val, &vlen);
+    if (rc < 0)
+        return rc;
+    if (vlen != 8) {
+        free(val);
+        return -EIO;
+    }
+    *v = mds_get_u64le(val);
+    free(val);
+    return 0;
+}
+
+static int create_root(mds_ns *ns, char *why)
+{
+    ns_txn t;
+    mds_inode root = { 0 };
+    int64_t now = ns_now_ns();
+
+    root.ino = MDS_ROOT_INO;
+    root.mode = NS_ROOT_MODE;
+    root.nlink = 2;
+    root.atime_ns = root.mtime_ns = root.ctime_ns = now;
+    root.parent = MDS_ROOT_INO;
+    root.next_seq = NS_FIRST_DIRENT_SEQ;
+    ns->next_ino = MDS_ROOT_INO + 1;
+    ns->next_client = 1;
+    ns->inodes = 1;
+    ns->logical_bytes = 0;
+    if (ns_txn_begin(ns, &t) < 0)
+        return ns_fail(why, ENOMEM, "out of memory");
+    ns_put_inode(&t, &root);
+    put_counter(t.b, MDS_COUNTER_NEXT_INO, ns->next_ino);
+    put_counter(t.b, MDS_COUNTER_NEXT_CLIENT, ns->next_client);
+    put_counter(t.b, MDS_COUNTER_INODES, ns->inodes);
+    put_counter(t.b, MDS_COUNTER_LOGICAL_BYTES, ns->logical_bytes);
+    if (ns_txn_commit(&t) < 0)
+        return ns_fail(why, EIO, "cannot write the root inode");
+    log_info("created a new namespace (root inode %u)", MDS_ROOT_INO);
+    return 0;
+}
+
+static int load_counters(mds_ns *ns, char *why)
+{
+    if (load_counter(ns, MDS_COUNTER_NEXT_INO, &ns->next_ino) < 0 ||
+        load_counter(ns, MDS_COUNTER_NEXT_CLIENT, &ns->next_client) < 0 ||
+        load_counter(ns, MDS_COUNTER_INODES, &ns->inodes) < 0 ||
+        load_counter(ns, MDS_COUNTER_LOGICAL_BYTES, &ns->logical_bytes) < 0)
+        return ns_fail(why, EIO, "store has a root inode but missing or corrupt counters");
+    if (ns->next_ino <= MDS_ROOT_INO || ns->next_client == 0)
+        return ns_fail(why, EIO, "store counters out of range");
+    return 0;
+}
+
+int mds_ns_open(kvstore *kv, const mds_ns_params *p, mds_ns **out, char *why)
+{
+    mds_inode root;
+    pthread_rwlockattr_t attr;
+    mds_ns *ns = calloc(1, sizeof(*ns));
+    if (!ns)
+        return ns_fail(why, ENOMEM, "out of memory");
+    ns->kv = kv;
+    ns->p = *p;
+    assert(ns->p.n_servers <= CONFIG_MAX_IOSERVERS);
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&ns->lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+
+    int rc = ns_load_inode(ns, MDS_ROOT_INO, &root, why);
+    if (rc == -ENOENT)
+        rc = create_root(ns, why);
+    else if (rc == 0)
+        rc = load_counters(ns, why);
+    if (rc < 0) {
+        mds_ns_close(ns);
+        return rc;
+    }
+    log_info("namespace: %llu inodes, %llu logical bytes, next inode %llu",
+             (unsigned long long)ns->inodes, (unsigned long long)ns->logical_bytes,
+             (unsigned long long)ns->next_ino);
+    *out = ns;
+    return 0;
+}
+
+void mds_ns_close(mds_ns *ns)
+{
+    if (!ns)
+        return;
+    pthread_rwlock_destroy(&ns->lock);
+    free(ns);
+}
+
+/* ------------------------------------------------------------- lookups */
+
+int mds_ns_lookup(mds_ns *ns, uint64_t parent, const char *name, mds_inode *out, char *why)
+{
+    mds_inode dir;
+    uint64_t ino, seq;
+    uint32_t mode;
+    int rc;
+
+    pthread_rwlock_rdlock(&ns->lock);
+    rc = load_dir(ns, parent, &dir, why);
+    if (rc < 0)
+        goto out;
+    if (name && !strcmp(name, ".")) {
+        *out = dir;
+        goto out;
+    }
+    if (name && !strcmp(name, "..")) {
+        rc = ns_load_inode(ns, dir.parent, out, why);
+        goto out;
+    }
+    rc = check_name(name, why);
+    if (rc < 0)
+        goto out;
+    rc = find_dirent(ns, parent, name, &ino, &seq, &mode, why);
+    if (rc < 0)
+        goto out;
+    rc = ns_load_inode(ns, ino, out, why);
+out:
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}
+
+int mds_ns_getattr(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
+{
+    pthread_rwlock_rdlock(&ns->lock);
+    int rc = ns_load_inode(ns, ino, out, why);
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}
+
+/* -------------------------------------------------------------- creation */
+
+static void init_child(mds_ns *ns, const mds_inode *parent, const mds_new *nw, uint32_t mode,
+                       int64_t now, mds_inode *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->ino = ns->next_ino;
+    c->mode = mode;
+    c->uid = nw->uid;
+    c->gid = nw->gid;
+    c->nlink = S_ISDIR(mode) ? 2 : 1;
+    c->atime_ns = c->mtime_ns = c->ctime_ns = now;
+    if (S_ISCHR(mode) || S_ISBLK(mode))
+        c->rdev = nw->rdev;
+    if (parent->mode & S_ISGID) {
+        c->gid = parent->gid;
+        if (S_ISDIR(mode))
+            c->mode |= S_ISGID;
+    }
+    if (S_ISDIR(mode)) {
+        c->parent = parent->ino;
+        c->next_seq = NS_FIRST_DIRENT_SEQ;
+        c->pol_n = parent->pol_n;
+        c->pol_k = parent->pol_k;
+        c->pol_su = parent->pol_su;
+    }
+    if (S_ISLNK(mode))
+        c->size = strlen(nw->target);
+}
+
+/* The existing entry for a non-exclusive create. */
+static int create_existing(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
+{
+    int rc = ns_load_inode(ns, ino, out, why);
+    if (rc == 0 && S_ISDIR(out->mode))
+        rc = ns_fail(why, EISDIR, "'%llu' is a directory", (unsigned long long)ino);
+    return rc;
+}
+
+static int make_node(mds_ns *ns, const mds_new *nw, uint32_t mode, bool return_existing,
+                     mds_inode *out, char *why)
+{
+    mds_inode parent, child;
+    uint64_t ino, seq;
+    uint32_t emode;
+    ns_txn t;
+    int rc = check_name(nw->name, why);
+    if (rc < 0)
+        return rc;
+
+    pthread_rwlock_wrlock(&ns->lock);
+    rc = load_dir(ns, nw->parent, &parent, why);
+    if (rc < 0)
+        goto out;
+    rc = find_dirent(ns, nw->parent, nw->name, &ino, &seq, &emode, NULL);
+    if (rc == 0) {
+        rc = return_existing ? create_existing(ns, ino, out, why)
+                             : ns_fail(why, EEXIST, "'%s' exists", nw->name);
+        goto out;
+    }
+    if (rc != -ENOENT)
+        goto out;
+    if (S_ISDIR(mode) && parent.nlink >= MDS_LINK_MAX) {
+        rc = ns_fail(why, EMLINK, "too many subdirectories");
+        goto out;
+    }
+    int64_t now = ns_now_ns();
+    init_child(ns, &parent, nw, mode, now, &child);
+    if (S_ISREG(mode)) {
+        rc = choose_layout(ns, nw, &parent, child.ino, &child.lay, why);
+        if (rc < 0)
+            goto out;
+        child.has_layout = true;
+    }
+    rc = ns_txn_begin(ns, &t);
+    if (rc < 0)
+        goto out;
+    t.next_ino++;
+    t.inodes++;
+    ns_put_inode(&t, &child);
+    if (S_ISLNK(mode)) {
+        uint8_t key[MDS_KEY_MAX];
+        kv_batch_put(t.b, key, mds_key_symlink(key, child.ino), nw->target, strlen(nw->target));
+    }
+    put_dirent(&t, parent.ino, nw->name, child.ino, parent.next_seq++, mode);
+    parent.mtime_ns = parent.ctime_ns = now;
+    if (S_ISDIR(mode))
+        parent.nlink++;
+    ns_put_inode(&t, &parent);
+    rc = ns_txn_commit(&t);
+    if (rc < 0) {
+        rc = ns_fail(why, EIO, "store write failed");
+        goto out;
+    }
+    *out = child;
+out:
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}
+
+int mds_ns_create(mds_ns *ns, const mds_new *nw, bool excl, mds_inode *out, char *why)
+{
+    uint32_t type = nw->mode & S_IFMT;
+    if (type != 0 && type != S_IFREG)
+        return ns_fail(why, EINVAL, "create makes regular files only (mode %o)", nw->mode);
+    return make_node(ns, nw, S_IFREG | (nw->mode & NS_PERM_MASK), !excl, out, why);
+}
+
+int mds_ns_mknod(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why)
+{
+    uint32_t type = nw->mode & S_IFMT;
+    switch (type) {
+    case 0:
+    case S_IFREG:
+        type = S_IFREG;
+        break;
+    case S_IFIFO:
+    case S_IFSOCK:
+    case S_IFCHR:
+    case S_IFBLK:
+        break;
+    case S_IFDIR:
+        return ns_fail(why, EPERM, "mknod cannot make directories");
+    default:
+        return ns_fail(why, EINVAL, "mknod: bad file type in mode %o", nw->mode);
+    }
+    return make_node(ns, nw, type | (nw->mode & NS_PERM_MASK), false, out, why);
+}
+
+int mds_ns_mkdir(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why)
+{
+    return make_node(ns, nw, S_IFDIR | (nw->mode & (S_IRWXU | S_IRWXG | S_IRWXO | S_ISVTX)), false,
+                     out, why);
+}
+
+int mds_ns_symlink(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why)
+{
+    if (!nw->target || !nw->target[0])
+        return ns_fail(why, ENOENT, "empty symlink target");
+    if (strlen(nw->target) > MDS_SYMLINK_MAX)
+        return ns_fail(why, ENAMETOOLONG, "symlink target longer than %u bytes", MDS_SYMLINK_MAX);
+    return make_node(ns, nw, S_IFLNK | 0777, false, out, why);
+}
+
+/* ------------------------------------------------------------------ removal */
+
+int mds_ns_unlink(mds_ns *ns, uint64_t parent, const char *name, mds_removed *rm, char *why)
+{
+    mds_inode dir, victim;
+    uint64_t ino, seq;
+    uint32_t mode;
+    ns_txn t;
+    int rc = check_name(name, why);
+    if (rc < 0)
+        return rc;
+    memset(rm, 0, sizeof(*rm));
+
+    pthread_rwlock_wrlock(&ns->lock);
+    rc = load_dir(ns, parent, &dir, why);
+    if (rc == 0)
+        rc = find_dirent(ns, parent, name, &ino, &seq, &mode, why);
+    if (rc == 0)
+        rc = ns_load_inode(ns, ino, &victim, why);
+    if (rc < 0)
+        goto out;
+    if (S_ISDIR(victim.mode)) {
+        rc = ns_fail(why, EISDIR, "'%s' is a directory", name);
+        goto out;
+    }
+    rc = ns_txn_begin(ns, &t);
+    if (rc < 0)
+        goto out;
+    int64_t now = ns_now_ns();
+    del_dirent(&t, parent, name, seq);
+    dir.mtime_ns = dir.ctime_ns = now;
+    ns_put_inode(&t, &dir);
+    rc = drop_link(&t, &victim, now, rm);
+    if (rc < 0) {
+        ns_txn_abort(&t);
+        goto out;
+    }
+    rc = ns_txn_commit(&t);
+    if (rc < 0) {
+        memset(rm, 0, sizeof(*rm));
+        rc = ns_fail(why, EIO, "store write failed");
+    }
+out:
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}
+
+int mds_ns_rmdir(mds_ns *ns, uint64_t parent, const char *name, char *why)
+{
+    mds_inode dir, victim;
+    uint64_t ino, seq;
+    uint32_t mode;
+    bool empty = false;
+    ns_txn t;
+    int rc = check_name(name, why);
+    if (rc < 0)
+        return rc;
+
+    pthread_rwlock_wrlock(&ns->lock);
+    rc = load_dir(ns, parent, &dir, why);
+    if (rc == 0)
+        rc = find_dirent(ns, parent, name, &ino, &seq, &mode, why);
+    if (rc == 0)
+        rc = ns_load_inode(ns, ino, &victim, why);
+    if (rc < 0)
+        goto out;
+    if (!S_ISDIR(victim.mode)) {
+        rc = ns_fail(why, ENOTDIR, "'%s' is not a directory", name);
+        goto out;
+    }
+    if (dir_is_empty(ns, ino, &empty) < 0) {
+        rc = ns_fail(why, EIO, "store error");
+        goto out;
+    }
+    if (!empty) {
+        rc = ns_fail(why, ENOTEMPTY, "'%s' is not empty", name);
+        goto out;
+    }
+    rc = ns_txn_begin(ns, &t);
+    if (rc < 0)
+        goto out;
+    int64_t now = ns_now_ns();
+    del_dirent(&t, parent, name, seq);
+    assert(dir.nlink > 2);
+    dir.nlink--;
+    dir.mtime_ns = dir.ctime_ns = now;
+    ns_put_inode(&t, &dir);
+    rc = ns_destroy_inode(&t, &victim);
+    rc = rc < 0 ? (ns_txn_abort(&t), rc) : ns_txn_commit(&t);
+    if (rc < 0)
+        rc = ns_fail(why, EIO, "store write failed");
+out:
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------------- rename */
+
+/* -EINVAL when dir `ino` is `ancestor` or lies below it. */
+static int check_not_below(mds_ns *ns, uint64_t ino, uint64_t ancestor, char *why)
+{
+    mds_inode cur;
+    for (unsigned depth = 0; depth < NS_MAX_DEPTH; depth++) {
+        if (ino == ancestor)
+            return ns_fail(why, EINVAL, "cannot move a directory into its own subtree");
+        if (ino == MDS_ROOT_INO)
+            return 0;
+        int rc = ns_load_inode(ns, ino, &cur, why);
+        if (rc < 0)
+            return rc == -ENOENT ? ns_fail(why, EIO, "broken '..' chain") : rc;
+        ino = cur.parent;
+    }
+    return ns_fail(why, EIO, "directory chain too deep");
+}
+
+/* Everything rename needs, loaded once. dpar aliases spar when the parents
+ * are the same directory. */
+typedef struct rn_ctx {
+    mds_inode spar_buf, dpar_buf, src, dst;
+    mds_inode *spar, *dpar;
+    uint64_t sseq, dseq;
+    bool dst_exists;
+} rn_ctx;
+
+static int rename_load(mds_ns *ns, rn_ctx *c, uint64_t sp, const char *sname, uint64_t dp,
+                       const char *dname, char *why)
+{
+    uint64_t ino;
+    uint32_t mode;
+    c->spar = &c->spar_buf;
+    c->dpar = sp == dp ? &c->spar_buf : &c->dpar_buf;
+    int rc = load_dir(ns, sp, c->spar, why);
+    if (rc == 0 && sp != dp)
+        rc = load_dir(ns, dp, c->dpar, why);
+    if (rc == 0)
+        rc = find_dirent(ns, sp, sname, &ino, &c->sseq, &mode, why);
+    if (rc == 0)
+        rc = ns_load_inode(ns, ino, &c->src, why);
+    if (rc < 0)
+        return rc;
+    rc = find_dirent(ns, dp, dname, &ino, &c->dseq, &mode, NULL);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc < 0)
+        return ns_fail(why, EIO, "store error");
+    c->dst_exists = true;
+    return ns_load_inode(ns, ino, &c->dst, why);
+}
+
+static int rename_check(mds_ns *ns, rn_ctx *c, unsigned flags, char *why)
+{
+    bool sdir = S_ISDIR(c->src.mode), ddir = c->dst_exists && S_ISDIR(c->dst.mode);
+    bool empty = false;
+    int rc;
+
+    if ((flags & MDS_RENAME_EXCHANGE) && !c->dst_exists)
+        return ns_fail(why, ENOENT, "rename exchange: target does not exist");
+    if ((flags & MDS_RENAME_NOREPLACE) && c->dst_exists)
+        return ns_fail(why, EEXIST, "rename: target exists");
+    if (sdir && c->spar != c->dpar) {
+        rc = check_not_below(ns, c->dpar->ino, c->src.ino, why);
+        if (rc < 0)
+            return rc;
+    }
+    if ((flags & MDS_RENAME_EXCHANGE) && ddir && c->spar != c->dpar) {
+        rc = check_not_below(ns, c->spar->ino, c->dst.ino, why);
+        if (rc < 0)
+            return rc;
+    }
+    if ((flags & MDS_RENAME_EXCHANGE) || !c->dst_exists) {
+        if (sdir && c->spar != c->dpar && !ddir && c->dpar->nlink >= MDS_LINK_MAX)
+            return ns_fail(why, EMLINK, "too many subdirectories");
+        return 0;
+    }
+    if (sdir && !ddir)
+        return ns_fail(why, ENOTDIR, "rename: directory over a non-directory");
+    if (!sdir && ddir)
+        return ns_fail(why, EISDIR, "rename: non-directory over a directory");
+    if (ddir) {
+        if (dir_is_empty(ns, c->dst.ino, &empty) < 0)
+            return ns_fail(why, EIO, "store error");
+        if (!empty)
+            return ns_fail(why, ENOTEMPTY, "rename: target directory not empty");
+    }
+    return 0;
+}
+
+/* A directory `d` moves from parent `from` to parent `to`. */
+static void move_dir_links(mds_inode *d, mds_inode *from, mds_inode *to)
+{
+    if (from == to)
+        return;
+    d->parent = to->ino;
+    assert(from->nlink > 2);
+    from->nlink--;
+    to->nlink++;
+}
+
+static int rename_apply(ns_txn *t, rn_ctx *c, const char *sname, const char *dname, unsigned flags,
+                        mds_removed *rm)
+{
+    int64_t now = ns_now_ns();
+    int rc = 0;
+
+    if (flags & MDS_RENAME_EXCHANGE) {
+        put_dirent(t, c->spar->ino, sname, c->dst.ino, c->sseq, c->dst.mode);
+        put_dirent(t, c->dpar->ino, dname, c->src.ino, c->dseq, c->src.mode);
+        if (S_ISDIR(c->src.mode))
+            move_dir_links(&c->src, c->spar, c->dpar);
+        if (S_ISDIR(c->dst.mode))
+            move_dir_links(&c->dst, c->dpar, c->spar);
+        c->dst.ctime_ns = now;
+        ns_put_inode(t, &c->dst);
+    } else {
+        del_dirent(t, c->spar->ino, sname, c->sseq);
+        if (c->dst_exists) {
+            del_dirent(t, c->dpar->ino, dname, c->dseq);
+            if (S_ISDIR(c->dst.mode)) {
+                c->dpar->nlink--;
+                rc = ns_destroy_inode(t, &c->dst);
+            } else {
+                rc = drop_link(t, &c->dst, now, rm);
+            }
+        }
+        put_dirent(t, c->dpar->ino, dname, c->src.ino, c->dpar->next_seq++, c->src.mode);
+        if (S_ISDIR(c->src.mode))
+            move_dir_links(&c->src, c->spar, c->dpar);
+    }
+    c->src.ctime_ns = now;
+    ns_put_inode(t, &c->src);
+    c->spar->mtime_ns = c->spar->ctime_ns = now;
+    c->dpar->mtime_ns = c->dpar->ctime_ns = now;
+    ns_put_inode(t, c->spar);
+    if (c->dpar != c->spar)
+        ns_put_inode(t, c->dpar);
+    return rc;
+}
+
+int mds_ns_rename(mds_ns *ns, uint64_t parent, const char *name, uint64_t new_parent,
+                  const char *new_name, unsigned flags, mds_removed *rm, char *why)
+{
+    rn_ctx c;
+    ns_txn t;
+    int rc;
+
+    memset(rm, 0, sizeof(*rm));
+    memset(&c, 0, sizeof(c));
+    if ((flags & ~(MDS_RENAME_NOREPLACE | MDS_RENAME_EXCHANGE)) ||
+        flags == (MDS_RENAME_NOREPLACE | MDS_RENAME_EXCHANGE))
+        return ns_fail(why, EINVAL, "rename: unsupported flags 0x%x", flags);
+    rc = check_name(name, why);
+    if (rc == 0)
+        rc = check_name(new_name, why);
+    if (rc < 0)
+        return rc;
+
+    pthread_rwlock_wrlock(&ns->lock);
+    rc = rename_load(ns, &c, parent, name, new_parent, new_name, why);
+    if (rc < 0)
+        goto out;
+    if (c.dst_exists && c.dst.ino == c.src.ino) {
+        rc = (flags & MDS_RENAME_NOREPLACE) ? ns_fail(why, EEXIST, "rename: target exists") : 0;
+        goto out; /* POSIX: both names link the same inode: nothing to do */
+    }
+    rc = rename_check(ns, &c, flags, why);
+    if (rc < 0)
+        goto out;
+    rc = ns_txn_begin(ns, &t);
+    if (rc < 0)
+        goto out;
+    rc = rename_apply(&t, &c, name, new_name, flags, rm);
+    rc = rc < 0 ? (ns_txn_abort(&t), rc) : ns_txn_commit(&t);
+    if (rc < 0) {
+        memset(rm, 0, sizeof(*rm));
+        rc = ns_fail(why, EIO, "store write failed");
+    }
+out:
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}
+
+/* --------------------------------------------------------------------- link */
+
+int mds_ns_link(mds_ns *ns, uint64_t ino, uint64_t new_parent, const char *new_name,
+                mds_inode *out, char *why)
+{
+    mds_inode dir, in;
+    uint64_t eino, seq;
+    uint32_t mode;
+    ns_txn t;
+    int rc = check_name(new_name, why);
+    if (rc < 0)
+        return rc;
+
+    pthread_rwlock_wrlock(&ns->lock);
+    rc = ns_load_inode(ns, ino, &in, why);
+    if (rc == 0)
+        rc = load_dir(ns, new_parent, &dir, why);
+    if (rc < 0)
+        goto out;
+    if (S_ISDIR(in.mode)) {
+        rc = ns_fail(why, EPERM, "hard links to directories are not allowed");
+        goto out;
+    }
+    if (in.nlink >= MDS_LINK_MAX) {
+        rc = ns_fail(why, EMLINK, "too many links");
+        goto out;
+    }
+    rc = find_dirent(ns, new_parent, new_name, &eino, &seq, &mode, NULL);
+    if (rc == 0 || rc != -ENOENT) {
+        rc = rc == 0 ? ns_fail(why, EEXIST, "'%s' exists", new_name) : ns_fail(why, EIO, "store error");
+        goto out;
+    }
+    rc = ns_txn_begin(ns, &t);
+    if (rc < 0)
+        goto out;
+    int64_t now = ns_now_ns();
+    in.nlink++;
+    in.ctime_ns = now;
+    ns_put_inode(&t, &in);
+    put_dirent(&t, dir.ino, new_name, in.ino, dir.next_seq++, in.mode);
+    dir.mtime_ns = dir.ctime_ns = now;
+    ns_put_inode(&t, &dir);
+    rc = ns_txn_commit(&t);
+    if (rc < 0)
+        rc = ns_fail(why, EIO, "store write failed");
+    else
+        *out = in;
+out:
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ readdir */
+
+static int readdir_store(mds_ns *ns, uint64_t dir, uint64_t start_seq, unsigned max, unsigned *count,
+                         mds_dirent_fn fn, void *arg, bool *eof, char *why)
+{
+    uint8_t prefix[MDS_KEY_MAX], start[MDS_KEY_MAX];
+    const void *k, *v;
+    size_t kl, vl;
+    size_t plen = mds_key_dirseq_prefix(prefix, dir);
+    size_t slen = mds_key_dirseq(start, dir, start_seq);
+    kv_iter *it = kv_iter_new(ns->kv, prefix, plen, start, slen);
+    int rc = 0;
+
+    if (!it)
+        return ns_fail(why, EIO, "store error");
+    *eof = true;
+    while (kv_iter_next(it, &k, &kl, &v, &vl)) {
+        uint64_t ino, seq;
+        uint32_t mode;
+        const char *name;
+        size_t nlen;
+        if (*count >= max) {
+            *eof = false;
+            break;
+        }
+        if (kl != plen + 8 || mds_dirseq_val_decode(v, vl, &ino, &mode, &name, &nlen) < 0) {
+            rc = ns_fail(why, EIO, "corrupt directory entry in %llu", (unsigned long long)dir);
+            break;
+        }
+        seq = mds_key_dirseq_seq(k);
+        (*count)++;
+        if (fn(arg, name, nlen, ino, mode, seq) != 0) {
+            *eof = false;
+            break;
+        }
+    }
+    kv_iter_free(it);
+    return rc;
+}
+
+int mds_ns_readdir(mds_ns *ns, uint64_t ino, uint64_t cookie, unsigned max_entries,
+                   mds_dirent_fn fn, void *arg, bool *eof, char *why)
+{
+    mds_inode dir;
+    unsigned count = 0;
+    unsigned max = max_entries == 0 || max_entries > MDS_READDIR_MAX ? MDS_READDIR_MAX : max_entries;
+    int rc;
+
+    *eof = false;
+    pthread_rwlock_rdlock(&ns->lock);
+    rc = load_dir(ns, ino, &dir, why);
+    if (rc < 0)
+        goto out;
+    if (cookie < NS_COOKIE_DOT) {
+        count++;
+        if (fn(arg, ".", 1, dir.ino, S_IFDIR, NS_COOKIE_DOT) != 0)
+            goto out;
+    }
+    if (cookie < NS_COOKIE_DOTDOT) {
+        count++;
+        if (fn(arg, "..", 2, dir.parent, S_IFDIR, NS_COOKIE_DOTDOT) != 0)
+            goto out;
+    }
+    if (cookie >= UINT64_MAX - 1) {
+        *eof = true;
+        goto out;
+    }
+    uint64_t start = cookie + 1 < NS_FIRST_DIRENT_SEQ ? NS_FIRST_DIRENT_SEQ : cookie + 1;
+    rc = readdir_store(ns, ino, start, max, &count, fn, arg, eof, why);
+out:
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}
+
+/* ------------------------------------------------------- symlinks, sizes */
+
+int mds_ns_readlink(mds_ns *ns, uint64_t ino, char **target, char *why)
+{
+    mds_inode in;
+    uint8_t key[MDS_KEY_MAX];
+    void *val = NULL;
+    size_t vlen = 0;
+    int rc;
+
+    pthread_rwlock_rdlock(&ns->lock);
+    rc = ns_load_inode(ns, ino, &in, why);
+    if (rc < 0)
+        goto out;
+    if (!S_ISLNK(in.mode)) {
+        rc = ns_fail(why, EINVAL, "inode %llu is not a symlink", (unsigned long long)ino);
+        goto out;
+    }
+    rc = kv_get(ns->kv, key, mds_key_symlink(key, ino), &val, &vlen);
+    if (rc < 0 || vlen > MDS_SYMLINK_MAX) {
+        free(val);
+        rc = ns_fail(why, EIO, "symlink target of %llu missing", (unsigned long long)ino);
+        goto out;
+    }
+    *target = malloc(vlen + 1);
+    if (!*target) {
+        free(val);
+        rc = ns_fail(why, ENOMEM, "out of memory");
+        goto out;
+    }
+    memcpy(*target, val, vlen);
+    (*target)[vlen] = '\0';
+    free(val);
+out:
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}
+
+static int check_regular(const mds_inode *in, char *why)
+{
+    if (S_ISDIR(in->mode))
+        return ns_fail(why, EISDIR, "inode %llu is a directory", (unsigned long long)in->ino);
+    if (!S_ISREG(in->mode))
+        return ns_fail(why, EINVAL, "inode %llu is not a regular file", (unsigned long long)in->ino);
+    return 0;
+}
+
+static void set_size(ns_txn *t, mds_inode *in, uint64_t size)
+{
+    assert(t->logical_bytes >= in->size);
+    t->logical_bytes = t->logical_bytes - in->size + size;
+    in->size = size;
+}
+
+static int apply_setattr(ns_txn *t, mds_inode *in, uint32_t mask, const mds_setattr_in *a, char *why)
+{
+    int64_t now = ns_now_ns();
+    if (mask & MDS_SET_SIZE) {
+        int rc = check_regular(in, why);
+        if (rc < 0)
+            return rc;
+        set_size(t, in, a->size);
+        in->mtime_ns = now;
+    }
+    if (mask & MDS_SET_MODE)
+        in->mode = (in->mode & S_IFMT) | (a->mode & NS_PERM_MASK);
+    if (mask & MDS_SET_UID)
+        in->uid = a->uid;
+    if (mask & MDS_SET_GID)
+        in->gid = a->gid;
+    if (mask & MDS_SET_ATIME_NOW)
+        in->atime_ns = now;
+    else if (mask & MDS_SET_ATIME)
+        in->atime_ns = a->atime_ns;
+    if (mask & MDS_SET_MTIME_NOW)
+        in->mtime_ns = now;
+    else if (mask & MDS_SET_MTIME)
+        in->mtime_ns = a->mtime_ns;
+    in->ctime_ns = (mask & MDS_SET_CTIME) ? a->ctime_ns : now;
+    return 0;
+}
+
+int mds_ns_setattr(mds_ns *ns, uint64_t ino, uint32_t mask, const mds_setattr_in *a,
+                   mds_inode *out, char *why)
+{
+    mds_inode in;
+    ns_txn t;
+    int rc;
+
+    pthread_rwlock_wrlock(&ns->lock);
+    rc = ns_load_inode(ns, ino, &in, why);
+    if (rc < 0)
+        goto out;
+    rc = ns_txn_begin(ns, &t);
+    if (rc < 0)
+        goto out;
+    rc = apply_setattr(&t, &in, mask, a, why);
+    if (rc < 0) {
+        ns_txn_abort(&t);
+        goto out;
+    }
+    ns_put_inode(&t, &in);
+    rc = ns_txn_commit(&t);
+    if (rc < 0)
+        rc = ns_fail(why, EIO, "store write failed");
+    else
+        *out = in;
+out:
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}
+
+int mds_ns_extend(mds_ns *ns, uint64_t ino, uint64_t size, bool has_mtime, int64_t mtime_ns,
+                  mds_inode *out, char *why)
+{
+    mds_inode in;
+    ns_txn t;
+    int rc;
+
+    pthread_rwlock_wrlock(&ns->lock);
+    rc = ns_load_inode(ns, ino, &in, why);
+    if (rc == 0)
+        rc = check_regular(&in, why);
+    if (rc < 0)
+        goto out;
+    rc = ns_txn_begin(ns, &t);
+    if (rc < 0)
+        goto out;
+    if (size > in.size)
+        set_size(&t, &in, size);
+    in.mtime_ns = has_mtime ? mtime_ns : ns_now_ns();
+    if (in.ctime_ns < in.mtime_ns)
+        in.ctime_ns = in.mtime_ns;
+    ns_put_inode(&t, &in);
+    rc = ns_txn_commit(&t);
+    if (rc < 0)
+        rc = ns_fail(why, EIO, "store write failed");
+    else
+        *out = in;
+out:
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}
+
+/* ----------------------------------------------------------- counters */
+
+void mds_ns_statfs(mds_ns *ns, uint64_t *files, uint64_t *logical_bytes)
+{
+    pthread_rwlock_rdlock(&ns->lock);
+    *files = ns->inodes;
+    *logical_bytes = ns->logical_bytes;
+    pthread_rwlock_unlock(&ns->lock);
+}
+
+int mds_ns_register(mds_ns *ns, uint64_t *client_id, char *why)
+{
+    ns_txn t;
+    int rc;
+
+    pthread_rwlock_wrlock(&ns->lock);
+    rc = ns_txn_begin(ns, &t);
+    if (rc < 0)
+        goto out;
+    uint64_t id = t.next_client++;
+    rc = ns_txn_commit(&t);
+    if (rc < 0)
+        rc = ns_fail(why, EIO, "store write failed");
+    else
+        *client_id = id;
+out:
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}

@@ -1,0 +1,127 @@
+/* namespace.h - the MDS namespace as plain functions over the store: inodes,
+ * directory entries, symlinks, xattrs, layouts, counters. No RPC here.
+ *
+ * Every mutation is one atomic kv_batch (durable before return when the store
+ * was opened with sync_writes) under one lock that serialises mutations;
+ * reads share the lock. Semantics follow Linux.
+ * Return convention: 0 or a negative errno; on failure `why` (MDS_WHY_MAX
+ * bytes, may be NULL) may hold a human-readable reason. */
+#ifndef DEPFS_MDS_NAMESPACE_H
+#define DEPFS_MDS_NAMESPACE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "config.h"
+#include "kvstore.h"
+#include "store_keys.h"
+
+#define MDS_ROOT_INO 1u
+#define MDS_WHY_MAX 256u
+#define MDS_READDIR_MAX 1024u      /* entries per readdir reply */
+#define MDS_XATTR_VALUE_MAX 65536u /* bytes */
+#define MDS_SYMLINK_MAX 4095u      /* target bytes */
+#define MDS_LINK_MAX 65000u        /* nlink limit (EMLINK) */
+#define MDS_LAYOUT_XATTR "user.depfs.layout"
+
+#define MDS_RENAME_NOREPLACE 1u
+#define MDS_RENAME_EXCHANGE 2u
+#define MDS_XATTR_CREATE 1u
+#define MDS_XATTR_REPLACE 2u
+
+/* setattr mask (== proto SetMask == FUSE_SET_ATTR_*). */
+#define MDS_SET_MODE 1u
+#define MDS_SET_UID 2u
+#define MDS_SET_GID 4u
+#define MDS_SET_SIZE 8u
+#define MDS_SET_ATIME 16u
+#define MDS_SET_MTIME 32u
+#define MDS_SET_ATIME_NOW 128u
+#define MDS_SET_MTIME_NOW 256u
+#define MDS_SET_CTIME 1024u
+
+typedef struct mds_ns mds_ns;
+
+/* What the namespace needs to know about the cluster. */
+typedef struct mds_ns_params {
+    unsigned n_servers;
+    uint32_t server_ids[CONFIG_MAX_IOSERVERS];
+    unsigned default_n, default_k;
+    uint32_t default_su;
+} mds_ns_params;
+
+/* Fills params from a loaded config. */
+void mds_ns_params_from_config(const depfs_config *cfg, mds_ns_params *p);
+
+/* kv stays owned by the caller and must outlive ns. Creates the root inode
+ * and counters on first use. */
+int mds_ns_open(kvstore *kv, const mds_ns_params *p, mds_ns **out, char *why);
+void mds_ns_close(mds_ns *ns);
+
+/* A new object. */
+typedef struct mds_new {
+    uint64_t parent;
+    const char *name;
+    uint32_t mode;           /* permission bits (+ type for mknod) */
+    uint32_t uid, gid;
+    uint64_t rdev;           /* mknod */
+    const char *target;      /* symlink */
+    unsigned want_n, want_k; /* create: 0 = inherit / default */
+    uint32_t want_su;
+} mds_new;
+
+/* An inode whose last link went away (removed_ino 0: none). */
+typedef struct mds_removed {
+    uint64_t ino;
+    bool has_layout;
+    layout lay;
+} mds_removed;
+
+/* Values for setattr (fields picked by the mask). */
+typedef struct mds_setattr_in {
+    uint32_t mode, uid, gid;
+    uint64_t size;
+    int64_t atime_ns, mtime_ns, ctime_ns;
+} mds_setattr_in;
+
+typedef int (*mds_dirent_fn)(void *arg, const char *name, size_t name_len, uint64_t ino,
+                             uint32_t mode, uint64_t cookie);
+
+int mds_ns_lookup(mds_ns *ns, uint64_t parent, const char *name, mds_inode *out, char *why);
+int mds_ns_getattr(mds_ns *ns, uint64_t ino, mds_inode *out, char *why);
+int mds_ns_setattr(mds_ns *ns, uint64_t ino, uint32_t mask, const mds_setattr_in *in,
+                   mds_inode *out, char *why);
+/* excl: EEXIST if present; else an existing regular file is returned. */
+int mds_ns_create(mds_ns *ns, const mds_new *nw, bool excl, mds_inode *out, char *why);
+int mds_ns_mknod(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why);
+int mds_ns_mkdir(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why);
+int mds_ns_symlink(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why);
+int mds_ns_unlink(mds_ns *ns, uint64_t parent, const char *name, mds_removed *rm, char *why);
+int mds_ns_rmdir(mds_ns *ns, uint64_t parent, const char *name, char *why);
+int mds_ns_rename(mds_ns *ns, uint64_t parent, const char *name, uint64_t new_parent,
+                  const char *new_name, unsigned flags, mds_removed *rm, char *why);
+int mds_ns_link(mds_ns *ns, uint64_t ino, uint64_t new_parent, const char *new_name,
+                mds_inode *out, char *why);
+/* Entries with cookie > `cookie` ("." is 1, ".." 2), at most max_entries
+ * (bounded by MDS_READDIR_MAX). fn returning non-zero stops early (not eof). */
+int mds_ns_readdir(mds_ns *ns, uint64_t ino, uint64_t cookie, unsigned max_entries,
+                   mds_dirent_fn fn, void *arg, bool *eof, char *why);
+/* *target is malloc'd, NUL-terminated. */
+int mds_ns_readlink(mds_ns *ns, uint64_t ino, char **target, char *why);
+int mds_ns_extend(mds_ns *ns, uint64_t ino, uint64_t size, bool has_mtime, int64_t mtime_ns,
+                  mds_inode *out, char *why);
+void mds_ns_statfs(mds_ns *ns, uint64_t *files, uint64_t *logical_bytes);
+int mds_ns_register(mds_ns *ns, uint64_t *client_id, char *why);
+
+int mds_ns_setxattr(mds_ns *ns, uint64_t ino, const char *name, const void *value, size_t len,
+                    unsigned flags, char *why);
+/* *value is malloc'd (may be NULL when len is 0). */
+int mds_ns_getxattr(mds_ns *ns, uint64_t ino, const char *name, void **value, size_t *len, char *why);
+/* *names: malloc'd array of *count malloc'd strings; free with mds_ns_free_names. */
+int mds_ns_listxattr(mds_ns *ns, uint64_t ino, char ***names, size_t *count, char *why);
+void mds_ns_free_names(char **names, size_t count);
+int mds_ns_removexattr(mds_ns *ns, uint64_t ino, const char *name, char *why);
+
+/* The layout policy of a directory, or the cluster default (n/k/su). */
+void mds_ns_effective_policy(mds_ns *ns, const mds_inode *dir, unsigned *n, unsigned *k, uint32_t *su);
+
+#endif

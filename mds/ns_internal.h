@@ -1,0 +1,41 @@
+/* ns_internal.h - internals shared by namespace.c and ns_xattr.c: the
+ * namespace struct, transactions (one kv_batch + pending counters) and the
+ * inode/dirent helpers. Not used outside the namespace files. */
+#ifndef DEPFS_MDS_NS_INTERNAL_H
+#define DEPFS_MDS_NS_INTERNAL_H
+#include <pthread.h>
+#include "namespace.h"
+
+struct mds_ns {
+    kvstore *kv;
+    pthread_rwlock_t lock; /* writers: every mutation; readers: lookups */
+    mds_ns_params p;
+    uint64_t next_ino, next_client, inodes, logical_bytes; /* persisted counters */
+};
+
+/* One mutation: a batch plus the counters it will set. Counters are applied
+ * to the namespace only when the batch committed. */
+typedef struct ns_txn {
+    mds_ns *ns;
+    kv_batch *b;
+    uint64_t next_ino, next_client, inodes, logical_bytes;
+} ns_txn;
+
+int ns_txn_begin(mds_ns *ns, ns_txn *t);
+int ns_txn_commit(ns_txn *t); /* frees the batch either way */
+void ns_txn_abort(ns_txn *t);
+
+/* Sets why (may be NULL) and returns -err. */
+int ns_fail(char *why, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int64_t ns_now_ns(void);
+
+int ns_load_inode(mds_ns *ns, uint64_t ino, mds_inode *out, char *why);
+void ns_put_inode(ns_txn *t, const mds_inode *in);
+/* Deletes the inode with its xattrs and symlink target, fixing counters. */
+int ns_destroy_inode(ns_txn *t, const mds_inode *in);
+
+/* n, k, su -> a full layout on servers chosen with seed = ino. */
+int ns_build_layout(mds_ns *ns, unsigned n, unsigned k, uint32_t su, uint64_t ino,
+                    uint32_t version, layout *out, char *why);
+
+#endif

@@ -1,0 +1,89 @@
+/* store_keys.h - how the MDS lays its state out in LevelDB: key encoding and
+ * the binary inode record. Nothing else in mds/ builds keys by hand.
+ *
+ * Keys (integers big-endian so that LevelDB's byte order is numeric order):
+ *   'I' ino                  -> inode record (mds_inode, encoded below)
+ *   'D' parent name          -> dirent: ino u64, seq u64, mode u32
+ *   'S' parent seq           -> dirent by readdir cookie: ino u64, mode u32, name
+ *   'X' ino name             -> xattr value
+ *   'L' ino                  -> symlink target
+ *   'C' name                 -> counter u64 (next_ino, next_client, inodes, logical_bytes)
+ *   'V' server_id u32        -> server state u32 (cluster membership)
+ * Record values are little-endian. */
+#ifndef DEPFS_MDS_STORE_KEYS_H
+#define DEPFS_MDS_STORE_KEYS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "layout.h"
+
+#define MDS_NAME_MAX 255u          /* bytes in one path component */
+#define MDS_XATTR_NAME_MAX 255u
+#define MDS_KEY_MAX (1u + 8u + MDS_NAME_MAX + 1u)
+#define MDS_KEY_PREFIX_LEN 9u      /* tag + one u64 */
+
+#define MDS_TAG_INODE 'I'
+#define MDS_TAG_DIRENT 'D'
+#define MDS_TAG_DIRSEQ 'S'
+#define MDS_TAG_XATTR 'X'
+#define MDS_TAG_SYMLINK 'L'
+#define MDS_TAG_COUNTER 'C'
+#define MDS_TAG_SERVER 'V'
+
+#define MDS_COUNTER_NEXT_INO "next_ino"
+#define MDS_COUNTER_NEXT_CLIENT "next_client"
+#define MDS_COUNTER_INODES "inodes"
+#define MDS_COUNTER_LOGICAL_BYTES "logical_bytes"
+
+/* One inode as stored. Directories use parent/next_seq/pol_*; regular files
+ * use has_layout/lay. */
+typedef struct mds_inode {
+    uint64_t ino;
+    uint32_t mode, nlink, uid, gid;
+    uint64_t rdev, size;
+    int64_t atime_ns, mtime_ns, ctime_ns;
+    uint64_t parent;     /* directories: the ".." inode */
+    uint64_t next_seq;   /* directories: next dirent cookie */
+    uint32_t pol_n, pol_k, pol_su; /* directories: layout policy (0 = none) */
+    bool has_layout;     /* regular files */
+    layout lay;
+} mds_inode;
+
+#define MDS_INODE_REC_VERSION 1u
+#define MDS_INODE_REC_MAX (1u + 4u * 4u + 8u * 2u + 8u * 3u + 8u * 2u + 4u * 3u + 4u * 5u + 4u * LAYOUT_MAX_N)
+
+size_t mds_inode_encode(const mds_inode *in, uint8_t out[MDS_INODE_REC_MAX]);
+/* 0, or -EIO for a record that is short, too long or of an unknown version. */
+int mds_inode_decode(uint64_t ino, const uint8_t *buf, size_t len, mds_inode *out);
+
+/* Dirent values. */
+#define MDS_DIRENT_VAL_LEN 20u
+#define MDS_DIRSEQ_VAL_MAX (12u + MDS_NAME_MAX)
+void mds_dirent_val_encode(uint8_t out[MDS_DIRENT_VAL_LEN], uint64_t ino, uint64_t seq, uint32_t mode);
+int mds_dirent_val_decode(const uint8_t *buf, size_t len, uint64_t *ino, uint64_t *seq, uint32_t *mode);
+size_t mds_dirseq_val_encode(uint8_t out[MDS_DIRSEQ_VAL_MAX], uint64_t ino, uint32_t mode,
+                             const char *name, size_t name_len);
+/* *name points into buf (not NUL-terminated). */
+int mds_dirseq_val_decode(const uint8_t *buf, size_t len, uint64_t *ino, uint32_t *mode,
+                          const char **name, size_t *name_len);
+
+/* Keys: each returns the key length; out must hold MDS_KEY_MAX bytes. */
+size_t mds_key_inode(uint8_t *out, uint64_t ino);
+size_t mds_key_dirent(uint8_t *out, uint64_t parent, const char *name, size_t name_len);
+size_t mds_key_dirent_prefix(uint8_t *out, uint64_t parent);
+size_t mds_key_dirseq(uint8_t *out, uint64_t parent, uint64_t seq);
+size_t mds_key_dirseq_prefix(uint8_t *out, uint64_t parent);
+/* The seq of a dirseq key (klen must be MDS_KEY_PREFIX_LEN + 8). */
+uint64_t mds_key_dirseq_seq(const uint8_t *key);
+size_t mds_key_xattr(uint8_t *out, uint64_t ino, const char *name, size_t name_len);
+size_t mds_key_xattr_prefix(uint8_t *out, uint64_t ino);
+size_t mds_key_symlink(uint8_t *out, uint64_t ino);
+size_t mds_key_counter(uint8_t *out, const char *name);
+size_t mds_key_server(uint8_t *out, uint32_t id);
+
+void mds_put_u64le(uint8_t *p, uint64_t v);
+uint64_t mds_get_u64le(const uint8_t *p);
+void mds_put_u32le(uint8_t *p, uint32_t v);
+uint32_t mds_get_u32le(const uint8_t *p);
+
+#endif
