@@ -1,0 +1,633 @@
+/* test_client_data.c - the libdepfs data path against a real cluster:
+ * depfs-mds and 8 depfs-ioserver daemons (from $DEPFS_BIN_DIR, default
+ * build/bin) on 127.0.0.1, a temp config, real LevelDB, real strip files.
+ *
+ * Randomized unaligned writes/reads on several (n,k) layouts against an
+ * in-memory model, then scrub must be clean; truncate into a stripe; a
+ * corrupted parity byte on disk must be caught by scrub (and repaired);
+ * two clients writing interleaved bytes of the same stripes; degraded reads
+ * and writes with a server killed. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "depfs.h"
+#include "layout.h"
+
+#define T_SERVERS 8u
+#define T_SU 4096u
+#define T_FILE_MAX (160u * 1024)
+#define T_PORT_WAIT_MS 10000
+#define T_TEST_TIMEOUT_S 60
+
+typedef struct t_cluster {
+    char dir[256];
+    char conf[300];
+    unsigned base_port;
+    pid_t mds;
+    pid_t ios[T_SERVERS];
+} t_cluster;
+
+static t_cluster g_cl;
+
+/* ------------------------------------------------------------ cluster */
+
+static const char *bin_dir(void)
+{
+    const char *d = getenv("DEPFS_BIN_DIR");
+    return d && *d ? d : "build/bin";
+}
+
+static pid_t spawn(const char *prog, char *const argv[])
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", bin_dir(), prog);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char logp[600];
+        snprintf(logp, sizeof logp, "%s/%s-%d.log", g_cl.dir, prog, (int)getpid());
+        FILE *f = freopen(logp, "w", stderr);
+        (void)f;
+        execv(path, argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static bool port_open(unsigned port)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool ok = connect(s, (struct sockaddr *)&a, sizeof a) == 0;
+    close(s);
+    return ok;
+}
+
+static void wait_port(unsigned port, pid_t pid)
+{
+    for (int waited = 0; waited < T_PORT_WAIT_MS; waited += 20) {
+        if (port_open(port))
+            return;
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            fprintf(stderr, "daemon for port %u exited early (see %s)\n", port, g_cl.dir);
+            abort();
+        }
+        usleep(20000);
+    }
+    fprintf(stderr, "port %u never opened\n", port);
+    abort();
+}
+
+static void ios_start(unsigned i)
+{
+    char id[16];
+    snprintf(id, sizeof id, "%u", i);
+    char *argv[] = {"depfs-ioserver", "--config", g_cl.conf, "--id", id, NULL};
+    g_cl.ios[i] = spawn("depfs-ioserver", argv);
+    wait_port(g_cl.base_port + 1 + i, g_cl.ios[i]);
+}
+
+static void ios_kill(unsigned i)
+{
+    if (g_cl.ios[i] > 0) {
+        kill(g_cl.ios[i], SIGKILL);
+        waitpid(g_cl.ios[i], NULL, 0);
+        g_cl.ios[i] = 0;
+    }
+}
+
+static void cluster_up(void)
+{
+    snprintf(g_cl.dir, sizeof g_cl.dir, "/tmp/depfs-tcd-XXXXXX");
+    if (mkdtemp(g_cl.dir) == NULL)
+        abort();
+    srand((unsigned)time(NULL) ^ (unsigned)getpid());
+    g_cl.base_port = 20000 + (unsigned)(rand() % 30000);
+    snprintf(g_cl.conf, sizeof g_cl.conf, "%s/depfs.conf", g_cl.dir);
+    FILE *f = fopen(g_cl.conf, "w");
+    if (f == NULL)
+        abort();
+    fprintf(f, "mds_address = 127.0.0.1:%u\nmds_data_dir = %s/mds\n", g_cl.base_port, g_cl.dir);
+    for (unsigned i = 0; i < T_SERVERS; i++)
+        fprintf(f, "ioserver = %u 127.0.0.1:%u %s/io%u\n", i, g_cl.base_port + 1 + i, g_cl.dir, i);
+    fprintf(f, "default_layout = 4@2@4k\nrequest_timeout_ms = 1000\nconnect_timeout_ms = 500\n"
+               "server_down_expiry_ms = 60000\nlock_lease_ms = 5000\n");
+    fclose(f);
+    char *argv[] = {"depfs-mds", "--config", g_cl.conf, NULL};
+    g_cl.mds = spawn("depfs-mds", argv);
+    for (unsigned i = 0; i < T_SERVERS; i++)
+        ios_start(i);
+    wait_port(g_cl.base_port, g_cl.mds);
+}
+
+static void cluster_down(void)
+{
+    for (unsigned i = 0; i < T_SERVERS; i++)
+        if (g_cl.ios[i] > 0) {
+            kill(g_cl.ios[i], SIGTERM);
+            waitpid(g_cl.ios[i], NULL, 0);
+            g_cl.ios[i] = 0;
+        }
+    if (g_cl.mds > 0) {
+        kill(g_cl.mds, SIGTERM);
+        waitpid(g_cl.mds, NULL, 0);
+        g_cl.mds = 0;
+    }
+    if (getenv("DEPFS_KEEP_TEST_DIR") == NULL) {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_cl.dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", g_cl.dir);
+    }
+}
+
+static depfs_t *mount_fs(void)
+{
+    depfs_options o = {.config_path = g_cl.conf};
+    depfs_t *fs = NULL;
+    int rc = depfs_mount(&o, &fs);
+    ck_assert_msg(rc == 0, "mount: %s (%s)", strerror(-rc), depfs_last_error());
+    return fs;
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static uint64_t rnd_below(uint64_t n) { return n ? rnd() % n : 0; }
+static void rnd_fill(uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)rnd();
+}
+
+static void seed_rng(void)
+{
+    const char *s = getenv("DEPFS_TEST_SEED");
+    rng_state = s ? strtoull(s, NULL, 0) : ((uint64_t)time(NULL) << 16 ^ (uint64_t)getpid());
+    if (rng_state == 0)
+        rng_state = 1;
+    fprintf(stderr, "seed %" PRIu64 "\n", rng_state);
+}
+
+static size_t rnd_len(void)
+{
+    switch (rnd_below(4)) {
+    case 0: return 1 + rnd_below(64);
+    case 1: return 1 + rnd_below(3 * T_SU);
+    case 2: return 1 + rnd_below(24 * T_SU);
+    default: return 1 + rnd_below(T_FILE_MAX / 2);
+    }
+}
+
+static void layout_of(depfs_fh_t *fh, layout *lay)
+{
+    depfs_layout_info li;
+    ck_assert_int_eq(depfs_fh_layout(fh, &li), 0);
+    memset(lay, 0, sizeof *lay);
+    lay->n = li.n;
+    lay->k = li.k;
+    lay->su = li.stripe_unit;
+    lay->version = li.version;
+    lay->codec_version = li.codec_version;
+    for (unsigned i = 0; i < li.n; i++)
+        lay->servers[i] = li.servers[i];
+}
+
+static void scrub_clean(depfs_t *fs, uint64_t ino, uint64_t expect_stripes)
+{
+    depfs_scrub_report rep;
+    int rc = depfs_scrub_ino(fs, ino, false, &rep);
+    ck_assert_msg(rc == 0, "scrub: %s (%s)", strerror(-rc), depfs_last_error());
+    ck_assert_msg(rep.stripes_bad == 0, "scrub: %" PRIu64 " bad stripes, first %" PRIu64,
+                  rep.stripes_bad, rep.first_bad_stripe);
+    ck_assert_uint_eq(rep.stripes_unreadable, 0);
+    ck_assert_uint_eq(rep.stripes_checked, expect_stripes);
+}
+
+static void check_content(depfs_fh_t *fh, const uint8_t *model, uint64_t size)
+{
+    uint8_t *got = malloc(size + 100);
+    ck_assert_ptr_nonnull(got);
+    ssize_t n = depfs_read(fh, got, size + 100, 0);
+    ck_assert_msg(n == (ssize_t)size, "read %zd, want %" PRIu64 " (%s)", n, size,
+                  depfs_last_error());
+    for (uint64_t i = 0; i < size; i++)
+        if (got[i] != model[i])
+            ck_abort_msg("byte %" PRIu64 " is %u, model %u", i, got[i], model[i]);
+    free(got);
+}
+
+/* ---------------------------------------------------- randomized model */
+
+static void random_rw(const char *label, int extra_flags, unsigned ops)
+{
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL;
+    int rc = depfs_open(fs, label, O_CREAT | O_RDWR | extra_flags, 0644, &fh);
+    ck_assert_msg(rc == 0, "open %s: %s (%s)", label, strerror(-rc), depfs_last_error());
+    layout lay;
+    layout_of(fh, &lay);
+    uint8_t *model = calloc(1, T_FILE_MAX);
+    uint8_t *tmp = malloc(T_FILE_MAX);
+    ck_assert_ptr_nonnull(model);
+    ck_assert_ptr_nonnull(tmp);
+    uint64_t size = 0;
+    for (unsigned i = 0; i < ops; i++) {
+        uint64_t r = rnd_below(10);
+        if (r < 6) { /* write */
+            size_t len = rnd_len();
+            uint64_t off = rnd_below(T_FILE_MAX - len + 1);
+            if (rnd_below(4) == 0 && size + len <= T_FILE_MAX)
+                off = size; /* sequential: exercises write-behind */
+            rnd_fill(tmp, len);
+            ssize_t n = depfs_write(fh, tmp, len, off);
+            ck_assert_msg(n == (ssize_t)len, "write %zu@%" PRIu64 ": %zd (%s)", len, off, n,
+                          depfs_last_error());
+            memcpy(model + off, tmp, len);
+            if (off + len > size)
+                size = off + len;
+        } else if (r < 9) { /* read */
+            size_t len = rnd_len();
+            uint64_t off = rnd_below(T_FILE_MAX);
+            ssize_t n = depfs_read(fh, tmp, len, off);
+            uint64_t want = off >= size ? 0 : (size - off < len ? size - off : len);
+            ck_assert_msg(n == (ssize_t)want, "read %zu@%" PRIu64 ": %zd want %" PRIu64, len,
+                          off, n, want);
+            ck_assert_msg(memcmp(tmp, model + off, want) == 0, "read %zu@%" PRIu64 " differs",
+                          len, off);
+        } else {
+            ck_assert_int_eq(depfs_flush(fh), 0);
+        }
+    }
+    ck_assert_int_eq(depfs_fsync(fh), 0);
+    check_content(fh, model, size);
+    struct stat st;
+    ck_assert_int_eq(depfs_fstat(fh, &st), 0);
+    ck_assert_uint_eq((uint64_t)st.st_size, size);
+    uint64_t ino = depfs_fh_ino(fh);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    uint64_t sb = layout_stripe_bytes(&lay);
+    scrub_clean(fs, ino, (size + sb - 1) / sb);
+    /* a second client sees the same bytes after close */
+    depfs_t *fs2 = mount_fs();
+    const char *plain = strchr(label, ':') + 1;
+    ck_assert_int_eq(depfs_open(fs2, plain, O_RDONLY, 0, &fh), 0);
+    check_content(fh, model, size);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(fs2);
+    depfs_unmount(fs);
+    free(tmp);
+    free(model);
+}
+
+START_TEST(test_rw_8_8) { random_rw("depfs@8@8@4k:/rw88", 0, 150); }
+END_TEST
+START_TEST(test_rw_8_7) { random_rw("depfs@8@7@4k:/rw87", 0, 150); }
+END_TEST
+START_TEST(test_rw_8_6) { random_rw("depfs@8@6@4k:/rw86", 0, 200); }
+END_TEST
+START_TEST(test_rw_8_4) { random_rw("depfs@8@4@4k:/rw84", 0, 150); }
+END_TEST
+START_TEST(test_rw_4_2) { random_rw("depfs@4@2@4k:/rw42", 0, 200); }
+END_TEST
+START_TEST(test_rw_direct) { random_rw("depfs@5@3@1k:/rw53", O_DIRECT, 150); }
+END_TEST
+
+/* A large write and read spanning many rounds (bigger than one request). */
+START_TEST(test_large_io)
+{
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@6@4@4k:/large", O_CREAT | O_RDWR | O_DIRECT, 0644, &fh),
+                     0);
+    size_t len = 3u << 20;
+    uint64_t off = 777;
+    uint8_t *a = malloc(len), *b = malloc(len);
+    rnd_fill(a, len);
+    ck_assert_int_eq(depfs_write(fh, a, len, off), (ssize_t)len);
+    memset(b, 0, len);
+    ck_assert_int_eq(depfs_read(fh, b, len, off), (ssize_t)len);
+    ck_assert(memcmp(a, b, len) == 0);
+    ck_assert_int_eq(depfs_read(fh, b, 777, 0), 777);
+    for (unsigned i = 0; i < 777; i++)
+        ck_assert_uint_eq(b[i], 0); /* hole */
+    uint64_t ino = depfs_fh_ino(fh);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    scrub_clean(fs, ino, (len + off + 16383) / 16384);
+    depfs_unmount(fs);
+    free(a);
+    free(b);
+}
+END_TEST
+
+/* --------------------------------------------------------------- truncate */
+
+START_TEST(test_truncate_mid_stripe)
+{
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@6@4@4k:/trunc", O_CREAT | O_RDWR, 0644, &fh), 0);
+    layout lay;
+    layout_of(fh, &lay);
+    uint64_t sb = layout_stripe_bytes(&lay); /* 16 KiB */
+    size_t len = 100000;
+    uint8_t *model = malloc(len), *got = malloc(len);
+    rnd_fill(model, len);
+    ck_assert_int_eq(depfs_write(fh, model, len, 0), (ssize_t)len);
+    uint64_t cut = 2 * sb + 5000; /* into data unit 1 of stripe 2 */
+    ck_assert_int_eq(depfs_ftruncate(fh, cut), 0);
+    struct stat st;
+    ck_assert_int_eq(depfs_fstat(fh, &st), 0);
+    ck_assert_uint_eq((uint64_t)st.st_size, cut);
+    uint64_t ino = depfs_fh_ino(fh);
+    scrub_clean(fs, ino, 3);
+    ck_assert_int_eq(depfs_read(fh, got, len, 0), (ssize_t)cut);
+    ck_assert(memcmp(got, model, cut) == 0);
+    /* grow again: everything past the cut reads as zeros */
+    ck_assert_int_eq(depfs_ftruncate(fh, len), 0);
+    ck_assert_int_eq(depfs_read(fh, got, len, 0), (ssize_t)len);
+    ck_assert(memcmp(got, model, cut) == 0);
+    for (uint64_t i = cut; i < len; i++)
+        if (got[i] != 0)
+            ck_abort_msg("byte %" PRIu64 " past the cut is %u", i, got[i]);
+    /* a write far beyond: the gap is a hole */
+    uint8_t one = 0xAB;
+    ck_assert_int_eq(depfs_write(fh, &one, 1, 10 * sb + 3), 1);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    scrub_clean(fs, ino, 11);
+    /* truncate to a stripe boundary and to zero */
+    ck_assert_int_eq(depfs_open(fs, "/trunc", O_RDWR, 0, &fh), 0);
+    ck_assert_int_eq(depfs_ftruncate(fh, sb), 0);
+    scrub_clean(fs, ino, 1);
+    ck_assert_int_eq(depfs_read(fh, got, len, 0), (ssize_t)sb);
+    ck_assert(memcmp(got, model, sb) == 0);
+    ck_assert_int_eq(depfs_ftruncate(fh, 0), 0);
+    ck_assert_int_eq(depfs_read(fh, got, len, 0), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    scrub_clean(fs, ino, 0);
+    depfs_unmount(fs);
+    free(model);
+    free(got);
+}
+END_TEST
+
+/* ------------------------------------------------------ scrub must bite */
+
+static void strip_path(char *out, size_t len, uint32_t server, uint64_t ino)
+{
+    snprintf(out, len, "%s/io%u/strips/%016" PRIx64, g_cl.dir, server, ino);
+}
+
+START_TEST(test_scrub_detects_parity_corruption)
+{
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@4@2@4k:/corrupt", O_CREAT | O_RDWR, 0644, &fh), 0);
+    layout lay;
+    layout_of(fh, &lay);
+    size_t len = 64 * 1024;
+    uint8_t *data = malloc(len);
+    rnd_fill(data, len);
+    ck_assert_int_eq(depfs_write(fh, data, len, 0), (ssize_t)len);
+    uint64_t ino = depfs_fh_ino(fh);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    scrub_clean(fs, ino, len / layout_stripe_bytes(&lay));
+
+    uint32_t psrv = layout_unit_server(&lay, 0, lay.k);
+    char path[600];
+    strip_path(path, sizeof path, psrv, ino);
+    int fd = open(path, O_RDWR);
+    ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+    uint8_t b;
+    ck_assert_int_eq(pread(fd, &b, 1, 123), 1);
+    b ^= 0x5a;
+    ck_assert_int_eq(pwrite(fd, &b, 1, 123), 1);
+    close(fd);
+
+    depfs_scrub_report rep;
+    ck_assert_int_eq(depfs_scrub_ino(fs, ino, false, &rep), 0);
+    ck_assert_uint_eq(rep.stripes_bad, 1);
+    ck_assert_uint_eq(rep.first_bad_stripe, 0);
+    ck_assert_uint_eq(rep.stripes_unreadable, 0);
+    /* data is still read right (fault-free reads do not touch parity) */
+    ck_assert_int_eq(depfs_open(fs, "/corrupt", O_RDONLY, 0, &fh), 0);
+    uint8_t *got = malloc(len);
+    ck_assert_int_eq(depfs_read(fh, got, len, 0), (ssize_t)len);
+    ck_assert(memcmp(got, data, len) == 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    /* repair, then clean */
+    ck_assert_int_eq(depfs_scrub_ino(fs, ino, true, &rep), 0);
+    ck_assert_uint_eq(rep.stripes_bad, 1);
+    scrub_clean(fs, ino, len / layout_stripe_bytes(&lay));
+
+    /* corrupting a data unit is caught as well */
+    strip_path(path, sizeof path, layout_unit_server(&lay, 3, 1), ino);
+    fd = open(path, O_RDWR);
+    ck_assert(fd >= 0);
+    b = 0;
+    ck_assert_int_eq(pread(fd, &b, 1, 3 * lay.su + 7), 1);
+    b ^= 1;
+    ck_assert_int_eq(pwrite(fd, &b, 1, 3 * lay.su + 7), 1);
+    close(fd);
+    ck_assert_int_eq(depfs_scrub_ino(fs, ino, false, &rep), 0);
+    ck_assert_uint_eq(rep.stripes_bad, 1);
+    ck_assert_uint_eq(rep.first_bad_stripe, 3);
+    depfs_unmount(fs);
+    free(data);
+    free(got);
+}
+END_TEST
+
+/* ------------------------------------------------ two writers, one stripe */
+
+typedef struct t_writer {
+    depfs_t *fs;
+    unsigned id;
+    unsigned rounds;
+    size_t piece;
+    int err;
+} t_writer;
+
+#define T_WRITERS 3u
+
+/* Writer w owns bytes [i*piece, (i+1)*piece) with i % T_WRITERS == w: every
+ * stripe is written by all writers, never the same bytes. */
+static void *writer_main(void *arg)
+{
+    t_writer *w = arg;
+    depfs_fh_t *fh = NULL;
+    w->err = depfs_open(w->fs, "/shared", O_RDWR, 0, &fh);
+    if (w->err)
+        return NULL;
+    uint8_t *buf = malloc(w->piece);
+    for (unsigned r = 0; r < w->rounds && w->err == 0; r++) {
+        for (unsigned i = w->id; i * w->piece < 3 * 12 * 1024; i += T_WRITERS) {
+            memset(buf, (int)(r * 16 + w->id + 1), w->piece);
+            ssize_t n = depfs_write(fh, buf, w->piece, i * w->piece);
+            if (n != (ssize_t)w->piece) {
+                w->err = n < 0 ? (int)n : -EIO;
+                break;
+            }
+        }
+    }
+    int rc = depfs_close(fh);
+    if (w->err == 0)
+        w->err = rc;
+    free(buf);
+    return NULL;
+}
+
+START_TEST(test_concurrent_writers_parity)
+{
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL;
+    /* 5@3@4k: a stripe is 12 KiB; pieces of 1000 bytes cross units */
+    ck_assert_int_eq(depfs_open(fs, "depfs@5@3@4k:/shared", O_CREAT | O_RDWR, 0644, &fh), 0);
+    uint64_t ino = depfs_fh_ino(fh);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    t_writer w[T_WRITERS];
+    pthread_t th[T_WRITERS];
+    for (unsigned i = 0; i < T_WRITERS; i++) {
+        w[i] = (t_writer){.fs = mount_fs(), .id = i, .rounds = 15, .piece = 1000};
+        pthread_create(&th[i], NULL, writer_main, &w[i]);
+    }
+    for (unsigned i = 0; i < T_WRITERS; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(w[i].err == 0, "writer %u: %s", i, strerror(-w[i].err));
+    }
+    scrub_clean(fs, ino, 3);
+    ck_assert_int_eq(depfs_open(fs, "/shared", O_RDONLY, 0, &fh), 0);
+    uint8_t got[3 * 12 * 1024];
+    ck_assert_int_eq(depfs_read(fh, got, sizeof got, 0), (ssize_t)sizeof got);
+    for (size_t i = 0; i < sizeof got; i++) {
+        unsigned owner = (unsigned)((i / 1000) % T_WRITERS);
+        ck_assert_msg(got[i] == (uint8_t)(14 * 16 + owner + 1), "byte %zu = %u", i, got[i]);
+    }
+    ck_assert_int_eq(depfs_close(fh), 0);
+    for (unsigned i = 0; i < T_WRITERS; i++)
+        depfs_unmount(w[i].fs);
+    depfs_unmount(fs);
+}
+END_TEST
+
+/* ------------------------------------------------------ degraded mode */
+
+START_TEST(test_degraded_read_write)
+{
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@6@4@4k:/degraded", O_CREAT | O_RDWR, 0644, &fh), 0);
+    layout lay;
+    layout_of(fh, &lay);
+    size_t len = 200000;
+    uint8_t *model = malloc(len), *got = malloc(len), *tmp = malloc(len);
+    rnd_fill(model, len);
+    ck_assert_int_eq(depfs_write(fh, model, len, 0), (ssize_t)len);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    uint64_t ino;
+    struct stat st;
+    ck_assert_int_eq(depfs_resolve(fs, "/degraded", &ino, &st), 0);
+
+    /* lose two servers of the layout (n-k = 2) */
+    ios_kill(lay.servers[1]);
+    ios_kill(lay.servers[4]);
+    ck_assert_int_eq(depfs_open(fs, "/degraded", O_RDWR, 0, &fh), 0);
+    ck_assert_int_eq(depfs_read(fh, got, len, 0), (ssize_t)len);
+    ck_assert(memcmp(got, model, len) == 0);
+    /* unaligned reads decode just the needed ranges */
+    for (unsigned i = 0; i < 40; i++) {
+        size_t l = 1 + rnd_below(30000);
+        uint64_t off = rnd_below(len - l);
+        ck_assert_int_eq(depfs_read(fh, got, l, off), (ssize_t)l);
+        ck_assert_msg(memcmp(got, model + off, l) == 0, "degraded read %zu@%" PRIu64, l, off);
+    }
+    /* degraded writes: partial stripes of every kind, then read back */
+    for (unsigned i = 0; i < 30; i++) {
+        size_t l = 1 + rnd_below(20000);
+        uint64_t off = rnd_below(len - l);
+        rnd_fill(tmp, l);
+        ck_assert_int_eq(depfs_write(fh, tmp, l, off), (ssize_t)l);
+        memcpy(model + off, tmp, l);
+    }
+    ck_assert_int_eq(depfs_flush(fh), 0);
+    ck_assert_int_eq(depfs_read(fh, got, len, 0), (ssize_t)len);
+    ck_assert(memcmp(got, model, len) == 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    /* a third loss is too many */
+    depfs_scrub_report rep;
+    ck_assert_int_eq(depfs_scrub_ino(fs, ino, false, &rep), 0);
+    ck_assert_uint_gt(rep.stripes_unreadable, 0);
+    ios_kill(lay.servers[2]);
+    ck_assert_int_eq(depfs_open(fs, "/degraded", O_RDONLY | O_DIRECT, 0, &fh), 0);
+    ck_assert_int_lt(depfs_read(fh, got, len, 0), 0);
+    depfs_close(fh);
+    depfs_unmount(fs);
+    free(model);
+    free(got);
+    free(tmp);
+}
+END_TEST
+
+static Suite *data_suite(void)
+{
+    Suite *s = suite_create("client_data");
+    TCase *tc = tcase_create("cluster");
+    tcase_add_unchecked_fixture(tc, cluster_up, cluster_down);
+    tcase_set_timeout(tc, T_TEST_TIMEOUT_S);
+    tcase_add_test(tc, test_rw_4_2);
+    tcase_add_test(tc, test_rw_8_6);
+    tcase_add_test(tc, test_rw_8_8);
+    tcase_add_test(tc, test_rw_8_7);
+    tcase_add_test(tc, test_rw_8_4);
+    tcase_add_test(tc, test_rw_direct);
+    tcase_add_test(tc, test_large_io);
+    tcase_add_test(tc, test_truncate_mid_stripe);
+    tcase_add_test(tc, test_scrub_detects_parity_corruption);
+    tcase_add_test(tc, test_concurrent_writers_parity);
+    suite_add_tcase(s, tc);
+    /* own cluster: it kills servers */
+    TCase *td = tcase_create("degraded");
+    tcase_add_unchecked_fixture(td, cluster_up, cluster_down);
+    tcase_set_timeout(td, T_TEST_TIMEOUT_S);
+    tcase_add_test(td, test_degraded_read_write);
+    suite_add_tcase(s, td);
+    return s;
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    SRunner *sr = srunner_create(data_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
