@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# test_cli - the depfs CLI: cp with resiliency labels in both directions,
+# layout get/set, stat, status, clear errors for bad labels. The files the
+# CLI writes are the files the mount shows.
+source "$(dirname "$0")/lib.sh"
+cluster_up --servers 8
+W="$DEPFS_STATE/work"; mkdir -p "$W"
+head -c 2345678 /dev/urandom > "$W/src"
+
+depfs mkdir /c 2>/dev/null || mkdir "$MNT/c"
+depfs cp "$W/src" depfs@8@6:/c/f86 || fail "cp to depfs@8@6"
+depfs cp "$W/src" depfs@4@2@128k:/c/f42 || fail "cp to depfs@4@2@128k"
+depfs cp "$W/src" depfs:/c/fdef || fail "cp to depfs:"
+depfs layout get /c/f86 | grep -q "n=8 k=6" || fail "f86 layout: $(depfs layout get /c/f86)"
+depfs layout get /c/f42 | grep -q "n=4 k=2 su=131072" || fail "f42 layout: $(depfs layout get /c/f42)"
+cmp "$W/src" "$MNT/c/f86" || fail "mount shows different bytes for f86"
+cmp "$W/src" "$MNT/c/f42" || fail "mount shows different bytes for f42"
+depfs cp depfs:/c/f42 "$W/back" && cmp "$W/src" "$W/back" || fail "cp back out"
+depfs cp depfs:/c/f86 depfs@8@4:/c/f84 && cmp "$W/src" "$MNT/c/f84" || fail "depfs to depfs copy"
+
+log "bad labels are refused with the bad part named"
+for bad in "depfs@8@9:/c/x|k" "depfs@0@0:/c/x|n" "depfs@9@6:/c/x|servers" "depfs@8@x:/c/x|x" "depfs@8:/c/x|" "depfsx:/c/x|"; do
+  label=${bad%|*}; word=${bad#*|}
+  if depfs cp "$W/src" "$label" 2> "$W/err"; then fail "label $label was accepted"; fi
+  grep -qi -- "$word" "$W/err" || fail "error for $label does not mention '$word': $(cat "$W/err")"
+done
+
+log "layout set on a directory is inherited; getfattr shows it"
+mkdir "$MNT/c/sub"
+depfs layout set /c/sub 4@3 || fail "layout set"
+getfattr --only-values -n user.depfs.layout "$MNT/c/sub" | grep -q '^4@3' || fail "getfattr on dir"
+echo x > "$MNT/c/sub/new"
+depfs layout get /c/sub/new | grep -q "n=4 k=3" || fail "not inherited"
+if depfs layout set /c/f86 4@2 2>/dev/null; then fail "layout set on a non-empty file accepted"; fi
+touch "$MNT/c/empty"; depfs layout set /c/empty 6@4 || fail "layout set on an empty file"
+depfs layout get /c/empty | grep -q "n=6 k=4" || fail "empty file layout"
+
+depfs stat /c/f86 | grep -q 2345678 || fail "depfs stat size"
+depfs stat --json /c/f86 | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["size"]==2345678' || fail "stat --json"
+depfs status || fail "depfs status"
+depfs status --json | python3 -c 'import json,sys; json.load(sys.stdin)' || fail "status --json"
+depfs --help >/dev/null || fail "--help"
+scrub_clean
+echo "PASS: CLI labels, layouts and copies"
