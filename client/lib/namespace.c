@@ -17,9 +17,6 @@
 #include "log.h"
 
 #define DC_READDIR_BATCH 512u
-/* Client readdir cookies: 1 = after ".", 2 = after "..", then the MDS's
- * cookie + DC_DOT_COOKIES. */
-#define DC_DOT_COOKIES 2u
 #define DC_XATTR_NAME_MAX 255u
 #define DC_XATTR_SIZE_MAX 65536u
 #define DC_STATFS_FRSIZE 4096u
@@ -427,57 +424,27 @@ static int readdir_batch(depfs_t *fs, uint64_t ino, uint64_t mds_cookie, Depfs__
     return dc_mds_call(fs, DEPFS__MDS_OP__MDS_READDIR, &req, rep);
 }
 
-static bool is_dot(const char *name)
-{
-    return strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
-}
-
-/* "." and ".." come from the client (the MDS's own, if it sends them, are
- * skipped): the parent's ino from the MDS's ".." when given, else ino. */
-static int emit_dots(uint64_t ino, uint64_t cookie, const Depfs__MdsReply *first,
-                     depfs_dirent_fn fn, void *arg)
-{
-    uint64_t parent = ino;
-    for (size_t i = 0; first && i < first->n_entries; i++)
-        if (strcmp(first->entries[i]->name, "..") == 0)
-            parent = first->entries[i]->ino;
-    if (cookie < 1 && fn(arg, ".", ino, S_IFDIR, 1))
-        return 1;
-    if (cookie < 2 && fn(arg, "..", parent, S_IFDIR, 2))
-        return 1;
-    return 0;
-}
-
+/* The MDS lists "." (cookie 1) and ".." (cookie 2) itself; its cookies are
+ * handed through unchanged. */
 int depfs_readdir(depfs_t *fs, uint64_t ino, uint64_t cookie, depfs_dirent_fn fn, void *arg)
 {
-    uint64_t mds_cookie = cookie > DC_DOT_COOKIES ? cookie - DC_DOT_COOKIES : 0;
-    bool dots_pending = cookie < DC_DOT_COOKIES;
     for (;;) {
         Depfs__MdsReply *rep = NULL;
-        int rc = readdir_batch(fs, ino, mds_cookie, &rep);
+        int rc = readdir_batch(fs, ino, cookie, &rep);
         if (rc < 0) {
             free_rep(rep);
             return rc;
         }
-        if (dots_pending) {
-            dots_pending = false;
-            if (emit_dots(ino, cookie, rep, fn, arg)) {
-                free_rep(rep);
-                return 0;
-            }
-        }
         bool stop = false;
         for (size_t i = 0; i < rep->n_entries && !stop; i++) {
             const Depfs__Dirent *d = rep->entries[i];
-            mds_cookie = d->cookie;
-            if (is_dot(d->name))
-                continue;
-            if (d->cookie > (uint64_t)INT64_MAX - DC_DOT_COOKIES) {
-                log_err("libdepfs: readdir: MDS cookie %llu out of range", (unsigned long long)d->cookie);
+            if (d->cookie <= cookie || d->cookie > (uint64_t)INT64_MAX) {
+                dc_set_error("readdir: MDS cookie %llu out of order", (unsigned long long)d->cookie);
                 free_rep(rep);
-                return -EOVERFLOW;
+                return -EPROTO;
             }
-            stop = fn(arg, d->name, d->ino, (mode_t)(d->mode & S_IFMT), d->cookie + DC_DOT_COOKIES) != 0;
+            cookie = d->cookie;
+            stop = fn(arg, d->name, d->ino, (mode_t)(d->mode & S_IFMT), d->cookie) != 0;
         }
         bool eof = rep->n_entries == 0 || (rep->has_eof && rep->eof);
         free_rep(rep);

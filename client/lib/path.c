@@ -42,7 +42,8 @@ typedef struct walker {
 } walker;
 
 /* Replace the walked part of the buffer by the link's target:
- * buf = target + "/" + rest. An absolute target restarts at the root. */
+ * buf = target + rest, where rest (from the end of the link's component)
+ * keeps its slashes. An absolute target restarts at the root. */
 static int walk_expand_link(walker *w, uint64_t link_ino, size_t rest)
 {
     if (++w->links > DC_MAX_SYMLINKS) {
@@ -56,14 +57,13 @@ static int walk_expand_link(walker *w, uint64_t link_ino, size_t rest)
     if (rc < 0)
         goto out;
     size_t tlen = strlen(target), rlen = strlen(w->buf + rest);
-    if (tlen + 1 + rlen + 1 > PATH_MAX) {
+    if (tlen + rlen + 1 > PATH_MAX) {
         dc_set_error("path too long after following a symbolic link");
         rc = -ENAMETOOLONG;
         goto out;
     }
-    memmove(w->buf + tlen + 1, w->buf + rest, rlen + 1);
+    memmove(w->buf + tlen, w->buf + rest, rlen + 1);
     memcpy(w->buf, target, tlen);
-    w->buf[tlen] = '/';
     w->pos = 0;
     if (target[0] == '/')
         w->depth = 1;
@@ -122,7 +122,7 @@ static int walk_step(walker *w, unsigned flags, walk_out *out)
         return rc;
     }
     if (S_ISLNK(st.st_mode) && (!last || slash || (flags & WALK_FOLLOW_LAST))) {
-        rc = walk_expand_link(w, (uint64_t)st.st_ino, after);
+        rc = walk_expand_link(w, (uint64_t)st.st_ino, w->pos + len);
         return rc < 0 ? rc : 1;
     }
     if (!last) {

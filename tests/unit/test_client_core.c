@@ -1,0 +1,802 @@
+/* test_client_core.c - libdepfs core against real daemons: a depfs-mds and
+ * four depfs-ioservers (from $DEPFS_BIN_DIR, default build/bin) on
+ * 127.0.0.1 with a temp config and data dirs. Exercises mount, the
+ * namespace API (mkdir, create, lookup, readdir with resumption, rename,
+ * link, unlink, symlink/readlink, xattrs), layout xattr inheritance, labels
+ * in depfs_open (good ones and refused ones with their messages), setattr,
+ * sizes of files open in this client, cluster status, MDS restart under a
+ * mounted client, and many threads on one mount.
+ *
+ * The daemons run in the test's parent process for the whole run; each
+ * test (forked by Check) mounts its own client. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include "depfs.h"
+#include "internal.h"
+
+#define N_IOS 4u
+#define WAIT_PORT_MS 10000u
+#define POLL_MS 20u
+#define TEST_TIMEOUT_S 25
+#define THREADS 8u
+#define THREAD_FILES 25u
+
+typedef struct cluster {
+    char dir[PATH_MAX];
+    char conf[PATH_MAX + 32];
+    char bin[PATH_MAX];
+    unsigned mds_port;
+    unsigned ios_port[N_IOS];
+    pid_t mds_pid;            /* children may restart the MDS: shared memory */
+    pid_t ios_pid[N_IOS];
+} cluster;
+
+static cluster *cl; /* MAP_SHARED, so a test's restart is seen by the parent */
+
+/* ---------------------------------------------------------- daemons */
+
+static unsigned free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0 ||
+        getsockname(s, (struct sockaddr *)&a, &len) < 0) {
+        perror("free_port");
+        exit(2);
+    }
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+static int port_accepts(unsigned port)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    int ok = connect(s, (struct sockaddr *)&a, sizeof a) == 0;
+    close(s);
+    return ok;
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* Gone: reaped here, or (a daemon started by another process of the test)
+ * no longer running - a zombie waiting for its parent counts as gone. */
+static bool pid_gone(pid_t pid)
+{
+    pid_t r = waitpid(pid, NULL, WNOHANG);
+    if (r == pid)
+        return true;
+    if (r == 0)
+        return false;
+    char path[64], stat_line[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true;
+    bool gone = true;
+    if (fgets(stat_line, sizeof stat_line, f)) {
+        const char *paren = strrchr(stat_line, ')');
+        gone = paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+    }
+    fclose(f);
+    return gone;
+}
+
+static int wait_port(unsigned port, pid_t pid)
+{
+    for (unsigned waited = 0; waited < WAIT_PORT_MS; waited += POLL_MS) {
+        if (port_accepts(port))
+            return 0;
+        if (pid_gone(pid))
+            return -1; /* died */
+        sleep_ms(POLL_MS);
+    }
+    return -1;
+}
+
+static pid_t spawn(const char *prog, const char *log_name, char *const argv[])
+{
+    char path[PATH_MAX * 2], log_path[PATH_MAX * 2];
+    snprintf(path, sizeof path, "%s/%s", cl->bin, prog);
+    snprintf(log_path, sizeof log_path, "%s/%s.log", cl->dir, log_name);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setsid(); /* out of the test's process group, which Check kills */
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+            close(fd);
+        }
+        execv(path, argv);
+        fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
+static pid_t start_mds(void)
+{
+    char *argv[] = { "depfs-mds", "--config", cl->conf, "--foreground", NULL };
+    pid_t pid = spawn("depfs-mds", "mds", argv);
+    if (pid < 0 || wait_port(cl->mds_port, pid) < 0) {
+        fprintf(stderr, "depfs-mds did not come up (see %s/mds.log)\n", cl->dir);
+        return -1;
+    }
+    return pid;
+}
+
+static pid_t start_ios(unsigned i)
+{
+    char id[16];
+    snprintf(id, sizeof id, "%u", i + 1);
+    char log_name[32];
+    snprintf(log_name, sizeof log_name, "ios%u", i + 1);
+    char *argv[] = { "depfs-ioserver", "--config", cl->conf, "--id", id, NULL };
+    pid_t pid = spawn("depfs-ioserver", log_name, argv);
+    if (pid < 0 || wait_port(cl->ios_port[i], pid) < 0) {
+        fprintf(stderr, "depfs-ioserver %u did not come up (see %s/%s.log)\n", i + 1, cl->dir,
+                log_name);
+        return -1;
+    }
+    return pid;
+}
+
+static void stop_pid(pid_t pid)
+{
+    if (pid <= 0)
+        return;
+    kill(pid, SIGTERM);
+    for (unsigned waited = 0; waited < 5000; waited += POLL_MS) {
+        if (pid_gone(pid))
+            return;
+        sleep_ms(POLL_MS);
+    }
+    kill(pid, SIGKILL);
+    while (!pid_gone(pid))
+        sleep_ms(POLL_MS);
+}
+
+static int write_config(void)
+{
+    FILE *f = fopen(cl->conf, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "# test_client_core\nmds_address = 127.0.0.1:%u\nmds_data_dir = %s/mds\n",
+            cl->mds_port, cl->dir);
+    for (unsigned i = 0; i < N_IOS; i++)
+        fprintf(f, "ioserver = %u 127.0.0.1:%u %s/ios%u\n", i + 1, cl->ios_port[i], cl->dir, i + 1);
+    fprintf(f, "default_layout = 3@2@4k\nrequest_timeout_ms = 1000\nconnect_timeout_ms = 500\n"
+               "server_down_expiry_ms = 1000\n");
+    return fclose(f);
+}
+
+static int cluster_start(void)
+{
+    const char *bin = getenv("DEPFS_BIN_DIR");
+    snprintf(cl->bin, sizeof cl->bin, "%s", bin ? bin : "build/bin");
+    snprintf(cl->dir, sizeof cl->dir, "/tmp/depfs-core-XXXXXX");
+    if (!mkdtemp(cl->dir))
+        return -1;
+    snprintf(cl->conf, sizeof cl->conf, "%s/depfs.conf", cl->dir);
+    cl->mds_port = free_port();
+    for (unsigned i = 0; i < N_IOS; i++)
+        cl->ios_port[i] = free_port();
+    if (write_config() < 0)
+        return -1;
+    setenv("DEPFS_CONF", cl->conf, 1);
+    for (unsigned i = 0; i < N_IOS; i++)
+        if ((cl->ios_pid[i] = start_ios(i)) < 0)
+            return -1;
+    cl->mds_pid = start_mds();
+    return cl->mds_pid < 0 ? -1 : 0;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+static void cluster_stop(bool keep)
+{
+    stop_pid(cl->mds_pid);
+    for (unsigned i = 0; i < N_IOS; i++)
+        stop_pid(cl->ios_pid[i]);
+    if (keep)
+        fprintf(stderr, "test_client_core: kept %s for inspection\n", cl->dir);
+    else
+        nftw(cl->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static depfs_t *mount_fs(void)
+{
+    depfs_options o;
+    memset(&o, 0, sizeof o);
+    o.config_path = cl->conf;
+    depfs_t *fs = NULL;
+    int rc = depfs_mount(&o, &fs);
+    ck_assert_msg(rc == 0, "mount: %d %s", rc, depfs_last_error());
+    return fs;
+}
+
+static uint64_t mkdir_ok(depfs_t *fs, uint64_t parent, const char *name)
+{
+    struct stat st;
+    int rc = depfs_mkdir(fs, parent, name, 0755, NULL, &st);
+    ck_assert_msg(rc == 0, "mkdir %s: %d %s", name, rc, depfs_last_error());
+    ck_assert(S_ISDIR(st.st_mode));
+    return st.st_ino;
+}
+
+static uint64_t create_ok(depfs_t *fs, uint64_t parent, const char *name, const depfs_layout_info *want)
+{
+    struct stat st;
+    depfs_fh_t *fh = NULL;
+    int rc = depfs_create(fs, parent, name, 0644, O_RDWR | O_EXCL, NULL, want, &st, &fh);
+    ck_assert_msg(rc == 0, "create %s: %d %s", name, rc, depfs_last_error());
+    ck_assert(S_ISREG(st.st_mode));
+    ck_assert_uint_eq(st.st_size, 0);
+    ck_assert_uint_eq(depfs_fh_ino(fh), st.st_ino);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    return st.st_ino;
+}
+
+typedef struct listing {
+    unsigned count;
+    char names[64][NAME_MAX + 1];
+    uint64_t inos[64];
+    uint64_t cookies[64];
+    unsigned stop_after; /* 0: never */
+} listing;
+
+static int collect(void *arg, const char *name, uint64_t ino, mode_t type, uint64_t cookie)
+{
+    (void)type;
+    listing *l = arg;
+    if (l->count >= 64)
+        return 1;
+    snprintf(l->names[l->count], sizeof l->names[0], "%s", name);
+    l->inos[l->count] = ino;
+    l->cookies[l->count] = cookie;
+    l->count++;
+    return l->stop_after && l->count >= l->stop_after;
+}
+
+static bool listed(const listing *l, const char *name)
+{
+    for (unsigned i = 0; i < l->count; i++)
+        if (strcmp(l->names[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* -------------------------------------------------------------- tests */
+
+START_TEST(test_mount_and_status)
+{
+    depfs_t *fs = mount_fs();
+    ck_assert_uint_ne(depfs_client_id(fs), 0);
+    depfs_t *fs2 = mount_fs();
+    ck_assert_uint_ne(depfs_client_id(fs), depfs_client_id(fs2));
+    depfs_unmount(fs2);
+
+    struct stat st;
+    ck_assert_int_eq(depfs_getattr(fs, DEPFS_ROOT_INO, &st), 0);
+    ck_assert(S_ISDIR(st.st_mode));
+    ck_assert_uint_eq(st.st_ino, DEPFS_ROOT_INO);
+
+    depfs_server_status ss[8];
+    int n = depfs_cluster_status(fs, ss, 8);
+    ck_assert_int_eq(n, (int)N_IOS);
+    for (unsigned i = 0; i < N_IOS; i++) {
+        ck_assert_msg(ss[i].reachable, "server %u unreachable", ss[i].id);
+        ck_assert_int_eq(ss[i].state, 0);
+        ck_assert_uint_gt(ss[i].bytes_free, 0);
+    }
+    struct statvfs sv;
+    ck_assert_int_eq(depfs_statfs(fs, &sv), 0);
+    ck_assert_uint_eq(sv.f_namemax, NAME_MAX);
+    ck_assert_uint_gt(sv.f_bfree, 0);
+    ck_assert_uint_ge(sv.f_blocks, sv.f_bfree);
+    depfs_unmount(fs);
+
+    /* A config that names no reachable MDS fails with a message. */
+    depfs_options o;
+    memset(&o, 0, sizeof o);
+    o.config_path = "/nonexistent/depfs.conf";
+    depfs_t *bad = NULL;
+    ck_assert_int_lt(depfs_mount(&o, &bad), 0);
+    ck_assert_ptr_null(bad);
+    ck_assert_str_ne(depfs_last_error(), "");
+}
+END_TEST
+
+START_TEST(test_mkdir_create_lookup_readdir)
+{
+    depfs_t *fs = mount_fs();
+    uint64_t d = mkdir_ok(fs, DEPFS_ROOT_INO, "dir1");
+    struct stat st;
+    ck_assert_int_eq(depfs_mkdir(fs, DEPFS_ROOT_INO, "dir1", 0755, NULL, &st), -EEXIST);
+    ck_assert_int_eq(depfs_lookup(fs, DEPFS_ROOT_INO, "dir1", &st), 0);
+    ck_assert_uint_eq(st.st_ino, d);
+    ck_assert_int_eq(depfs_lookup(fs, DEPFS_ROOT_INO, "nope", &st), -ENOENT);
+    ck_assert_int_eq(depfs_lookup(fs, DEPFS_ROOT_INO, "a/b", &st), -EINVAL);
+
+    char name[32];
+    for (unsigned i = 0; i < 10; i++) {
+        snprintf(name, sizeof name, "f%u", i);
+        create_ok(fs, d, name, NULL);
+    }
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_create(fs, d, "f0", 0644, O_RDWR | O_EXCL, NULL, NULL, &st, &fh), -EEXIST);
+    ck_assert_ptr_null(fh);
+    /* without O_EXCL an existing file is opened */
+    ck_assert_int_eq(depfs_create(fs, d, "f0", 0644, O_RDWR, NULL, NULL, &st, &fh), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+
+    listing all = { 0 };
+    ck_assert_int_eq(depfs_readdir(fs, d, 0, collect, &all), 0);
+    ck_assert_uint_eq(all.count, 12);
+    ck_assert(listed(&all, ".") && listed(&all, ".."));
+    for (unsigned i = 0; i < 10; i++) {
+        snprintf(name, sizeof name, "f%u", i);
+        ck_assert_msg(listed(&all, name), "%s not listed", name);
+    }
+    /* resume after the 5th entry: the rest, no repeats */
+    listing head = { .stop_after = 5 }, tail = { 0 };
+    ck_assert_int_eq(depfs_readdir(fs, d, 0, collect, &head), 0);
+    ck_assert_uint_eq(head.count, 5);
+    ck_assert_int_eq(depfs_readdir(fs, d, head.cookies[4], collect, &tail), 0);
+    ck_assert_uint_eq(tail.count, 7);
+    for (unsigned i = 0; i < tail.count; i++)
+        for (unsigned j = 0; j < head.count; j++)
+            ck_assert_str_ne(tail.names[i], head.names[j]);
+
+    ck_assert_int_eq(depfs_rmdir(fs, DEPFS_ROOT_INO, "dir1"), -ENOTEMPTY);
+    ck_assert_int_eq(depfs_readdir(fs, 999999, 0, collect, &all), -ENOENT);
+    depfs_unmount(fs);
+}
+END_TEST
+
+START_TEST(test_rename_link_unlink)
+{
+    depfs_t *fs = mount_fs();
+    uint64_t d = mkdir_ok(fs, DEPFS_ROOT_INO, "rl");
+    uint64_t a = create_ok(fs, d, "a", NULL);
+    uint64_t b = create_ok(fs, d, "b", NULL);
+    struct stat st;
+
+    ck_assert_int_eq(depfs_rename(fs, d, "a", d, "b", RENAME_NOREPLACE), -EEXIST);
+    ck_assert_int_eq(depfs_rename(fs, d, "a", d, "c", 0), 0);
+    ck_assert_int_eq(depfs_lookup(fs, d, "a", &st), -ENOENT);
+    ck_assert_int_eq(depfs_lookup(fs, d, "c", &st), 0);
+    ck_assert_uint_eq(st.st_ino, a);
+    /* rename over an existing file replaces it (its inode goes away) */
+    ck_assert_int_eq(depfs_rename(fs, d, "c", d, "b", 0), 0);
+    ck_assert_int_eq(depfs_lookup(fs, d, "b", &st), 0);
+    ck_assert_uint_eq(st.st_ino, a);
+    ck_assert_int_eq(depfs_getattr(fs, b, &st), -ENOENT);
+
+    uint64_t d2 = mkdir_ok(fs, DEPFS_ROOT_INO, "rl2");
+    ck_assert_int_eq(depfs_link(fs, a, d2, "hard", &st), 0);
+    ck_assert_uint_eq(st.st_ino, a);
+    ck_assert_uint_eq(st.st_nlink, 2);
+    ck_assert_int_eq(depfs_link(fs, d, d2, "dirlink", &st), -EPERM);
+    ck_assert_int_eq(depfs_unlink(fs, d, "b"), 0);
+    ck_assert_int_eq(depfs_getattr(fs, a, &st), 0);
+    ck_assert_uint_eq(st.st_nlink, 1);
+    ck_assert_int_eq(depfs_unlink(fs, d2, "hard"), 0);
+    ck_assert_int_eq(depfs_getattr(fs, a, &st), -ENOENT);
+    ck_assert_int_eq(depfs_unlink(fs, d2, "hard"), -ENOENT);
+    ck_assert_int_eq(depfs_unlink(fs, DEPFS_ROOT_INO, "rl"), -EISDIR);
+    ck_assert_int_eq(depfs_rmdir(fs, DEPFS_ROOT_INO, "rl"), 0);
+    ck_assert_int_eq(depfs_rename(fs, DEPFS_ROOT_INO, "rl2", DEPFS_ROOT_INO, "rl3", 0), 0);
+    ck_assert_int_eq(depfs_lookup(fs, DEPFS_ROOT_INO, "rl3", &st), 0);
+    ck_assert_uint_eq(st.st_ino, d2);
+
+    /* path API */
+    ck_assert_int_eq(depfs_mkdir_path(fs, "/rl3/sub", 0700), 0);
+    ck_assert_int_eq(depfs_mkdir_path(fs, "/rl3/sub", 0700), -EEXIST);
+    ck_assert_int_eq(depfs_mkdir_path(fs, "/rl3/missing/sub", 0700), -ENOENT);
+    depfs_fh_t *fh;
+    ck_assert_int_eq(depfs_open(fs, "/rl3/sub/x", O_CREAT | O_RDWR, 0600, &fh), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    uint64_t ino;
+    ck_assert_int_eq(depfs_resolve(fs, "/rl3/./sub/../sub//x", &ino, &st), 0);
+    ck_assert(S_ISREG(st.st_mode));
+    ck_assert_int_eq(depfs_resolve(fs, "/rl3/sub/x/", &ino, &st), -ENOTDIR);
+    ck_assert_int_eq(depfs_unlink_path(fs, "/rl3/sub/x"), 0);
+    ck_assert_int_eq(depfs_resolve(fs, "/rl3/sub/x", &ino, &st), -ENOENT);
+    ck_assert_int_eq(depfs_resolve(fs, "relative/path", &ino, &st), -EINVAL);
+    depfs_unmount(fs);
+}
+END_TEST
+
+START_TEST(test_symlinks)
+{
+    depfs_t *fs = mount_fs();
+    uint64_t d = mkdir_ok(fs, DEPFS_ROOT_INO, "sl");
+    uint64_t real = mkdir_ok(fs, d, "real");
+    uint64_t f = create_ok(fs, real, "file", NULL);
+    struct stat st;
+    ck_assert_int_eq(depfs_symlink(fs, d, "rel", "real", NULL, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    uint64_t rel = st.st_ino;
+    ck_assert_int_eq(depfs_symlink(fs, d, "abs", "/sl/real/file", NULL, &st), 0);
+    ck_assert_int_eq(depfs_symlink(fs, d, "loop1", "loop2", NULL, &st), 0);
+    ck_assert_int_eq(depfs_symlink(fs, d, "loop2", "loop1", NULL, &st), 0);
+
+    char buf[64];
+    ck_assert_int_eq(depfs_readlink(fs, rel, buf, sizeof buf), 0);
+    ck_assert_str_eq(buf, "real");
+    ck_assert_int_eq(depfs_readlink(fs, rel, buf, 4), -ENAMETOOLONG);
+    ck_assert_int_lt(depfs_readlink(fs, f, buf, sizeof buf), 0);
+
+    uint64_t ino;
+    /* intermediate symlinks are followed, a final one is not (lstat) */
+    ck_assert_int_eq(depfs_resolve(fs, "/sl/rel/file", &ino, &st), 0);
+    ck_assert_uint_eq(ino, f);
+    ck_assert_int_eq(depfs_resolve(fs, "/sl/abs", &ino, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(depfs_resolve(fs, "/sl/rel/", &ino, &st), 0);
+    ck_assert_uint_eq(ino, real);
+    ck_assert_int_eq(depfs_resolve(fs, "/sl/loop1/x", &ino, &st), -ELOOP);
+    /* open follows a final symlink, unless O_NOFOLLOW */
+    depfs_fh_t *fh;
+    ck_assert_int_eq(depfs_open(fs, "/sl/abs", O_RDONLY, 0, &fh), 0);
+    ck_assert_uint_eq(depfs_fh_ino(fh), f);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(depfs_open(fs, "/sl/abs", O_RDONLY | O_NOFOLLOW, 0, &fh), -ELOOP);
+    ck_assert_int_eq(depfs_open(fs, "/sl/loop1", O_RDONLY, 0, &fh), -ELOOP);
+    ck_assert_int_eq(depfs_open(fs, "/sl/real", O_RDONLY, 0, &fh), -EISDIR);
+    ck_assert_int_eq(depfs_unlink(fs, d, "rel"), 0);
+    ck_assert_int_eq(depfs_resolve(fs, "/sl/real/file", &ino, &st), 0);
+    depfs_unmount(fs);
+}
+END_TEST
+
+START_TEST(test_xattrs)
+{
+    depfs_t *fs = mount_fs();
+    uint64_t f = create_ok(fs, DEPFS_ROOT_INO, "xa", NULL);
+    ck_assert_int_eq(depfs_setxattr(fs, f, "user.color", "blue", 4, 0), 0);
+    ck_assert_int_eq(depfs_setxattr(fs, f, "user.shape", "round", 5, 0), 0);
+    ck_assert_int_eq(depfs_setxattr(fs, f, "user.color", "red", 3, XATTR_CREATE), -EEXIST);
+    ck_assert_int_eq(depfs_setxattr(fs, f, "user.none", "x", 1, XATTR_REPLACE), -ENODATA);
+    char v[64];
+    ck_assert_int_eq(depfs_getxattr(fs, f, "user.color", NULL, 0), 4);
+    ck_assert_int_eq(depfs_getxattr(fs, f, "user.color", v, 2), -ERANGE);
+    ck_assert_int_eq(depfs_getxattr(fs, f, "user.color", v, sizeof v), 4);
+    ck_assert(memcmp(v, "blue", 4) == 0);
+    ck_assert_int_eq(depfs_getxattr(fs, f, "user.missing", v, sizeof v), -ENODATA);
+
+    char list[256];
+    ssize_t need = depfs_listxattr(fs, f, NULL, 0);
+    ck_assert_int_gt(need, 0);
+    ck_assert_int_eq(depfs_listxattr(fs, f, list, 1), -ERANGE);
+    ck_assert_int_eq(depfs_listxattr(fs, f, list, sizeof list), need);
+    bool color = false, shape = false;
+    for (ssize_t off = 0; off < need; off += (ssize_t)strlen(list + off) + 1) {
+        color |= strcmp(list + off, "user.color") == 0;
+        shape |= strcmp(list + off, "user.shape") == 0;
+    }
+    ck_assert(color && shape);
+    ck_assert_int_eq(depfs_removexattr(fs, f, "user.color"), 0);
+    ck_assert_int_eq(depfs_getxattr(fs, f, "user.color", v, sizeof v), -ENODATA);
+    ck_assert_int_eq(depfs_removexattr(fs, f, "user.color"), -ENODATA);
+    depfs_unmount(fs);
+}
+END_TEST
+
+START_TEST(test_layout_xattr_inheritance)
+{
+    depfs_t *fs = mount_fs();
+    depfs_layout_info li;
+    uint64_t plain = create_ok(fs, DEPFS_ROOT_INO, "plain", NULL);
+    ck_assert_int_eq(depfs_get_layout(fs, plain, &li), 0);
+    ck_assert_uint_eq(li.n, 3); /* cluster default 3@2@4k */
+    ck_assert_uint_eq(li.k, 2);
+    ck_assert_uint_eq(li.stripe_unit, 4096);
+
+    uint64_t d = mkdir_ok(fs, DEPFS_ROOT_INO, "lay");
+    ck_assert_int_eq(depfs_setxattr(fs, d, DEPFS_LAYOUT_XATTR, "4@2", 3, 0), 0);
+    ck_assert_int_eq(depfs_get_layout(fs, d, &li), 0);
+    ck_assert_uint_eq(li.n, 4);
+    ck_assert_uint_eq(li.k, 2);
+    ck_assert_int_eq(depfs_setxattr(fs, d, DEPFS_LAYOUT_XATTR, "9@2", 3, 0), -EINVAL);
+    ck_assert_str_ne(depfs_last_error(), "");
+    ck_assert_int_eq(depfs_setxattr(fs, d, DEPFS_LAYOUT_XATTR, "2@3", 3, 0), -EINVAL);
+
+    uint64_t f = create_ok(fs, d, "child", NULL);
+    ck_assert_int_eq(depfs_get_layout(fs, f, &li), 0);
+    ck_assert_uint_eq(li.n, 4);
+    ck_assert_uint_eq(li.k, 2);
+    for (unsigned i = 0; i < li.n; i++)
+        for (unsigned j = i + 1; j < li.n; j++)
+            ck_assert_uint_ne(li.servers[i], li.servers[j]);
+    char v[64];
+    ssize_t len = depfs_getxattr(fs, f, DEPFS_LAYOUT_XATTR, v, sizeof v - 1);
+    ck_assert_int_gt(len, 0);
+    v[len] = '\0';
+    ck_assert_msg(strncmp(v, "4@2", 3) == 0, "file layout xattr '%s'", v);
+
+    uint64_t sub = mkdir_ok(fs, d, "sub");
+    uint64_t g = create_ok(fs, sub, "grandchild", NULL);
+    ck_assert_int_eq(depfs_get_layout(fs, g, &li), 0);
+    ck_assert_uint_eq(li.n, 4);
+    /* explicit want beats the directory */
+    depfs_layout_info want = { .n = 3, .k = 1, .stripe_unit = 8192 };
+    uint64_t w = create_ok(fs, d, "wanted", &want);
+    ck_assert_int_eq(depfs_get_layout(fs, w, &li), 0);
+    ck_assert_uint_eq(li.n, 3);
+    ck_assert_uint_eq(li.k, 1);
+    ck_assert_uint_eq(li.stripe_unit, 8192);
+    /* an empty file's layout may be set; an open handle sees it */
+    depfs_fh_t *fh;
+    ck_assert_int_eq(depfs_open_ino(fs, plain, O_RDWR, &fh), 0);
+    ck_assert_int_eq(depfs_setxattr(fs, plain, DEPFS_LAYOUT_XATTR, "2@1", 3, 0), 0);
+    ck_assert_int_eq(depfs_fh_layout(fh, &li), 0);
+    ck_assert_uint_eq(li.n, 2);
+    ck_assert_uint_eq(li.k, 1);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    want = (depfs_layout_info){ .n = 5, .k = 2 };
+    depfs_fh_t *no = NULL;
+    struct stat st;
+    ck_assert_int_eq(depfs_create(fs, d, "toowide", 0644, O_RDWR, NULL, &want, &st, &no), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(depfs_last_error(), "n (5)"));
+    depfs_unmount(fs);
+}
+END_TEST
+
+/* Expect a refused label with `part` in the message (after the label itself). */
+static void label_refused(depfs_t *fs, const char *path, const char *part)
+{
+    depfs_fh_t *fh = NULL;
+    int rc = depfs_open(fs, path, O_CREAT | O_RDWR, 0644, &fh);
+    ck_assert_msg(rc == -EINVAL, "%s: %d", path, rc);
+    ck_assert_ptr_null(fh);
+    const char *err = depfs_last_error();
+    const char *detail = strstr(err, "': ");
+    ck_assert_msg(detail && strstr(detail, part), "%s: message '%s' lacks '%s'", path, err, part);
+}
+
+START_TEST(test_labels)
+{
+    depfs_t *fs = mount_fs();
+    ck_assert_int_eq(depfs_mkdir_path(fs, "/lab", 0755), 0);
+    depfs_fh_t *fh;
+    depfs_layout_info li;
+    int rc = depfs_open(fs, "depfs@4@2:/lab/f", O_CREAT | O_RDWR, 0644, &fh);
+    ck_assert_msg(rc == 0, "%d %s", rc, depfs_last_error());
+    ck_assert_int_eq(depfs_fh_layout(fh, &li), 0);
+    ck_assert_uint_eq(li.n, 4);
+    ck_assert_uint_eq(li.k, 2);
+    ck_assert_int_eq(depfs_close(fh), 0);
+
+    ck_assert_int_eq(depfs_open(fs, "DEPFS@4@3@8k:/lab/g", O_CREAT | O_RDWR, 0644, &fh), 0);
+    ck_assert_int_eq(depfs_fh_layout(fh, &li), 0);
+    ck_assert_uint_eq(li.n, 4);
+    ck_assert_uint_eq(li.k, 3);
+    ck_assert_uint_eq(li.stripe_unit, 8192);
+    ck_assert_int_eq(depfs_close(fh), 0);
+
+    ck_assert_int_eq(depfs_open(fs, "depfs:/lab/h", O_CREAT | O_RDWR, 0644, &fh), 0);
+    ck_assert_int_eq(depfs_fh_layout(fh, &li), 0);
+    ck_assert_uint_eq(li.n, 3);
+    ck_assert_uint_eq(li.k, 2);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(depfs_open(fs, "depfs@4@2:/lab/h", O_CREAT | O_EXCL | O_RDWR, 0644, &fh), -EEXIST);
+    ck_assert_int_eq(depfs_open(fs, "/lab/h", O_RDONLY, 0, &fh), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+
+    label_refused(fs, "depfs@4@5:/lab/x", "k (5) > n (4)");
+    label_refused(fs, "depfs@8@2:/lab/x", "n (8) > servers in the cluster (4)");
+    label_refused(fs, "depfs@0@0:/lab/x", "n (0)");
+    label_refused(fs, "depfs@4@2zz:/lab/x", "zz");
+    label_refused(fs, "depfs@four@2:/lab/x", "four");
+    label_refused(fs, "nfs@4@2:/lab/x", "nfs");
+    label_refused(fs, "depfs@4@2:lab/x", "lab/x");
+    label_refused(fs, "depfs@4@2@1000:/lab/x", "1000");
+    /* nothing was created by the refused opens */
+    struct stat st;
+    ck_assert_int_eq(depfs_resolve(fs, "/lab/x", NULL, &st), -ENOENT);
+    /* mkdir with a label sets the directory's layout */
+    ck_assert_int_eq(depfs_mkdir_path(fs, "depfs@4@1:/lab/d41", 0755), 0);
+    ck_assert_int_eq(depfs_open(fs, "/lab/d41/f", O_CREAT | O_WRONLY, 0644, &fh), 0);
+    ck_assert_int_eq(depfs_fh_layout(fh, &li), 0);
+    ck_assert_uint_eq(li.n, 4);
+    ck_assert_uint_eq(li.k, 1);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(fs);
+}
+END_TEST
+
+START_TEST(test_setattr_and_open_sizes)
+{
+    depfs_t *fs = mount_fs();
+    uint64_t f = create_ok(fs, DEPFS_ROOT_INO, "sa", NULL);
+    struct stat in, out;
+    memset(&in, 0, sizeof in);
+    in.st_mode = 0600;
+    ck_assert_int_eq(depfs_setattr(fs, f, &in, DEPFS_SET_MODE, &out), 0);
+    ck_assert_uint_eq(out.st_mode & 07777, 0600);
+    ck_assert(S_ISREG(out.st_mode));
+    in.st_mtim.tv_sec = 1000000;
+    in.st_mtim.tv_nsec = 5;
+    ck_assert_int_eq(depfs_setattr(fs, f, &in, DEPFS_SET_MTIME, &out), 0);
+    ck_assert_int_eq(out.st_mtim.tv_sec, 1000000);
+    ck_assert_int_eq(out.st_mtim.tv_nsec, 5);
+
+    /* growing truncate of a closed file: size at the MDS, holes */
+    in.st_size = 10000;
+    int rc = depfs_setattr(fs, f, &in, DEPFS_SET_SIZE, &out);
+    ck_assert_msg(rc == 0, "truncate: %d %s", rc, depfs_last_error());
+    ck_assert_int_eq(out.st_size, 10000);
+    ck_assert_int_eq(depfs_getattr(fs, f, &out), 0);
+    ck_assert_int_eq(out.st_size, 10000);
+    in.st_size = 100;
+    ck_assert_int_eq(depfs_setattr(fs, f, &in, DEPFS_SET_SIZE, &out), 0);
+    ck_assert_int_eq(out.st_size, 100);
+    uint64_t d = mkdir_ok(fs, DEPFS_ROOT_INO, "sadir");
+    ck_assert_int_eq(depfs_setattr(fs, d, &in, DEPFS_SET_SIZE, &out), -EISDIR);
+
+    /* O_TRUNC empties a non-empty file */
+    depfs_fh_t *fh;
+    ck_assert_int_eq(depfs_open_ino(fs, f, O_RDWR | O_TRUNC, &fh), 0);
+    ck_assert_int_eq(depfs_fstat(fh, &out), 0);
+    ck_assert_int_eq(out.st_size, 0);
+
+    /* A size grown in this client (as a write would) shows in getattr at
+     * once and reaches the MDS at close. */
+    dc_inode *ino = fh->inode;
+    pthread_mutex_lock(&ino->lock);
+    ino->size = 5000;
+    ino->size_dirty = true;
+    ino->mtime_ns = 0;
+    pthread_mutex_unlock(&ino->lock);
+    ck_assert_int_eq(depfs_getattr(fs, f, &out), 0);
+    ck_assert_int_eq(out.st_size, 5000);
+    depfs_t *other = mount_fs();
+    ck_assert_int_eq(depfs_getattr(other, f, &out), 0);
+    ck_assert_int_eq(out.st_size, 0); /* not committed yet */
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(depfs_getattr(other, f, &out), 0);
+    ck_assert_int_eq(out.st_size, 5000); /* close-to-open */
+    ck_assert_int_eq(depfs_open_ino(other, f, O_RDONLY, &fh), 0);
+    ck_assert_int_eq(depfs_ftruncate(fh, 0), -EINVAL);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
+START_TEST(test_mds_restart)
+{
+    depfs_t *fs = mount_fs();
+    uint64_t client = depfs_client_id(fs);
+    uint64_t d = mkdir_ok(fs, DEPFS_ROOT_INO, "restart");
+    stop_pid(cl->mds_pid);
+    cl->mds_pid = start_mds();
+    ck_assert_int_gt(cl->mds_pid, 0);
+    struct stat st;
+    int rc = depfs_lookup(fs, DEPFS_ROOT_INO, "restart", &st);
+    ck_assert_msg(rc == 0, "lookup after MDS restart: %d %s", rc, depfs_last_error());
+    ck_assert_uint_eq(st.st_ino, d);
+    create_ok(fs, d, "after", NULL);
+    ck_assert_uint_eq(depfs_client_id(fs), client);
+    depfs_unmount(fs);
+}
+END_TEST
+
+typedef struct worker {
+    depfs_t *fs;
+    unsigned id;
+    int failures;
+} worker;
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    char name[32];
+    snprintf(name, sizeof name, "t%u", w->id);
+    struct stat st;
+    if (depfs_mkdir(w->fs, DEPFS_ROOT_INO, name, 0755, NULL, &st) < 0)
+        w->failures++;
+    uint64_t d = st.st_ino;
+    for (unsigned i = 0; i < THREAD_FILES; i++) {
+        snprintf(name, sizeof name, "f%u", i);
+        depfs_fh_t *fh;
+        if (depfs_create(w->fs, d, name, 0644, O_RDWR | O_EXCL, NULL, NULL, &st, &fh) < 0) {
+            w->failures++;
+            continue;
+        }
+        if (depfs_close(fh) < 0 || depfs_lookup(w->fs, d, name, &st) < 0)
+            w->failures++;
+        if (i % 2 == 0 && depfs_unlink(w->fs, d, name) < 0)
+            w->failures++;
+    }
+    listing l = { 0 };
+    if (depfs_readdir(w->fs, d, 0, collect, &l) < 0 || l.count != 2 + THREAD_FILES / 2)
+        w->failures++;
+    return NULL;
+}
+
+START_TEST(test_threads)
+{
+    depfs_t *fs = mount_fs();
+    pthread_t th[THREADS];
+    worker w[THREADS];
+    for (unsigned i = 0; i < THREADS; i++) {
+        w[i] = (worker){ .fs = fs, .id = i };
+        ck_assert_int_eq(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+    }
+    for (unsigned i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(w[i].failures, 0);
+    }
+    depfs_unmount(fs);
+}
+END_TEST
+
+static Suite *core_suite(void)
+{
+    Suite *s = suite_create("client_core");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    tcase_add_test(tc, test_mount_and_status);
+    tcase_add_test(tc, test_mkdir_create_lookup_readdir);
+    tcase_add_test(tc, test_rename_link_unlink);
+    tcase_add_test(tc, test_symlinks);
+    tcase_add_test(tc, test_xattrs);
+    tcase_add_test(tc, test_layout_xattr_inheritance);
+    tcase_add_test(tc, test_labels);
+    tcase_add_test(tc, test_setattr_and_open_sizes);
+    tcase_add_test(tc, test_mds_restart);
+    tcase_add_test(tc, test_threads);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    cl = mmap(NULL, sizeof *cl, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (cl == MAP_FAILED)
+        return 2;
+    memset(cl, 0, sizeof *cl);
+    if (cluster_start() < 0) {
+        cluster_stop(true);
+        return 1;
+    }
+    SRunner *sr = srunner_create(core_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    cluster_stop(failed != 0);
+    return failed ? 1 : 0;
+}
