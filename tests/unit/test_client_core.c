@@ -714,6 +714,47 @@ START_TEST(test_mds_restart)
 }
 END_TEST
 
+
+/* POSIX: a file unlinked while open keeps its data until the last close. */
+START_TEST(test_unlink_while_open)
+{
+    depfs_t *fs = mount_fs();
+    enum { LEN = 50000 };
+    static uint8_t buf[LEN], back[LEN];
+    for (unsigned i = 0; i < LEN; i++)
+        buf[i] = (uint8_t)(i * 7 + 3);
+    depfs_fh_t *fh;
+    ck_assert_int_eq(depfs_open(fs, "depfs@3@2:/uwo", O_CREAT | O_RDWR, 0644, &fh), 0);
+    ck_assert_int_eq(depfs_write(fh, buf, LEN, 0), LEN);
+    struct stat st;
+    ck_assert_int_eq(depfs_fstat(fh, &st), 0);
+    ck_assert_int_eq(st.st_size, LEN);
+    ck_assert_int_eq(depfs_flush(fh), 0);
+    ck_assert_int_eq(depfs_unlink_path(fs, "/uwo"), 0);
+    ck_assert_int_eq(depfs_resolve(fs, "/uwo", NULL, &st), -ENOENT);
+    ck_assert_int_eq(depfs_read(fh, back, LEN, 0), LEN);
+    ck_assert(memcmp(buf, back, LEN) == 0);
+    ck_assert_int_eq(depfs_fstat(fh, &st), 0);
+    ck_assert_int_eq(st.st_size, LEN);
+    ck_assert_int_eq(depfs_close(fh), 0);
+
+    /* A closed file's data goes at once; O_APPEND and O_TRUNC via the path API. */
+    ck_assert_int_eq(depfs_open(fs, "/uwo2", O_CREAT | O_WRONLY | O_APPEND, 0644, &fh), 0);
+    ck_assert_int_eq(depfs_write(fh, buf, 1000, 0), 1000);
+    ck_assert_int_eq(depfs_write(fh, buf, 1000, 0), 1000);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(depfs_resolve(fs, "/uwo2", NULL, &st), 0);
+    ck_assert_int_eq(st.st_size, 2000);
+    ck_assert_int_eq(depfs_open(fs, "/uwo2", O_RDWR | O_TRUNC, 0, &fh), 0);
+    ck_assert_int_eq(depfs_read(fh, back, 10, 0), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(depfs_resolve(fs, "/uwo2", NULL, &st), 0);
+    ck_assert_int_eq(st.st_size, 0);
+    ck_assert_int_eq(depfs_unlink_path(fs, "/uwo2"), 0);
+    depfs_unmount(fs);
+}
+END_TEST
+
 typedef struct worker {
     depfs_t *fs;
     unsigned id;
@@ -777,6 +818,7 @@ static Suite *core_suite(void)
     tcase_add_test(tc, test_layout_xattr_inheritance);
     tcase_add_test(tc, test_labels);
     tcase_add_test(tc, test_setattr_and_open_sizes);
+    tcase_add_test(tc, test_unlink_while_open);
     tcase_add_test(tc, test_mds_restart);
     tcase_add_test(tc, test_threads);
     suite_add_tcase(s, tc);
