@@ -83,8 +83,9 @@ int cli_dirent_type(depfs_t *fs, const cli_dirent *e, mode_t *type);
 
 /* "regular file", "directory", ... */
 const char *cli_type_name(mode_t mode);
-/* Layout as "n=8 k=6 su=65536 servers=0,1,2 codec=1". */
-void cli_format_layout(char *buf, size_t len, const depfs_layout_info *li);
+/* Layout as "n=8 k=6 su=65536 servers=0,1,2 codec=1"; a directory's
+ * (inherited) layout has no servers yet: "servers=-". */
+void cli_format_layout(char *buf, size_t len, const depfs_layout_info *li, bool is_dir);
 
 /* Standard option table entries, shared by every subcommand. */
 #define CLI_OPT_CONFIG 'c'

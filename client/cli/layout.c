@@ -38,7 +38,7 @@ static void layout_usage(FILE *out)
             CLI_PROG, CLI_PROG);
 }
 
-static void print_layout_json(const char *path, uint64_t ino, const depfs_layout_info *li)
+static void print_layout_json(const char *path, uint64_t ino, const depfs_layout_info *li, bool is_dir)
 {
     cli_json j;
     cli_json_init(&j, stdout);
@@ -51,10 +51,14 @@ static void print_layout_json(const char *path, uint64_t ino, const depfs_layout
     cli_json_uint(&j, "stripe_bytes", (uint64_t)li->k * li->stripe_unit);
     cli_json_uint(&j, "version", li->version);
     cli_json_uint(&j, "codec_version", li->codec_version);
-    cli_json_begin_array(&j, "servers");
-    for (unsigned i = 0; i < li->n && i < DEPFS_MAX_SERVERS_PER_FILE; i++)
-        cli_json_uint(&j, NULL, li->servers[i]);
-    cli_json_end_array(&j);
+    if (is_dir) {
+        cli_json_null(&j, "servers"); /* chosen per file at create */
+    } else {
+        cli_json_begin_array(&j, "servers");
+        for (unsigned i = 0; i < li->n && i < DEPFS_MAX_SERVERS_PER_FILE; i++)
+            cli_json_uint(&j, NULL, li->servers[i]);
+        cli_json_end_array(&j);
+    }
     cli_json_end_object(&j);
     cli_json_finish(&j);
 }
@@ -78,10 +82,10 @@ static int layout_get(depfs_t *fs, const char *arg, const depfs_label *lab, bool
         return CLI_EXIT_FAIL;
     }
     if (json) {
-        print_layout_json(lab->path, ino, &li);
+        print_layout_json(lab->path, ino, &li, S_ISDIR(st.st_mode));
     } else {
         char line[LAYOUT_LINE_MAX];
-        cli_format_layout(line, sizeof(line), &li);
+        cli_format_layout(line, sizeof(line), &li, S_ISDIR(st.st_mode));
         printf("%s\n", line);
     }
     return CLI_EXIT_OK;

@@ -2,6 +2,7 @@
  * Each subcommand group lives in its own file (cp.c, layout.c, stat.c,
  * scrub.c, status.c, ns.c). Exit codes: 0 ok, 1 failure, 2 usage. */
 #include "cli.h"
+#include "log.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -64,6 +65,9 @@ int main(int argc, char **argv)
     const char *config_path = NULL;
     int c;
 
+    /* Library chatter (connects, retries) only when it matters; the
+     * DEPFS_LOG_LEVEL environment variable still overrides. */
+    dlog_init(CLI_PROG, DLOG_WARN);
     opterr = 0;
     /* '+': stop at the first non-option, the subcommand. */
     while ((c = getopt_long(argc, argv, "+:c:hV", opts, NULL)) != -1) {

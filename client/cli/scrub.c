@@ -76,7 +76,7 @@ static void file_report(scrub_ctx *s, const char *path, uint64_t ino, const depf
                (unsigned long long)rep->stripes_bad, (unsigned long long)rep->first_bad_stripe,
                s->repair ? " (parity rewritten)" : "");
     if (rep->stripes_unreadable > 0)
-        printf("%s: %llu unreadable stripe(s) (fewer than k units could be read)\n", path,
+        printf("%s: %llu unreadable stripe(s) (some units could not be read: a server down?)\n", path,
                (unsigned long long)rep->stripes_unreadable);
     if (s->verbose && rep->stripes_bad == 0 && rep->stripes_unreadable == 0)
         printf("%s: ok, %llu stripe(s)\n", path, (unsigned long long)rep->stripes_checked);

@@ -101,7 +101,7 @@ static void print_text(const stat_result *r)
     printf(" ctime: %s\n", t);
     if (r->has_layout) {
         char line[LAYOUT_LINE_MAX];
-        cli_format_layout(line, sizeof(line), &r->li);
+        cli_format_layout(line, sizeof(line), &r->li, S_ISDIR(r->st.st_mode));
         printf("layout: %s\n", line);
     } else {
         printf("layout: -\n");
@@ -143,10 +143,14 @@ static void print_json(cli_json *j, const stat_result *r)
         cli_json_uint(j, "stripe_unit", r->li.stripe_unit);
         cli_json_uint(j, "version", r->li.version);
         cli_json_uint(j, "codec_version", r->li.codec_version);
-        cli_json_begin_array(j, "servers");
-        for (unsigned i = 0; i < r->li.n && i < DEPFS_MAX_SERVERS_PER_FILE; i++)
-            cli_json_uint(j, NULL, r->li.servers[i]);
-        cli_json_end_array(j);
+        if (S_ISDIR(r->st.st_mode)) {
+            cli_json_null(j, "servers");
+        } else {
+            cli_json_begin_array(j, "servers");
+            for (unsigned i = 0; i < r->li.n && i < DEPFS_MAX_SERVERS_PER_FILE; i++)
+                cli_json_uint(j, NULL, r->li.servers[i]);
+            cli_json_end_array(j);
+        }
         cli_json_end_object(j);
     } else {
         cli_json_null(j, "layout");

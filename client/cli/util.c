@@ -167,7 +167,7 @@ const char *cli_type_name(mode_t mode)
     }
 }
 
-void cli_format_layout(char *buf, size_t len, const depfs_layout_info *li)
+void cli_format_layout(char *buf, size_t len, const depfs_layout_info *li, bool is_dir)
 {
     size_t used = 0;
     int w = snprintf(buf, len, "n=%u k=%u su=%u servers=", li->n, li->k, li->stripe_unit);
@@ -175,6 +175,11 @@ void cli_format_layout(char *buf, size_t len, const depfs_layout_info *li)
         return;
     used = (size_t)w;
     unsigned n = li->n < DEPFS_MAX_SERVERS_PER_FILE ? li->n : DEPFS_MAX_SERVERS_PER_FILE;
+    if (is_dir) {
+        n = 0;
+        snprintf(buf + used, len - used, "-");
+        used += strlen(buf + used);
+    }
     for (unsigned i = 0; i < n; i++) {
         w = snprintf(buf + used, len - used, "%s%u", i ? "," : "", li->servers[i]);
         if (w < 0 || (size_t)w >= len - used)
