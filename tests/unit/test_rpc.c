@@ -32,6 +32,8 @@ enum { T_ECHO = 1, T_SLOW = 2, T_BIG = 3, T_MSG = 4 };
 #define SLOW_REPLY_BULK_BYTES (256u << 10)
 #define CANARY 0xAA
 #define TEST_MAX_BULK_BYTES (4u << 20)
+#define MAX_CONN_RETRIES 100
+#define MAX_CONN_RETRY_PAUSE_MS 20
 
 static atomic_int handled; /* requests that reached the handler */
 
@@ -504,9 +506,20 @@ START_TEST(test_max_connections)
     rpc_conn_close(c2);
     echo_ok(c1);
     rpc_conn_close(c1);
-    /* once the first is gone a new one is served */
-    usleep(50 * 1000);
-    c1 = conn_open(s);
+    /* once the server has noticed the first is gone, a new one is served */
+    for (int tries = 0;; tries++) {
+        rpc_call *probe = NULL;
+        c1 = conn_open(s);
+        if (rpc_call_start(c1, T_ECHO, "x", 1, NULL, 0, NULL, 0, &probe) == 0) {
+            rc = rpc_call_wait(probe, WAIT_MS);
+            rpc_call_free(probe);
+            if (rc == 0)
+                break;
+        }
+        rpc_conn_close(c1);
+        ck_assert_int_lt(tries, MAX_CONN_RETRIES);
+        usleep(MAX_CONN_RETRY_PAUSE_MS * 1000);
+    }
     echo_ok(c1);
     rpc_conn_close(c1);
     rpc_server_stop(s);
