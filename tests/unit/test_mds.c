@@ -1,0 +1,953 @@
+/* test_mds.c - the MDS namespace (mds/namespace.c, ns_xattr.c, cluster.c)
+ * on a real LevelDB in a temp dir, plus the RPC handlers over a real TCP
+ * socket on 127.0.0.1. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mds/cluster.h"
+#include "depfs.pb-c.h"
+#include "mds/handlers.h"
+#include "kvstore.h"
+#include "log.h"
+#include "mds/namespace.h"
+#include "rpc.h"
+
+#define N_SERVERS 6u
+#define DEF_N 4u
+#define DEF_K 2u
+#define DEF_SU 65536u
+#define ROOT MDS_ROOT_INO
+#define RPC_TIMEOUT_MS 5000
+
+static char tmpdir[PATH_MAX];
+static kvstore *kv;
+static mds_ns *ns;
+static char why[MDS_WHY_MAX];
+
+static void fill_params(mds_ns_params *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->n_servers = N_SERVERS;
+    for (unsigned i = 0; i < N_SERVERS; i++)
+        p->server_ids[i] = 10 + i;
+    p->default_n = DEF_N;
+    p->default_k = DEF_K;
+    p->default_su = DEF_SU;
+}
+
+static void store_open(void)
+{
+    char err[256];
+    mds_ns_params p;
+    ck_assert_int_eq(kv_open(tmpdir, true, &kv, err, sizeof(err)), 0);
+    fill_params(&p);
+    ck_assert_int_eq(mds_ns_open(kv, &p, &ns, why), 0);
+}
+
+static void store_close(void)
+{
+    mds_ns_close(ns);
+    kv_close(kv);
+    ns = NULL;
+    kv = NULL;
+}
+
+static void setup(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_mds.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    store_open();
+}
+
+static void teardown(void)
+{
+    char cmd[PATH_MAX + 16];
+    if (ns)
+        store_close();
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static mds_new mk(uint64_t parent, const char *name, uint32_t mode)
+{
+    mds_new nw = { .parent = parent, .name = name, .mode = mode, .uid = 1000, .gid = 100 };
+    return nw;
+}
+
+static uint64_t new_file(uint64_t parent, const char *name)
+{
+    mds_new nw = mk(parent, name, 0644);
+    mds_inode in;
+    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &in, why), 0);
+    return in.ino;
+}
+
+static uint64_t new_dir(uint64_t parent, const char *name)
+{
+    mds_new nw = mk(parent, name, 0755);
+    mds_inode in;
+    ck_assert_int_eq(mds_ns_mkdir(ns, &nw, &in, why), 0);
+    return in.ino;
+}
+
+static mds_inode attr_of(uint64_t ino)
+{
+    mds_inode in;
+    ck_assert_int_eq(mds_ns_getattr(ns, ino, &in, why), 0);
+    return in;
+}
+
+static uint64_t ino_of(uint64_t parent, const char *name)
+{
+    mds_inode in;
+    int rc = mds_ns_lookup(ns, parent, name, &in, why);
+    return rc == 0 ? in.ino : 0;
+}
+
+static char *xattr_str(uint64_t ino, const char *name, int *rc)
+{
+    void *v = NULL;
+    size_t len = 0;
+    *rc = mds_ns_getxattr(ns, ino, name, &v, &len, why);
+    if (*rc < 0)
+        return NULL;
+    char *s = calloc(1, len + 1);
+    memcpy(s, v, len);
+    free(v);
+    return s;
+}
+
+static void assert_layout_str(uint64_t ino, const char *want)
+{
+    int rc;
+    char *s = xattr_str(ino, MDS_LAYOUT_XATTR, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_str_eq(s, want);
+    free(s);
+}
+
+/* ------------------------------------------------------------------ tests */
+
+START_TEST(test_root)
+{
+    mds_inode r = attr_of(ROOT);
+    ck_assert(S_ISDIR(r.mode));
+    ck_assert_uint_eq(r.mode & 07777, 0755);
+    ck_assert_uint_eq(r.nlink, 2);
+    ck_assert_uint_eq(r.uid, 0);
+    uint64_t files, bytes;
+    mds_ns_statfs(ns, &files, &bytes);
+    ck_assert_uint_eq(files, 1);
+    ck_assert_uint_eq(bytes, 0);
+}
+END_TEST
+
+START_TEST(test_create_lookup)
+{
+    mds_new nw = mk(ROOT, "f", 0640);
+    mds_inode a, b;
+    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &a, why), 0);
+    ck_assert(S_ISREG(a.mode));
+    ck_assert_uint_eq(a.mode & 07777, 0640);
+    ck_assert_uint_eq(a.uid, 1000);
+    ck_assert_uint_eq(a.gid, 100);
+    ck_assert_uint_eq(a.nlink, 1);
+    ck_assert(a.has_layout);
+    ck_assert_uint_eq(a.lay.n, DEF_N);
+    ck_assert_uint_eq(a.lay.k, DEF_K);
+    ck_assert_uint_eq(a.lay.su, DEF_SU);
+    ck_assert_uint_eq(a.lay.version, 1);
+    for (unsigned i = 0; i < a.lay.n; i++) {
+        ck_assert(a.lay.servers[i] >= 10 && a.lay.servers[i] < 10 + N_SERVERS);
+        for (unsigned j = i + 1; j < a.lay.n; j++)
+            ck_assert_uint_ne(a.lay.servers[i], a.lay.servers[j]);
+    }
+    ck_assert_int_eq(mds_ns_lookup(ns, ROOT, "f", &b, why), 0);
+    ck_assert_uint_eq(b.ino, a.ino);
+    ck_assert_int_eq(memcmp(&b.lay, &a.lay, sizeof(a.lay)), 0);
+    /* O_EXCL vs plain create of an existing name */
+    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &b, why), -EEXIST);
+    ck_assert_int_eq(mds_ns_create(ns, &nw, false, &b, why), 0);
+    ck_assert_uint_eq(b.ino, a.ino);
+    /* parent's mtime moved */
+    ck_assert(attr_of(ROOT).mtime_ns >= a.mtime_ns);
+    /* "." and ".." lookups */
+    ck_assert_uint_eq(ino_of(ROOT, "."), ROOT);
+    ck_assert_uint_eq(ino_of(ROOT, ".."), ROOT);
+    /* errors */
+    ck_assert_int_eq(mds_ns_lookup(ns, ROOT, "nope", &b, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_lookup(ns, a.ino, "x", &b, why), -ENOTDIR);
+    ck_assert_int_eq(mds_ns_getattr(ns, 999999, &b, why), -ENOENT);
+    const char *bad[] = { "", ".", "..", "a/b" };
+    for (unsigned i = 0; i < 4; i++) {
+        nw.name = bad[i];
+        ck_assert_int_eq(mds_ns_create(ns, &nw, true, &b, why), -EINVAL);
+    }
+    char longname[300];
+    memset(longname, 'x', 256);
+    longname[256] = '\0';
+    nw.name = longname;
+    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &b, why), -ENAMETOOLONG);
+    longname[255] = '\0';
+    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &b, why), 0);
+    nw.parent = 424242;
+    nw.name = "orphan";
+    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &b, why), -ENOENT);
+}
+END_TEST
+
+START_TEST(test_spread)
+{
+    /* layouts spread over all servers */
+    unsigned used[N_SERVERS] = { 0 };
+    char name[32];
+    for (unsigned i = 0; i < 12; i++) {
+        snprintf(name, sizeof(name), "s%u", i);
+        mds_inode in = attr_of(new_file(ROOT, name));
+        for (unsigned j = 0; j < in.lay.n; j++)
+            used[in.lay.servers[j] - 10]++;
+    }
+    for (unsigned i = 0; i < N_SERVERS; i++)
+        ck_assert_uint_gt(used[i], 0);
+}
+END_TEST
+
+START_TEST(test_mkdir_rmdir)
+{
+    mds_inode in;
+    uint64_t d = new_dir(ROOT, "d");
+    ck_assert_uint_eq(attr_of(ROOT).nlink, 3);
+    ck_assert_uint_eq(attr_of(d).nlink, 2);
+    ck_assert_uint_eq(ino_of(d, ".."), ROOT);
+    uint64_t sub = new_dir(d, "sub");
+    ck_assert_uint_eq(attr_of(d).nlink, 3);
+    new_file(d, "f");
+    mds_new nw = mk(ROOT, "d", 0755);
+    ck_assert_int_eq(mds_ns_mkdir(ns, &nw, &in, why), -EEXIST);
+    ck_assert_int_eq(mds_ns_rmdir(ns, ROOT, "d", why), -ENOTEMPTY);
+    ck_assert_int_eq(mds_ns_rmdir(ns, d, "f", why), -ENOTDIR);
+    mds_removed rm;
+    ck_assert_int_eq(mds_ns_unlink(ns, d, "sub", &rm, why), -EISDIR);
+    ck_assert_int_eq(mds_ns_rmdir(ns, d, "sub", why), 0);
+    ck_assert_int_eq(mds_ns_getattr(ns, sub, &in, why), -ENOENT);
+    ck_assert_uint_eq(attr_of(d).nlink, 2);
+    ck_assert_int_eq(mds_ns_unlink(ns, d, "f", &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rmdir(ns, ROOT, "d", why), 0);
+    ck_assert_uint_eq(attr_of(ROOT).nlink, 2);
+    ck_assert_int_eq(mds_ns_rmdir(ns, ROOT, "d", why), -ENOENT);
+    uint64_t files, bytes;
+    mds_ns_statfs(ns, &files, &bytes);
+    ck_assert_uint_eq(files, 1);
+}
+END_TEST
+
+START_TEST(test_rename_files)
+{
+    mds_removed rm;
+    uint64_t a = new_file(ROOT, "a");
+    uint64_t b = new_file(ROOT, "b");
+    mds_inode bi = attr_of(b);
+    uint64_t d = new_dir(ROOT, "d");
+
+    /* replace: b's last link goes, reply names it with its layout */
+    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "a", ROOT, "b", 0, &rm, why), 0);
+    ck_assert_uint_eq(rm.ino, b);
+    ck_assert(rm.has_layout);
+    ck_assert_int_eq(memcmp(&rm.lay, &bi.lay, sizeof(bi.lay)), 0);
+    ck_assert_uint_eq(ino_of(ROOT, "b"), a);
+    ck_assert_uint_eq(ino_of(ROOT, "a"), 0);
+    ck_assert_int_eq(mds_ns_getattr(ns, b, &bi, why), -ENOENT);
+    /* across directories */
+    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "b", d, "moved", 0, &rm, why), 0);
+    ck_assert_uint_eq(rm.ino, 0);
+    ck_assert_uint_eq(ino_of(d, "moved"), a);
+    ck_assert_uint_eq(ino_of(ROOT, "b"), 0);
+    /* missing source */
+    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "zz", ROOT, "yy", 0, &rm, why), -ENOENT);
+    /* NOREPLACE */
+    uint64_t c = new_file(d, "c");
+    ck_assert_int_eq(mds_ns_rename(ns, d, "moved", d, "c", MDS_RENAME_NOREPLACE, &rm, why), -EEXIST);
+    ck_assert_int_eq(mds_ns_rename(ns, d, "moved", d, "free", MDS_RENAME_NOREPLACE, &rm, why), 0);
+    /* EXCHANGE */
+    ck_assert_int_eq(mds_ns_rename(ns, d, "free", d, "c", MDS_RENAME_EXCHANGE, &rm, why), 0);
+    ck_assert_uint_eq(ino_of(d, "free"), c);
+    ck_assert_uint_eq(ino_of(d, "c"), a);
+    ck_assert_int_eq(mds_ns_rename(ns, d, "free", d, "nothere", MDS_RENAME_EXCHANGE, &rm, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_rename(ns, d, "free", d, "c", 3, &rm, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, d, "free", d, "c", 4, &rm, why), -EINVAL);
+    /* hard links of the same inode: no-op */
+    mds_inode li;
+    ck_assert_int_eq(mds_ns_link(ns, c, d, "c2", &li, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, d, "free", d, "c2", 0, &rm, why), 0);
+    ck_assert_uint_eq(ino_of(d, "free"), c);
+    ck_assert_uint_eq(ino_of(d, "c2"), c);
+    ck_assert_uint_eq(attr_of(c).nlink, 2);
+    /* replacing one link of a two-link file: no removal */
+    uint64_t e = new_file(d, "e");
+    ck_assert_int_eq(mds_ns_rename(ns, d, "e", d, "c2", 0, &rm, why), 0);
+    ck_assert_uint_eq(rm.ino, 0);
+    ck_assert_uint_eq(attr_of(c).nlink, 1);
+    ck_assert_uint_eq(ino_of(d, "c2"), e);
+}
+END_TEST
+
+START_TEST(test_rename_dirs)
+{
+    mds_removed rm;
+    uint64_t a = new_dir(ROOT, "a");
+    uint64_t b = new_dir(ROOT, "b");
+    uint64_t a1 = new_dir(a, "a1");
+    uint64_t a2 = new_dir(a1, "a2");
+    uint64_t f = new_file(ROOT, "f");
+    ck_assert_uint_eq(attr_of(ROOT).nlink, 4);
+
+    /* into its own subtree */
+    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "a", a1, "x", 0, &rm, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "a", a2, "x", 0, &rm, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "a", a, "x", 0, &rm, why), -EINVAL);
+    /* type mismatches */
+    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "a", ROOT, "f", 0, &rm, why), -ENOTDIR);
+    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "f", ROOT, "a", 0, &rm, why), -EISDIR);
+    /* non-empty target dir */
+    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "b", ROOT, "a", 0, &rm, why), -ENOTEMPTY);
+    /* move a1 under b: nlinks and ".." follow */
+    ck_assert_int_eq(mds_ns_rename(ns, a, "a1", b, "a1", 0, &rm, why), 0);
+    ck_assert_uint_eq(attr_of(a).nlink, 2);
+    ck_assert_uint_eq(attr_of(b).nlink, 3);
+    ck_assert_uint_eq(ino_of(a1, ".."), b);
+    ck_assert_uint_eq(ino_of(b, "a1"), a1);
+    /* replace an empty dir */
+    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "b", ROOT, "a", 0, &rm, why), 0);
+    ck_assert_uint_eq(ino_of(ROOT, "a"), b);
+    mds_inode gone;
+    ck_assert_int_eq(mds_ns_getattr(ns, a, &gone, why), -ENOENT);
+    ck_assert_uint_eq(attr_of(ROOT).nlink, 3);
+    /* exchange a dir with a file across parents */
+    ck_assert_int_eq(mds_ns_rename(ns, b, "a1", ROOT, "f", MDS_RENAME_EXCHANGE, &rm, why), 0);
+    ck_assert_uint_eq(ino_of(ROOT, "f"), a1);
+    ck_assert_uint_eq(ino_of(b, "a1"), f);
+    ck_assert_uint_eq(ino_of(a1, ".."), ROOT);
+    ck_assert_uint_eq(attr_of(ROOT).nlink, 4);
+    ck_assert_uint_eq(attr_of(b).nlink, 2);
+    /* exchange that would put a dir inside itself */
+    ck_assert_int_eq(mds_ns_rename(ns, a1, "a2", ROOT, "f", MDS_RENAME_EXCHANGE, &rm, why), -EINVAL);
+    (void)a2;
+}
+END_TEST
+
+START_TEST(test_link_unlink)
+{
+    mds_inode in;
+    mds_removed rm;
+    uint64_t d = new_dir(ROOT, "d");
+    uint64_t f = new_file(ROOT, "f");
+    mds_inode fi = attr_of(f);
+    ck_assert_int_eq(mds_ns_link(ns, f, d, "g", &in, why), 0);
+    ck_assert_uint_eq(in.nlink, 2);
+    ck_assert_uint_eq(ino_of(d, "g"), f);
+    ck_assert_int_eq(mds_ns_link(ns, f, d, "g", &in, why), -EEXIST);
+    ck_assert_int_eq(mds_ns_link(ns, d, ROOT, "dl", &in, why), -EPERM);
+    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "f", &rm, why), 0);
+    ck_assert_uint_eq(rm.ino, 0);
+    ck_assert_uint_eq(attr_of(f).nlink, 1);
+    ck_assert_int_eq(mds_ns_unlink(ns, d, "g", &rm, why), 0);
+    ck_assert_uint_eq(rm.ino, f);
+    ck_assert(rm.has_layout);
+    ck_assert_int_eq(memcmp(&rm.lay, &fi.lay, sizeof(fi.lay)), 0);
+    ck_assert_int_eq(mds_ns_getattr(ns, f, &in, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_unlink(ns, d, "g", &rm, why), -ENOENT);
+    /* symlinks and fifos go without a layout */
+    mds_new nw = mk(ROOT, "sl", 0);
+    nw.target = "/some/where";
+    ck_assert_int_eq(mds_ns_symlink(ns, &nw, &in, why), 0);
+    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "sl", &rm, why), 0);
+    ck_assert_uint_eq(rm.ino, in.ino);
+    ck_assert(!rm.has_layout);
+}
+END_TEST
+
+typedef struct rd_col {
+    unsigned n;
+    char names[4096][32];
+    uint64_t inos[4096];
+    uint64_t last_cookie;
+} rd_col;
+
+static int rd_emit(void *arg, const char *name, size_t len, uint64_t ino, uint32_t mode, uint64_t cookie)
+{
+    rd_col *c = arg;
+    (void)mode;
+    ck_assert_uint_lt(c->n, 4096);
+    ck_assert_uint_lt(len, 32);
+    ck_assert_uint_gt(cookie, c->last_cookie);
+    memcpy(c->names[c->n], name, len);
+    c->names[c->n][len] = '\0';
+    c->inos[c->n] = ino;
+    c->n++;
+    c->last_cookie = cookie;
+    return 0;
+}
+
+/* Reads the whole directory in pages of `page`; returns the entry count. */
+static unsigned read_all(uint64_t dir, unsigned page, rd_col *c)
+{
+    bool eof = false;
+    unsigned pages = 0;
+    memset(c, 0, sizeof(*c));
+    while (!eof) {
+        unsigned before = c->n;
+        ck_assert_int_eq(mds_ns_readdir(ns, dir, c->last_cookie, page, rd_emit, c, &eof, why), 0);
+        ck_assert_uint_le(c->n - before, page > MDS_READDIR_MAX ? MDS_READDIR_MAX : page);
+        ck_assert(eof || c->n > before);
+        pages++;
+        ck_assert_uint_lt(pages, 10000);
+    }
+    return c->n;
+}
+
+START_TEST(test_readdir_paging)
+{
+    enum { N = 3000 };
+    char name[32];
+    static rd_col c;
+    uint64_t d = new_dir(ROOT, "big");
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "e%05u", i);
+        new_file(d, name);
+    }
+    ck_assert_uint_eq(read_all(d, 100, &c), N + 2);
+    ck_assert_str_eq(c.names[0], ".");
+    ck_assert_uint_eq(c.inos[0], d);
+    ck_assert_str_eq(c.names[1], "..");
+    ck_assert_uint_eq(c.inos[1], ROOT);
+    static unsigned char seen[N];
+    memset(seen, 0, sizeof(seen));
+    for (unsigned i = 2; i < c.n; i++) {
+        unsigned idx;
+        ck_assert_int_eq(sscanf(c.names[i], "e%05u", &idx), 1);
+        ck_assert_uint_lt(idx, N);
+        ck_assert(!seen[idx]);
+        seen[idx] = 1;
+    }
+    /* max_entries is bounded */
+    ck_assert_uint_eq(read_all(d, 5000, &c), N + 2);
+
+    /* stability: read a page, delete entries before and after the cursor,
+     * continue: nothing repeated, every survivor seen once */
+    static rd_col part;
+    bool eof;
+    memset(&part, 0, sizeof(part));
+    ck_assert_int_eq(mds_ns_readdir(ns, d, 0, 500, rd_emit, &part, &eof, why), 0);
+    ck_assert(!eof);
+    ck_assert_uint_eq(part.n, 500);
+    mds_removed rm;
+    for (unsigned i = 0; i < N; i += 3) {
+        snprintf(name, sizeof(name), "e%05u", i);
+        ck_assert_int_eq(mds_ns_unlink(ns, d, name, &rm, why), 0);
+    }
+    eof = false;
+    while (!eof)
+        ck_assert_int_eq(mds_ns_readdir(ns, d, part.last_cookie, 300, rd_emit, &part, &eof, why), 0);
+    memset(seen, 0, sizeof(seen));
+    for (unsigned i = 2; i < part.n; i++) {
+        unsigned idx;
+        ck_assert_int_eq(sscanf(part.names[i], "e%05u", &idx), 1);
+        ck_assert(!seen[idx]);
+        seen[idx] = 1;
+        if (i >= 500)
+            ck_assert_uint_ne(idx % 3, 0); /* deleted ones after the cursor never show */
+    }
+    for (unsigned i = 0; i < N; i++)
+        if (i % 3)
+            ck_assert(seen[i]);
+    /* a cookie past the end: empty, eof */
+    static rd_col tail;
+    memset(&tail, 0, sizeof(tail));
+    tail.last_cookie = 0;
+    ck_assert_int_eq(mds_ns_readdir(ns, d, UINT64_MAX, 10, rd_emit, &tail, &eof, why), 0);
+    ck_assert(eof);
+    ck_assert_uint_eq(tail.n, 0);
+    /* readdir of a file */
+    uint64_t f = new_file(ROOT, "plain");
+    ck_assert_int_eq(mds_ns_readdir(ns, f, 0, 10, rd_emit, &tail, &eof, why), -ENOTDIR);
+}
+END_TEST
+
+START_TEST(test_symlink_mknod)
+{
+    mds_inode in;
+    char *t = NULL;
+    mds_new nw = mk(ROOT, "ln", 0);
+    nw.target = "../target/path";
+    ck_assert_int_eq(mds_ns_symlink(ns, &nw, &in, why), 0);
+    ck_assert(S_ISLNK(in.mode));
+    ck_assert_uint_eq(in.size, strlen(nw.target));
+    ck_assert_int_eq(mds_ns_readlink(ns, in.ino, &t, why), 0);
+    ck_assert_str_eq(t, "../target/path");
+    free(t);
+    nw.name = "empty";
+    nw.target = "";
+    ck_assert_int_eq(mds_ns_symlink(ns, &nw, &in, why), -ENOENT);
+    uint64_t f = new_file(ROOT, "f");
+    ck_assert_int_eq(mds_ns_readlink(ns, f, &t, why), -EINVAL);
+
+    nw = mk(ROOT, "fifo", S_IFIFO | 0600);
+    ck_assert_int_eq(mds_ns_mknod(ns, &nw, &in, why), 0);
+    ck_assert(S_ISFIFO(in.mode));
+    ck_assert(!in.has_layout);
+    nw = mk(ROOT, "chr", S_IFCHR | 0600);
+    nw.rdev = 0x0501;
+    ck_assert_int_eq(mds_ns_mknod(ns, &nw, &in, why), 0);
+    ck_assert(S_ISCHR(in.mode));
+    ck_assert_uint_eq(attr_of(in.ino).rdev, 0x0501);
+    nw = mk(ROOT, "reg", S_IFREG | 0600);
+    ck_assert_int_eq(mds_ns_mknod(ns, &nw, &in, why), 0);
+    ck_assert(S_ISREG(in.mode));
+    ck_assert(in.has_layout);
+    nw = mk(ROOT, "dir", S_IFDIR | 0600);
+    ck_assert_int_eq(mds_ns_mknod(ns, &nw, &in, why), -EPERM);
+}
+END_TEST
+
+START_TEST(test_setattr_extend)
+{
+    mds_inode in;
+    uint64_t f = new_file(ROOT, "f");
+    uint64_t d = new_dir(ROOT, "d");
+    mds_setattr_in a = { .mode = 04711, .uid = 7, .gid = 8, .atime_ns = 1000, .mtime_ns = 2000 };
+    int64_t ctime_before = attr_of(f).ctime_ns;
+    ck_assert_int_eq(mds_ns_setattr(ns, f, MDS_SET_MODE | MDS_SET_UID | MDS_SET_GID | MDS_SET_ATIME |
+                                               MDS_SET_MTIME, &a, &in, why), 0);
+    ck_assert_uint_eq(in.mode, S_IFREG | 04711);
+    ck_assert_uint_eq(in.uid, 7);
+    ck_assert_uint_eq(in.gid, 8);
+    ck_assert_int_eq(in.atime_ns, 1000);
+    ck_assert_int_eq(in.mtime_ns, 2000);
+    ck_assert_int_ge(in.ctime_ns, ctime_before);
+    in = attr_of(f);
+    ck_assert_int_eq(in.mtime_ns, 2000);
+    ck_assert_int_eq(mds_ns_setattr(ns, f, MDS_SET_MTIME_NOW, &a, &in, why), 0);
+    ck_assert_int_gt(in.mtime_ns, 2000);
+    a.ctime_ns = 5;
+    ck_assert_int_eq(mds_ns_setattr(ns, f, MDS_SET_CTIME, &a, &in, why), 0);
+    ck_assert_int_eq(in.ctime_ns, 5);
+    /* sizes and the logical-bytes counter */
+    uint64_t files, bytes;
+    a.size = 1000;
+    ck_assert_int_eq(mds_ns_setattr(ns, f, MDS_SET_SIZE, &a, &in, why), 0);
+    ck_assert_uint_eq(in.size, 1000);
+    mds_ns_statfs(ns, &files, &bytes);
+    ck_assert_uint_eq(bytes, 1000);
+    ck_assert_int_eq(mds_ns_extend(ns, f, 500, true, 77, &in, why), 0);
+    ck_assert_uint_eq(in.size, 1000);
+    ck_assert_int_eq(in.mtime_ns, 77);
+    ck_assert_int_eq(mds_ns_extend(ns, f, 4096, false, 0, &in, why), 0);
+    ck_assert_uint_eq(in.size, 4096);
+    uint64_t g = new_file(ROOT, "g");
+    ck_assert_int_eq(mds_ns_extend(ns, g, 100, false, 0, &in, why), 0);
+    mds_ns_statfs(ns, &files, &bytes);
+    ck_assert_uint_eq(bytes, 4196);
+    ck_assert_uint_eq(files, 4);
+    a.size = 10;
+    ck_assert_int_eq(mds_ns_setattr(ns, f, MDS_SET_SIZE, &a, &in, why), 0);
+    mds_ns_statfs(ns, &files, &bytes);
+    ck_assert_uint_eq(bytes, 110);
+    mds_removed rm;
+    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "g", &rm, why), 0);
+    mds_ns_statfs(ns, &files, &bytes);
+    ck_assert_uint_eq(bytes, 10);
+    ck_assert_uint_eq(files, 3);
+    /* errors */
+    ck_assert_int_eq(mds_ns_setattr(ns, d, MDS_SET_SIZE, &a, &in, why), -EISDIR);
+    ck_assert_int_eq(mds_ns_extend(ns, d, 10, false, 0, &in, why), -EISDIR);
+    ck_assert_int_eq(mds_ns_setattr(ns, 31337, MDS_SET_MODE, &a, &in, why), -ENOENT);
+}
+END_TEST
+
+START_TEST(test_setgid_dir)
+{
+    mds_setattr_in a = { .mode = 02775, .gid = 555 };
+    mds_inode in;
+    uint64_t d = new_dir(ROOT, "sg");
+    ck_assert_int_eq(mds_ns_setattr(ns, d, MDS_SET_MODE | MDS_SET_GID, &a, &in, why), 0);
+    uint64_t f = new_file(d, "f");
+    ck_assert_uint_eq(attr_of(f).gid, 555);
+    ck_assert_uint_eq(attr_of(f).mode & S_ISGID, 0);
+    uint64_t sub = new_dir(d, "sub");
+    ck_assert_uint_eq(attr_of(sub).gid, 555);
+    ck_assert_uint_ne(attr_of(sub).mode & S_ISGID, 0);
+}
+END_TEST
+
+START_TEST(test_xattrs)
+{
+    uint64_t f = new_file(ROOT, "f");
+    int rc;
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.a", "one", 3, 0, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.b", "", 0, 0, why), 0);
+    char *s = xattr_str(f, "user.a", &rc);
+    ck_assert_str_eq(s, "one");
+    free(s);
+    s = xattr_str(f, "user.b", &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_str_eq(s, "");
+    free(s);
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.a", "two", 3, MDS_XATTR_CREATE, why), -EEXIST);
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.c", "x", 1, MDS_XATTR_REPLACE, why), -ENODATA);
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.a", "two", 3, MDS_XATTR_REPLACE, why), 0);
+    s = xattr_str(f, "user.a", &rc);
+    ck_assert_str_eq(s, "two");
+    free(s);
+    ck_assert_ptr_null(xattr_str(f, "user.none", &rc));
+    ck_assert_int_eq(rc, -ENODATA);
+
+    char **names;
+    size_t count;
+    ck_assert_int_eq(mds_ns_listxattr(ns, f, &names, &count, why), 0);
+    ck_assert_uint_eq(count, 3); /* layout + a + b */
+    ck_assert_str_eq(names[0], MDS_LAYOUT_XATTR);
+    ck_assert_str_eq(names[1], "user.a");
+    ck_assert_str_eq(names[2], "user.b");
+    mds_ns_free_names(names, count);
+
+    ck_assert_int_eq(mds_ns_removexattr(ns, f, "user.a", why), 0);
+    ck_assert_int_eq(mds_ns_removexattr(ns, f, "user.a", why), -ENODATA);
+    /* limits and namespaces */
+    static char big[MDS_XATTR_VALUE_MAX + 1];
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.big", big, sizeof(big), 0, why), -E2BIG);
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.max", big, MDS_XATTR_VALUE_MAX, 0, why), 0);
+    char longname[300] = "user.";
+    memset(longname + 5, 'n', 251);
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, longname, "v", 1, 0, why), -ERANGE);
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, "", "v", 1, 0, why), -ERANGE);
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, "foo.bar", "v", 1, 0, why), -EOPNOTSUPP);
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, "system.posix_acl_access", "v", 1, 0, why), -EOPNOTSUPP);
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, "trusted.t", "v", 1, 0, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.a", "v", 1, 3, why), -EINVAL);
+    mds_new nw = mk(ROOT, "ln", 0);
+    mds_inode ln;
+    nw.target = "f";
+    ck_assert_int_eq(mds_ns_symlink(ns, &nw, &ln, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, ln.ino, "user.a", "v", 1, 0, why), -EPERM);
+    ck_assert_int_eq(mds_ns_setxattr(ns, ln.ino, "trusted.a", "v", 1, 0, why), 0);
+    /* unlink removes the xattrs with the inode */
+    mds_removed rm;
+    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "f", &rm, why), 0);
+    ck_assert_int_eq(mds_ns_getxattr(ns, f, "user.b", (void **)&s, &count, why), -ENOENT);
+}
+END_TEST
+
+START_TEST(test_layout_inheritance)
+{
+    int rc;
+    mds_inode in;
+    uint64_t d = new_dir(ROOT, "d");
+    ck_assert_ptr_null(xattr_str(d, MDS_LAYOUT_XATTR, &rc));
+    ck_assert_int_eq(rc, -ENODATA);
+    ck_assert_int_eq(mds_ns_setxattr(ns, d, MDS_LAYOUT_XATTR, "3@2@4k", 6, 0, why), 0);
+    assert_layout_str(d, "3@2@4096");
+    uint64_t f = new_file(d, "f");
+    in = attr_of(f);
+    ck_assert_uint_eq(in.lay.n, 3);
+    ck_assert_uint_eq(in.lay.k, 2);
+    ck_assert_uint_eq(in.lay.su, 4096);
+    assert_layout_str(f, "3@2@4096");
+    uint64_t sub = new_dir(d, "sub");
+    assert_layout_str(sub, "3@2@4096");
+    in = attr_of(new_file(sub, "g"));
+    ck_assert_uint_eq(in.lay.n, 3);
+    ck_assert_uint_eq(in.lay.k, 2);
+    /* n@k only: su from the default */
+    ck_assert_int_eq(mds_ns_setxattr(ns, sub, MDS_LAYOUT_XATTR, "5@3\n", 4, 0, why), 0);
+    assert_layout_str(sub, "5@3");
+    in = attr_of(new_file(sub, "h"));
+    ck_assert_uint_eq(in.lay.n, 5);
+    ck_assert_uint_eq(in.lay.k, 3);
+    ck_assert_uint_eq(in.lay.su, DEF_SU);
+    /* the request's want_* wins */
+    mds_new nw = mk(d, "w", 0644);
+    nw.want_n = 6;
+    nw.want_k = 4;
+    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &in, why), 0);
+    ck_assert_uint_eq(in.lay.n, 6);
+    ck_assert_uint_eq(in.lay.k, 4);
+    ck_assert_uint_eq(in.lay.su, 4096);
+    nw.name = "w2";
+    nw.want_n = 7;
+    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &in, why), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(why, "servers"));
+    /* bad values */
+    ck_assert_int_eq(mds_ns_setxattr(ns, d, MDS_LAYOUT_XATTR, "9@2", 3, 0, why), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(why, "servers"));
+    ck_assert_int_eq(mds_ns_setxattr(ns, d, MDS_LAYOUT_XATTR, "2@3", 3, 0, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_setxattr(ns, d, MDS_LAYOUT_XATTR, "junk", 4, 0, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_setxattr(ns, d, MDS_LAYOUT_XATTR, "3@2", 3, MDS_XATTR_CREATE, why), -EEXIST);
+    assert_layout_str(d, "3@2@4096");
+    /* listxattr shows the policy; removing it falls back to the default */
+    char **names;
+    size_t count;
+    ck_assert_int_eq(mds_ns_listxattr(ns, d, &names, &count, why), 0);
+    ck_assert_uint_eq(count, 1);
+    mds_ns_free_names(names, count);
+    ck_assert_int_eq(mds_ns_removexattr(ns, d, MDS_LAYOUT_XATTR, why), 0);
+    ck_assert_int_eq(mds_ns_listxattr(ns, d, &names, &count, why), 0);
+    ck_assert_uint_eq(count, 0);
+    mds_ns_free_names(names, count);
+    in = attr_of(new_file(d, "plain"));
+    ck_assert_uint_eq(in.lay.n, DEF_N);
+    ck_assert_uint_eq(in.lay.k, DEF_K);
+}
+END_TEST
+
+START_TEST(test_layout_on_file)
+{
+    mds_inode in;
+    uint64_t f = new_file(ROOT, "f");
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, MDS_LAYOUT_XATTR, "2@1", 3, 0, why), 0);
+    in = attr_of(f);
+    ck_assert_uint_eq(in.lay.n, 2);
+    ck_assert_uint_eq(in.lay.k, 1);
+    ck_assert_uint_eq(in.lay.su, DEF_SU);
+    ck_assert_uint_eq(in.lay.version, 2);
+    ck_assert_uint_ne(in.lay.servers[0], in.lay.servers[1]);
+    assert_layout_str(f, "2@1@65536");
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, MDS_LAYOUT_XATTR, "2@1", 3, MDS_XATTR_CREATE, why), -EEXIST);
+    ck_assert_int_eq(mds_ns_removexattr(ns, f, MDS_LAYOUT_XATTR, why), -EPERM);
+    ck_assert_int_eq(mds_ns_extend(ns, f, 1, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, MDS_LAYOUT_XATTR, "4@2", 3, 0, why), -EBUSY);
+    assert_layout_str(f, "2@1@65536");
+    mds_new nw = mk(ROOT, "fifo", S_IFIFO | 0600);
+    ck_assert_int_eq(mds_ns_mknod(ns, &nw, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, in.ino, MDS_LAYOUT_XATTR, "4@2", 3, 0, why), -EPERM);
+}
+END_TEST
+
+START_TEST(test_persistence)
+{
+    uint64_t d = new_dir(ROOT, "d");
+    uint64_t f = new_file(d, "f");
+    mds_inode fi;
+    ck_assert_int_eq(mds_ns_extend(ns, f, 12345, false, 0, &fi, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.k", "v", 1, 0, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, d, MDS_LAYOUT_XATTR, "3@1", 3, 0, why), 0);
+    uint64_t gone = new_file(ROOT, "gone");
+    mds_removed rm;
+    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "gone", &rm, why), 0);
+    uint64_t c1, c2;
+    ck_assert_int_eq(mds_ns_register(ns, &c1, why), 0);
+    ck_assert_int_eq(mds_ns_register(ns, &c2, why), 0);
+    ck_assert_uint_gt(c2, c1);
+    uint64_t files, bytes;
+    mds_ns_statfs(ns, &files, &bytes);
+    fi = attr_of(f);
+
+    store_close();
+    store_open();
+
+    ck_assert_uint_eq(ino_of(ROOT, "d"), d);
+    ck_assert_uint_eq(ino_of(d, "f"), f);
+    mds_inode again = attr_of(f);
+    ck_assert_int_eq(memcmp(&again, &fi, sizeof(fi)), 0);
+    int rc;
+    char *s = xattr_str(f, "user.k", &rc);
+    ck_assert_str_eq(s, "v");
+    free(s);
+    assert_layout_str(d, "3@1");
+    uint64_t files2, bytes2;
+    mds_ns_statfs(ns, &files2, &bytes2);
+    ck_assert_uint_eq(files2, files);
+    ck_assert_uint_eq(bytes2, bytes);
+    ck_assert_uint_eq(bytes2, 12345);
+    /* counters never reused */
+    uint64_t g = new_file(ROOT, "g");
+    ck_assert_uint_gt(g, gone);
+    uint64_t c3;
+    ck_assert_int_eq(mds_ns_register(ns, &c3, why), 0);
+    ck_assert_uint_gt(c3, c2);
+    ck_assert_uint_eq(attr_of(ROOT).nlink, 3);
+}
+END_TEST
+
+START_TEST(test_cluster_states)
+{
+    depfs_config cfg;
+    mds_cluster *cl;
+    mds_server srv[4];
+    config_defaults(&cfg);
+    cfg.n_ioservers = 3;
+    for (unsigned i = 0; i < 3; i++) {
+        cfg.ioservers[i].id = i + 1;
+        snprintf(cfg.ioservers[i].address, sizeof(cfg.ioservers[i].address), "127.0.0.1:%u", 7000 + i);
+    }
+    ck_assert_int_eq(mds_cluster_open(kv, &cfg, &cl), 0);
+    ck_assert_uint_eq(mds_cluster_servers(cl, srv, 4), 3);
+    ck_assert_uint_eq(srv[1].state, MDS_SERVER_UP);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 2, MDS_SERVER_DOWN), 0);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 9, MDS_SERVER_DOWN), -ENOENT);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 2, 7), -EINVAL);
+    mds_cluster_close(cl);
+    store_close();
+    store_open();
+    ck_assert_int_eq(mds_cluster_open(kv, &cfg, &cl), 0);
+    ck_assert_uint_eq(mds_cluster_servers(cl, srv, 4), 3);
+    ck_assert_uint_eq(srv[1].state, MDS_SERVER_DOWN);
+    ck_assert_str_eq(srv[1].address, "127.0.0.1:7001");
+    ck_assert_uint_eq(srv[0].state, MDS_SERVER_UP);
+    mds_cluster_close(cl);
+}
+END_TEST
+
+/* ----------------------------------------------------------- over RPC */
+
+static Depfs__MdsReply *call(rpc_conn *c, Depfs__MdsOp op, const Depfs__MdsRequest *q)
+{
+    ProtobufCMessage *rep = NULL;
+    ck_assert_int_eq(rpc_call_msg(c, (uint16_t)op, &q->base, NULL, 0, NULL, 0, RPC_TIMEOUT_MS,
+                                  &depfs__mds_reply__descriptor, &rep, NULL), 0);
+    return (Depfs__MdsReply *)rep;
+}
+
+START_TEST(test_rpc_handlers)
+{
+    depfs_config cfg;
+    mds_cluster *cl;
+    rpc_server *srv;
+    rpc_conn *conn;
+    char addr[64];
+    config_defaults(&cfg);
+    cfg.n_ioservers = 2;
+    cfg.ioservers[0].id = 10;
+    cfg.ioservers[1].id = 11;
+    ck_assert_int_eq(mds_cluster_open(kv, &cfg, &cl), 0);
+    mds_ctx ctx = { .ns = ns, .cluster = cl };
+    rpc_server_opts o = { .transport = "tcp", .address = "127.0.0.1:0", .handler = mds_handle, .ctx = &ctx };
+    ck_assert_int_eq(rpc_server_start(&o, &srv), 0);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", rpc_server_port(srv));
+    ck_assert_int_eq(rpc_conn_open("tcp", addr, NULL, 1000, &conn), 0);
+
+    Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
+    Depfs__MdsReply *r = call(conn, DEPFS__MDS_OP__MDS_REGISTER, &q);
+    ck_assert_int_eq(r->err, 0);
+    ck_assert(r->has_client_id && r->client_id > 0);
+    depfs__mds_reply__free_unpacked(r, NULL);
+
+    q.has_parent = true;
+    q.parent = ROOT;
+    q.name = "viarpc";
+    q.has_mode = true;
+    q.mode = 0644;
+    q.has_want_n = q.has_want_k = true;
+    q.want_n = 2;
+    q.want_k = 1;
+    r = call(conn, DEPFS__MDS_OP__MDS_CREATE, &q);
+    ck_assert_int_eq(r->err, 0);
+    ck_assert_ptr_nonnull(r->attr);
+    ck_assert_ptr_nonnull(r->layout);
+    ck_assert_uint_eq(r->layout->n, 2);
+    ck_assert_uint_eq(r->layout->n_servers, 2);
+    uint64_t ino = r->attr->ino;
+    depfs__mds_reply__free_unpacked(r, NULL);
+
+    r = call(conn, DEPFS__MDS_OP__MDS_LOOKUP, &q);
+    ck_assert_int_eq(r->err, 0);
+    ck_assert_uint_eq(r->attr->ino, ino);
+    depfs__mds_reply__free_unpacked(r, NULL);
+
+    Depfs__MdsRequest rd = DEPFS__MDS_REQUEST__INIT;
+    rd.has_ino = true;
+    rd.ino = ROOT;
+    r = call(conn, DEPFS__MDS_OP__MDS_READDIR, &rd);
+    ck_assert_int_eq(r->err, 0);
+    ck_assert_uint_eq(r->n_entries, 3);
+    ck_assert_str_eq(r->entries[2]->name, "viarpc");
+    ck_assert(r->eof);
+    depfs__mds_reply__free_unpacked(r, NULL);
+
+    /* missing field, unknown op, garbage header: error replies, server lives */
+    Depfs__MdsRequest empty = DEPFS__MDS_REQUEST__INIT;
+    r = call(conn, DEPFS__MDS_OP__MDS_LOOKUP, &empty);
+    ck_assert_int_eq(r->err, EINVAL);
+    ck_assert_ptr_nonnull(r->message);
+    depfs__mds_reply__free_unpacked(r, NULL);
+    r = call(conn, (Depfs__MdsOp)999, &empty);
+    ck_assert_int_eq(r->err, EOPNOTSUPP);
+    depfs__mds_reply__free_unpacked(r, NULL);
+    rpc_call *callp;
+    static const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff, 0x0f, 0x12 };
+    ck_assert_int_eq(rpc_call_start(conn, DEPFS__MDS_OP__MDS_GETATTR, junk, sizeof(junk), NULL, 0,
+                                    NULL, 0, &callp), 0);
+    ck_assert_int_eq(rpc_call_wait(callp, RPC_TIMEOUT_MS), 0);
+    ProtobufCMessage *m = NULL;
+    ck_assert_int_eq(rpc_call_unpack(callp, &depfs__mds_reply__descriptor, &m), 0);
+    ck_assert_int_eq(((Depfs__MdsReply *)m)->err, EINVAL);
+    protobuf_c_message_free_unpacked(m, NULL);
+    rpc_call_free(callp);
+
+    r = call(conn, DEPFS__MDS_OP__MDS_CLUSTER, &empty);
+    ck_assert_int_eq(r->err, 0);
+    ck_assert_uint_eq(r->n_servers, 2);
+    ck_assert_ptr_nonnull(r->default_layout);
+    depfs__mds_reply__free_unpacked(r, NULL);
+
+    Depfs__MdsRequest ss = DEPFS__MDS_REQUEST__INIT;
+    ss.has_server_id = ss.has_server_state = true;
+    ss.server_id = 11;
+    ss.server_state = MDS_SERVER_REBUILDING;
+    r = call(conn, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, &ss);
+    ck_assert_int_eq(r->err, 0);
+    depfs__mds_reply__free_unpacked(r, NULL);
+    r = call(conn, DEPFS__MDS_OP__MDS_CLUSTER, &empty);
+    ck_assert_uint_eq(r->servers[1]->state, MDS_SERVER_REBUILDING);
+    depfs__mds_reply__free_unpacked(r, NULL);
+
+    rpc_conn_close(conn);
+    rpc_server_stop(srv);
+    mds_cluster_close(cl);
+}
+END_TEST
+
+static Suite *mds_suite(void)
+{
+    Suite *s = suite_create("mds");
+    TCase *tc = tcase_create("namespace");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_root);
+    tcase_add_test(tc, test_create_lookup);
+    tcase_add_test(tc, test_spread);
+    tcase_add_test(tc, test_mkdir_rmdir);
+    tcase_add_test(tc, test_rename_files);
+    tcase_add_test(tc, test_rename_dirs);
+    tcase_add_test(tc, test_link_unlink);
+    tcase_add_test(tc, test_readdir_paging);
+    tcase_add_test(tc, test_symlink_mknod);
+    tcase_add_test(tc, test_setattr_extend);
+    tcase_add_test(tc, test_setgid_dir);
+    tcase_add_test(tc, test_xattrs);
+    tcase_add_test(tc, test_layout_inheritance);
+    tcase_add_test(tc, test_layout_on_file);
+    tcase_add_test(tc, test_persistence);
+    tcase_add_test(tc, test_cluster_states);
+    tcase_add_test(tc, test_rpc_handlers);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    dlog_init("test_mds", DLOG_WARN);
+    SRunner *sr = srunner_create(mds_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
