@@ -755,6 +755,40 @@ START_TEST(test_unlink_while_open)
 }
 END_TEST
 
+
+/* A mount default beats the cluster default, not a directory's layout. */
+START_TEST(test_mount_default_layout)
+{
+    depfs_options o;
+    memset(&o, 0, sizeof o);
+    o.config_path = cl->conf;
+    o.default_n = 4;
+    o.default_k = 3;
+    depfs_t *fs = NULL;
+    ck_assert_int_eq(depfs_mount(&o, &fs), 0);
+    depfs_fh_t *fh;
+    depfs_layout_info li;
+    ck_assert_int_eq(depfs_mkdir_path(fs, "depfs@2@1:/md", 0755), 0);
+    ck_assert_int_eq(depfs_open(fs, "/mdfile", O_CREAT | O_RDWR, 0644, &fh), 0);
+    ck_assert_int_eq(depfs_fh_layout(fh, &li), 0);
+    ck_assert_uint_eq(li.n, 4);
+    ck_assert_uint_eq(li.k, 3);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(depfs_open(fs, "/md/f", O_CREAT | O_RDWR, 0644, &fh), 0);
+    ck_assert_int_eq(depfs_fh_layout(fh, &li), 0);
+    ck_assert_uint_eq(li.n, 2);
+    ck_assert_uint_eq(li.k, 1);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(fs);
+
+    o.default_n = 9;
+    fs = NULL;
+    ck_assert_int_eq(depfs_mount(&o, &fs), -EINVAL);
+    ck_assert_ptr_null(fs);
+    ck_assert_ptr_nonnull(strstr(depfs_last_error(), "n (9)"));
+}
+END_TEST
+
 typedef struct worker {
     depfs_t *fs;
     unsigned id;
@@ -819,6 +853,7 @@ static Suite *core_suite(void)
     tcase_add_test(tc, test_labels);
     tcase_add_test(tc, test_setattr_and_open_sizes);
     tcase_add_test(tc, test_unlink_while_open);
+    tcase_add_test(tc, test_mount_default_layout);
     tcase_add_test(tc, test_mds_restart);
     tcase_add_test(tc, test_threads);
     suite_add_tcase(s, tc);
