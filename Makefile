@@ -103,10 +103,10 @@ $(BUILD)/bin/depfs-recovery: $(BUILD)/obj/recovery/main.o $(LIBREC) $(LIBDEPFS_A
 	$(CC) $(LDFLAGS) -o $@ $^ $(BASE_LIBS) $(RDMA_LIBS)
 $(BUILD)/bin/depfs-fuse: $(FUSE_O) $(BUILD)/obj/client/fuse/main.o $(LIBDEPFS_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(sort $^) $(FUSE_LIBS) $(BASE_LIBS) $(RDMA_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(FUSE_LIBS) $(BASE_LIBS) $(RDMA_LIBS)
 $(BUILD)/bin/depfs: $(CLI_O) $(BUILD)/obj/client/cli/main.o $(LIBDEPFS_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(sort $^) $(BASE_LIBS) $(RDMA_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(BASE_LIBS) $(RDMA_LIBS)
 
 # Unit tests link every folder archive; the linker takes what each needs.
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBMDS) $(LIBIOS) $(LIBREC) $(LIBDEPFS_A)
