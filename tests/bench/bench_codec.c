@@ -1,0 +1,319 @@
+/* bench_codec.c - encode and degraded-decode throughput of common/codec.h
+ * beside raw ISA-L on the same buffers.
+ *
+ *   bench_codec [--quick] [--stripes N] [--runs N]
+ *
+ * For each layout (8@6, 8@4, 8@7, 4@2; su 64 KiB) it lays out many stripes in
+ * one buffer (larger than the caches, so memory traffic counts as it does in
+ * the client), then alternates, run by run, between
+ *   codec : codec_encode / codec_decode per stripe (decode tables cached by
+ *           the codec per erasure pattern), and
+ *   raw   : ec_encode_data with tables built once up front (the encode matrix
+ *           from gf_gen_cauchy1_matrix, the decode matrix inverted once with
+ *           gf_invert_matrix, both through ec_init_tables),
+ * and keeps the best run of each. Decode loses min(2, n-k) data units
+ * (units 0 and 1) and rebuilds them from the first k survivors.
+ *
+ * GB/s counts the stripe's data bytes (k * su per stripe) per second for both
+ * encode and decode, 1 GB = 1e9 bytes. After the runs it checks once that the
+ * codec rebuilt the lost units byte for byte (exit 1 if not).
+ *
+ * Output: '#' comment lines, then one line per measurement:
+ *   OP LAYOUT CODEC_GBPS RAW_GBPS RATIO
+ * which tests/bench/run-bench parses. DEPFS_BENCH_QUICK=1 acts as --quick. */
+#include <assert.h>
+#include <errno.h>
+#include <isa-l/erasure_code.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codec.h"
+
+#define BENCH_SU_BYTES (64u * 1024u)
+#define BENCH_ALIGN_BYTES 64u
+#define BENCH_STRIPES_FULL 256u  /* 8@6: 96 MiB data + 32 MiB parity */
+#define BENCH_STRIPES_QUICK 48u
+#define BENCH_RUNS_FULL 7u
+#define BENCH_RUNS_QUICK 3u
+#define BENCH_MAX_LOST 2u
+#define BENCH_GF_TABLE_BYTES_PER_COEF 32u
+#define BENCH_NS_PER_S 1e9
+#define BENCH_BYTES_PER_GB 1e9
+
+struct bench_layout {
+    unsigned n, k;
+};
+
+static const struct bench_layout bench_layouts[] = {{8, 6}, {8, 4}, {8, 7}, {4, 2}};
+
+/* One layout's stripes: stripe s, unit u at base + (s * n + u) * su. */
+struct bench_set {
+    unsigned n, k, stripes, lost;
+    uint8_t *base;
+    uint8_t **units;   /* stripes * n pointers */
+    uint8_t *enc_tables; /* raw encode tables, 32 * k * (n - k) */
+    uint8_t *dec_tables; /* raw decode tables, 32 * k * lost */
+    codec *codec;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / BENCH_NS_PER_S;
+}
+
+static uint8_t **stripe_units(const struct bench_set *b, unsigned s)
+{
+    return b->units + (size_t)s * b->n;
+}
+
+static void fill_random(uint8_t *p, size_t len, uint64_t seed)
+{
+    uint64_t x = seed | 1u;
+    for (size_t i = 0; i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (uint8_t)x;
+    }
+}
+
+/* Raw decode tables for "units 0..lost-1 missing, rebuild from the first k
+ * survivors": invert the survivors' rows of the encode matrix once. */
+static int build_raw_decode(struct bench_set *b, const uint8_t *matrix)
+{
+    const unsigned k = b->k;
+    uint8_t sub[CODEC_MAX_UNITS * CODEC_MAX_UNITS], inv[CODEC_MAX_UNITS * CODEC_MAX_UNITS];
+    uint8_t rows[CODEC_MAX_UNITS * CODEC_MAX_UNITS];
+
+    for (unsigned r = 0; r < k; r++)
+        memcpy(sub + (size_t)r * k, matrix + (size_t)(b->lost + r) * k, k);
+    if (gf_invert_matrix(sub, inv, (int)k) != 0)
+        return -EIO;
+    for (unsigned i = 0; i < b->lost; i++) /* lost data unit i = row i of inv */
+        memcpy(rows + (size_t)i * k, inv + (size_t)i * k, k);
+    ec_init_tables((int)k, (int)b->lost, rows, b->dec_tables);
+    return 0;
+}
+
+static void set_free(struct bench_set *b)
+{
+    codec_free(b->codec);
+    free(b->dec_tables);
+    free(b->enc_tables);
+    free(b->units);
+    free(b->base);
+    memset(b, 0, sizeof(*b));
+}
+
+static int set_init(struct bench_set *b, unsigned n, unsigned k, unsigned stripes)
+{
+    uint8_t matrix[CODEC_MAX_UNITS * CODEC_MAX_UNITS];
+    size_t bytes = (size_t)stripes * n * BENCH_SU_BYTES;
+    void *mem = NULL;
+
+    memset(b, 0, sizeof(*b));
+    assert(n > k && n <= CODEC_MAX_UNITS);
+    b->n = n;
+    b->k = k;
+    b->stripes = stripes;
+    b->lost = n - k < BENCH_MAX_LOST ? n - k : BENCH_MAX_LOST;
+    if (posix_memalign(&mem, BENCH_ALIGN_BYTES, bytes) != 0)
+        goto fail;
+    b->base = mem;
+    b->units = calloc((size_t)stripes * n, sizeof(*b->units));
+    b->enc_tables = malloc((size_t)BENCH_GF_TABLE_BYTES_PER_COEF * k * (n - k));
+    b->dec_tables = malloc((size_t)BENCH_GF_TABLE_BYTES_PER_COEF * k * b->lost);
+    if (!b->units || !b->enc_tables || !b->dec_tables)
+        goto fail;
+    for (size_t i = 0; i < (size_t)stripes * n; i++)
+        b->units[i] = b->base + i * BENCH_SU_BYTES;
+    fill_random(b->base, bytes, ((uint64_t)n << 8) | k);
+    if (codec_create(n, k, CODEC_VERSION_CAUCHY1, &b->codec) != 0)
+        goto fail;
+    gf_gen_cauchy1_matrix(matrix, (int)n, (int)k);
+    ec_init_tables((int)k, (int)(n - k), matrix + (size_t)k * k, b->enc_tables);
+    if (build_raw_decode(b, matrix) != 0)
+        goto fail;
+    return 0;
+fail:
+    set_free(b);
+    return -ENOMEM;
+}
+
+static void encode_codec(struct bench_set *b)
+{
+    for (unsigned s = 0; s < b->stripes; s++) {
+        uint8_t **u = stripe_units(b, s);
+        codec_encode(b->codec, BENCH_SU_BYTES, u, u + b->k);
+    }
+}
+
+static void encode_raw(struct bench_set *b)
+{
+    for (unsigned s = 0; s < b->stripes; s++) {
+        uint8_t **u = stripe_units(b, s);
+        ec_encode_data(BENCH_SU_BYTES, (int)b->k, (int)(b->n - b->k), b->enc_tables, u,
+                       u + b->k);
+    }
+}
+
+static int decode_codec(struct bench_set *b)
+{
+    bool present[CODEC_MAX_UNITS];
+    for (unsigned u = 0; u < b->n; u++)
+        present[u] = u >= b->lost;
+    for (unsigned s = 0; s < b->stripes; s++)
+        if (codec_decode(b->codec, BENCH_SU_BYTES, stripe_units(b, s), present) != 0)
+            return -EIO;
+    return 0;
+}
+
+static void decode_raw(struct bench_set *b)
+{
+    for (unsigned s = 0; s < b->stripes; s++) {
+        uint8_t **u = stripe_units(b, s);
+        /* sources: the first k survivors (units lost..lost+k-1) */
+        ec_encode_data(BENCH_SU_BYTES, (int)b->k, (int)b->lost, b->dec_tables, u + b->lost, u);
+    }
+}
+
+static double gbps(const struct bench_set *b, double secs)
+{
+    double data_bytes = (double)b->stripes * b->k * BENCH_SU_BYTES;
+    return data_bytes / secs / BENCH_BYTES_PER_GB;
+}
+
+/* Best-of-runs for both sides, alternating so drift hits both alike. */
+static int measure(struct bench_set *b, bool decode, unsigned runs, double *codec_gbps,
+                   double *raw_gbps)
+{
+    double best_codec = 0, best_raw = 0;
+    for (unsigned r = 0; r < runs; r++) {
+        double t0 = now_s();
+        if (decode) {
+            if (decode_codec(b) != 0)
+                return -EIO;
+        } else {
+            encode_codec(b);
+        }
+        double t1 = now_s();
+        if (decode)
+            decode_raw(b);
+        else
+            encode_raw(b);
+        double t2 = now_s();
+        double c = gbps(b, t1 - t0), w = gbps(b, t2 - t1);
+        best_codec = c > best_codec ? c : best_codec;
+        best_raw = w > best_raw ? w : best_raw;
+    }
+    *codec_gbps = best_codec;
+    *raw_gbps = best_raw;
+    return 0;
+}
+
+/* Wipes the lost units, decodes through the codec, compares with a copy. */
+static int verify_decode(struct bench_set *b)
+{
+    size_t lost_bytes = (size_t)b->lost * BENCH_SU_BYTES;
+    uint8_t *saved = malloc(lost_bytes);
+    int rc = -EIO;
+    if (!saved)
+        return -ENOMEM;
+    encode_codec(b);
+    for (unsigned s = 0; s < b->stripes; s++) {
+        uint8_t **u = stripe_units(b, s);
+        memcpy(saved, u[0], lost_bytes); /* units 0..lost-1 are adjacent */
+        memset(u[0], 0, lost_bytes);
+        bool present[CODEC_MAX_UNITS];
+        for (unsigned i = 0; i < b->n; i++)
+            present[i] = i >= b->lost;
+        if (codec_decode(b->codec, BENCH_SU_BYTES, u, present) != 0 ||
+            memcmp(saved, u[0], lost_bytes) != 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    free(saved);
+    return rc;
+}
+
+static int bench_one(const struct bench_layout *l, unsigned stripes, unsigned runs)
+{
+    struct bench_set b;
+    double c, r;
+    int rc = set_init(&b, l->n, l->k, stripes);
+    if (rc != 0) {
+        fprintf(stderr, "bench_codec: %u@%u: out of memory\n", l->n, l->k);
+        return rc;
+    }
+    encode_codec(&b); /* warm: fault the pages in, make parity valid */
+    rc = measure(&b, false, runs, &c, &r);
+    if (rc == 0)
+        printf("encode %u@%u %.3f %.3f %.3f\n", l->n, l->k, c, r, c / r);
+    if (rc == 0)
+        rc = measure(&b, true, runs, &c, &r);
+    if (rc == 0)
+        printf("decode%u %u@%u %.3f %.3f %.3f\n", b.lost, l->n, l->k, c, r, c / r);
+    if (rc == 0)
+        rc = verify_decode(&b);
+    if (rc != 0)
+        fprintf(stderr, "bench_codec: %u@%u: codec decode failed or rebuilt wrong bytes\n",
+                l->n, l->k);
+    fflush(stdout);
+    set_free(&b);
+    return rc;
+}
+
+static int parse_uint(const char *s, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || *end || v == 0 || v > 100000)
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *q = getenv("DEPFS_BENCH_QUICK");
+    bool quick = q && *q && strcmp(q, "0") != 0;
+    unsigned stripes = 0, runs = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            quick = true;
+        } else if (strcmp(argv[i], "--stripes") == 0 && i + 1 < argc) {
+            if (parse_uint(argv[++i], &stripes) != 0)
+                goto usage;
+        } else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
+            if (parse_uint(argv[++i], &runs) != 0)
+                goto usage;
+        } else {
+            goto usage;
+        }
+    }
+    if (!stripes)
+        stripes = quick ? BENCH_STRIPES_QUICK : BENCH_STRIPES_FULL;
+    if (!runs)
+        runs = quick ? BENCH_RUNS_QUICK : BENCH_RUNS_FULL;
+
+    printf("# bench_codec: su %u KiB, %u stripes, best of %u runs; GB/s of data bytes\n",
+           BENCH_SU_BYTES / 1024u, stripes, runs);
+    printf("# op layout codec_GBps raw_GBps ratio\n");
+    int rc = 0;
+    for (size_t i = 0; i < sizeof(bench_layouts) / sizeof(bench_layouts[0]); i++)
+        if (bench_one(&bench_layouts[i], stripes, runs) != 0)
+            rc = 1;
+    return rc;
+usage:
+    fprintf(stderr, "usage: bench_codec [--quick] [--stripes N] [--runs N]\n");
+    return 2;
+}
