@@ -187,7 +187,7 @@ static int run_loop(struct fuse_session *se, const struct fuse_cmdline_opts *cop
 static int serve(struct fuse_args *args, const struct fuse_cmdline_opts *copts,
                  const dfuse_cmdline *cl, const depfs_options *dopt)
 {
-    static dfuse_ctx ctx; /* large (the blksize cache); lives as long as the daemon */
+    static dfuse_ctx ctx; /* fuse userdata: lives as long as the session */
     struct fuse_session *se = NULL;
     int rc = 1;
     bool mounted = false, handlers = false;
@@ -213,12 +213,14 @@ static int serve(struct fuse_args *args, const struct fuse_cmdline_opts *copts,
     fuse_daemonize(copts->foreground);
     if (!ctx.fs && connect_cluster(dopt, &ctx.fs) != 0)
         goto out;
-    if (dfuse_ctx_init(&ctx) != 0)
-        goto out;
+    ctx.layout_k = dopt->default_k;
+    ctx.layout_su = dopt->default_su;
+    dfuse_ctx_init(&ctx);
     log_info("mounted DePFS on %s (client id %llu)", copts->mountpoint,
              (unsigned long long)depfs_client_id(ctx.fs));
-    rc = run_loop(se, copts) == 0 ? 0 : 1;
-    dfuse_ctx_destroy(&ctx);
+    /* the loop returns 0 on unmount, the signal number after SIGTERM/INT/HUP
+     * (a clean stop too) and -errno on failure */
+    rc = run_loop(se, copts) < 0 ? 1 : 0;
 out:
     if (mounted)
         fuse_session_unmount(se);

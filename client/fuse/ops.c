@@ -10,11 +10,12 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/falloc.h>
-#include <dirent.h>
 #include <linux/fs.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
@@ -72,58 +73,14 @@ static uint32_t layout_blksize(const depfs_layout_info *li)
     return (uint32_t)bytes;
 }
 
-static dfuse_blksize_slot *blksize_slot(dfuse_ctx *ctx, uint64_t ino)
-{
-    return &ctx->blksize_cache[ino % DFUSE_BLKSIZE_CACHE_SLOTS];
-}
-
-static void blksize_forget(dfuse_ctx *ctx, uint64_t ino)
-{
-    pthread_mutex_lock(&ctx->blksize_lock);
-    dfuse_blksize_slot *s = blksize_slot(ctx, ino);
-    if (s->ino == ino)
-        s->ino = 0;
-    pthread_mutex_unlock(&ctx->blksize_lock);
-}
-
-static void blksize_remember(dfuse_ctx *ctx, uint64_t ino, uint32_t blksize)
-{
-    pthread_mutex_lock(&ctx->blksize_lock);
-    dfuse_blksize_slot *s = blksize_slot(ctx, ino);
-    s->ino = ino;
-    s->blksize = blksize;
-    pthread_mutex_unlock(&ctx->blksize_lock);
-}
-
-/* One stripe of data of a regular file; the mount default otherwise. The
- * layout is fixed once data exists, so a small cache saves an MDS round trip
- * per stat; setting the layout xattr through this mount forgets the entry. */
-static uint32_t file_blksize(dfuse_ctx *ctx, uint64_t ino, mode_t mode)
-{
-    if (!S_ISREG(mode))
-        return ctx->default_blksize;
-    uint32_t blksize = 0;
-    pthread_mutex_lock(&ctx->blksize_lock);
-    dfuse_blksize_slot *s = blksize_slot(ctx, ino);
-    if (s->ino == ino)
-        blksize = s->blksize;
-    pthread_mutex_unlock(&ctx->blksize_lock);
-    if (blksize != 0)
-        return blksize;
-
-    depfs_layout_info li;
-    if (depfs_get_layout(ctx->fs, ino, &li) == 0)
-        blksize = layout_blksize(&li);
-    if (blksize == 0)
-        return ctx->default_blksize;
-    blksize_remember(ctx, ino, blksize);
-    return blksize;
-}
-
 /* Fills the fields the kernel relies on that the library leaves to us. */
 static void fix_stat(dfuse_ctx *ctx, struct stat *st)
 {
-    st->st_blksize = (blksize_t)file_blksize(ctx, (uint64_t)st->st_ino, st->st_mode);
+    /* libdepfs fills st_blksize = k * su from the layout that comes with
+     * every attr reply of a regular file; the rest get the mount default.
+     * (The kernel rounds st_blksize down to a power of two.) */
+    if (!S_ISREG(st->st_mode) || st->st_blksize <= 0)
+        st->st_blksize = (blksize_t)ctx->default_blksize;
     uint64_t size = st->st_size > 0 ? (uint64_t)st->st_size : 0;
     st->st_blocks = (blkcnt_t)((size + DFUSE_SECTOR_BYTES - 1) / DFUSE_SECTOR_BYTES);
 }
@@ -214,26 +171,21 @@ static char *thread_read_buf(void)
 
 /* ----------------------------------------------------------- life cycle */
 
-int dfuse_ctx_init(dfuse_ctx *ctx)
+void dfuse_ctx_init(dfuse_ctx *ctx)
 {
     assert(ctx->fs != NULL);
-    memset(ctx->blksize_cache, 0, sizeof(ctx->blksize_cache));
-    int rc = pthread_mutex_init(&ctx->blksize_lock, NULL);
-    if (rc != 0)
-        return -rc;
-    if (ctx->default_blksize == 0) {
-        depfs_layout_info li;
-        if (depfs_get_layout(ctx->fs, DEPFS_ROOT_INO, &li) == 0)
-            ctx->default_blksize = layout_blksize(&li);
-    }
+    depfs_layout_info li;
+    memset(&li, 0, sizeof(li));
+    /* the root's layout is the cluster default unless set on the root */
+    if (depfs_get_layout(ctx->fs, DEPFS_ROOT_INO, &li) < 0)
+        log_warn("no layout for the root: %s", depfs_last_error());
+    if (ctx->layout_k)
+        li.k = ctx->layout_k;
+    if (ctx->layout_su)
+        li.stripe_unit = ctx->layout_su;
+    ctx->default_blksize = layout_blksize(&li);
     if (ctx->default_blksize == 0)
         ctx->default_blksize = DFUSE_FALLBACK_BLKSIZE;
-    return 0;
-}
-
-void dfuse_ctx_destroy(dfuse_ctx *ctx)
-{
-    pthread_mutex_destroy(&ctx->blksize_lock);
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -737,10 +689,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
         fuse_reply_err(req, EOPNOTSUPP); /* no file capabilities on DePFS */
         return;
     }
-    int rc = depfs_setxattr(ctx->fs, ino, name, value, size, flags);
-    if (strcmp(name, DEPFS_LAYOUT_XATTR) == 0)
-        blksize_forget(ctx, ino);
-    reply_status(req, rc);
+    reply_status(req, depfs_setxattr(ctx->fs, ino, name, value, size, flags));
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
@@ -802,11 +751,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-    dfuse_ctx *ctx = req_ctx(req);
-    int rc = depfs_removexattr(ctx->fs, ino, name);
-    if (strcmp(name, DEPFS_LAYOUT_XATTR) == 0)
-        blksize_forget(ctx, ino);
-    reply_status(req, rc);
+    reply_status(req, depfs_removexattr(req_ctx(req)->fs, ino, name));
 }
 
 /* ----------------------------------------------------------------- table */
