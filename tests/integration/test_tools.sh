@@ -55,7 +55,15 @@ dd if=dd2 of="$W/dd2" bs=1M iflag=direct status=none; cmp "$W/a" "$W/dd2" || fai
 log "mkfifo / fallocate / mmap"
 mkfifo ff; [ -p ff ] || fail "mkfifo"
 fallocate -l 1M fa; [ "$(stat -c %s fa)" = 1048576 ] || fail "fallocate"
-if fallocate -p -o 0 -l 4096 fa 2>/dev/null; then fail "punch hole claimed to work"; fi
+head -c 1048576 /dev/urandom > fa; cp fa "$W/fa"
+fallocate -p -o 5000 -l 70000 fa || fail "punch hole"
+python3 - "$W/fa" <<'PY'
+import sys
+with open(sys.argv[1], "r+b") as f: f.seek(5000); f.write(bytes(70000))
+PY
+cmp "$W/fa" fa || fail "punched range does not read zeros"
+[ "$(stat -c %s fa)" = 1048576 ] || fail "punch hole changed the size"
+if fallocate -c -o 0 -l 65536 fa 2>/dev/null; then fail "collapse range claimed to work"; fi
 python3 - "$MNT/mm" <<'PY' || fail "mmap write/read"
 import mmap, os, sys
 p = sys.argv[1]
