@@ -192,18 +192,17 @@ static int serve(struct fuse_args *args, const struct fuse_cmdline_opts *copts,
     int rc = 1;
     bool mounted = false, handlers = false;
 
+    ctx.attr_timeout_s = cl->attr_timeout_s;
+    ctx.entry_timeout_s = cl->entry_timeout_s;
+    se = fuse_session_new(args, &dfuse_ops, sizeof(dfuse_ops), &ctx);
+    if (!se)
+        goto out; /* bad libfuse options: said on stderr */
     if (connect_cluster(dopt, &ctx.fs) != 0)
-        return 1;
+        goto out;
     if (!copts->foreground) {
         depfs_unmount(ctx.fs); /* probe only */
         ctx.fs = NULL;
     }
-    ctx.attr_timeout_s = cl->attr_timeout_s;
-    ctx.entry_timeout_s = cl->entry_timeout_s;
-
-    se = fuse_session_new(args, &dfuse_ops, sizeof(dfuse_ops), &ctx);
-    if (!se)
-        goto out;
     if (fuse_set_signal_handlers(se) != 0)
         goto out;
     handlers = true;
@@ -232,7 +231,8 @@ out:
         fuse_remove_signal_handlers(se);
     if (se)
         fuse_session_destroy(se);
-    log_info("unmounted %s", copts->mountpoint);
+    if (mounted)
+        log_info("unmounted %s", copts->mountpoint);
     return rc;
 }
 
@@ -275,7 +275,9 @@ int main(int argc, char *argv[])
         goto out;
     if (make_depfs_options(&cl, &dopt) != 0)
         goto out;
-    dlog_init(DFUSE_PROG, copts.debug ? DLOG_DEBUG : DLOG_INFO);
+    /* a daemon's stderr is gone after the fork: print only what makes a
+     * mount command fail, unless asked to stay in the foreground */
+    dlog_init(DFUSE_PROG, copts.debug ? DLOG_DEBUG : copts.foreground ? DLOG_INFO : DLOG_WARN);
     rc = serve(&args, &copts, &cl, &dopt);
 out:
     free(copts.mountpoint);
