@@ -29,6 +29,9 @@
 #define DFUSE_MAX_XATTR_LIST_BYTES (64u * 1024u)
 #define DFUSE_MAX_ERRNO 4095
 #define DFUSE_CAPS_XATTR "security.capability"
+/* Kernel read-ahead and async direct I/O requests in flight at once (the
+ * kernel default is 12); the library fans each out to n servers. */
+#define DFUSE_MAX_BACKGROUND 64u
 /* Open flags the library understands; the rest (O_LARGEFILE, O_NOFOLLOW,
  * O_CLOEXEC, O_CREAT/O_EXCL already acted on by the kernel...) stay here. */
 #define DFUSE_OPEN_FLAGS_MASK (O_ACCMODE | O_TRUNC | O_APPEND | O_DIRECT | O_SYNC | O_DSYNC)
@@ -195,6 +198,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
     conn->max_read = DFUSE_MAX_IO_BYTES;
     if (conn->max_readahead > DFUSE_MAX_IO_BYTES)
         conn->max_readahead = DFUSE_MAX_IO_BYTES;
+    conn->max_background = DFUSE_MAX_BACKGROUND;
     /* Writeback caching would hold dirty pages past close and break
      * close-to-open for other clients; splicing buys nothing here. */
     conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_SPLICE_READ |
