@@ -61,6 +61,8 @@ BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
 .PHONY: all deps test unit integration asan bench install clean
+# keep objects and generated sources that pattern chains would delete
+.SECONDARY:
 all: $(BINS) $(LIBDEPFS_SO) $(TEST_BINS) $(BENCH_BINS) $(BUILD)/lib/depfs.pc
 
 deps:
