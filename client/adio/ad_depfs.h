@@ -1,0 +1,86 @@
+/* ad_depfs.h - the DePFS ROMIO (ADIO) driver: shared declarations.
+ *
+ * Owns the driver's per-file state (fd->fs_ptr), the layout request type and
+ * every ADIOI_DEPFS_* entry point. The driver talks to DePFS through libdepfs
+ * (client/lib/depfs.h) with one depfs_t per process, mounted at the first
+ * open from $DEPFS_CONF and unmounted at MPI_Finalize.
+ *
+ * Layout precedence for a new file: label (depfs@N@K[@SU]:) > hints
+ * (depfs_n, depfs_k, depfs_su) > $DEPFS_LAYOUT (N@K[@SU]) > directory or
+ * cluster default. The requested values travel in fd->info until the open;
+ * after it fd->info reports the layout actually used. */
+#ifndef AD_DEPFS_H_INCLUDED
+#define AD_DEPFS_H_INCLUDED
+
+#include "adio.h"
+#include <depfs.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ADIOI_DEPFS_LABEL_WORD "depfs"
+#define ADIOI_DEPFS_LABEL_WORD_LEN 5
+#define ADIOI_DEPFS_ERR_LEN 256
+#define ADIOI_DEPFS_MAX_N DEPFS_MAX_SERVERS_PER_FILE
+#define ADIOI_DEPFS_SU_ALIGN_BYTES 512u
+#define ADIOI_DEPFS_MAX_SU_BYTES (64u * 1024u * 1024u)
+
+/* info keys the driver owns (ADIOI_GEN_SetInfo drops unknown hints) */
+#define ADIOI_DEPFS_HINT_N "depfs_n"
+#define ADIOI_DEPFS_HINT_K "depfs_k"
+#define ADIOI_DEPFS_HINT_SU "depfs_su"
+#define ADIOI_DEPFS_HINT_LAYOUT "depfs_layout"   /* reported: "N@K@SU" */
+#define ADIOI_DEPFS_LAYOUT_ENV "DEPFS_LAYOUT"
+#define ADIOI_DEPFS_LOCK_DIR_ENV "DEPFS_MPIIO_LOCK_DIR"
+#define ADIOI_DEPFS_LOCK_DIR_DEFAULT "/tmp/depfs-mpiio-locks"
+
+/* a requested layout; 0 = not given (inherit) */
+typedef struct ADIOI_DEPFS_Layout {
+    unsigned n, k;
+    uint32_t su;
+} ADIOI_DEPFS_Layout;
+
+/* fd->fs_ptr while the file is open */
+typedef struct ADIOI_DEPFS_File {
+    depfs_fh_t *fh;
+    depfs_layout_info layout;   /* what the file really uses */
+    int lock_fd;                /* -1 until the first byte-range lock */
+} ADIOI_DEPFS_File;
+
+/* ---- prefix/label handling (ad_depfs_prefix.c) ---- */
+int ADIOI_DEPFS_Is_label(const char *name);
+int ADIOI_DEPFS_Prefix(const char *name);
+int ADIOI_DEPFS_Forced(void);
+int ADIOI_DEPFS_Parse_label(const char *name, ADIOI_DEPFS_Layout *out, const char **path,
+                            char *err, size_t err_len);
+int ADIOI_DEPFS_Parse_spec(const char *spec, ADIOI_DEPFS_Layout *out, char *err, size_t err_len);
+int ADIOI_DEPFS_Check_layout(const ADIOI_DEPFS_Layout *l, char *err, size_t err_len);
+void ADIOI_DEPFS_Take_pending(const char *path, ADIOI_DEPFS_Layout *out);
+void ADIOI_DEPFS_Clear_pending(void);
+
+/* ---- process-wide client and helpers (ad_depfs_fs.c) ---- */
+int ADIOI_DEPFS_Get_fs(depfs_t **fs);   /* negative errno on failure */
+/* "/x" from "x", "depfs@8@6:/x" or "/x"; malloc'd, NULL on ENOMEM */
+char *ADIOI_DEPFS_Abs_path(const char *filename);
+int ADIOI_DEPFS_Err(const char *myname, const char *filename, int neg_errno);
+void ADIOI_DEPFS_Fill_cred(depfs_cred *cr);
+void ADIOI_DEPFS_Align_hints(ADIO_File fd, const depfs_layout_info *lay);
+
+/* ---- operations ---- */
+void ADIOI_DEPFS_Open(ADIO_File fd, int *error_code);
+void ADIOI_DEPFS_Close(ADIO_File fd, int *error_code);
+void ADIOI_DEPFS_ReadContig(ADIO_File fd, void *buf, int count, MPI_Datatype datatype,
+                            int file_ptr_type, ADIO_Offset offset, ADIO_Status *status,
+                            int *error_code);
+void ADIOI_DEPFS_WriteContig(ADIO_File fd, const void *buf, int count, MPI_Datatype datatype,
+                             int file_ptr_type, ADIO_Offset offset, ADIO_Status *status,
+                             int *error_code);
+void ADIOI_DEPFS_Fcntl(ADIO_File fd, int flag, ADIO_Fcntl_t *fcntl_struct, int *error_code);
+void ADIOI_DEPFS_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code);
+void ADIOI_DEPFS_Flush(ADIO_File fd, int *error_code);
+void ADIOI_DEPFS_Resize(ADIO_File fd, ADIO_Offset size, int *error_code);
+void ADIOI_DEPFS_Delete(const char *filename, int *error_code);
+int ADIOI_DEPFS_Feature(ADIO_File fd, int flag);
+int ADIOI_DEPFS_SetLock(ADIO_File fd, int cmd, int type, ADIO_Offset offset, int whence,
+                        ADIO_Offset len);
+
+#endif /* AD_DEPFS_H_INCLUDED */

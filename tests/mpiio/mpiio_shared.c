@@ -1,0 +1,282 @@
+/* mpiio_shared.c - DePFS MPI-IO driver test: a shared file written from every
+ * rank collectively (interleaved blocks through a file view) and
+ * independently (contiguous and strided), read back both ways, plus the
+ * driver's own behaviour: layout reported by MPI_File_get_info, hints, label
+ * errors, get/set size and preallocate.
+ *
+ *   mpiio_shared -fname depfs@8@6:/dir/base [-n 8 -k 6] [-blocks B]
+ *
+ * Files left behind for the caller to check (FUSE mount, depfs scrub):
+ *   BASE.coll and BASE.indep, each nprocs * blocks * BLOCK_BYTES bytes with
+ *   byte o = pattern(o). Exit 0 and "PASS" on success. */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BLOCK_BYTES 100000      /* deliberately not stripe-aligned */
+#define DEFAULT_BLOCKS 8
+#define STRIDED_PIECES 16
+#define PREALLOC_BYTES (5 * 1024 * 1024)
+
+static int rank, nprocs, failures;
+
+static unsigned char pattern(uint64_t off)
+{
+    return (unsigned char) (((off * 31u) + (off >> 11)) ^ 0x5a);
+}
+
+#define CHECK(cond, ...) do { if (!(cond)) { failures++; fprintf(stderr, "[%d] FAIL %s:%d: ", rank, __FILE__, __LINE__); \
+    fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); } } while (0)
+
+static int mpi_ok(int rc, const char *what)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (rc == MPI_SUCCESS)
+        return 1;
+    MPI_Error_string(rc, msg, &len);
+    failures++;
+    fprintf(stderr, "[%d] FAIL %s: %s\n", rank, what, msg);
+    return 0;
+}
+
+static void fill(unsigned char *buf, uint64_t off, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        buf[i] = pattern(off + i);
+}
+
+static size_t verify(const unsigned char *buf, uint64_t off, size_t len)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < len; i++)
+        if (buf[i] != pattern(off + i))
+            bad++;
+    return bad;
+}
+
+static void expect_layout(MPI_File fh, unsigned n, unsigned k, const char *what)
+{
+    MPI_Info info;
+    char v[MPI_MAX_INFO_VAL + 1];
+    int flag = 0;
+    if (!mpi_ok(MPI_File_get_info(fh, &info), "get_info"))
+        return;
+    MPI_Info_get(info, "depfs_layout", MPI_MAX_INFO_VAL, v, &flag);
+    CHECK(flag, "%s: no depfs_layout in MPI_File_get_info", what);
+    if (flag && n && k) {
+        unsigned gn = 0, gk = 0, gsu = 0;
+        sscanf(v, "%u@%u@%u", &gn, &gk, &gsu);
+        CHECK(gn == n && gk == k, "%s: layout %s, want %u@%u", what, v, n, k);
+        MPI_Info_get(info, "striping_unit", MPI_MAX_INFO_VAL, v, &flag);
+        CHECK(flag && (unsigned) atoi(v) == gk * gsu, "%s: striping_unit %s != k*su", what,
+              flag ? v : "(none)");
+    }
+    if (rank == 0 && flag)
+        printf("%s: layout %s\n", what, v);
+    MPI_Info_free(&info);
+}
+
+/* rank r owns blocks r, r+P, r+2P, ...: one vector file view, one write_all */
+static void collective_file(const char *name, int blocks, unsigned n, unsigned k)
+{
+    MPI_File fh;
+    MPI_Datatype ftype;
+    size_t bytes = (size_t) blocks * BLOCK_BYTES;
+    unsigned char *buf = malloc(bytes);
+    MPI_Status st;
+    int count = 0;
+
+    if (!mpi_ok(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR,
+                              MPI_INFO_NULL, &fh), name))
+        goto out;
+    expect_layout(fh, n, k, "collective file");
+    MPI_Type_vector(blocks, BLOCK_BYTES, BLOCK_BYTES * nprocs, MPI_BYTE, &ftype);
+    MPI_Type_commit(&ftype);
+    MPI_File_set_view(fh, (MPI_Offset) rank * BLOCK_BYTES, MPI_BYTE, ftype, "native",
+                      MPI_INFO_NULL);
+    for (int b = 0; b < blocks; b++)
+        fill(buf + (size_t) b * BLOCK_BYTES,
+             ((uint64_t) b * nprocs + rank) * BLOCK_BYTES, BLOCK_BYTES);
+    mpi_ok(MPI_File_write_all(fh, buf, (int) bytes, MPI_BYTE, &st), "write_all");
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    CHECK((size_t) count == bytes, "write_all wrote %d of %zu", count, bytes);
+    mpi_ok(MPI_File_sync(fh), "sync");
+    MPI_Barrier(MPI_COMM_WORLD);
+    mpi_ok(MPI_File_sync(fh), "sync");
+    memset(buf, 0, bytes);
+    mpi_ok(MPI_File_read_at_all(fh, 0, buf, (int) bytes, MPI_BYTE, &st), "read_at_all");
+    size_t bad = 0;
+    for (int b = 0; b < blocks; b++)
+        bad += verify(buf + (size_t) b * BLOCK_BYTES,
+                      ((uint64_t) b * nprocs + rank) * BLOCK_BYTES, BLOCK_BYTES);
+    CHECK(bad == 0, "collective read back: %zu bad bytes", bad);
+    MPI_Type_free(&ftype);
+    mpi_ok(MPI_File_close(&fh), "close");
+  out:
+    free(buf);
+}
+
+/* rank r writes its half-region contiguously and the other half as strided
+ * pieces (independent I/O), then every rank reads another rank's region */
+static void independent_file(const char *name, int blocks)
+{
+    MPI_File fh;
+    MPI_Datatype ftype;
+    uint64_t region = (uint64_t) blocks * BLOCK_BYTES, base = rank * region;
+    uint64_t half = region / 2, piece = (region - half) / STRIDED_PIECES;
+    unsigned char *buf = malloc(region);
+    MPI_Status st;
+
+    if (!mpi_ok(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR,
+                              MPI_INFO_NULL, &fh), name))
+        goto out;
+    fill(buf, base, region);
+    mpi_ok(MPI_File_write_at(fh, (MPI_Offset) base, buf, (int) half, MPI_BYTE, &st),
+           "write_at");
+    /* even pieces first, odd pieces second: two strided independent writes */
+    for (int pass = 0; pass < 2; pass++) {
+        int nsel = STRIDED_PIECES / 2;
+        MPI_Type_vector(nsel, (int) piece, (int) (2 * piece), MPI_BYTE, &ftype);
+        MPI_Type_commit(&ftype);
+        MPI_File_set_view(fh, (MPI_Offset) (base + half + pass * piece), MPI_BYTE, ftype,
+                          "native", MPI_INFO_NULL);
+        unsigned char *sel = malloc((size_t) nsel * piece);
+        for (int i = 0; i < nsel; i++)
+            fill(sel + (size_t) i * piece, base + half + (uint64_t) (2 * i + pass) * piece, piece);
+        mpi_ok(MPI_File_write(fh, sel, (int) (nsel * piece), MPI_BYTE, &st), "strided write");
+        free(sel);
+        MPI_Type_free(&ftype);
+    }
+    /* the tail left over by the piece rounding, contiguous again */
+    MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+    uint64_t tail = half + piece * STRIDED_PIECES;
+    if (tail < region)
+        mpi_ok(MPI_File_write_at(fh, (MPI_Offset) (base + tail), buf + tail, (int) (region - tail),
+                                 MPI_BYTE, &st), "tail write");
+    /* MPI consistency: sync - barrier - sync */
+    mpi_ok(MPI_File_sync(fh), "sync");
+    MPI_Barrier(MPI_COMM_WORLD);
+    mpi_ok(MPI_File_sync(fh), "sync");
+    int peer = (rank + 1) % nprocs;
+    memset(buf, 0, region);
+    mpi_ok(MPI_File_read_at(fh, (MPI_Offset) (peer * region), buf, (int) region, MPI_BYTE, &st),
+           "read_at");
+    CHECK(verify(buf, peer * region, region) == 0, "independent read of rank %d's region", peer);
+
+    MPI_Offset size = 0;
+    mpi_ok(MPI_File_get_size(fh, &size), "get_size");
+    CHECK((uint64_t) size == region * nprocs, "size %lld, want %llu", (long long) size,
+          (unsigned long long) (region * nprocs));
+    mpi_ok(MPI_File_close(&fh), "close");
+  out:
+    free(buf);
+}
+
+static void label_and_hint_checks(const char *dir)
+{
+    MPI_File fh;
+    MPI_Info info;
+    char name[1024], msg[MPI_MAX_ERROR_STRING];
+    int rc, len = 0;
+
+    /* malformed label: the open fails with a message naming the problem */
+    snprintf(name, sizeof(name), "depfs@8@x:%s/bad", dir);
+    MPI_File_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_RETURN);
+    rc = MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
+    CHECK(rc != MPI_SUCCESS, "open of %s succeeded", name);
+    if (rc != MPI_SUCCESS) {
+        MPI_Error_string(rc, msg, &len);
+        CHECK(strstr(msg, "bad DePFS label") != NULL, "error for %s: %s", name, msg);
+        if (rank == 0)
+            printf("malformed label error: %s\n", msg);
+    }
+    snprintf(name, sizeof(name), "depfs@4@6:%s/bad", dir);
+    rc = MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
+    CHECK(rc != MPI_SUCCESS, "open of %s (k > n) succeeded", name);
+
+    /* hints give the layout when the label has none */
+    snprintf(name, sizeof(name), "DePFS:%s/hinted", dir);
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "depfs_n", "4");
+    MPI_Info_set(info, "depfs_k", "2");
+    MPI_Info_set(info, "depfs_su", "32768");
+    if (mpi_ok(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh),
+               name)) {
+        expect_layout(fh, 4, 2, "hinted file");
+        /* set_size, get_size, preallocate */
+        mpi_ok(MPI_File_set_size(fh, 123456), "set_size");
+        MPI_Offset size = 0;
+        mpi_ok(MPI_File_get_size(fh, &size), "get_size");
+        CHECK(size == 123456, "size after set_size: %lld", (long long) size);
+        mpi_ok(MPI_File_preallocate(fh, PREALLOC_BYTES), "preallocate");
+        mpi_ok(MPI_File_get_size(fh, &size), "get_size");
+        CHECK(size == PREALLOC_BYTES, "size after preallocate: %lld", (long long) size);
+        mpi_ok(MPI_File_set_size(fh, 1000), "shrink");
+        mpi_ok(MPI_File_get_size(fh, &size), "get_size");
+        CHECK(size == 1000, "size after shrink: %lld", (long long) size);
+        mpi_ok(MPI_File_close(&fh), "close");
+    }
+    /* the label wins over hints */
+    snprintf(name, sizeof(name), "depfs@8@6:%s/labelled", dir);
+    if (mpi_ok(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh),
+               name)) {
+        expect_layout(fh, 8, 6, "label over hints");
+        mpi_ok(MPI_File_close(&fh), "close");
+    }
+    MPI_Info_free(&info);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        mpi_ok(MPI_File_delete(name, MPI_INFO_NULL), "delete");
+        rc = MPI_File_open(MPI_COMM_SELF, name, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+        CHECK(rc != MPI_SUCCESS, "open after delete succeeded");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+int main(int argc, char **argv)
+{
+    const char *fname = NULL;
+    unsigned n = 0, k = 0;
+    int blocks = DEFAULT_BLOCKS, total = 0;
+    char name[1024], dir[1024];
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "-fname"))
+            fname = argv[i + 1];
+        else if (!strcmp(argv[i], "-n"))
+            n = (unsigned) atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-k"))
+            k = (unsigned) atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-blocks"))
+            blocks = atoi(argv[i + 1]);
+    }
+    if (!fname || blocks < 1) {
+        if (rank == 0)
+            fprintf(stderr, "usage: %s -fname depfs@N@K:/dir/base [-n N -k K] [-blocks B]\n", argv[0]);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    MPI_File_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_RETURN);
+    snprintf(name, sizeof(name), "%s.coll", fname);
+    collective_file(name, blocks, n, k);
+    snprintf(name, sizeof(name), "%s.indep", fname);
+    independent_file(name, blocks);
+    /* the directory of base, in DePFS terms */
+    const char *path = strchr(fname, ':') ? strchr(fname, ':') + 1 : fname;
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    label_and_hint_checks(dir);
+
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("%s: %d ranks, %d failures\n", total ? "FAIL" : "PASS", nprocs, total);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
