@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -30,14 +31,15 @@
 
 #define T_SERVERS 8u
 #define T_SU 4096u
-#define T_FILE_MAX (160u * 1024)
+#define T_FILE_MAX (512u * 1024)
 #define T_PORT_WAIT_MS 10000
 #define T_TEST_TIMEOUT_S 60
+#define T_START_ATTEMPTS 5u
 
 typedef struct t_cluster {
     char dir[256];
     char conf[300];
-    unsigned base_port;
+    unsigned ports[T_SERVERS + 1]; /* mds, then ioservers */
     pid_t mds;
     pid_t ios[T_SERVERS];
 } t_cluster;
@@ -56,12 +58,21 @@ static pid_t spawn(const char *prog, char *const argv[])
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", bin_dir(), prog);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        /* die with the test runner, whatever happens to it */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(1);
         char logp[600];
         snprintf(logp, sizeof logp, "%s/%s-%d.log", g_cl.dir, prog, (int)getpid());
-        FILE *f = freopen(logp, "w", stderr);
-        (void)f;
+        int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+            close(fd);
+        }
         execv(path, argv);
         _exit(127);
     }
@@ -78,29 +89,40 @@ static bool port_open(unsigned port)
     return ok;
 }
 
-static void wait_port(unsigned port, pid_t pid)
+/* A port the kernel considers free right now. */
+static unsigned free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t l = sizeof a;
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(s, (struct sockaddr *)&a, &l) != 0)
+        abort();
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+/* true once the port answers; false when the daemon died or time ran out */
+static bool wait_port(unsigned port, pid_t pid)
 {
     for (int waited = 0; waited < T_PORT_WAIT_MS; waited += 20) {
         if (port_open(port))
-            return;
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            fprintf(stderr, "daemon for port %u exited early (see %s)\n", port, g_cl.dir);
-            abort();
-        }
+            return true;
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return false;
         usleep(20000);
     }
-    fprintf(stderr, "port %u never opened\n", port);
-    abort();
+    return false;
 }
 
-static void ios_start(unsigned i)
+static bool ios_start(unsigned i)
 {
     char id[16];
     snprintf(id, sizeof id, "%u", i);
     char *argv[] = {"depfs-ioserver", "--config", g_cl.conf, "--id", id, NULL};
     g_cl.ios[i] = spawn("depfs-ioserver", argv);
-    wait_port(g_cl.base_port + 1 + i, g_cl.ios[i]);
+    return wait_port(g_cl.ports[1 + i], g_cl.ios[i]);
 }
 
 static void ios_kill(unsigned i)
@@ -112,31 +134,7 @@ static void ios_kill(unsigned i)
     }
 }
 
-static void cluster_up(void)
-{
-    snprintf(g_cl.dir, sizeof g_cl.dir, "/tmp/depfs-tcd-XXXXXX");
-    if (mkdtemp(g_cl.dir) == NULL)
-        abort();
-    srand((unsigned)time(NULL) ^ (unsigned)getpid());
-    g_cl.base_port = 20000 + (unsigned)(rand() % 30000);
-    snprintf(g_cl.conf, sizeof g_cl.conf, "%s/depfs.conf", g_cl.dir);
-    FILE *f = fopen(g_cl.conf, "w");
-    if (f == NULL)
-        abort();
-    fprintf(f, "mds_address = 127.0.0.1:%u\nmds_data_dir = %s/mds\n", g_cl.base_port, g_cl.dir);
-    for (unsigned i = 0; i < T_SERVERS; i++)
-        fprintf(f, "ioserver = %u 127.0.0.1:%u %s/io%u\n", i, g_cl.base_port + 1 + i, g_cl.dir, i);
-    fprintf(f, "default_layout = 4@2@4k\nrequest_timeout_ms = 1000\nconnect_timeout_ms = 500\n"
-               "server_down_expiry_ms = 60000\nlock_lease_ms = 5000\n");
-    fclose(f);
-    char *argv[] = {"depfs-mds", "--config", g_cl.conf, NULL};
-    g_cl.mds = spawn("depfs-mds", argv);
-    for (unsigned i = 0; i < T_SERVERS; i++)
-        ios_start(i);
-    wait_port(g_cl.base_port, g_cl.mds);
-}
-
-static void cluster_down(void)
+static void daemons_stop(void)
 {
     for (unsigned i = 0; i < T_SERVERS; i++)
         if (g_cl.ios[i] > 0) {
@@ -149,6 +147,55 @@ static void cluster_down(void)
         waitpid(g_cl.mds, NULL, 0);
         g_cl.mds = 0;
     }
+}
+
+static void write_config(void)
+{
+    for (unsigned i = 0; i <= T_SERVERS; i++)
+        g_cl.ports[i] = free_port();
+    FILE *f = fopen(g_cl.conf, "w");
+    if (f == NULL)
+        abort();
+    fprintf(f, "mds_address = 127.0.0.1:%u\nmds_data_dir = %s/mds\n", g_cl.ports[0], g_cl.dir);
+    for (unsigned i = 0; i < T_SERVERS; i++)
+        fprintf(f, "ioserver = %u 127.0.0.1:%u %s/io%u\n", i, g_cl.ports[1 + i], g_cl.dir, i);
+    fprintf(f, "default_layout = 4@2@4k\nrequest_timeout_ms = 1000\nconnect_timeout_ms = 500\n"
+               "server_down_expiry_ms = 60000\nlock_lease_ms = 5000\n");
+    fclose(f);
+}
+
+static bool daemons_start(void)
+{
+    char *argv[] = {"depfs-mds", "--config", g_cl.conf, "--foreground", NULL};
+    g_cl.mds = spawn("depfs-mds", argv);
+    if (!wait_port(g_cl.ports[0], g_cl.mds))
+        return false;
+    for (unsigned i = 0; i < T_SERVERS; i++)
+        if (!ios_start(i))
+            return false;
+    return true;
+}
+
+static void cluster_up(void)
+{
+    snprintf(g_cl.dir, sizeof g_cl.dir, "/tmp/depfs-tcd-XXXXXX");
+    if (mkdtemp(g_cl.dir) == NULL)
+        abort();
+    snprintf(g_cl.conf, sizeof g_cl.conf, "%s/depfs.conf", g_cl.dir);
+    for (unsigned attempt = 0; attempt < T_START_ATTEMPTS; attempt++) {
+        write_config();
+        if (daemons_start())
+            return;
+        daemons_stop(); /* a port was taken meanwhile: new ports, new try */
+    }
+    fprintf(stderr, "could not start the cluster (binaries in %s, logs in %s)\n", bin_dir(),
+            g_cl.dir);
+    exit(EXIT_FAILURE);
+}
+
+static void cluster_down(void)
+{
+    daemons_stop();
     if (getenv("DEPFS_KEEP_TEST_DIR") == NULL) {
         char cmd[400];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_cl.dir);
@@ -304,17 +351,17 @@ static void random_rw(const char *label, int extra_flags, unsigned ops)
     free(model);
 }
 
-START_TEST(test_rw_8_8) { random_rw("depfs@8@8@4k:/rw88", 0, 150); }
+START_TEST(test_rw_8_8) { random_rw("depfs@8@8@4k:/rw88", 0, 400); }
 END_TEST
-START_TEST(test_rw_8_7) { random_rw("depfs@8@7@4k:/rw87", 0, 150); }
+START_TEST(test_rw_8_7) { random_rw("depfs@8@7@4k:/rw87", 0, 400); }
 END_TEST
-START_TEST(test_rw_8_6) { random_rw("depfs@8@6@4k:/rw86", 0, 200); }
+START_TEST(test_rw_8_6) { random_rw("depfs@8@6@4k:/rw86", 0, 500); }
 END_TEST
-START_TEST(test_rw_8_4) { random_rw("depfs@8@4@4k:/rw84", 0, 150); }
+START_TEST(test_rw_8_4) { random_rw("depfs@8@4@4k:/rw84", 0, 400); }
 END_TEST
-START_TEST(test_rw_4_2) { random_rw("depfs@4@2@4k:/rw42", 0, 200); }
+START_TEST(test_rw_4_2) { random_rw("depfs@4@2@4k:/rw42", 0, 500); }
 END_TEST
-START_TEST(test_rw_direct) { random_rw("depfs@5@3@1k:/rw53", O_DIRECT, 150); }
+START_TEST(test_rw_direct) { random_rw("depfs@5@3@1k:/rw53", O_DIRECT, 300); }
 END_TEST
 
 /* A large write and read spanning many rounds (bigger than one request). */
@@ -488,7 +535,7 @@ static void *writer_main(void *arg)
         return NULL;
     uint8_t *buf = malloc(w->piece);
     for (unsigned r = 0; r < w->rounds && w->err == 0; r++) {
-        for (unsigned i = w->id; i * w->piece < 3 * 12 * 1024; i += T_WRITERS) {
+        for (unsigned i = w->id; (i + 1) * w->piece <= 3 * 12 * 1024; i += T_WRITERS) {
             memset(buf, (int)(r * 16 + w->id + 1), w->piece);
             ssize_t n = depfs_write(fh, buf, w->piece, i * w->piece);
             if (n != (ssize_t)w->piece) {
@@ -508,14 +555,14 @@ START_TEST(test_concurrent_writers_parity)
 {
     depfs_t *fs = mount_fs();
     depfs_fh_t *fh = NULL;
-    /* 5@3@4k: a stripe is 12 KiB; pieces of 1000 bytes cross units */
+    /* 5@3@4k: a stripe is 12 KiB; pieces of 768 bytes cross units */
     ck_assert_int_eq(depfs_open(fs, "depfs@5@3@4k:/shared", O_CREAT | O_RDWR, 0644, &fh), 0);
     uint64_t ino = depfs_fh_ino(fh);
     ck_assert_int_eq(depfs_close(fh), 0);
     t_writer w[T_WRITERS];
     pthread_t th[T_WRITERS];
     for (unsigned i = 0; i < T_WRITERS; i++) {
-        w[i] = (t_writer){.fs = mount_fs(), .id = i, .rounds = 15, .piece = 1000};
+        w[i] = (t_writer){.fs = mount_fs(), .id = i, .rounds = 15, .piece = 768};
         pthread_create(&th[i], NULL, writer_main, &w[i]);
     }
     for (unsigned i = 0; i < T_WRITERS; i++) {
@@ -523,11 +570,20 @@ START_TEST(test_concurrent_writers_parity)
         ck_assert_msg(w[i].err == 0, "writer %u: %s", i, strerror(-w[i].err));
     }
     scrub_clean(fs, ino, 3);
+    depfs_server_status ss[T_SERVERS];
+    int ns = depfs_cluster_status(fs, ss, T_SERVERS);
+    uint64_t nacked = 0, granted = 0;
+    for (int i = 0; i < ns && i < (int)T_SERVERS; i++) {
+        nacked += ss[i].locks_nacked;
+        granted += ss[i].locks_granted;
+    }
+    fprintf(stderr, "concurrent writers: locks granted %" PRIu64 ", nacked %" PRIu64 "\n",
+            granted, nacked);
     ck_assert_int_eq(depfs_open(fs, "/shared", O_RDONLY, 0, &fh), 0);
     uint8_t got[3 * 12 * 1024];
     ck_assert_int_eq(depfs_read(fh, got, sizeof got, 0), (ssize_t)sizeof got);
     for (size_t i = 0; i < sizeof got; i++) {
-        unsigned owner = (unsigned)((i / 1000) % T_WRITERS);
+        unsigned owner = (unsigned)((i / 768) % T_WRITERS);
         ck_assert_msg(got[i] == (uint8_t)(14 * 16 + owner + 1), "byte %zu = %u", i, got[i]);
     }
     ck_assert_int_eq(depfs_close(fh), 0);
