@@ -49,6 +49,7 @@ typedef struct dc_wround {
     uint32_t lockset;                 /* positions locked (written or pre-read) */
     uint32_t writeset;                /* positions written in phase 2 */
     bool sync;
+    bool force_recon;                 /* redo after a lost lock: encode afresh */
     uint64_t owner_op;
 } dc_wround;
 
@@ -113,7 +114,7 @@ static void dc_plan_method(const dc_wround *w, dc_wstripe *ws)
     }
     uint64_t rmw_cost = touched + parity_alive * r;
     uint64_t recon_cost = lay->k * r - touched;
-    ws->method = rmw_cost < recon_cost ? DC_W_RMW : DC_W_RECON;
+    ws->method = rmw_cost < recon_cost && !w->force_recon ? DC_W_RMW : DC_W_RECON;
 }
 
 static uint64_t dc_stripe_buf_bytes(const dc_wround *w, const dc_wstripe *ws)
@@ -314,8 +315,8 @@ static int dc_phase1(dc_wround *w, dc_req *reqs)
         for (unsigned p = 0; p < lay->n; p++) {
             if (!reqs[p].active)
                 continue;
-            if (reqs[p].result == -EAGAIN)
-                nack = true;
+            if (reqs[p].result == -EAGAIN || reqs[p].result == -ENOLCK)
+                nack = true; /* busy stripes, or a full lock table: back off */
             else if (reqs[p].result == DC_ERR_DOWN)
                 down = true;
             else if (reqs[p].result < 0 && err == 0)
@@ -475,6 +476,8 @@ static void dc_notify_dirty(dc_wround *w, uint32_t failed)
     free(reqs);
 }
 
+/* 0, -EAGAIN when a server no longer knew our lock (the recovery module
+ * took it as an orphan: the round must be redone), or an error. */
 static int dc_phase2(dc_wround *w, dc_req *reqs)
 {
     const layout *lay = w->lay;
@@ -482,21 +485,26 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
     dc_io_run(w->fs, w->in->ino, reqs, lay->n);
     uint32_t failed = 0;
     int err = 0;
+    bool lost_lock = false;
     for (unsigned p = 0; p < lay->n; p++) {
         if (!reqs[p].active)
             continue;
         if (reqs[p].result == DC_ERR_DOWN)
             failed |= 1u << p;
+        else if (reqs[p].result == -EPERM && reqs[p].has_lock)
+            lost_lock = true;
         else if (reqs[p].result < 0 && err == 0)
             err = reqs[p].result;
     }
-    if (err != 0) {
-        /* a server refused the write: make sure no lock stays behind */
+    if (err != 0 || lost_lock) {
+        /* make sure no lock of ours stays behind where the write failed */
         for (unsigned p = 0; p < lay->n; p++)
             reqs[p].result = reqs[p].active && reqs[p].result < 0 && reqs[p].result != DC_ERR_DOWN
                                  ? 0
                                  : 1;
         dc_io_unlock_granted(w->fs, w->in->ino, reqs, lay->n);
+    }
+    if (err != 0) {
         dc_set_error("write of inode %llu: a server refused the write: %s",
                      (unsigned long long)w->in->ino, strerror(-err));
         return err;
@@ -510,12 +518,12 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
             return -EIO;
         }
     }
-    return 0;
+    return lost_lock ? -EAGAIN : 0;
 }
 
 /* ---------------------------------------------------------------- rounds */
 
-static int dc_write_round(dc_wround *w, dc_req *reqs)
+static int dc_write_round_once(dc_wround *w, dc_req *reqs)
 {
     int rc = dc_plan_round(w);
     if (rc < 0)
@@ -534,6 +542,26 @@ static int dc_write_round(dc_wround *w, dc_req *reqs)
         }
     }
     return dc_phase2(w, reqs);
+}
+
+/* A round whose lock was taken away mid-write (lease expired, recovery
+ * repaired the stripes) is redone by reconstruct-write, which recomputes
+ * parity from whatever data the stripes now hold. */
+static int dc_write_round(dc_wround *w, dc_req *reqs)
+{
+    w->force_recon = false;
+    int rc = dc_write_round_once(w, reqs);
+    for (unsigned redo = 0; rc == -EAGAIN && redo < DC_FAILOVER_RESTARTS_MAX; redo++) {
+        log_warn("write of inode %llu: stripe lock lost during the write; redoing the round",
+                 (unsigned long long)w->in->ino);
+        w->force_recon = true;
+        rc = dc_write_round_once(w, reqs);
+    }
+    if (rc == -EAGAIN) {
+        dc_set_error("write of inode %llu: stripe locks kept being lost", (unsigned long long)w->in->ino);
+        rc = -EIO;
+    }
+    return rc;
 }
 
 int dc_write_range(depfs_t *fs, dc_inode *in, const uint8_t *buf, uint64_t off, uint64_t len,
