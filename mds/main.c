@@ -7,6 +7,7 @@
  * Without --foreground it detaches, and the starting process exits 0 only
  * once the store is open and the server listens (non-zero otherwise). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -205,6 +206,12 @@ static int detach(void)
         log_warn("setsid: %s", strerror(errno));
     if (chdir("/") < 0)
         log_warn("chdir /: %s", strerror(errno));
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+        dup2(devnull, STDIN_FILENO);
+        if (devnull != STDIN_FILENO)
+            close(devnull);
+    }
     return fds[1];
 }
 

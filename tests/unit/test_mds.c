@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -806,6 +807,60 @@ START_TEST(test_cluster_states)
 }
 END_TEST
 
+/* Many threads creating, renaming and unlinking in one directory. */
+#define CONC_THREADS 4
+#define CONC_FILES 150
+
+typedef struct conc_arg {
+    unsigned id;
+    uint64_t dir;
+    int errors;
+} conc_arg;
+
+static void *conc_main(void *p)
+{
+    conc_arg *a = p;
+    char name[32], name2[32], w[MDS_WHY_MAX];
+    mds_inode in;
+    mds_removed rm;
+    for (unsigned i = 0; i < CONC_FILES; i++) {
+        snprintf(name, sizeof(name), "t%u_%u", a->id, i);
+        snprintf(name2, sizeof(name2), "r%u_%u", a->id, i);
+        mds_new nw = mk(a->dir, name, 0644);
+        if (mds_ns_create(ns, &nw, true, &in, w) < 0)
+            a->errors++;
+        if (mds_ns_rename(ns, a->dir, name, a->dir, name2, 0, &rm, w) < 0)
+            a->errors++;
+        if (i % 2 && mds_ns_unlink(ns, a->dir, name2, &rm, w) < 0)
+            a->errors++;
+    }
+    return NULL;
+}
+
+START_TEST(test_concurrent)
+{
+    pthread_t th[CONC_THREADS];
+    conc_arg args[CONC_THREADS];
+    static rd_col c;
+    uint64_t d = new_dir(ROOT, "conc");
+    for (unsigned i = 0; i < CONC_THREADS; i++) {
+        args[i] = (conc_arg){ .id = i, .dir = d };
+        ck_assert_int_eq(pthread_create(&th[i], NULL, conc_main, &args[i]), 0);
+    }
+    for (unsigned i = 0; i < CONC_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(args[i].errors, 0);
+    }
+    ck_assert_uint_eq(read_all(d, 64, &c), 2 + CONC_THREADS * CONC_FILES / 2);
+    for (unsigned i = 2; i < c.n; i++)
+        for (unsigned j = i + 1; j < c.n; j++)
+            ck_assert_uint_ne(c.inos[i], c.inos[j]);
+    uint64_t files, bytes;
+    mds_ns_statfs(ns, &files, &bytes);
+    ck_assert_uint_eq(files, 2 + CONC_THREADS * CONC_FILES / 2);
+}
+END_TEST
+
 /* ----------------------------------------------------------- over RPC */
 
 static Depfs__MdsReply *call(rpc_conn *c, Depfs__MdsOp op, const Depfs__MdsRequest *q)
@@ -937,6 +992,7 @@ static Suite *mds_suite(void)
     tcase_add_test(tc, test_layout_on_file);
     tcase_add_test(tc, test_persistence);
     tcase_add_test(tc, test_cluster_states);
+    tcase_add_test(tc, test_concurrent);
     tcase_add_test(tc, test_rpc_handlers);
     suite_add_tcase(s, tc);
     return s;
