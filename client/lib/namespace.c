@@ -21,6 +21,8 @@
 #define DC_XATTR_SIZE_MAX 65536u
 #define DC_STATFS_FRSIZE 4096u
 #define DC_STATFS_FILES_SPARE (1ull << 32)
+#define DC_NS_PER_SEC 1000000000ll
+#define DC_BLOCK_BYTES 512u /* st_blocks unit */
 
 /* ----------------------------------------------------------- helpers */
 
@@ -82,11 +84,11 @@ void dc_reply_to_stat(depfs_t *fs, const Depfs__MdsReply *rep, struct stat *st)
         return;
     if (size > (uint64_t)st->st_size) {
         st->st_size = (off_t)size;
-        st->st_blocks = (blkcnt_t)((size + 511) / 512);
+        st->st_blocks = (blkcnt_t)((size + DC_BLOCK_BYTES - 1) / DC_BLOCK_BYTES);
     }
     if (mtime_ns > rep->attr->mtime_ns) {
-        st->st_mtim.tv_sec = (time_t)(mtime_ns / 1000000000ll);
-        st->st_mtim.tv_nsec = (long)(mtime_ns % 1000000000ll);
+        st->st_mtim.tv_sec = (time_t)(mtime_ns / DC_NS_PER_SEC);
+        st->st_mtim.tv_nsec = (long)(mtime_ns % DC_NS_PER_SEC);
     }
 }
 
@@ -155,7 +157,7 @@ int depfs_getattr(depfs_t *fs, uint64_t ino, struct stat *st)
 
 static int64_t ts_ns(const struct timespec *ts)
 {
-    return (int64_t)ts->tv_sec * 1000000000ll + ts->tv_nsec;
+    return (int64_t)ts->tv_sec * DC_NS_PER_SEC + ts->tv_nsec;
 }
 
 /* The SIZE part of a setattr: data first, then the MDS size. */
