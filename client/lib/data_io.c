@@ -63,6 +63,22 @@ void dc_req_set_lock(dc_req *r, uint64_t first_stripe, uint64_t count, uint64_t 
     r->has_lock = true;
 }
 
+/* Invariant of a built request: extents and memory segments describe the
+ * same number of bytes, and bulk only travels with READ/WRITE. */
+static void dc_req_check(const dc_req *r)
+{
+    uint64_t ext_bytes = 0, iov_bytes = 0;
+    for (size_t i = 0; i < r->n_ext; i++)
+        ext_bytes += r->ext[i].length;
+    for (int i = 0; i < r->n_iov; i++)
+        iov_bytes += r->iov[i].iov_len;
+    assert(ext_bytes == r->bytes && iov_bytes == r->bytes);
+    assert(r->bytes == 0 || r->op == DEPFS__IO_OP__IO_READ || r->op == DEPFS__IO_OP__IO_WRITE);
+    assert(!r->unlock || r->has_lock);
+    (void)ext_bytes;
+    (void)iov_bytes;
+}
+
 /* ----------------------------------------------------------- fan-out */
 
 typedef struct dc_pending {
@@ -210,7 +226,7 @@ void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
         dc_req *r = &reqs[i];
         if (!r->active)
             continue;
-        assert(r->op != DEPFS__IO_OP__IO_WRITE || r->n_ext > 0 || r->bytes == 0);
+        dc_req_check(r);
         r->result = 0;
         r->reply_bulk = 0;
         if (dc_server_is_down(fs, r->server_id)) {
