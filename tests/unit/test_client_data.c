@@ -707,6 +707,57 @@ START_TEST(test_hung_server)
 }
 END_TEST
 
+/* O_APPEND through write-behind, truncates landing on buffered data, and a
+ * second handle reading while the first still buffers. */
+START_TEST(test_append_truncate_buffered)
+{
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fa = NULL, *fr = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@7@5@2k:/append", O_CREAT | O_WRONLY | O_APPEND, 0644,
+                                &fa), 0);
+    ck_assert_int_eq(depfs_open(fs, "/append", O_RDONLY, 0, &fr), 0);
+    layout lay;
+    layout_of(fa, &lay);
+    size_t cap = 400000;
+    uint8_t *model = calloc(1, cap), *tmp = malloc(cap), *got = malloc(cap);
+    uint64_t size = 0;
+    for (unsigned i = 0; i < 120; i++) {
+        size_t l = 1 + rnd_below(6000);
+        if (size + l > cap)
+            break;
+        rnd_fill(tmp, l);
+        ck_assert_int_eq(depfs_write(fa, tmp, l, 0 /* ignored: O_APPEND */), (ssize_t)l);
+        memcpy(model + size, tmp, l);
+        size += l;
+        if (i % 17 == 16) {
+            uint64_t cut = size - rnd_below(size / 3);
+            ck_assert_int_eq(depfs_ftruncate(fa, cut), 0);
+            memset(model + cut, 0, size - cut);
+            size = cut;
+        }
+        if (i % 9 == 0) { /* the other handle sees buffered bytes */
+            uint64_t off = rnd_below(size);
+            size_t rl = 1 + rnd_below(20000);
+            ssize_t n = depfs_read(fr, got, rl, off);
+            uint64_t want = size - off < rl ? size - off : rl;
+            ck_assert_int_eq(n, (ssize_t)want);
+            ck_assert(memcmp(got, model + off, want) == 0);
+        }
+    }
+    ck_assert_int_eq(depfs_close(fa), 0);
+    check_content(fr, model, size);
+    uint64_t ino = depfs_fh_ino(fr);
+    ck_assert_int_eq(depfs_close(fr), 0);
+    uint64_t sb = layout_stripe_bytes(&lay);
+    scrub_clean(fs, ino, (size + sb - 1) / sb);
+    depfs_unmount(fs);
+    free(model);
+    free(tmp);
+    free(got);
+}
+END_TEST
+
 static Suite *data_suite(void)
 {
     Suite *s = suite_create("client_data");
@@ -721,6 +772,7 @@ static Suite *data_suite(void)
     tcase_add_test(tc, test_rw_direct);
     tcase_add_test(tc, test_large_io);
     tcase_add_test(tc, test_truncate_mid_stripe);
+    tcase_add_test(tc, test_append_truncate_buffered);
     tcase_add_test(tc, test_scrub_detects_parity_corruption);
     tcase_add_test(tc, test_concurrent_writers_parity);
     suite_add_tcase(s, tc);
