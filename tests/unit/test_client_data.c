@@ -652,6 +652,21 @@ START_TEST(test_degraded_read_write)
 }
 END_TEST
 
+/* Wait until every thread of pid is stopped (SIGSTOP is asynchronous). */
+static void wait_stopped(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    for (int tries = 0; tries < 500; tries++) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "grep -L '^State:.*T (stopped)' %s/*/status | grep -q .", path);
+        if (system(cmd) != 0)
+            return; /* no thread left that is not stopped */
+        usleep(2000);
+    }
+    ck_abort_msg("pid %d did not stop", (int)pid);
+}
+
 /* A server that stops answering (SIGSTOP: connections still open, no
  * replies): reads time out, retry once, mark it failed and decode; writes
  * go to the survivors. After it resumes, its stale unit is what scrub sees. */
@@ -674,6 +689,7 @@ START_TEST(test_hung_server)
 
     pid_t victim = g_cl.ios[lay.servers[0]];
     ck_assert_int_eq(kill(victim, SIGSTOP), 0);
+    wait_stopped(victim);
     ck_assert_int_eq(depfs_open(fs, "/hung", O_RDWR, 0, &fh), 0);
     ck_assert_int_eq(depfs_read(fh, got, len, 0), (ssize_t)len);
     ck_assert(memcmp(got, model, len) == 0);
@@ -690,9 +706,13 @@ START_TEST(test_hung_server)
     depfs_t *fs2 = mount_fs();
     depfs_scrub_report rep;
     ck_assert_int_eq(depfs_scrub_ino(fs2, ino, false, &rep), 0);
-    ck_assert_uint_eq(rep.stripes_unreadable, 0);
-    ck_assert_uint_ge(rep.stripes_bad, 1);
-    ck_assert_uint_eq(rep.first_bad_stripe, 1);
+    ck_assert_msg(rep.stripes_checked == len / layout_stripe_bytes(&lay) &&
+                      rep.stripes_unreadable == 0 && rep.stripes_bad >= 1 &&
+                      rep.first_bad_stripe == 1,
+                  "stale-unit scrub: checked %" PRIu64 " bad %" PRIu64 " (first %" PRIu64
+                  ") unreadable %" PRIu64 ", victim server %u",
+                  rep.stripes_checked, rep.stripes_bad, rep.first_bad_stripe,
+                  rep.stripes_unreadable, lay.servers[0]);
     /* repair (what the recovery module does for dirty files) and verify */
     ck_assert_int_eq(depfs_scrub_ino(fs2, ino, true, &rep), 0);
     scrub_clean(fs2, ino, len / layout_stripe_bytes(&lay));
