@@ -160,6 +160,26 @@ typedef struct depfs_server_status {
 /* Fills up to max entries; returns the number of servers. */
 int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max);
 
+/* ------------------------------------------------- recovery operations */
+/* Progress callback: bytes of units rebuilt so far for this call. It may
+ * sleep (that is how callers throttle); a non-zero return aborts (-ECANCELED). */
+typedef int (*depfs_progress_fn)(void *arg, uint64_t bytes_done);
+
+/* Orphan lock repair (thesis 3.3.1): recompute the parity of stripes
+ * [first_stripe, first_stripe+stripe_count) of file ino from their data
+ * units, then release the orphan lock held by (owner_client, owner_op) on
+ * every server of those stripes. Other writers stay excluded meanwhile. */
+int depfs_repair_orphan_lock(depfs_t *fs, uint64_t ino, uint64_t first_stripe,
+                             uint64_t stripe_count, uint64_t owner_client, uint64_t owner_op);
+
+/* Rebuild every unit that I/O server `server_id` holds for file ino (data
+ * and parity, every stripe up to the file size), decoding from the other
+ * servers under the stripe locks and writing to server_id even while it is
+ * REBUILDING. -ENOENT when the file is gone; 0 when server_id is not in
+ * its layout. Units past the file's end are truncated away. */
+int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_progress_fn fn,
+                       void *arg);
+
 #ifdef __cplusplus
 }
 #endif
