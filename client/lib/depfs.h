@@ -180,6 +180,16 @@ int depfs_repair_orphan_lock(depfs_t *fs, uint64_t ino, uint64_t first_stripe,
 int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_progress_fn fn,
                        void *arg);
 
+/* Rejoin of a REBUILDING (or, after a full reconstruction, RECONSTRUCTING)
+ * server: the steps of recovery/README.md "Rejoin" (dirty passes, MDS state
+ * UP with a new epoch pushed to every server, last pass, server UP). */
+int depfs_server_rejoin(depfs_t *fs, uint32_t server_id, depfs_progress_fn fn, void *arg);
+
+/* Every regular file whose layout includes server_id, for reconstruction:
+ * calls fn(arg, ino, size) for each (hard links once); stops on non-zero. */
+typedef int (*depfs_file_fn)(void *arg, uint64_t ino, uint64_t size);
+int depfs_files_on_server(depfs_t *fs, uint32_t server_id, depfs_file_fn fn, void *arg);
+
 #ifdef __cplusplus
 }
 #endif
