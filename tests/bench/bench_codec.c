@@ -37,8 +37,8 @@
 #define BENCH_ALIGN_BYTES 64u
 #define BENCH_STRIPES_FULL 256u  /* 8@6: 96 MiB data + 32 MiB parity */
 #define BENCH_STRIPES_QUICK 48u
-#define BENCH_RUNS_FULL 7u
-#define BENCH_RUNS_QUICK 3u
+#define BENCH_RUNS_FULL 15u
+#define BENCH_RUNS_QUICK 5u
 #define BENCH_MAX_LOST 2u
 #define BENCH_GF_TABLE_BYTES_PER_COEF 32u
 #define BENCH_NS_PER_S 1e9
@@ -189,26 +189,34 @@ static double gbps(const struct bench_set *b, double secs)
     return data_bytes / secs / BENCH_BYTES_PER_GB;
 }
 
-/* Best-of-runs for both sides, alternating so drift hits both alike. */
+static int run_side(struct bench_set *b, bool decode, bool use_codec, double *secs)
+{
+    double t0 = now_s();
+    if (decode && use_codec && decode_codec(b) != 0)
+        return -EIO;
+    if (decode && !use_codec)
+        decode_raw(b);
+    if (!decode && use_codec)
+        encode_codec(b);
+    if (!decode && !use_codec)
+        encode_raw(b);
+    *secs = now_s() - t0;
+    return 0;
+}
+
+/* Best-of-runs for both sides, alternating which goes first, so noise from
+ * other processes hits both alike. */
 static int measure(struct bench_set *b, bool decode, unsigned runs, double *codec_gbps,
                    double *raw_gbps)
 {
     double best_codec = 0, best_raw = 0;
     for (unsigned r = 0; r < runs; r++) {
-        double t0 = now_s();
-        if (decode) {
-            if (decode_codec(b) != 0)
-                return -EIO;
-        } else {
-            encode_codec(b);
-        }
-        double t1 = now_s();
-        if (decode)
-            decode_raw(b);
-        else
-            encode_raw(b);
-        double t2 = now_s();
-        double c = gbps(b, t1 - t0), w = gbps(b, t2 - t1);
+        double t_codec, t_raw;
+        bool codec_first = (r % 2u) == 0;
+        if (run_side(b, decode, codec_first, codec_first ? &t_codec : &t_raw) != 0 ||
+            run_side(b, decode, !codec_first, codec_first ? &t_raw : &t_codec) != 0)
+            return -EIO;
+        double c = gbps(b, t_codec), w = gbps(b, t_raw);
         best_codec = c > best_codec ? c : best_codec;
         best_raw = w > best_raw ? w : best_raw;
     }
