@@ -25,7 +25,7 @@
  * IO_REMOVE    file_id: unlink the strip file, drop its locks.
  * IO_FSYNC     file_id: fdatasync.
  * IO_STAT      [file_id] -> bytes_used, bytes_free (file system of the data
- *              dir), locks_granted/nacked/held, lock_hold_ms_total, state,
+ *              dir), locks_granted/nacked/held/retried, lock_hold_ms_total, state,
  *              and with file_id != 0 local_size = that strip file's length.
  * IO_HEARTBEAT -> state, stale_locks: entries held >= lock_lease_ms (at most
  *              IOS_MAX_STALE_REPLY, oldest not guaranteed first).
@@ -146,6 +146,13 @@ static bool obeys_locks(const Depfs__IoRequest *q)
     return q->lock && !(q->has_ignore_locks && q->ignore_locks);
 }
 
+/* A lock request the client retries after a NACK (lock_attempt > 0). */
+static void count_retry(ios_ctx *c, const Depfs__IoRequest *q)
+{
+    if (q->has_lock_attempt && q->lock_attempt > 0)
+        ios_locks_note_retry(c->locks);
+}
+
 /* ------------------------------------------------------------------- ops */
 static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
@@ -167,6 +174,7 @@ static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
     if (obeys_locks(q)) {
         if ((rc = lock_check(q->lock, res)))
             goto out;
+        count_retry(c, q);
         rc = ios_locks_try(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
                            owner_of(q->lock), ios_now_ms());
         if (rc) {
@@ -256,6 +264,7 @@ static int do_lock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
     int rc = lock_check(q->lock, res);
     if (rc)
         return rc;
+    count_retry(c, q);
     rc = ios_locks_try(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
                        owner_of(q->lock), ios_now_ms());
     if (rc == -EAGAIN)
@@ -322,6 +331,8 @@ static int do_stat(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
     r->locks_nacked = ls.nacked;
     r->locks_held = ls.held;
     r->lock_hold_ms_total = ls.hold_ms_total;
+    r->locks_retried = ls.retried;
+    r->has_locks_retried = 1;
     r->has_locks_granted = r->has_locks_nacked = r->has_locks_held = 1;
     r->has_lock_hold_ms_total = 1;
     if (q->file_id != 0) {

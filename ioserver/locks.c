@@ -39,7 +39,7 @@ typedef struct lock_shard {
 struct ios_locks {
     size_t max_entries;
     atomic_size_t n_entries;
-    atomic_uint_fast64_t granted, nacked, hold_ms_total;
+    atomic_uint_fast64_t granted, nacked, hold_ms_total, retried;
     lock_shard shards[LOCK_SHARDS];
 };
 
@@ -137,6 +137,7 @@ int ios_locks_create(size_t max_entries, ios_locks **out)
     atomic_init(&t->granted, 0);
     atomic_init(&t->nacked, 0);
     atomic_init(&t->hold_ms_total, 0);
+    atomic_init(&t->retried, 0);
     for (unsigned i = 0; i < LOCK_SHARDS; i++)
         pthread_mutex_init(&t->shards[i].mu, NULL);
     *out = t;
@@ -421,4 +422,7 @@ void ios_locks_stats(ios_locks *t, ios_lock_stats *out)
     out->nacked = atomic_load(&t->nacked);
     out->held = atomic_load(&t->n_entries);
     out->hold_ms_total = atomic_load(&t->hold_ms_total);
+    out->retried = atomic_load(&t->retried);
 }
+
+void ios_locks_note_retry(ios_locks *t) { atomic_fetch_add(&t->retried, 1); }

@@ -39,6 +39,7 @@ typedef struct ios_lock_stats {
     uint64_t nacked;        /* try calls refused for a conflict */
     uint64_t held;          /* entries in the table now */
     uint64_t hold_ms_total; /* sum over released entries of their hold time */
+    uint64_t retried;       /* lock requests the client marked as a retry after a NACK */
 } ios_lock_stats;
 
 typedef struct ios_locks ios_locks;
@@ -67,5 +68,7 @@ size_t ios_locks_drop_file(ios_locks *t, uint64_t file_id, uint64_t now_ms);
 size_t ios_locks_stale(ios_locks *t, uint64_t now_ms, uint64_t age_ms, ios_lock_entry *out,
                        size_t max, size_t *total);
 void ios_locks_stats(ios_locks *t, ios_lock_stats *out);
+/* Count one lock request that is a client's retry (IoRequest.lock_attempt > 0). */
+void ios_locks_note_retry(ios_locks *t);
 
 #endif
