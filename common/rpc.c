@@ -19,6 +19,10 @@
 #define RPC_DEFAULT_MAX_CONNECTIONS 1024u
 #define RPC_BULK_KEEP_BYTES (4u << 20) /* per-connection receive buffer kept between requests */
 #define RPC_DRAIN_CHUNK_BYTES (64u << 10)
+/* Once a request's first byte has arrived, the rest of its frame must follow
+ * within this long: a peer that sends half a frame and stalls would
+ * otherwise hold a server thread (and its buffers) forever. */
+#define RPC_FRAME_BODY_TIMEOUT_MS 30000u
 #define RPC_SLOT_BITS 12
 #define RPC_SLOT_MASK ((1u << RPC_SLOT_BITS) - 1)
 #define RPC_SEND_IOV_MAX (2 + RPC_MAX_IOV) /* frame + header + bulk */
@@ -234,6 +238,11 @@ static void shrink_bufs(rpc_replier *r)
     }
 }
 
+static int set_frame_deadline(xport *x, unsigned timeout_ms)
+{
+    return x->ops->set_recv_timeout ? x->ops->set_recv_timeout(x, timeout_ms) : 0;
+}
+
 /* Reads one request and hands it to the handler. 0 to go on, or an error
  * after which the connection is closed (reason logged). */
 static int serve_one(rpc_replier *r)
@@ -245,9 +254,16 @@ static int serve_one(rpc_replier *r)
     rpc_msg msg;
     int rc;
 
-    rc = r->x->ops->recv_all(r->x, raw, sizeof(raw));
+    rc = r->x->ops->recv_all(r->x, raw, 1); /* idle connections may wait forever */
     if (rc < 0)
         return rc; /* peer went away: not worth a warning */
+    rc = set_frame_deadline(r->x, s->o.frame_timeout_ms);
+    if (rc == 0)
+        rc = r->x->ops->recv_all(r->x, raw + 1, sizeof(raw) - 1);
+    if (rc < 0) {
+        why = rc == -ETIMEDOUT ? "frame header stalled" : "connection lost inside a frame header";
+        goto bad;
+    }
     rc = frame_decode(raw, &s->o.limits, &fh, &why);
     if (rc == 0 && (fh.flags & FRAME_FLAG_REPLY)) {
         rc = -EPROTO;
@@ -264,8 +280,10 @@ static int serve_one(rpc_replier *r)
     rc = r->x->ops->recv_all(r->x, r->hdr_buf, fh.hdr_len);
     if (rc == 0)
         rc = r->x->ops->recv_all(r->x, r->bulk_buf, fh.bulk_len);
+    if (rc == 0)
+        rc = set_frame_deadline(r->x, 0);
     if (rc < 0) {
-        why = "connection lost inside a frame";
+        why = rc == -ETIMEDOUT ? "frame body stalled" : "connection lost inside a frame";
         goto bad;
     }
     if (crc32c(0, r->bulk_buf, fh.bulk_len) != fh.bulk_crc32c) {
@@ -399,6 +417,8 @@ int rpc_server_start(const rpc_server_opts *o, rpc_server **out)
     s->o = *o;
     if (s->o.max_connections == 0)
         s->o.max_connections = RPC_DEFAULT_MAX_CONNECTIONS;
+    if (s->o.frame_timeout_ms == 0)
+        s->o.frame_timeout_ms = RPC_FRAME_BODY_TIMEOUT_MS;
     if (s->o.limits.max_header_bytes == 0 && s->o.limits.max_bulk_bytes == 0)
         frame_limits_default(&s->o.limits);
     pthread_mutex_init(&s->m, NULL);

@@ -44,6 +44,7 @@ typedef struct rpc_server_opts {
     rpc_handler_fn handler;
     void *ctx;
     unsigned max_connections; /* 0 = 1024 */
+    unsigned frame_timeout_ms; /* rest of a frame after its first byte; 0 = 30 s */
 } rpc_server_opts;
 
 int rpc_server_start(const rpc_server_opts *o, rpc_server **out);

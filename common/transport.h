@@ -18,6 +18,9 @@ struct xport_ops {
     int (*recv_all)(xport *x, void *buf, size_t len);
     /* Wake any thread blocked in recv_all/sendv with an error. */
     void (*shutdown)(xport *x);
+    /* Optional (may be NULL): bound every later recv_all to timeout_ms
+     * (-ETIMEDOUT when no byte arrives in time); 0 = wait forever. */
+    int (*set_recv_timeout)(xport *x, unsigned timeout_ms);
     void (*close)(xport *x); /* frees x */
 };
 

@@ -149,12 +149,20 @@ static int tcp_recv_all(xport *x, void *buf, size_t len)
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            return -errno;
+            return (errno == EAGAIN || errno == EWOULDBLOCK) ? -ETIMEDOUT : -errno;
         }
         p += r;
         len -= (size_t)r;
     }
     return 0;
+}
+
+static int tcp_set_recv_timeout(xport *x, unsigned timeout_ms)
+{
+    tcp_xport *t = (tcp_xport *)x;
+    struct timeval tv = { .tv_sec = timeout_ms / 1000u, .tv_usec = (timeout_ms % 1000u) * 1000u };
+
+    return setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0 ? 0 : -errno;
 }
 
 static void tcp_shutdown(xport *x)
@@ -178,6 +186,7 @@ static const struct xport_ops tcp_ops = {
     .sendv = tcp_sendv,
     .recv_all = tcp_recv_all,
     .shutdown = tcp_shutdown,
+    .set_recv_timeout = tcp_set_recv_timeout,
     .close = tcp_close,
 };
 

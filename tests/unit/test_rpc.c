@@ -99,6 +99,8 @@ static void handler(void *ctx, const rpc_msg *req, rpc_replier *r)
     }
 }
 
+#define TEST_FRAME_TIMEOUT_MS 300u
+
 static rpc_server *server_start(unsigned max_connections)
 {
     rpc_server_opts o = {
@@ -107,6 +109,7 @@ static rpc_server *server_start(unsigned max_connections)
         .limits = {.max_header_bytes = 4096, .max_bulk_bytes = TEST_MAX_BULK_BYTES},
         .handler = handler,
         .max_connections = max_connections,
+        .frame_timeout_ms = TEST_FRAME_TIMEOUT_MS,
     };
     rpc_server *s = NULL;
 
@@ -372,6 +375,28 @@ START_TEST(test_server_survives_garbage)
 }
 END_TEST
 
+/* A peer that sends part of a frame and stalls loses its connection after
+ * the frame timeout instead of holding a server thread forever; an idle
+ * connection (no byte of a new frame yet) is kept. */
+START_TEST(test_server_drops_stalled_frames)
+{
+    rpc_server *s = server_start(0);
+    uint8_t frame[FRAME_HEADER_BYTES];
+    size_t n = make_frame(frame, 0, 0, NULL);
+
+    expect_server_closes(s, frame, 10);                /* stalls inside the header */
+    n = make_frame(frame, 4096, 0, NULL);
+    expect_server_closes(s, frame, n);                 /* stalls before the bulk */
+
+    rpc_conn *c = conn_open(s);
+    usleep(3 * TEST_FRAME_TIMEOUT_MS * 1000u);         /* idle longer than the timeout */
+    echo_ok(c);
+    ck_assert(!rpc_conn_broken(c));
+    rpc_conn_close(c);
+    rpc_server_stop(s);
+}
+END_TEST
+
 /* ------------------------------------------------------ connection loss */
 
 typedef struct stop_args {
@@ -579,6 +604,7 @@ int main(void)
     tcase_add_test(tc, test_pipelined_many_threads);
     tcase_add_test(tc, test_timeout_then_free_drains_late_reply);
     tcase_add_test(tc, test_server_survives_garbage);
+    tcase_add_test(tc, test_server_drops_stalled_frames);
     tcase_add_test(tc, test_server_stop_resets_calls);
     tcase_add_test(tc, test_conn_close_aborts_pending);
     tcase_add_test(tc, test_reply_bulk_too_big);
