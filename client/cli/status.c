@@ -20,7 +20,7 @@ enum { SERVER_UP = 0, SERVER_DOWN = 1, SERVER_REBUILDING = 2 };
 typedef struct status_totals {
     unsigned servers, up, down, rebuilding, reachable;
     uint64_t bytes_used, bytes_free;
-    uint64_t locks_granted, locks_nacked, locks_held, lock_hold_ms_total;
+    uint64_t locks_granted, locks_nacked, locks_retried, locks_held, lock_hold_ms_total;
 } status_totals;
 
 static void status_usage(FILE *out)
@@ -30,7 +30,8 @@ static void status_usage(FILE *out)
             "\n"
             "Show each I/O server: id, address, state (up, down, rebuilding), whether\n"
             "this client reaches it, bytes used and free, and its stripe-lock counters\n"
-            "(granted, nacked, currently held, total hold time in ms); then totals.\n"
+            "(granted, nacked, retried after a NACK, currently held, total hold time\n"
+            "in ms); then totals.\n"
             "\n"
             "Options:\n"
             "  -c, --config PATH  cluster config\n"
@@ -76,6 +77,7 @@ static void add_totals(status_totals *t, const depfs_server_status *s)
     t->bytes_free += s->bytes_free;
     t->locks_granted += s->locks_granted;
     t->locks_nacked += s->locks_nacked;
+    t->locks_retried += s->locks_retried;
     t->locks_held += s->locks_held;
     t->lock_hold_ms_total += s->lock_hold_ms_total;
 }
@@ -84,30 +86,34 @@ static void print_text(const depfs_server_status *v, unsigned n, const status_to
 {
     char used[SIZE_TEXT_MAX], freeb[SIZE_TEXT_MAX];
 
-    printf("%-4s %-22s %-10s %-5s %9s %9s %10s %8s %6s %10s\n", "ID", "ADDRESS", "STATE", "REACH",
-           "USED", "FREE", "GRANTED", "NACKED", "HELD", "HOLD_MS");
+    printf("%-4s %-22s %-10s %-5s %9s %9s %10s %8s %8s %6s %10s\n", "ID", "ADDRESS", "STATE",
+           "REACH", "USED", "FREE", "GRANTED", "NACKED", "RETRIED", "HELD", "HOLD_MS");
     for (unsigned i = 0; i < n; i++) {
         const depfs_server_status *s = &v[i];
         human_bytes(used, sizeof(used), s->bytes_used);
         human_bytes(freeb, sizeof(freeb), s->bytes_free);
-        printf("%-4u %-22s %-10s %-5s %9s %9s %10llu %8llu %6llu %10llu\n", s->id, s->address,
-               state_name(s->state), s->reachable ? "yes" : "no", used, freeb,
+        printf("%-4u %-22s %-10s %-5s %9s %9s %10llu %8llu %8llu %6llu %10llu\n", s->id,
+               s->address, state_name(s->state), s->reachable ? "yes" : "no", used, freeb,
                (unsigned long long)s->locks_granted, (unsigned long long)s->locks_nacked,
-               (unsigned long long)s->locks_held, (unsigned long long)s->lock_hold_ms_total);
+               (unsigned long long)s->locks_retried, (unsigned long long)s->locks_held,
+               (unsigned long long)s->lock_hold_ms_total);
     }
     human_bytes(used, sizeof(used), t->bytes_used);
     human_bytes(freeb, sizeof(freeb), t->bytes_free);
     printf("total: %u servers (%u up, %u down, %u rebuilding, %u reachable), used %s, free %s, "
-           "locks granted %llu, nacked %llu, held %llu, hold %llu ms\n",
+           "locks granted %llu, nacked %llu, retried %llu, held %llu, hold %llu ms\n",
            t->servers, t->up, t->down, t->rebuilding, t->reachable, used, freeb,
            (unsigned long long)t->locks_granted, (unsigned long long)t->locks_nacked,
-           (unsigned long long)t->locks_held, (unsigned long long)t->lock_hold_ms_total);
+           (unsigned long long)t->locks_retried, (unsigned long long)t->locks_held,
+           (unsigned long long)t->lock_hold_ms_total);
 }
 
-static void json_locks(cli_json *j, uint64_t granted, uint64_t nacked, uint64_t held, uint64_t hold_ms)
+static void json_locks(cli_json *j, uint64_t granted, uint64_t nacked, uint64_t retried,
+                       uint64_t held, uint64_t hold_ms)
 {
     cli_json_uint(j, "locks_granted", granted);
     cli_json_uint(j, "locks_nacked", nacked);
+    cli_json_uint(j, "locks_retried", retried);
     cli_json_uint(j, "locks_held", held);
     cli_json_uint(j, "lock_hold_ms_total", hold_ms);
 }
@@ -127,7 +133,8 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
         cli_json_bool(&j, "reachable", s->reachable);
         cli_json_uint(&j, "bytes_used", s->bytes_used);
         cli_json_uint(&j, "bytes_free", s->bytes_free);
-        json_locks(&j, s->locks_granted, s->locks_nacked, s->locks_held, s->lock_hold_ms_total);
+        json_locks(&j, s->locks_granted, s->locks_nacked, s->locks_retried, s->locks_held,
+                   s->lock_hold_ms_total);
         cli_json_end_object(&j);
     }
     cli_json_end_array(&j);
@@ -139,7 +146,8 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
     cli_json_uint(&j, "reachable", t->reachable);
     cli_json_uint(&j, "bytes_used", t->bytes_used);
     cli_json_uint(&j, "bytes_free", t->bytes_free);
-    json_locks(&j, t->locks_granted, t->locks_nacked, t->locks_held, t->lock_hold_ms_total);
+    json_locks(&j, t->locks_granted, t->locks_nacked, t->locks_retried, t->locks_held,
+               t->lock_hold_ms_total);
     cli_json_end_object(&j);
     cli_json_end_object(&j);
     cli_json_finish(&j);

@@ -156,6 +156,7 @@ typedef struct depfs_server_status {
     bool reachable;
     uint64_t bytes_used, bytes_free;
     uint64_t locks_granted, locks_nacked, locks_held, lock_hold_ms_total;
+    uint64_t locks_retried;     /* lock requests that were retries after a NACK */
 } depfs_server_status;
 /* Fills up to max entries; returns the number of servers. */
 int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max);

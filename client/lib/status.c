@@ -82,6 +82,7 @@ static void status_fill(const dc_server *s, const Depfs__IoReply *rep, depfs_ser
     st->locks_nacked = rep->locks_nacked;
     st->locks_held = rep->locks_held;
     st->lock_hold_ms_total = rep->lock_hold_ms_total;
+    st->locks_retried = rep->locks_retried;
 }
 
 int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max)
