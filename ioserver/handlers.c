@@ -1,6 +1,21 @@
 /* handlers.c - the ioserver's IoOp dispatch (frame type = IoOp; the reply
  * carries the same type). Every reply has err (0 or a positive errno),
- * message on error, and state (this server's ServerState).
+ * message on error, state (this server's ServerState) and cluster_epoch
+ * (the newest epoch pushed to this server; recovery/README.md).
+ *
+ * States: UP serves everything. REBUILDING and RECONSTRUCTING refuse every
+ * IO_READ without ignore_locks (EIO, "treat this server as failed"; also a
+ * read that carries the lock of a write's pre-read: the client treats the
+ * server as down for those stripes) and accept everything else.
+ *
+ * Epochs: a request with cluster_epoch set is checked against the known
+ * epoch E before anything else:
+ *   - cluster_epoch > E: ESTALE ("server behind": it missed a state change;
+ *     the client treats it as down), for every op but IO_SET_STATE;
+ *   - cluster_epoch < E: ESTALE ("client behind": refresh from the MDS and
+ *     redo) for the lock/write path: IO_READ with a lock (not ignore_locks),
+ *     IO_LOCK, IO_WRITE, IO_TRUNCATE.
+ * Requests without cluster_epoch are never refused for it.
  *
  * IO_READ      file_id, extents [, lock] [, ignore_locks]. With lock and no
  *              ignore_locks the stripes are locked first: NACK -> EAGAIN,
@@ -27,11 +42,16 @@
  * IO_STAT      [file_id] -> bytes_used, bytes_free (file system of the data
  *              dir), locks_granted/nacked/held/retried, lock_hold_ms_total, state,
  *              and with file_id != 0 local_size = that strip file's length.
- * IO_HEARTBEAT -> state, stale_locks: entries held >= lock_lease_ms (at most
- *              IOS_MAX_STALE_REPLY, oldest not guaranteed first).
+ * IO_HEARTBEAT -> state, lock counters (as IO_STAT), stale_locks: entries
+ *              held >= lock_lease_ms (at most IOS_MAX_STALE_REPLY, oldest not
+ *              guaranteed first).
+ * IO_SET_STATE [server_state] [, cluster_epoch] (recovery): the state
+ *              (UP, REBUILDING or RECONSTRUCTING; DOWN is EINVAL) is stored
+ *              durably, and the known epoch becomes max(known, cluster_epoch).
+ *              Both optional; the reply carries the result.
  * IO_DIRTY     the dirty log ("file F changed while server S was down"):
- *   - sync=true: REJOIN. This server's state becomes SERVER_UP, durably
- *     (the recovery module sends it after a --rebuild server is rebuilt).
+ *   - sync=true: REJOIN (older form of IO_SET_STATE UP). This server's state
+ *     becomes SERVER_UP, durably.
  *   - otherwise local_size = S, the server whose records are meant (<= 2^32-1):
  *     - unlock=true: CLEAR the record (S, file_id); absent is fine.
  *     - else LIST: dirty_files = ids recorded for S that are >= file_id
@@ -76,6 +96,7 @@ static const char *op_name(uint16_t type)
     case DEPFS__IO_OP__IO_STAT: return "STAT";
     case DEPFS__IO_OP__IO_HEARTBEAT: return "HEARTBEAT";
     case DEPFS__IO_OP__IO_DIRTY: return "DIRTY";
+    case DEPFS__IO_OP__IO_SET_STATE: return "SET_STATE";
     default: return "?";
     }
 }
@@ -167,8 +188,11 @@ static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
         goto out;
     }
     bool ignore = q->has_ignore_locks && q->ignore_locks;
-    if (!ignore && ios_state_get(c->state) == DEPFS__SERVER_STATE__SERVER_REBUILDING) {
-        rc = fail(res, -EIO, "server is rebuilding; treat it as failed");
+    uint32_t state = ios_state_get(c->state);
+    if (!ignore && ios_state_refuses_reads(state)) {
+        rc = fail(res, -EIO, "server is %s; treat it as failed",
+                  state == DEPFS__SERVER_STATE__SERVER_REBUILDING ? "rebuilding"
+                                                                  : "reconstructing");
         goto out;
     }
     if (obeys_locks(q)) {
@@ -318,14 +342,10 @@ static int do_fsync(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
     return 0;
 }
 
-static int do_stat(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+/* The lock table's counters (IO_STAT and IO_HEARTBEAT). */
+static void fill_lock_counters(ios_ctx *c, Depfs__IoReply *r)
 {
-    Depfs__IoReply *r = &res->reply;
     ios_lock_stats ls;
-    int rc = ios_strips_usage(c->strips, &r->bytes_used, &r->bytes_free);
-    if (rc)
-        return fail(res, rc, "statvfs failed: %s", strerror(-rc));
-    r->has_bytes_used = r->has_bytes_free = 1;
     ios_locks_stats(c->locks, &ls);
     r->locks_granted = ls.granted;
     r->locks_nacked = ls.nacked;
@@ -335,6 +355,16 @@ static int do_stat(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
     r->has_locks_retried = 1;
     r->has_locks_granted = r->has_locks_nacked = r->has_locks_held = 1;
     r->has_lock_hold_ms_total = 1;
+}
+
+static int do_stat(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+{
+    Depfs__IoReply *r = &res->reply;
+    int rc = ios_strips_usage(c->strips, &r->bytes_used, &r->bytes_free);
+    if (rc)
+        return fail(res, rc, "statvfs failed: %s", strerror(-rc));
+    r->has_bytes_used = r->has_bytes_free = 1;
+    fill_lock_counters(c, r);
     if (q->file_id != 0) {
         rc = ios_strips_size(c->strips, q->file_id, &r->local_size);
         if (rc)
@@ -353,6 +383,7 @@ static int do_heartbeat(ios_ctx *c, ios_result *res)
     size_t total = 0;
     size_t n = ios_locks_stale(c->locks, now_ms, c->lock_lease_ms, v, IOS_MAX_STALE_REPLY, &total);
     int rc = 0;
+    fill_lock_counters(c, &res->reply);
     if (n) {
         res->stale = calloc(n, sizeof(*res->stale));
         res->stale_specs = calloc(n, sizeof(*res->stale_specs));
@@ -383,6 +414,42 @@ static int do_heartbeat(ios_ctx *c, ios_result *res)
 out:
     free(v);
     return rc;
+}
+
+static const char *state_name(uint32_t s)
+{
+    switch (s) {
+    case DEPFS__SERVER_STATE__SERVER_UP: return "UP";
+    case DEPFS__SERVER_STATE__SERVER_DOWN: return "DOWN";
+    case DEPFS__SERVER_STATE__SERVER_REBUILDING: return "REBUILDING";
+    case DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING: return "RECONSTRUCTING";
+    default: return "?";
+    }
+}
+
+static int do_set_state(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+{
+    int rc;
+    if (q->has_server_state) {
+        uint32_t want = q->server_state, old = ios_state_get(c->state);
+        if (want != DEPFS__SERVER_STATE__SERVER_UP &&
+            want != DEPFS__SERVER_STATE__SERVER_REBUILDING &&
+            want != DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING)
+            return fail(res, -EINVAL, "server_state %u cannot be set", want);
+        if (want != old) {
+            if ((rc = ios_state_set(c->state, want)))
+                return fail(res, rc, "cannot store server state: %s", strerror(-rc));
+            log_info("server %u: %s -> %s", c->server_id, state_name(old), state_name(want));
+        }
+    }
+    if (q->has_cluster_epoch) {
+        uint64_t old = ios_state_epoch(c->state), now;
+        if ((rc = ios_state_raise_epoch(c->state, q->cluster_epoch, &now)))
+            return fail(res, rc, "cannot store cluster epoch: %s", strerror(-rc));
+        if (now != old)
+            log_debug("cluster epoch %" PRIu64 " -> %" PRIu64, old, now);
+    }
+    return 0;
 }
 
 static int do_dirty(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
@@ -423,6 +490,33 @@ static int do_dirty(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 }
 
 /* ------------------------------------------------------------- dispatch */
+/* Ops a "client behind" epoch refuses: the lock/write path. */
+static bool epoch_guarded(uint16_t type, const Depfs__IoRequest *q)
+{
+    switch (type) {
+    case DEPFS__IO_OP__IO_READ: return obeys_locks(q);
+    case DEPFS__IO_OP__IO_LOCK:
+    case DEPFS__IO_OP__IO_WRITE:
+    case DEPFS__IO_OP__IO_TRUNCATE: return true;
+    default: return false;
+    }
+}
+
+/* 0, or ESTALE when the request's epoch and ours disagree (see the top). */
+static int epoch_check(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, ios_result *res)
+{
+    if (!q->has_cluster_epoch || type == DEPFS__IO_OP__IO_SET_STATE)
+        return 0;
+    uint64_t known = ios_state_epoch(c->state);
+    if (q->cluster_epoch > known)
+        return fail(res, -ESTALE, "server behind: epoch %" PRIu64 " > known %" PRIu64,
+                    q->cluster_epoch, known);
+    if (q->cluster_epoch < known && epoch_guarded(type, q))
+        return fail(res, -ESTALE, "client behind: epoch %" PRIu64 " < known %" PRIu64,
+                    q->cluster_epoch, known);
+    return 0;
+}
+
 static void dispatch(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, const uint8_t *bulk,
                      size_t bulk_len, ios_result *res)
 {
@@ -430,6 +524,8 @@ static void dispatch(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, const
         fail(res, -EINVAL, "unexpected bulk of %zu bytes", bulk_len);
         return;
     }
+    if (epoch_check(c, type, q, res))
+        return;
     switch (type) {
     case DEPFS__IO_OP__IO_READ: do_read(c, q, res); break;
     case DEPFS__IO_OP__IO_WRITE: do_write(c, q, bulk, bulk_len, res); break;
@@ -441,6 +537,7 @@ static void dispatch(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, const
     case DEPFS__IO_OP__IO_STAT: do_stat(c, q, res); break;
     case DEPFS__IO_OP__IO_HEARTBEAT: do_heartbeat(c, res); break;
     case DEPFS__IO_OP__IO_DIRTY: do_dirty(c, q, res); break;
+    case DEPFS__IO_OP__IO_SET_STATE: do_set_state(c, q, res); break;
     default: fail(res, -EOPNOTSUPP, "unknown I/O op %u", type); break;
     }
 }
@@ -457,9 +554,14 @@ void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
         dispatch(c, type, q, bulk, bulk_len, res);
     res->reply.has_state = 1;
     res->reply.state = ios_state_get(c->state);
+    res->reply.has_cluster_epoch = 1;
+    res->reply.cluster_epoch = ios_state_epoch(c->state);
 
     int err = res->reply.err;
-    if (err && err != EAGAIN)
+    if (err == ESTALE || (err == EIO && ios_state_refuses_reads(res->reply.state)))
+        log_debug("%s %s file %016" PRIx64 ": %s", peer ? peer : "-", op_name(type),
+                  q ? q->file_id : 0, res->message);
+    else if (err && err != EAGAIN)
         log_warn("%s %s file %016" PRIx64 ": %s", peer ? peer : "-", op_name(type),
                  q ? q->file_id : 0, res->message);
     else if (err == EAGAIN)

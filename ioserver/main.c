@@ -1,13 +1,15 @@
 /* main.c - depfs-ioserver: startup, data directory layout, RPC server,
  * clean stop on SIGTERM/SIGINT.
  *
- *   depfs-ioserver --config PATH --id N [--rebuild] [--log-level L]
+ *   depfs-ioserver --config PATH --id N [--rebuild|--reconstruct] [--log-level L]
  *
  * The server's address and data directory come from the config line
  * "ioserver = N HOST:PORT DATADIR". DATADIR/strips holds strip files,
- * DATADIR/state the LevelDB with the server state and dirty log. With
- * --rebuild the server comes back as REBUILDING (durably) until the
- * recovery module sends IO_DIRTY with sync=true (see handlers.c). */
+ * DATADIR/state the LevelDB with the server state, epoch and dirty log.
+ * With --rebuild the server comes back as REBUILDING (durably) until the
+ * recovery module's rejoin sends IO_SET_STATE(UP) (see handlers.c).
+ * --reconstruct is for a replacement node with an empty data dir: it comes
+ * up as RECONSTRUCTING, which only `depfs reconstruct` ends. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -32,12 +34,17 @@ typedef struct ios_args {
     uint32_t id;
     int have_id;
     int rebuild;
+    int reconstruct;
     enum dlog_level level;
 } ios_args;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: %s --config PATH --id N [--rebuild] [--log-level err|warn|info|debug]\n",
+    fprintf(f, "usage: %s --config PATH --id N [--rebuild|--reconstruct]"
+               " [--log-level err|warn|info|debug]\n"
+               "  --rebuild      back after a crash: REBUILDING until recovery rejoins it\n"
+               "  --reconstruct  replacement node (empty data dir): RECONSTRUCTING until\n"
+               "                 `depfs reconstruct ID` has rebuilt every unit\n",
             IOS_PROG);
 }
 
@@ -59,6 +66,7 @@ static int parse_args(int argc, char **argv, ios_args *a)
         { "config", required_argument, NULL, 'c' },
         { "id", required_argument, NULL, 'i' },
         { "rebuild", no_argument, NULL, 'r' },
+        { "reconstruct", no_argument, NULL, 'R' },
         { "log-level", required_argument, NULL, 'l' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -82,6 +90,7 @@ static int parse_args(int argc, char **argv, ios_args *a)
             a->have_id = 1;
             break;
         case 'r': a->rebuild = 1; break;
+        case 'R': a->reconstruct = 1; break;
         case 'l':
             if (parse_level(optarg, &a->level)) {
                 fprintf(stderr, "%s: bad --log-level '%s'\n", IOS_PROG, optarg);
@@ -91,6 +100,10 @@ static int parse_args(int argc, char **argv, ios_args *a)
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -EINVAL;
         }
+    }
+    if (a->rebuild && a->reconstruct) {
+        fprintf(stderr, "%s: --rebuild and --reconstruct exclude each other\n", IOS_PROG);
+        return -EINVAL;
     }
     if (optind != argc || !a->have_id) {
         usage(stderr);
@@ -135,6 +148,34 @@ static unsigned fd_budget(void)
                                                   : (unsigned)usable;
 }
 
+static const char *state_name(uint32_t s)
+{
+    switch (s) {
+    case DEPFS__SERVER_STATE__SERVER_UP: return "UP";
+    case DEPFS__SERVER_STATE__SERVER_REBUILDING: return "REBUILDING";
+    case DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING: return "RECONSTRUCTING";
+    default: return "?";
+    }
+}
+
+/* --rebuild / --reconstruct, stored durably before the first request. A
+ * RECONSTRUCTING server stays so across plain restarts: only a finished
+ * reconstruction may bring it up, never a --rebuild (its data is partial). */
+static int apply_start_state(const ios_args *a, ios_state *st)
+{
+    uint32_t now = ios_state_get(st), want = now;
+    if (a->reconstruct)
+        want = DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING;
+    else if (a->rebuild && now != DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING)
+        want = DEPFS__SERVER_STATE__SERVER_REBUILDING;
+    if (want == now)
+        return 0;
+    int rc = ios_state_set(st, want);
+    if (rc)
+        log_err("cannot store state %s: %s", state_name(want), strerror(-rc));
+    return rc;
+}
+
 static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *me)
 {
     ios_ctx ctx = { .server_id = me->id, .max_bulk_bytes = cfg->max_bulk_bytes,
@@ -158,10 +199,8 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
         log_err("cannot create the lock table: %s", strerror(-rc));
         goto out;
     }
-    if (a->rebuild && (rc = ios_state_set(ctx.state, DEPFS__SERVER_STATE__SERVER_REBUILDING))) {
-        log_err("cannot store state REBUILDING: %s", strerror(-rc));
+    if ((rc = apply_start_state(a, ctx.state)))
         goto out;
-    }
 
     /* block the stop signals in every thread; main waits for them */
     sigset_t stop;
@@ -180,8 +219,8 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
         goto out;
     }
     uint32_t state = ios_state_get(ctx.state);
-    log_info("server %u listening on %s, data %s, state %s", me->id, me->address, me->data_dir,
-             state == DEPFS__SERVER_STATE__SERVER_REBUILDING ? "REBUILDING" : "UP");
+    log_info("server %u listening on %s, data %s, state %s, epoch %llu", me->id, me->address,
+             me->data_dir, state_name(state), (unsigned long long)ios_state_epoch(ctx.state));
     int sig = 0;
     sigwait(&stop, &sig);
     log_info("signal %d: stopping", sig);

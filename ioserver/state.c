@@ -2,6 +2,7 @@
  *
  * Keys:
  *   "S"                       -> u32 little-endian ServerState
+ *   "E"                       -> u64 little-endian cluster epoch
  *   "D" + be32(server) + be64(file) -> empty  (dirty record)
  * Big-endian ids make LevelDB's byte order the numeric order, so a listing
  * walks one server's records in file id order. Dirty adds skip a put when
@@ -22,6 +23,8 @@
 #include "kvstore.h"
 
 #define STATE_KEY "S"
+#define EPOCH_KEY "E"
+#define EPOCH_VALUE_BYTES 8u
 #define DIRTY_PREFIX 'D'
 #define DIRTY_KEY_BYTES 13u /* prefix + u32 + u64 */
 #define DIRTY_SERVER_PREFIX_BYTES 5u
@@ -32,6 +35,7 @@ struct ios_state {
     kvstore *kv;
     pthread_mutex_t mu;
     uint32_t server_state; /* cached; written through */
+    uint64_t epoch;        /* cached; written through */
 };
 
 static void put_be32(uint8_t *p, uint32_t v)
@@ -61,8 +65,33 @@ static void dirty_key(uint8_t key[DIRTY_KEY_BYTES], uint32_t server, uint64_t fi
     put_be64(key + DIRTY_SERVER_PREFIX_BYTES, file_id);
 }
 
+static int load_epoch(ios_state *st)
+{
+    void *val = NULL;
+    size_t vlen = 0;
+    int rc = kv_get(st->kv, EPOCH_KEY, strlen(EPOCH_KEY), &val, &vlen);
+    st->epoch = 0;
+    if (rc == -ENOENT)
+        return 0;
+    if (rc)
+        return rc;
+    if (vlen != EPOCH_VALUE_BYTES) {
+        free(val);
+        return -EIO;
+    }
+    const uint8_t *p = val;
+    for (int i = EPOCH_VALUE_BYTES - 1; i >= 0; i--)
+        st->epoch = (st->epoch << 8) | p[i];
+    free(val);
+    return 0;
+}
+
 static int load_state(ios_state *st)
 {
+    int erc = load_epoch(st);
+    if (erc)
+        return erc;
+
     void *val = NULL;
     size_t vlen = 0;
     int rc = kv_get(st->kv, STATE_KEY, strlen(STATE_KEY), &val, &vlen);
@@ -80,6 +109,9 @@ static int load_state(ios_state *st)
     st->server_state = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
                        (uint32_t)p[3] << 24;
     free(val);
+    if (st->server_state == DEPFS__SERVER_STATE__SERVER_DOWN ||
+        st->server_state > DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING)
+        return -EIO; /* never stored by this module */
     return 0;
 }
 
@@ -135,8 +167,41 @@ uint32_t ios_state_get(ios_state *st)
     return v;
 }
 
+bool ios_state_refuses_reads(uint32_t server_state)
+{
+    return server_state == DEPFS__SERVER_STATE__SERVER_REBUILDING ||
+           server_state == DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING;
+}
+
+uint64_t ios_state_epoch(ios_state *st)
+{
+    pthread_mutex_lock(&st->mu);
+    uint64_t v = st->epoch;
+    pthread_mutex_unlock(&st->mu);
+    return v;
+}
+
+int ios_state_raise_epoch(ios_state *st, uint64_t e, uint64_t *now)
+{
+    uint8_t val[EPOCH_VALUE_BYTES];
+    int rc = 0;
+    pthread_mutex_lock(&st->mu);
+    if (e > st->epoch) {
+        for (unsigned i = 0; i < EPOCH_VALUE_BYTES; i++)
+            val[i] = (uint8_t)(e >> (8 * i));
+        rc = kv_put(st->kv, EPOCH_KEY, strlen(EPOCH_KEY), val, sizeof(val));
+        if (rc == 0)
+            st->epoch = e;
+    }
+    if (now)
+        *now = st->epoch;
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
 int ios_state_set(ios_state *st, uint32_t server_state)
 {
+    assert(server_state != DEPFS__SERVER_STATE__SERVER_DOWN);
     uint8_t val[STATE_VALUE_BYTES] = { (uint8_t)server_state, (uint8_t)(server_state >> 8),
                                        (uint8_t)(server_state >> 16),
                                        (uint8_t)(server_state >> 24) };

@@ -1,5 +1,6 @@
 /* state.h - the ioserver's own durable state in LevelDB (DATADIR/state):
- * its ServerState (UP / REBUILDING) and the dirty log, "file F changed while
+ * its ServerState (UP / REBUILDING / RECONSTRUCTING), the newest cluster
+ * epoch pushed to it (recovery/README.md "epochs"), and the dirty log, "file F changed while
  * server S was down" records, one key per (S, F). Every mutation is synced
  * before it returns. Thread-safe. Return convention: 0 or negative errno. */
 #ifndef DEPFS_IOS_STATE_H
@@ -19,6 +20,13 @@ void ios_state_close(ios_state *st);
 /* depfs ServerState value (DEPFS__SERVER_STATE__*). */
 uint32_t ios_state_get(ios_state *st);
 int ios_state_set(ios_state *st, uint32_t server_state);
+/* true for the states in which client reads are refused. */
+bool ios_state_refuses_reads(uint32_t server_state);
+
+/* The newest cluster epoch this server knows (0 on a fresh store). */
+uint64_t ios_state_epoch(ios_state *st);
+/* epoch = max(epoch, e), durably; *now (if non-NULL) gets the result. */
+int ios_state_raise_epoch(ios_state *st, uint64_t e, uint64_t *now);
 
 /* Records (servers[i], file_id) for every i, durably, in one batch. */
 int ios_dirty_add(ios_state *st, const uint32_t *servers, size_t n_servers, uint64_t file_id);
