@@ -105,6 +105,10 @@ static void dc_build_msg(const dc_req *r, uint64_t ino, dc_pending *p)
     m->n_extents = r->n_ext;
     m->extents = r->n_ext ? p->ext_ptrs : NULL;
     m->lock = r->has_lock ? (Depfs__LockSpec *)&r->lock : NULL;
+    if (r->has_lock && r->lock_attempt > 0) {
+        m->has_lock_attempt = true;
+        m->lock_attempt = r->lock_attempt;
+    }
     if (r->op == DEPFS__IO_OP__IO_WRITE) {
         m->has_unlock = r->unlock;
         m->unlock = r->unlock;

@@ -42,6 +42,7 @@ typedef struct dc_req {
     uint64_t bytes;               /* sum of extent lengths == sum of iov lengths */
     bool has_lock;
     Depfs__LockSpec lock;
+    uint32_t lock_attempt;        /* with has_lock: 0 first try, n the n-th retry after a NACK */
     bool unlock, sync, ignore_locks;
     bool has_local_size;
     uint64_t local_size;

@@ -61,7 +61,7 @@ static void dc_degraded_range(const layout *lay, dc_dstripe *d)
 
 /* Build LOCK+READ requests of any k usable units per degraded stripe. */
 static int dc_degraded_build(depfs_t *fs, const layout *lay, dc_dstripe *ds, unsigned nd,
-                             uint32_t bad, dc_req *reqs, uint64_t op_id)
+                             uint32_t bad, dc_req *reqs, uint64_t op_id, unsigned lock_attempt)
 {
     memset(reqs, 0, sizeof(dc_req) * lay->n);
     for (unsigned i = 0; i < nd; i++) {
@@ -91,8 +91,10 @@ static int dc_degraded_build(depfs_t *fs, const layout *lay, dc_dstripe *ds, uns
             continue;
         if (fs->ignore_locks)
             reqs[p].ignore_locks = true;
-        else
+        else {
             dc_req_set_lock(&reqs[p], first, count, depfs_client_id(fs), op_id);
+            reqs[p].lock_attempt = lock_attempt;
+        }
     }
     return 0;
 }
@@ -139,7 +141,7 @@ static int dc_read_degraded(depfs_t *fs, dc_inode *in, dc_dstripe *ds, unsigned 
     for (unsigned i = 0; i < nd; i++)
         for (unsigned u = 0; u < lay->n; u++, cur += ds[i].rb - ds[i].ra)
             ds[i].unit[u] = cur;
-    unsigned restarts = 0;
+    unsigned restarts = 0, nacks = 0;
     for (unsigned attempt = 0;; attempt++) {
         bad |= dc_down_mask(fs, lay);
         if (dc_popcount32(bad) > lay->n - lay->k) {
@@ -149,7 +151,7 @@ static int dc_read_degraded(depfs_t *fs, dc_inode *in, dc_dstripe *ds, unsigned 
             rc = -EIO;
             goto out;
         }
-        rc = dc_degraded_build(fs, lay, ds, nd, bad, reqs, dc_next_op_id(fs));
+        rc = dc_degraded_build(fs, lay, ds, nd, bad, reqs, dc_next_op_id(fs), nacks);
         if (rc < 0)
             goto out;
         dc_io_run(fs, in->ino, reqs, lay->n);
@@ -181,6 +183,7 @@ static int dc_read_degraded(depfs_t *fs, dc_inode *in, dc_dstripe *ds, unsigned 
             goto out;
         }
         dc_lock_backoff(attempt);
+        nacks++;
     }
     dc_degraded_finish(lay, cd, ds, nd, &rc);
 out:

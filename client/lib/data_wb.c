@@ -74,7 +74,8 @@ static dc_wb *dc_wb_get(dc_inode *in)
 
 bool dc_wb_enabled(const depfs_fh_t *fh)
 {
-    return !(fh->flags & (O_DIRECT | O_SYNC | O_DSYNC)) && !fh->fs->ignore_locks;
+    return !(fh->flags & (O_DIRECT | O_SYNC | O_DSYNC)) && !fh->fs->ignore_locks &&
+           !dc_test_hooks_get()->write_behind_off;
 }
 
 static bool dc_fh_sync(const depfs_fh_t *fh) { return (fh->flags & (O_SYNC | O_DSYNC)) != 0; }

@@ -50,6 +50,8 @@ typedef struct dc_wround {
     uint32_t writeset;                /* positions written in phase 2 */
     bool sync;
     bool force_recon;                 /* redo after a lost lock: encode afresh */
+    bool no_locks;                    /* TEST ONLY (DEPFS_TEST_NO_LOCKS): no lock at all */
+    unsigned lock_attempt;            /* 0 first try, n the n-th retry after a NACK */
     uint64_t owner_op;
 } dc_wround;
 
@@ -291,6 +293,8 @@ static void dc_build_phase1(dc_wround *w, dc_req *reqs)
         dc_req *r = &reqs[p];
         if (!((w->lockset >> p) & 1u))
             continue;
+        if (w->no_locks)
+            continue; /* TEST ONLY: plain pre-reads, no lock messages */
         if (w->fs->ignore_locks) {
             r->ignore_locks = r->active;
             continue; /* recovery: pre-reads only, no lock messages */
@@ -299,6 +303,7 @@ static void dc_build_phase1(dc_wround *w, dc_req *reqs)
             dc_req_init(r, lay, p, DEPFS__IO_OP__IO_LOCK);
         dc_req_set_lock(r, dc_round_first_stripe(w), dc_round_stripe_count(w),
                         depfs_client_id(w->fs), w->owner_op);
+        r->lock_attempt = w->lock_attempt;
     }
 }
 
@@ -307,6 +312,7 @@ static int dc_phase1(dc_wround *w, dc_req *reqs)
 {
     const layout *lay = w->lay;
     unsigned restarts = 0;
+    w->lock_attempt = 0;
     for (unsigned attempt = 0;; attempt++) {
         dc_build_phase1(w, reqs);
         dc_io_run(w->fs, w->in->ino, reqs, lay->n);
@@ -349,6 +355,7 @@ static int dc_phase1(dc_wround *w, dc_req *reqs)
             return -EBUSY;
         }
         dc_lock_backoff(attempt);
+        w->lock_attempt++;
     }
 }
 
@@ -437,13 +444,13 @@ static void dc_build_phase2(dc_wround *w, dc_req *reqs)
         if (!((w->lockset >> p) & 1u))
             continue;
         assert(r->active == (((w->writeset >> p) & 1u) != 0));
-        if (!r->active && w->fs->ignore_locks)
+        if (!r->active && (w->fs->ignore_locks || w->no_locks))
             continue;
         if (!r->active)
             dc_req_init(r, lay, p, DEPFS__IO_OP__IO_UNLOCK);
         if (w->fs->ignore_locks) {
             r->ignore_locks = true;
-        } else {
+        } else if (!w->no_locks) {
             dc_req_set_lock(r, dc_round_first_stripe(w), dc_round_stripe_count(w),
                             depfs_client_id(w->fs), w->owner_op);
             r->unlock = true;
@@ -478,11 +485,39 @@ static void dc_notify_dirty(dc_wround *w, uint32_t failed)
 
 /* 0, -EAGAIN when a server no longer knew our lock (the recovery module
  * took it as an orphan: the round must be redone), or an error. */
+/* Send phase 2. Normally all servers in parallel; under the TEST ONLY
+ * DEPFS_TEST_PAUSE=between_writes the first server alone, then the pause,
+ * then the rest (a writer dying with its stripes half written). */
+static void dc_phase2_send(dc_wround *w, dc_req *reqs)
+{
+    const layout *lay = w->lay;
+    if (dc_test_hooks_get()->pause != DC_PAUSE_BETWEEN_WRITES) {
+        dc_io_run(w->fs, w->in->ino, reqs, lay->n);
+        return;
+    }
+    unsigned first = 0;
+    while (first < lay->n && !reqs[first].active)
+        first++;
+    assert(first < lay->n);
+    bool rest[LAYOUT_MAX_N] = {0};
+    for (unsigned p = first + 1; p < lay->n; p++) {
+        rest[p] = reqs[p].active;
+        reqs[p].active = false;
+    }
+    dc_io_run(w->fs, w->in->ino, reqs, lay->n);
+    dc_test_pause(DC_PAUSE_BETWEEN_WRITES);
+    reqs[first].active = false;
+    for (unsigned p = first + 1; p < lay->n; p++)
+        reqs[p].active = rest[p];
+    dc_io_run(w->fs, w->in->ino, reqs, lay->n);
+    reqs[first].active = true;
+}
+
 static int dc_phase2(dc_wround *w, dc_req *reqs)
 {
     const layout *lay = w->lay;
     dc_build_phase2(w, reqs);
-    dc_io_run(w->fs, w->in->ino, reqs, lay->n);
+    dc_phase2_send(w, reqs);
     uint32_t failed = 0;
     int err = 0;
     bool lost_lock = false;
@@ -531,6 +566,7 @@ static int dc_write_round_once(dc_wround *w, dc_req *reqs)
     rc = dc_phase1(w, reqs);
     if (rc < 0)
         return rc;
+    dc_test_pause(DC_PAUSE_AFTER_LOCK);
     for (unsigned i = 0; i < w->nst; i++) {
         rc = dc_compute_stripe(w, &w->st[i]);
         if (rc < 0) {
@@ -584,7 +620,7 @@ int dc_write_range(depfs_t *fs, dc_inode *in, const uint8_t *buf, uint64_t off, 
         goto out;
     }
     dc_wround w = {.fs = fs, .in = in, .lay = lay, .cd = cd, .buf = buf, .off = off, .len = len,
-                   .st = st, .sync = sync};
+                   .st = st, .sync = sync, .no_locks = dc_test_hooks_get()->no_locks};
     for (uint64_t i = 0; i < npieces && rc == 0; i += per_round) {
         w.first_piece = i;
         w.nst = (unsigned)(npieces - i < per_round ? npieces - i : per_round);

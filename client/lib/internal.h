@@ -159,4 +159,16 @@ int dc_data_remove(depfs_t *fs, uint64_t ino, const layout *lay);
 /* fsync every strip file of the file on its servers. */
 int dc_data_fsync(depfs_t *fs, dc_inode *in);
 
+/* ------------------------------------------------ TEST ONLY (test_hooks.c) */
+/* Switches read once per process from the environment; see test_hooks.c. */
+typedef enum { DC_PAUSE_NONE, DC_PAUSE_AFTER_LOCK, DC_PAUSE_BETWEEN_WRITES } dc_pause_point;
+typedef struct dc_test_hooks {
+    bool no_locks;            /* DEPFS_TEST_NO_LOCKS=1: writes take no stripe locks */
+    bool write_behind_off;    /* DEPFS_WRITE_BEHIND=0 */
+    dc_pause_point pause;     /* DEPFS_TEST_PAUSE=after_lock|between_writes */
+} dc_test_hooks;
+const dc_test_hooks *dc_test_hooks_get(void);
+/* At point p: when DEPFS_TEST_PAUSE names it, say so on stderr and sleep. */
+void dc_test_pause(dc_pause_point p);
+
 #endif

@@ -1,0 +1,83 @@
+/* test_hooks.c - TEST ONLY switches of the libdepfs data path, read once
+ * per process from the environment (at the first mount/write):
+ *
+ *   DEPFS_TEST_NO_LOCKS=1   writes take NO stripe locks: no lock specs on
+ *                           pre-reads/writes, no IO_LOCK/IO_UNLOCK. Parity
+ *                           then goes wrong under concurrent partial-stripe
+ *                           writers; tests/integration/test_concurrent_writers.sh
+ *                           uses it to prove that the locks are what keeps
+ *                           parity right. NEVER set it on real data.
+ *   DEPFS_TEST_PAUSE=NAME   a writer reaching point NAME prints
+ *                           "DEPFS_TEST_PAUSE reached: NAME pid=PID" to stderr
+ *                           and sleeps DC_TEST_PAUSE_S seconds (tests kill or
+ *                           stop it there: a client dying mid-protocol):
+ *                             after_lock      phase 1 (locks + pre-reads) done,
+ *                                             no phase-2 write sent yet;
+ *                             between_writes  phase-2 write to the first server
+ *                                             done, the others not yet sent.
+ *   DEPFS_WRITE_BEHIND=0    no write-behind buffering (benchmarks' "before").
+ *
+ * Unset or any other value: normal behaviour. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "internal.h"
+#include "log.h"
+
+#define DC_TEST_PAUSE_S 600u
+
+static pthread_once_t dc_hooks_once = PTHREAD_ONCE_INIT;
+static dc_test_hooks dc_hooks;
+
+static bool dc_env_is(const char *name, const char *value)
+{
+    const char *v = getenv(name);
+    return v != NULL && strcmp(v, value) == 0;
+}
+
+static void dc_test_hooks_read(void)
+{
+    dc_hooks.no_locks = dc_env_is("DEPFS_TEST_NO_LOCKS", "1");
+    dc_hooks.write_behind_off = dc_env_is("DEPFS_WRITE_BEHIND", "0");
+    if (dc_env_is("DEPFS_TEST_PAUSE", "after_lock"))
+        dc_hooks.pause = DC_PAUSE_AFTER_LOCK;
+    else if (dc_env_is("DEPFS_TEST_PAUSE", "between_writes"))
+        dc_hooks.pause = DC_PAUSE_BETWEEN_WRITES;
+    else
+        dc_hooks.pause = DC_PAUSE_NONE;
+    if (dc_hooks.no_locks)
+        log_warn("DEPFS_TEST_NO_LOCKS=1: TEST ONLY, writes take no stripe locks; parity "
+                 "will be wrong under concurrent writers");
+    if (dc_hooks.pause != DC_PAUSE_NONE)
+        log_warn("DEPFS_TEST_PAUSE=%s: TEST ONLY, writers stop mid-protocol",
+                 getenv("DEPFS_TEST_PAUSE"));
+}
+
+const dc_test_hooks *dc_test_hooks_get(void)
+{
+    pthread_once(&dc_hooks_once, dc_test_hooks_read);
+    return &dc_hooks;
+}
+
+static const char *dc_pause_name(dc_pause_point p)
+{
+    switch (p) {
+    case DC_PAUSE_AFTER_LOCK: return "after_lock";
+    case DC_PAUSE_BETWEEN_WRITES: return "between_writes";
+    default: return "none";
+    }
+}
+
+void dc_test_pause(dc_pause_point p)
+{
+    if (p == DC_PAUSE_NONE || dc_test_hooks_get()->pause != p)
+        return;
+    fprintf(stderr, "DEPFS_TEST_PAUSE reached: %s pid=%ld\n", dc_pause_name(p), (long)getpid());
+    fflush(stderr);
+    struct timespec left = {.tv_sec = DC_TEST_PAUSE_S, .tv_nsec = 0};
+    while (nanosleep(&left, &left) != 0)
+        ; /* a signal with a handler: keep sleeping the rest */
+}
