@@ -1,6 +1,7 @@
-/* cluster.c - I/O server membership and states (cluster.h). States live in
- * the store under MDS_TAG_SERVER keys so a restarted MDS remembers that a
- * server was down or rebuilding. */
+/* cluster.c - I/O server membership, states and the cluster epoch
+ * (cluster.h). States live in the store under MDS_TAG_SERVER keys and the
+ * epoch under the counter MDS_COUNTER_CLUSTER_EPOCH, so a restarted MDS
+ * remembers that a server was down or rebuilding and never reuses an epoch. */
 #include "cluster.h"
 
 #include <errno.h>
@@ -13,7 +14,8 @@
 
 struct mds_cluster {
     kvstore *kv;
-    pthread_mutex_t lock; /* guards servers[].state */
+    pthread_mutex_t lock; /* guards servers[].state/.progress and epoch */
+    uint64_t epoch;
     unsigned n_servers;
     mds_server servers[CONFIG_MAX_IOSERVERS];
     unsigned default_n, default_k;
@@ -26,6 +28,7 @@ const char *mds_server_state_name(uint32_t state)
     case MDS_SERVER_UP: return "up";
     case MDS_SERVER_DOWN: return "down";
     case MDS_SERVER_REBUILDING: return "rebuilding";
+    case MDS_SERVER_RECONSTRUCTING: return "reconstructing";
     default: return "unknown";
     }
 }
@@ -41,6 +44,19 @@ static void load_state(mds_cluster *c, mds_server *s)
             s->state = st;
     }
     free(val);
+}
+
+static uint64_t load_epoch(kvstore *kv)
+{
+    uint8_t key[MDS_KEY_MAX];
+    void *val = NULL;
+    size_t vlen = 0;
+    uint64_t e = 0;
+    if (kv_get(kv, key, mds_key_counter(key, MDS_COUNTER_CLUSTER_EPOCH), &val, &vlen) == 0 &&
+        vlen == 8)
+        e = mds_get_u64le(val);
+    free(val);
+    return e;
 }
 
 int mds_cluster_open(kvstore *kv, const depfs_config *cfg, mds_cluster **out)
@@ -62,6 +78,9 @@ int mds_cluster_open(kvstore *kv, const depfs_config *cfg, mds_cluster **out)
             log_info("ioserver %u (%s) remembered as %s", s->id, s->address,
                      mds_server_state_name(s->state));
     }
+    c->epoch = load_epoch(kv);
+    if (c->epoch)
+        log_info("cluster epoch %llu", (unsigned long long)c->epoch);
     c->default_n = cfg->default_n;
     c->default_k = cfg->default_k;
     c->default_su = cfg->default_su;
@@ -77,41 +96,93 @@ void mds_cluster_close(mds_cluster *c)
     free(c);
 }
 
-unsigned mds_cluster_servers(mds_cluster *c, mds_server *out, unsigned max)
+unsigned mds_cluster_servers(mds_cluster *c, mds_server *out, unsigned max, uint64_t *epoch)
 {
     pthread_mutex_lock(&c->lock);
     for (unsigned i = 0; i < c->n_servers && i < max; i++)
         out[i] = c->servers[i];
+    if (epoch)
+        *epoch = c->epoch;
     pthread_mutex_unlock(&c->lock);
     return c->n_servers;
 }
 
-int mds_cluster_set_state(mds_cluster *c, uint32_t id, uint32_t state)
+uint64_t mds_cluster_epoch(mds_cluster *c)
 {
-    uint8_t key[MDS_KEY_MAX], val[4];
-    int rc = -ENOENT;
+    pthread_mutex_lock(&c->lock);
+    uint64_t e = c->epoch;
+    pthread_mutex_unlock(&c->lock);
+    return e;
+}
 
+/* The server with that id, or NULL; caller holds the lock. */
+static mds_server *find_server(mds_cluster *c, uint32_t id)
+{
+    for (unsigned i = 0; i < c->n_servers; i++)
+        if (c->servers[i].id == id)
+            return &c->servers[i];
+    return NULL;
+}
+
+/* Stores state and the next epoch in one synced batch. */
+static int store_change(mds_cluster *c, uint32_t id, uint32_t state, uint64_t epoch)
+{
+    uint8_t skey[MDS_KEY_MAX], ekey[MDS_KEY_MAX], sval[4], eval[8];
+    kv_batch *b = kv_batch_new();
+    if (!b)
+        return -ENOMEM;
+    mds_put_u32le(sval, state);
+    mds_put_u64le(eval, epoch);
+    kv_batch_put(b, skey, mds_key_server(skey, id), sval, sizeof(sval));
+    kv_batch_put(b, ekey, mds_key_counter(ekey, MDS_COUNTER_CLUSTER_EPOCH), eval, sizeof(eval));
+    int rc = kv_batch_commit(c->kv, b);
+    kv_batch_free(b);
+    return rc < 0 ? -EIO : 0;
+}
+
+int mds_cluster_set_state(mds_cluster *c, uint32_t id, uint32_t state, uint64_t *epoch)
+{
+    int rc = 0;
     if (state > MDS_SERVER_STATE_MAX)
         return -EINVAL;
     pthread_mutex_lock(&c->lock);
-    for (unsigned i = 0; i < c->n_servers; i++) {
-        mds_server *s = &c->servers[i];
-        if (s->id != id)
-            continue;
-        mds_put_u32le(val, state);
-        rc = kv_put(c->kv, key, mds_key_server(key, id), val, sizeof(val));
-        if (rc < 0) {
-            rc = -EIO;
-            break;
-        }
-        if (s->state != state)
-            log_info("ioserver %u (%s): %s -> %s", id, s->address, mds_server_state_name(s->state),
-                     mds_server_state_name(state));
-        s->state = state;
-        break;
+    mds_server *s = find_server(c, id);
+    if (!s) {
+        rc = -ENOENT;
+        goto out;
     }
+    if (s->state == state)
+        goto out; /* no change, no new epoch */
+    if ((rc = store_change(c, id, state, c->epoch + 1)))
+        goto out;
+    c->epoch++;
+    log_info("ioserver %u (%s): %s -> %s, cluster epoch %llu", id, s->address,
+             mds_server_state_name(s->state), mds_server_state_name(state),
+             (unsigned long long)c->epoch);
+    s->state = state;
+    memset(&s->progress, 0, sizeof(s->progress));
+out:
+    if (epoch)
+        *epoch = c->epoch;
     pthread_mutex_unlock(&c->lock);
     return rc;
+}
+
+int mds_cluster_set_progress(mds_cluster *c, uint32_t id, const uint64_t *done_bytes,
+                             const uint64_t *total_bytes, const uint64_t *degraded_files)
+{
+    pthread_mutex_lock(&c->lock);
+    mds_server *s = find_server(c, id);
+    if (s) {
+        if (done_bytes)
+            s->progress.rebuild_done_bytes = *done_bytes;
+        if (total_bytes)
+            s->progress.rebuild_total_bytes = *total_bytes;
+        if (degraded_files)
+            s->progress.degraded_files = *degraded_files;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return s ? 0 : -ENOENT;
 }
 
 void mds_cluster_default_layout(const mds_cluster *c, unsigned *n, unsigned *k, uint32_t *su)

@@ -1,7 +1,11 @@
 /* cluster.h - cluster membership as the MDS knows it: the I/O servers from
- * the config with a state (up/down/rebuilding) set by depfs-recovery through
- * MDS_SET_SERVER_STATE, persisted in the store. Thread-safe.
- * Return convention: 0 or a negative errno. */
+ * the config with a state (up/down/rebuilding/reconstructing) set by
+ * depfs-recovery through MDS_SET_SERVER_STATE, persisted in the store, and
+ * the cluster epoch (recovery/README.md), persisted too, which grows by one
+ * with every change of any server's state. Rebuild progress and degraded
+ * file counts are kept in memory only (a restarted MDS learns them again
+ * from the next report). Thread-safe. Return convention: 0 or a negative
+ * errno. */
 #ifndef DEPFS_MDS_CLUSTER_H
 #define DEPFS_MDS_CLUSTER_H
 #include <stdint.h>
@@ -11,12 +15,21 @@
 #define MDS_SERVER_UP 0u
 #define MDS_SERVER_DOWN 1u
 #define MDS_SERVER_REBUILDING 2u
-#define MDS_SERVER_STATE_MAX MDS_SERVER_REBUILDING
+#define MDS_SERVER_RECONSTRUCTING 3u
+#define MDS_SERVER_STATE_MAX MDS_SERVER_RECONSTRUCTING
+
+/* Progress of a rebuild or reconstruction, as last reported. */
+typedef struct mds_progress {
+    uint64_t rebuild_done_bytes;
+    uint64_t rebuild_total_bytes; /* 0 = unknown */
+    uint64_t degraded_files;      /* files with units missing on the server */
+} mds_progress;
 
 typedef struct mds_server {
     uint32_t id;
     char address[CONFIG_ADDR_MAX];
     uint32_t state;
+    mds_progress progress;
 } mds_server;
 
 typedef struct mds_cluster mds_cluster;
@@ -26,10 +39,18 @@ typedef struct mds_cluster mds_cluster;
 int mds_cluster_open(kvstore *kv, const depfs_config *cfg, mds_cluster **out);
 void mds_cluster_close(mds_cluster *c);
 
-/* Copies up to max servers into out; returns the number of servers. */
-unsigned mds_cluster_servers(mds_cluster *c, mds_server *out, unsigned max);
-/* -ENOENT unknown id, -EINVAL bad state, -EIO store error. */
-int mds_cluster_set_state(mds_cluster *c, uint32_t id, uint32_t state);
+/* Copies up to max servers into out and (if non-NULL) the epoch of that
+ * same snapshot; returns the number of servers. */
+unsigned mds_cluster_servers(mds_cluster *c, mds_server *out, unsigned max, uint64_t *epoch);
+uint64_t mds_cluster_epoch(mds_cluster *c);
+/* Sets a server's state; a change bumps the epoch (state and epoch are
+ * stored in one synced batch) and zeroes its progress. *epoch (if non-NULL)
+ * gets the epoch after the call. -ENOENT unknown id, -EINVAL bad state,
+ * -EIO store error (nothing changed). */
+int mds_cluster_set_state(mds_cluster *c, uint32_t id, uint32_t state, uint64_t *epoch);
+/* Replaces the progress fields that are given (NULL: keep). -ENOENT. */
+int mds_cluster_set_progress(mds_cluster *c, uint32_t id, const uint64_t *done_bytes,
+                             const uint64_t *total_bytes, const uint64_t *degraded_files);
 void mds_cluster_default_layout(const mds_cluster *c, unsigned *n, unsigned *k, uint32_t *su);
 const char *mds_server_state_name(uint32_t state);
 

@@ -407,14 +407,23 @@ static int op_cluster(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     (void)q;
     unsigned n, k;
     uint32_t su;
-    unsigned count = mds_cluster_servers(c->cluster, b->servers, CONFIG_MAX_IOSERVERS);
+    uint64_t epoch = 0;
+    unsigned count = mds_cluster_servers(c->cluster, b->servers, CONFIG_MAX_IOSERVERS, &epoch);
     for (unsigned i = 0; i < count && i < CONFIG_MAX_IOSERVERS; i++) {
-        depfs__server_info__init(&b->srv[i]);
-        b->srv[i].id = b->servers[i].id;
-        b->srv[i].address = b->servers[i].address;
-        b->srv[i].state = b->servers[i].state;
-        b->srv_ptrs[i] = &b->srv[i];
+        const mds_progress *p = &b->servers[i].progress;
+        Depfs__ServerInfo *si = &b->srv[i];
+        depfs__server_info__init(si);
+        si->id = b->servers[i].id;
+        si->address = b->servers[i].address;
+        si->state = b->servers[i].state;
+        si->has_rebuild_done_bytes = si->has_rebuild_total_bytes = si->has_degraded_files = 1;
+        si->rebuild_done_bytes = p->rebuild_done_bytes;
+        si->rebuild_total_bytes = p->rebuild_total_bytes;
+        si->degraded_files = p->degraded_files;
+        b->srv_ptrs[i] = si;
     }
+    b->rep.has_cluster_epoch = 1;
+    b->rep.cluster_epoch = epoch;
     b->rep.n_servers = count;
     b->rep.servers = count ? b->srv_ptrs : NULL;
     mds_cluster_default_layout(c->cluster, &n, &k, &su);
@@ -424,11 +433,30 @@ static int op_cluster(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     return 0;
 }
 
+/* server_id with server_state and/or progress fields (rebuild_done_bytes,
+ * rebuild_total_bytes, degraded_files). Without server_state only the
+ * progress given is replaced: a progress report can never undo a state
+ * change made meanwhile by someone else. A state change zeroes the old
+ * progress first. The reply carries the cluster epoch. */
 static int op_set_server_state(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
+    bool has_progress = q->has_rebuild_done_bytes || q->has_rebuild_total_bytes ||
+                        q->has_degraded_files;
+    uint64_t epoch = 0;
+    int rc = 0;
     NEED(q->has_server_id, "server_id");
-    NEED(q->has_server_state, "server_state");
-    int rc = mds_cluster_set_state(c->cluster, q->server_id, q->server_state);
+    NEED(q->has_server_state || has_progress, "server_state");
+    if (q->has_server_state)
+        rc = mds_cluster_set_state(c->cluster, q->server_id, q->server_state, &epoch);
+    if (rc == 0 && has_progress)
+        rc = mds_cluster_set_progress(c->cluster, q->server_id,
+                                      q->has_rebuild_done_bytes ? &q->rebuild_done_bytes : NULL,
+                                      q->has_rebuild_total_bytes ? &q->rebuild_total_bytes : NULL,
+                                      q->has_degraded_files ? &q->degraded_files : NULL);
+    if (rc == 0) {
+        b->rep.has_cluster_epoch = 1;
+        b->rep.cluster_epoch = q->has_server_state ? epoch : mds_cluster_epoch(c->cluster);
+    }
     if (rc == -ENOENT)
         snprintf(b->why, sizeof(b->why), "no ioserver with id %u", q->server_id);
     else if (rc == -EINVAL)

@@ -7,7 +7,8 @@
  *   'S' parent seq           -> dirent by readdir cookie: ino u64, mode u32, name
  *   'X' ino name             -> xattr value
  *   'L' ino                  -> symlink target
- *   'C' name                 -> counter u64 (next_ino, next_client, inodes, logical_bytes)
+ *   'C' name                 -> counter u64 (next_ino, next_client, inodes, logical_bytes,
+ *                               cluster_epoch)
  *   'V' server_id u32        -> server state u32 (cluster membership)
  * Record values are little-endian. */
 #ifndef DEPFS_MDS_STORE_KEYS_H
@@ -34,6 +35,7 @@
 #define MDS_COUNTER_NEXT_CLIENT "next_client"
 #define MDS_COUNTER_INODES "inodes"
 #define MDS_COUNTER_LOGICAL_BYTES "logical_bytes"
+#define MDS_COUNTER_CLUSTER_EPOCH "cluster_epoch"
 
 /* One inode as stored. Directories use parent/next_seq/pol_*; regular files
  * use has_layout/lay. */

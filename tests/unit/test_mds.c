@@ -789,20 +789,48 @@ START_TEST(test_cluster_states)
         cfg.ioservers[i].id = i + 1;
         snprintf(cfg.ioservers[i].address, sizeof(cfg.ioservers[i].address), "127.0.0.1:%u", 7000 + i);
     }
+    uint64_t epoch = 99;
     ck_assert_int_eq(mds_cluster_open(kv, &cfg, &cl), 0);
-    ck_assert_uint_eq(mds_cluster_servers(cl, srv, 4), 3);
+    ck_assert_uint_eq(mds_cluster_servers(cl, srv, 4, &epoch), 3);
+    ck_assert_uint_eq(epoch, 0);
     ck_assert_uint_eq(srv[1].state, MDS_SERVER_UP);
-    ck_assert_int_eq(mds_cluster_set_state(cl, 2, MDS_SERVER_DOWN), 0);
-    ck_assert_int_eq(mds_cluster_set_state(cl, 9, MDS_SERVER_DOWN), -ENOENT);
-    ck_assert_int_eq(mds_cluster_set_state(cl, 2, 7), -EINVAL);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 2, MDS_SERVER_DOWN, &epoch), 0);
+    ck_assert_uint_eq(epoch, 1);
+    /* the same state again: no new epoch */
+    ck_assert_int_eq(mds_cluster_set_state(cl, 2, MDS_SERVER_DOWN, &epoch), 0);
+    ck_assert_uint_eq(epoch, 1);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 9, MDS_SERVER_DOWN, NULL), -ENOENT);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 2, 7, NULL), -EINVAL);
+    ck_assert_uint_eq(mds_cluster_epoch(cl), 1);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 3, MDS_SERVER_RECONSTRUCTING, &epoch), 0);
+    ck_assert_uint_eq(epoch, 2);
+    /* progress: in memory, partial updates, zeroed by a state change */
+    uint64_t done = 100, total = 1000, degraded = 7;
+    ck_assert_int_eq(mds_cluster_set_progress(cl, 3, &done, &total, NULL), 0);
+    ck_assert_int_eq(mds_cluster_set_progress(cl, 3, NULL, NULL, &degraded), 0);
+    ck_assert_int_eq(mds_cluster_set_progress(cl, 9, &done, NULL, NULL), -ENOENT);
+    mds_cluster_servers(cl, srv, 4, NULL);
+    ck_assert_uint_eq(srv[2].progress.rebuild_done_bytes, 100);
+    ck_assert_uint_eq(srv[2].progress.rebuild_total_bytes, 1000);
+    ck_assert_uint_eq(srv[2].progress.degraded_files, 7);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 3, MDS_SERVER_REBUILDING, &epoch), 0);
+    ck_assert_uint_eq(epoch, 3);
+    mds_cluster_servers(cl, srv, 4, NULL);
+    ck_assert_uint_eq(srv[2].progress.rebuild_done_bytes, 0);
+    ck_assert_uint_eq(srv[2].progress.degraded_files, 0);
     mds_cluster_close(cl);
     store_close();
     store_open();
+    /* states and the epoch survive a restart; epochs are never reused */
     ck_assert_int_eq(mds_cluster_open(kv, &cfg, &cl), 0);
-    ck_assert_uint_eq(mds_cluster_servers(cl, srv, 4), 3);
+    ck_assert_uint_eq(mds_cluster_servers(cl, srv, 4, &epoch), 3);
+    ck_assert_uint_eq(epoch, 3);
     ck_assert_uint_eq(srv[1].state, MDS_SERVER_DOWN);
+    ck_assert_uint_eq(srv[2].state, MDS_SERVER_REBUILDING);
     ck_assert_str_eq(srv[1].address, "127.0.0.1:7001");
     ck_assert_uint_eq(srv[0].state, MDS_SERVER_UP);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 2, MDS_SERVER_UP, &epoch), 0);
+    ck_assert_uint_eq(epoch, 4);
     mds_cluster_close(cl);
 }
 END_TEST
@@ -951,6 +979,8 @@ START_TEST(test_rpc_handlers)
     ck_assert_int_eq(r->err, 0);
     ck_assert_uint_eq(r->n_servers, 2);
     ck_assert_ptr_nonnull(r->default_layout);
+    ck_assert(r->has_cluster_epoch);
+    uint64_t epoch0 = r->cluster_epoch;
     depfs__mds_reply__free_unpacked(r, NULL);
 
     Depfs__MdsRequest ss = DEPFS__MDS_REQUEST__INIT;
@@ -959,9 +989,35 @@ START_TEST(test_rpc_handlers)
     ss.server_state = MDS_SERVER_REBUILDING;
     r = call(conn, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, &ss);
     ck_assert_int_eq(r->err, 0);
+    ck_assert(r->has_cluster_epoch);
+    ck_assert_uint_eq(r->cluster_epoch, epoch0 + 1);
+    depfs__mds_reply__free_unpacked(r, NULL);
+    /* progress only (no server_state): the state and epoch stay */
+    Depfs__MdsRequest pr = DEPFS__MDS_REQUEST__INIT;
+    pr.has_server_id = true;
+    pr.server_id = 11;
+    pr.has_rebuild_done_bytes = pr.has_rebuild_total_bytes = pr.has_degraded_files = true;
+    pr.rebuild_done_bytes = 5;
+    pr.rebuild_total_bytes = 50;
+    pr.degraded_files = 3;
+    r = call(conn, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, &pr);
+    ck_assert_int_eq(r->err, 0);
+    ck_assert_uint_eq(r->cluster_epoch, epoch0 + 1);
     depfs__mds_reply__free_unpacked(r, NULL);
     r = call(conn, DEPFS__MDS_OP__MDS_CLUSTER, &empty);
     ck_assert_uint_eq(r->servers[1]->state, MDS_SERVER_REBUILDING);
+    ck_assert_uint_eq(r->servers[1]->rebuild_done_bytes, 5);
+    ck_assert_uint_eq(r->servers[1]->rebuild_total_bytes, 50);
+    ck_assert_uint_eq(r->servers[1]->degraded_files, 3);
+    ck_assert_uint_eq(r->servers[0]->degraded_files, 0);
+    ck_assert_uint_eq(r->cluster_epoch, epoch0 + 1);
+    depfs__mds_reply__free_unpacked(r, NULL);
+    /* neither state nor progress: refused */
+    Depfs__MdsRequest bad = DEPFS__MDS_REQUEST__INIT;
+    bad.has_server_id = true;
+    bad.server_id = 11;
+    r = call(conn, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, &bad);
+    ck_assert_int_eq(r->err, EINVAL);
     depfs__mds_reply__free_unpacked(r, NULL);
 
     rpc_conn_close(conn);
