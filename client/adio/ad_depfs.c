@@ -10,12 +10,12 @@ struct ADIOI_Fns_struct ADIO_DEPFS_operations = {
     ADIOI_DEPFS_ReadContig,     /* ReadContig */
     ADIOI_DEPFS_WriteContig,    /* WriteContig */
     ADIOI_GEN_ReadStridedColl,  /* ReadStridedColl (two-phase) */
-    ADIOI_GEN_WriteStridedColl, /* WriteStridedColl (two-phase, stripe-aligned domains) */
+    ADIOI_DEPFS_WriteStridedColl,       /* WriteStridedColl: two-phase, stripe-aligned, flushed */
     ADIOI_GEN_SeekIndividual,   /* SeekIndividual */
     ADIOI_DEPFS_Fcntl,          /* Fcntl */
     ADIOI_DEPFS_SetInfo,        /* SetInfo */
     ADIOI_GEN_ReadStrided,      /* ReadStrided */
-    ADIOI_GEN_WriteStrided,     /* WriteStrided (naive: no data-sieving writes) */
+    ADIOI_DEPFS_WriteStrided,   /* WriteStrided: naive (no data-sieving writes), one flush */
     ADIOI_DEPFS_Close,          /* Close */
     ADIOI_FAKE_IreadContig,     /* IreadContig */
     ADIOI_FAKE_IwriteContig,    /* IwriteContig */

@@ -29,6 +29,11 @@
 #define ADIOI_DEPFS_HINT_K "depfs_k"
 #define ADIOI_DEPFS_HINT_SU "depfs_su"
 #define ADIOI_DEPFS_HINT_LAYOUT "depfs_layout"   /* reported: "N@K@SU" */
+/* "enable": independent writes may stay in the client until sync/close
+ * (MPI's sync-barrier-sync rule). Default "disable": each independent write
+ * call is pushed out before it returns, as ROMIO's tests and POSIX-minded
+ * applications expect (shared file pointers, close without sync). */
+#define ADIOI_DEPFS_HINT_WRITE_BEHIND "depfs_write_behind"
 #define ADIOI_DEPFS_LAYOUT_ENV "DEPFS_LAYOUT"
 #define ADIOI_DEPFS_LOCK_DIR_ENV "DEPFS_MPIIO_LOCK_DIR"
 #define ADIOI_DEPFS_LOCK_DIR_DEFAULT "/tmp/depfs-mpiio-locks"
@@ -44,6 +49,8 @@ typedef struct ADIOI_DEPFS_File {
     depfs_fh_t *fh;
     depfs_layout_info layout;   /* what the file really uses */
     int lock_fd;                /* -1 until the first byte-range lock */
+    int write_behind;           /* ADIOI_DEPFS_HINT_WRITE_BEHIND enabled */
+    int defer_flush;            /* >0 inside a strided/collective call */
 } ADIOI_DEPFS_File;
 
 /* ---- prefix/label handling (ad_depfs_prefix.c) ---- */
@@ -56,6 +63,14 @@ int ADIOI_DEPFS_Parse_spec(const char *spec, ADIOI_DEPFS_Layout *out, char *err,
 int ADIOI_DEPFS_Check_layout(const ADIOI_DEPFS_Layout *l, char *err, size_t err_len);
 void ADIOI_DEPFS_Take_pending(const char *path, ADIOI_DEPFS_Layout *out);
 void ADIOI_DEPFS_Clear_pending(void);
+
+/* hints the user set explicitly at open; the driver leaves them alone */
+typedef struct ADIOI_DEPFS_User_hints {
+    ADIO_File fd;               /* the open they belong to */
+    int cb_buffer_size;         /* user gave cb_buffer_size */
+    int striping_unit;          /* user gave striping_unit (alignment) */
+} ADIOI_DEPFS_User_hints;
+extern ADIOI_DEPFS_User_hints ADIOI_DEPFS_user_hints;
 
 /* ---- process-wide client and helpers (ad_depfs_fs.c) ---- */
 int ADIOI_DEPFS_Get_fs(depfs_t **fs);   /* negative errno on failure */
@@ -71,6 +86,13 @@ void ADIOI_DEPFS_Close(ADIO_File fd, int *error_code);
 void ADIOI_DEPFS_ReadContig(ADIO_File fd, void *buf, int count, MPI_Datatype datatype,
                             int file_ptr_type, ADIO_Offset offset, ADIO_Status *status,
                             int *error_code);
+void ADIOI_DEPFS_WriteStridedColl(ADIO_File fd, const void *buf, int count,
+                                  MPI_Datatype datatype, int file_ptr_type, ADIO_Offset offset,
+                                  ADIO_Status *status, int *error_code);
+void ADIOI_DEPFS_WriteStrided(ADIO_File fd, const void *buf, int count, MPI_Datatype datatype,
+                              int file_ptr_type, ADIO_Offset offset, ADIO_Status *status,
+                              int *error_code);
+int ADIOI_DEPFS_Write_behind_hint(ADIO_File fd);
 void ADIOI_DEPFS_WriteContig(ADIO_File fd, const void *buf, int count, MPI_Datatype datatype,
                              int file_ptr_type, ADIO_Offset offset, ADIO_Status *status,
                              int *error_code);

@@ -136,24 +136,31 @@ static void info_set_uint(MPI_Info info, const char *key, unsigned long long v)
 /* Collective buffering: file domains on full-stripe (k x su) boundaries and a
  * buffer of whole stripes, so two-phase writes never read-modify-write a
  * stripe another aggregator also touches. Also reports the real layout. */
+ADIOI_DEPFS_User_hints ADIOI_DEPFS_user_hints;
+
 void ADIOI_DEPFS_Align_hints(ADIO_File fd, const depfs_layout_info *lay)
 {
     char value[64];
-    uint64_t width = (uint64_t) lay->k * lay->su;
+    uint64_t width = (uint64_t) lay->k * lay->stripe_unit;
+    const ADIOI_DEPFS_User_hints *user = &ADIOI_DEPFS_user_hints;
+    int user_cb = user->fd == fd && user->cb_buffer_size;
+    int user_su = user->fd == fd && user->striping_unit;
 
     if (width > 0 && width <= INT32_MAX) {
-        fd->hints->striping_unit = (int) width;
-        fd->hints->striping_factor = (int) lay->k;
         fd->blksize = (long) width;
-        if ((uint64_t) fd->hints->cb_buffer_size >= width)
+        if (!user_su) {
+            fd->hints->striping_unit = (int) width;
+            info_set_uint(fd->info, "striping_unit", width);
+        }
+        if (!user_cb && (uint64_t) fd->hints->cb_buffer_size >= width) {
             fd->hints->cb_buffer_size -= (int) ((uint64_t) fd->hints->cb_buffer_size % width);
-        info_set_uint(fd->info, "striping_unit", width);
-        info_set_uint(fd->info, "striping_factor", lay->k);
-        info_set_uint(fd->info, "cb_buffer_size", (unsigned long long) fd->hints->cb_buffer_size);
+            info_set_uint(fd->info, "cb_buffer_size",
+                          (unsigned long long) fd->hints->cb_buffer_size);
+        }
     }
     info_set_uint(fd->info, ADIOI_DEPFS_HINT_N, lay->n);
     info_set_uint(fd->info, ADIOI_DEPFS_HINT_K, lay->k);
-    info_set_uint(fd->info, ADIOI_DEPFS_HINT_SU, lay->su);
-    snprintf(value, sizeof(value), "%u@%u@%u", lay->n, lay->k, (unsigned) lay->su);
+    info_set_uint(fd->info, ADIOI_DEPFS_HINT_SU, lay->stripe_unit);
+    snprintf(value, sizeof(value), "%u@%u@%u", lay->n, lay->k, (unsigned) lay->stripe_unit);
     ADIOI_Info_set(fd->info, ADIOI_DEPFS_HINT_LAYOUT, value);
 }

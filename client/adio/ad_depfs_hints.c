@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* one unsigned hint; 0 when absent, -1 (with error_code set) when malformed */
 static long long hint_uint(MPI_Info info, const char *key, int *error_code)
@@ -63,12 +64,58 @@ static int layout_from_env(ADIOI_DEPFS_Layout *out)
     return 0;
 }
 
+static int info_has(MPI_Info info, const char *key)
+{
+    char value[MPI_MAX_INFO_VAL + 1];
+    int flag = 0;
+    if (info != MPI_INFO_NULL)
+        ADIOI_Info_get(info, key, MPI_MAX_INFO_VAL, value, &flag);
+    return flag;
+}
+
+/* depfs_write_behind: enable/true/1 or disable/false/0; may change any time */
+static void copy_write_behind(ADIO_File fd, MPI_Info users_info)
+{
+    char value[MPI_MAX_INFO_VAL + 1];
+    int flag = 0, on;
+    ADIOI_DEPFS_File *file = fd->fs_ptr;
+
+    if (users_info != MPI_INFO_NULL)
+        ADIOI_Info_get(users_info, ADIOI_DEPFS_HINT_WRITE_BEHIND, MPI_MAX_INFO_VAL, value, &flag);
+    if (flag) {
+        on = !strcasecmp(value, "enable") || !strcasecmp(value, "true") || !strcmp(value, "1");
+        ADIOI_Info_set(fd->info, ADIOI_DEPFS_HINT_WRITE_BEHIND, on ? "enable" : "disable");
+    } else if (!info_has(fd->info, ADIOI_DEPFS_HINT_WRITE_BEHIND)) {
+        ADIOI_Info_set(fd->info, ADIOI_DEPFS_HINT_WRITE_BEHIND, "disable");
+    }
+    if (file)
+        file->write_behind = ADIOI_DEPFS_Write_behind_hint(fd);
+}
+
+int ADIOI_DEPFS_Write_behind_hint(ADIO_File fd)
+{
+    char value[MPI_MAX_INFO_VAL + 1];
+    int flag = 0;
+    ADIOI_Info_get(fd->info, ADIOI_DEPFS_HINT_WRITE_BEHIND, MPI_MAX_INFO_VAL, value, &flag);
+    return flag && !strcmp(value, "enable");
+}
+
+/* MPI_Info_delete fails on a missing key */
+static void info_drop(MPI_Info info, const char *key)
+{
+    char value[MPI_MAX_INFO_VAL + 1];
+    int flag = 0;
+    ADIOI_Info_get(info, key, MPI_MAX_INFO_VAL, value, &flag);
+    if (flag)
+        ADIOI_Info_delete(info, key);
+}
+
 static void store_request(MPI_Info info, const ADIOI_DEPFS_Layout *l)
 {
     char value[32];
-    ADIOI_Info_delete(info, ADIOI_DEPFS_HINT_N);
-    ADIOI_Info_delete(info, ADIOI_DEPFS_HINT_K);
-    ADIOI_Info_delete(info, ADIOI_DEPFS_HINT_SU);
+    info_drop(info, ADIOI_DEPFS_HINT_N);
+    info_drop(info, ADIOI_DEPFS_HINT_K);
+    info_drop(info, ADIOI_DEPFS_HINT_SU);
     if (l->n) {
         snprintf(value, sizeof(value), "%u", l->n);
         ADIOI_Info_set(info, ADIOI_DEPFS_HINT_N, value);
@@ -95,9 +142,13 @@ void ADIOI_DEPFS_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
         return;
     /* every process opens (keeps the reported layout the same everywhere) */
     fd->hints->deferred_open = 0;
+    copy_write_behind(fd, users_info);
     if (fd->fs_ptr != NULL || fd->is_open)
         return;         /* open already: the layout is fixed */
 
+    ADIOI_DEPFS_user_hints.fd = fd;
+    ADIOI_DEPFS_user_hints.cb_buffer_size = info_has(users_info, "cb_buffer_size");
+    ADIOI_DEPFS_user_hints.striping_unit = info_has(users_info, "striping_unit");
     ADIOI_DEPFS_Take_pending(fd->filename, &want);
     memset(&hints, 0, sizeof(hints));
     if ((v = hint_uint(users_info, ADIOI_DEPFS_HINT_N, error_code)) < 0)
@@ -131,10 +182,10 @@ void ADIOI_DEPFS_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
         memset(&lay, 0, sizeof(lay));
         lay.n = want.n;
         lay.k = want.k;
-        lay.su = want.su;
+        lay.stripe_unit = want.su;
         ADIOI_DEPFS_Align_hints(fd, &lay);
         store_request(fd->info, &want);
-        ADIOI_Info_delete(fd->info, ADIOI_DEPFS_HINT_LAYOUT);   /* not created yet */
+        info_drop(fd->info, ADIOI_DEPFS_HINT_LAYOUT);   /* not created yet */
     }
     *error_code = MPI_SUCCESS;
 }

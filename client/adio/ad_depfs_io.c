@@ -6,6 +6,7 @@
 #include "ad_depfs.h"
 #include "adioi.h"
 #include <errno.h>
+#include <fcntl.h>
 
 static int file_of(ADIO_File fd, ADIOI_DEPFS_File **file, const char *myname, int *error_code)
 {
@@ -14,6 +15,22 @@ static int file_of(ADIO_File fd, ADIOI_DEPFS_File **file, const char *myname, in
         return 0;
     *error_code = ADIOI_DEPFS_Err(myname, fd->filename, -EBADF);
     return -1;
+}
+
+/* libdepfs clamps reads to the size this client last saw (at open or from
+ * its own writes). Another process may have extended the file since - after
+ * MPI_File_sync, or under a lock for shared file pointers - so at an apparent
+ * end of file open the inode once more: that merges the MDS's size in. */
+static int refresh_size(ADIOI_DEPFS_File *file)
+{
+    depfs_fh_t *probe = NULL;
+    depfs_t *fs;
+    int rc = ADIOI_DEPFS_Get_fs(&fs);
+    if (rc == 0)
+        rc = depfs_open_ino(fs, depfs_fh_ino(file->fh), O_RDONLY, &probe);
+    if (rc == 0)
+        rc = depfs_close(probe);
+    return rc;
 }
 
 static ADIO_Offset request_bytes(int count, MPI_Datatype datatype)
@@ -30,6 +47,7 @@ void ADIOI_DEPFS_ReadContig(ADIO_File fd, void *buf, int count, MPI_Datatype dat
     static char myname[] = "ADIOI_DEPFS_READCONTIG";
     ADIOI_DEPFS_File *file;
     ADIO_Offset len = request_bytes(count, datatype), done = 0;
+    int refreshed = 0, rc;
     ssize_t got;
 
     if (file_of(fd, &file, myname, error_code))
@@ -43,8 +61,16 @@ void ADIOI_DEPFS_ReadContig(ADIO_File fd, void *buf, int count, MPI_Datatype dat
             *error_code = ADIOI_DEPFS_Err(myname, fd->filename, (int) got);
             return;
         }
-        if (got == 0)
-            break;      /* end of file */
+        if (got == 0) {
+            if (refreshed)
+                break;  /* end of file */
+            refreshed = 1;
+            if ((rc = refresh_size(file)) < 0) {
+                *error_code = ADIOI_DEPFS_Err(myname, fd->filename, rc);
+                return;
+            }
+            continue;
+        }
         done += got;
     }
     if (file_ptr_type == ADIO_INDIVIDUAL)
@@ -78,7 +104,8 @@ void ADIOI_DEPFS_WriteContig(ADIO_File fd, const void *buf, int count, MPI_Datat
             *error_code = ADIOI_DEPFS_Err(myname, fd->filename, (int) put);
             return;
         }
-        if (fd->atomicity && (rc = depfs_flush(file->fh)) < 0) {
+        if ((fd->atomicity || (!file->write_behind && !file->defer_flush)) &&
+            (rc = depfs_flush(file->fh)) < 0) {
             *error_code = ADIOI_DEPFS_Err(myname, fd->filename, rc);
             return;
         }
@@ -93,4 +120,50 @@ void ADIOI_DEPFS_WriteContig(ADIO_File fd, const void *buf, int count, MPI_Datat
     (void) status;
 #endif
     *error_code = MPI_SUCCESS;
+}
+
+/* ROMIO's two-phase write, then this process's write-behind out: MPI_File_close
+ * barriers before the driver's close, so a collective write must not leave
+ * data only in this client (ROMIO's coll_test reopens on one rank and reads) */
+void ADIOI_DEPFS_WriteStridedColl(ADIO_File fd, const void *buf, int count,
+                                  MPI_Datatype datatype, int file_ptr_type, ADIO_Offset offset,
+                                  ADIO_Status *status, int *error_code)
+{
+    static char myname[] = "ADIOI_DEPFS_WRITESTRIDEDCOLL";
+    ADIOI_DEPFS_File *file = fd->fs_ptr;
+    int rc;
+
+    if (file)
+        file->defer_flush++;
+    ADIOI_GEN_WriteStridedColl(fd, buf, count, datatype, file_ptr_type, offset, status,
+                               error_code);
+    if (!file)
+        return;
+    file->defer_flush--;
+    if (*error_code != MPI_SUCCESS)
+        return;
+    if ((rc = depfs_flush(file->fh)) < 0)
+        *error_code = ADIOI_DEPFS_Err(myname, fd->filename, rc);
+}
+
+/* ROMIO's strided write (naive: piece by piece through WriteContig) with one
+ * flush at the end instead of one per piece */
+void ADIOI_DEPFS_WriteStrided(ADIO_File fd, const void *buf, int count, MPI_Datatype datatype,
+                              int file_ptr_type, ADIO_Offset offset, ADIO_Status *status,
+                              int *error_code)
+{
+    static char myname[] = "ADIOI_DEPFS_WRITESTRIDED";
+    ADIOI_DEPFS_File *file = fd->fs_ptr;
+    int rc;
+
+    if (file)
+        file->defer_flush++;
+    ADIOI_GEN_WriteStrided(fd, buf, count, datatype, file_ptr_type, offset, status, error_code);
+    if (!file)
+        return;
+    file->defer_flush--;
+    if (*error_code != MPI_SUCCESS || file->write_behind || file->defer_flush)
+        return;
+    if ((rc = depfs_flush(file->fh)) < 0)
+        *error_code = ADIOI_DEPFS_Err(myname, fd->filename, rc);
 }

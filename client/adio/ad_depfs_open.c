@@ -102,7 +102,7 @@ void ADIOI_DEPFS_Open(ADIO_File fd, int *error_code)
     depfs_layout_info want;
     depfs_t *fs;
     char *path = NULL;
-    int rc;
+    int rc, flags;
 
     rc = ADIOI_DEPFS_Get_fs(&fs);
     if (rc < 0) {
@@ -121,8 +121,16 @@ void ADIOI_DEPFS_Open(ADIO_File fd, int *error_code)
     want.k = info_uint(fd->info, ADIOI_DEPFS_HINT_K);
     want.stripe_unit = info_uint(fd->info, ADIOI_DEPFS_HINT_SU);
 
-    rc = open_or_create(fs, path, amode_to_flags(fd->access_mode), create_mode(fd->perm), &want,
-                        &file->fh);
+    /* two-phase collective writes read to fill holes: write-only opens read too */
+    flags = amode_to_flags(fd->access_mode);
+    if ((flags & O_ACCMODE) == O_WRONLY) {
+        rc = open_or_create(fs, path, (flags & ~O_ACCMODE) | O_RDWR, create_mode(fd->perm), &want,
+                            &file->fh);
+        if (rc == -EACCES)
+            rc = open_or_create(fs, path, flags, create_mode(fd->perm), &want, &file->fh);
+    } else {
+        rc = open_or_create(fs, path, flags, create_mode(fd->perm), &want, &file->fh);
+    }
     if (rc < 0)
         goto out;
     rc = depfs_fh_layout(file->fh, &file->layout);
@@ -134,6 +142,7 @@ void ADIOI_DEPFS_Open(ADIO_File fd, int *error_code)
     fd->fd_sys = -1;    /* no kernel descriptor: stray syscalls fail with EBADF */
     fd->fd_direct = -1;
     fd->fp_sys_posn = -1;
+    file->write_behind = ADIOI_DEPFS_Write_behind_hint(fd);
     ADIOI_DEPFS_Align_hints(fd, &file->layout);
     file = NULL;
     *error_code = MPI_SUCCESS;

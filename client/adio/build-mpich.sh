@@ -9,12 +9,13 @@
 #
 # Cache layout (root $DEPFS_MPICH_CACHE, default /var/cache/depfs-mpich):
 #   src/mpich-4.0.2        pristine source from `apt-get source mpich`
-#   tree-<cfg hash>/       patched + configured tree (reused while the build
-#                          recipe - this script, patch-mpich.sh, Makefile.mk -
-#                          is unchanged; a driver edit rebuilds only ROMIO)
+#   tree/                  patched + configured tree (reused while the
+#                          configure line, patch-mpich.sh and Makefile.mk are
+#                          unchanged; a driver edit rebuilds only ROMIO)
 #   <hash>/lib/            libmpich.so.12 + libdepfs.so.0; <hash> covers
 #                          client/adio/* and client/lib/depfs.h; CACHE=DIR
 #                          overrides this folder
+#   <hash>/romio-test/     ROMIO's test programs (sources) for tests/mpiio
 # libdepfs.so.0 in the result is refreshed from BUILD/lib/libdepfs.so on every
 # run (libmpich finds it by rpath), so libdepfs fixes need no MPICH rebuild.
 #
@@ -45,8 +46,9 @@ mkdir -p "$ROOT"
 exec 9>"$ROOT/.lock"
 flock 9   # one build at a time; a second caller then reuses the result
 
-CFG_HASH=$(printf '%s\n' "${CONFIGURE_ARGS[@]}" | cat - "$ADIO/build-mpich.sh" "$ADIO/patch-mpich.sh" \
-           "$ADIO/Makefile.mk" | sha256sum | cut -c1-16)
+# the configured tree depends on the configure line, the patch and the file list
+CFG_HASH=$(printf '%s\n' "${CONFIGURE_ARGS[@]}" | cat - "$ADIO/patch-mpich.sh" "$ADIO/Makefile.mk" \
+           | sha256sum | cut -c1-16)
 ALL_HASH=$(hash_of $(ls "$ADIO"/* | sort) "$TOP/client/lib/depfs.h" <(echo "$CFG_HASH"))
 OUT=${CACHE:-$ROOT/$ALL_HASH}
 
@@ -92,9 +94,9 @@ fetch_source() {
 
 # patched + configured tree for this recipe; driver sources refreshed each time
 prepare_tree() {
-  local tree="$ROOT/tree-$CFG_HASH" t0
+  local tree="$ROOT/tree" t0
   TREE="$tree/mpich-$MPICH_VER"
-  if [ ! -f "$tree/.configured" ]; then
+  if [ "$(cat "$tree/.configured" 2>/dev/null)" != "$CFG_HASH" ]; then
     rm -rf "$tree" && mkdir -p "$tree"
     cp -a "$ROOT/src/mpich-$MPICH_VER" "$tree/"
     "$ADIO/patch-mpich.sh" "$TREE" >&2
@@ -105,18 +107,17 @@ prepare_tree() {
        --with-depfs="$tree/depfs" MPICHLIB_CPPFLAGS="-I$tree/depfs/include" \
        CFLAGS="-O2 -g" >"$tree/configure.log" 2>&1) || { tail -n 20 "$tree/configure.log" >&2; die "configure failed ($tree/configure.log)"; }
     say "configured in $(( $(date +%s) - t0 )) s"
-    touch "$tree/.configured"
+    echo "$CFG_HASH" > "$tree/.configured"
   else
     PATCH_MPICH_NO_AUTOGEN=1 "$ADIO/patch-mpich.sh" "$TREE" >&2
     stage_libdepfs "$tree/depfs"
   fi
-  DEPFS_PREFIX="$tree/depfs"
 }
 
 build_tree() {
   local t0; t0=$(date +%s)
   say "make -j$JOBS (about 3 min from scratch; log $TREE/../make.log)"
-  (cd "$TREE" && make -j"$JOBS" lib/libmpich.la >"$TREE/../make.log" 2>&1) ||
+  (cd "$TREE" && make -j"$JOBS" >"$TREE/../make.log" 2>&1) ||
     { grep -E 'error|Error' "$TREE/../make.log" | head -n 20 >&2; die "make failed ($TREE/../make.log)"; }
   say "built in $(( $(date +%s) - t0 )) s"
 }
@@ -127,6 +128,8 @@ install_result() {
   cp -a "$TREE"/lib/.libs/libmpich.so* "$tmp/lib/"
   # libmpich's rpath points at the tree's depfs prefix; the result carries its own copy too
   stage_libdepfs "$tmp"
+  # ROMIO's conformance programs, for tests/mpiio/run-mpiio
+  cp -a "$TREE/src/mpi/romio/test" "$tmp/romio-test"
   [ -n "$(ls "$tmp"/lib/libmpich.so.12* 2>/dev/null)" ] || die "no libmpich.so.12 produced"
   touch "$tmp/lib/.complete"
   rm -rf "$OUT" && mv "$tmp" "$OUT"

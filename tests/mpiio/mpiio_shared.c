@@ -66,6 +66,8 @@ static void expect_layout(MPI_File fh, unsigned n, unsigned k, const char *what)
         return;
     MPI_Info_get(info, "depfs_layout", MPI_MAX_INFO_VAL, v, &flag);
     CHECK(flag, "%s: no depfs_layout in MPI_File_get_info", what);
+    if (rank == 0 && flag)
+        printf("%s: layout %s\n", what, v);
     if (flag && n && k) {
         unsigned gn = 0, gk = 0, gsu = 0;
         sscanf(v, "%u@%u@%u", &gn, &gk, &gsu);
@@ -74,8 +76,6 @@ static void expect_layout(MPI_File fh, unsigned n, unsigned k, const char *what)
         CHECK(flag && (unsigned) atoi(v) == gk * gsu, "%s: striping_unit %s != k*su", what,
               flag ? v : "(none)");
     }
-    if (rank == 0 && flag)
-        printf("%s: layout %s\n", what, v);
     MPI_Info_free(&info);
 }
 
