@@ -19,6 +19,16 @@ only then is it applied to the reference.
       (fresh opens: depfs-fuse sets keep_cache=0, so every open drops the
       kernel's cached pages) and, with --lib, through a libdepfs client of
       its own
+  faultload.py eio-check MNT REF --lib SO --conf C --path /P --stripe-bytes B
+                   --unit-bytes U --ready F
+      with more than n-k of /P's servers down: whole-stripe reads EIO, unit
+      reads right or EIO, the mount's whole-file read EIO, a write EIO (its
+      range and bytes saved in F)
+  faultload.py after-failed-write MNT REF --path /P --ready F
+      each byte is the old one or the failed write's; the reference takes them
+  faultload.py pause-writer --lib SO --conf C --path /P --offset O --bytes B --ready F
+      one libdepfs write of B random bytes at O (range and bytes saved in F
+      first), for a writer that DEPFS_TEST_PAUSE stops mid-protocol
   faultload.py race-writer --lib SO --conf C --path /P --bytes B --seconds T --ready F
   faultload.py race-reader --lib SO --conf C --path /P --bytes B --seconds T
       a libdepfs writer rewrites the region [0,B) of /P over and over, each
@@ -189,6 +199,120 @@ def cmd_verify(a):
     return 1 if counts["bad"] else 0
 
 
+def cmd_eio_check(a):
+    """With more than n-k of the file's servers down: every read of a whole
+    stripe fails with EIO; reads of single units are right or EIO (some
+    must be EIO); the mount's whole-file read fails with EIO; never a wrong
+    byte anywhere. Then a write must fail with EIO (recorded in --ready so
+    the test can check the bytes later)."""
+    from depfs_ctypes import Depfs
+    with open(os.path.join(a.ref, a.path.lstrip("/")), "rb") as f:
+        want = f.read()
+    fs = Depfs(a.lib, a.conf)
+    fh = fs.open(a.path, os.O_RDWR)
+    counts = {"stripe_eio": 0, "unit_ok": 0, "unit_eio": 0}
+    sb, ub = a.stripe_bytes, a.unit_bytes
+    for off in range(0, len(want), sb):
+        n = min(sb, len(want) - off)
+        try:
+            got = fs.pread(fh, n, off)
+            if n < sb and got == want[off:off + n]:
+                continue  # a short last stripe: its few data units may all be alive
+            raise SystemExit(f"WRONG: whole-stripe read at {off} ({n} bytes) succeeded with more than n-k "
+                             f"servers down (bytes {'right' if got == want[off:off + n] else 'WRONG'})")
+        except OSError as e:
+            if e.errno != errno.EIO:
+                raise SystemExit(f"FAILED: whole-stripe read at {off}: {e} (want EIO)")
+            counts["stripe_eio"] += 1
+            if counts["stripe_eio"] == 1:
+                print(f"eio-check: stripe read at {off}: {e}")
+    for off in range(0, len(want), ub):
+        n = min(ub, len(want) - off)
+        try:
+            got = fs.pread(fh, n, off)
+        except OSError as e:
+            if e.errno != errno.EIO:
+                raise SystemExit(f"FAILED: unit read at {off}: {e} (want right bytes or EIO)")
+            counts["unit_eio"] += 1
+            continue
+        if got != want[off:off + n]:
+            raise SystemExit(f"WRONG BYTES: unit read at {off} ({n} bytes) returned wrong data")
+        counts["unit_ok"] += 1
+    if counts["unit_eio"] == 0:
+        raise SystemExit("WRONG: no unit read failed, yet more than n-k servers are down")
+    try:
+        mount_pread(os.path.join(a.mnt, a.path.lstrip("/")), 0, len(want))
+        raise SystemExit("WRONG: whole-file read through the mount succeeded")
+    except OSError as e:
+        if e.errno != errno.EIO:
+            raise SystemExit(f"FAILED: whole-file read through the mount: {e} (want EIO)")
+    woff, wlen = sb // 3, ub
+    data = random.Random(a.seed).randbytes(wlen)
+    with open(a.ready, "wb") as f:
+        f.write(struct.pack("<QQ", woff, wlen) + data)
+    try:
+        fs.pwrite(fh, data, woff)
+        fs.fsync(fh)
+        raise SystemExit(f"WRONG: a write at {woff} ({wlen} bytes) succeeded with more than n-k servers down")
+    except OSError as e:
+        if e.errno != errno.EIO:
+            raise SystemExit(f"FAILED: write with more than n-k servers down: {e} (want EIO)")
+        print(f"eio-check: write at {woff}: {e}")
+    try:
+        fs.close(fh)
+    except OSError:
+        pass
+    fs.unmount()
+    print(f"eio-check {a.path}: {counts['stripe_eio']} whole-stripe reads EIO, unit reads "
+          f"{counts['unit_ok']} right and {counts['unit_eio']} EIO, mount read EIO, write EIO")
+    return 0
+
+
+def cmd_after_failed_write(a):
+    """After the servers return: each byte of the file is the reference's or,
+    inside the failed write's range, the failed write's (never anything else).
+    Then the reference takes the file's bytes (they are what it now holds)."""
+    with open(a.ready, "rb") as f:
+        rec = f.read()
+    woff, wlen = struct.unpack_from("<QQ", rec)
+    new = rec[16:16 + wlen]
+    refp = os.path.join(a.ref, a.path.lstrip("/"))
+    with open(refp, "rb") as f:
+        want = f.read()
+    got = mount_pread(os.path.join(a.mnt, a.path.lstrip("/")), 0, len(want) + wlen + 1)
+    if len(got) != len(want):
+        raise SystemExit(f"WRONG: size {len(got)} after the failed write, want {len(want)}")
+    took = 0
+    for i in range(len(want)):
+        if got[i] == want[i]:
+            continue
+        if woff <= i < woff + wlen and got[i] == new[i - woff]:
+            took += 1
+            continue
+        raise SystemExit(f"WRONG BYTES: offset {i} is neither the old byte nor the failed write's")
+    with open(refp, "wb") as f:
+        f.write(got)
+    print(f"after-failed-write: {took} bytes of the failed write are visible, none wrong")
+    return 0
+
+
+def cmd_pause_writer(a):
+    """One unaligned partial-stripe write through libdepfs, for a writer that
+    DEPFS_TEST_PAUSE stops mid-protocol: the range and bytes go to --ready
+    first (for after-failed-write), then write + flush. Reaching the end
+    means the pause point never came."""
+    from depfs_ctypes import Depfs
+    fs = Depfs(a.lib, a.conf)
+    fh = fs.open(a.path, os.O_RDWR)
+    data = random.Random(a.seed).randbytes(a.bytes)
+    with open(a.ready, "wb") as f:
+        f.write(struct.pack("<QQ", a.offset, a.bytes) + data)
+    fs.pwrite(fh, data, a.offset)
+    fs.flush(fh)
+    print("pause-writer: the write completed: the pause point was never reached", flush=True)
+    return 3
+
+
 WORD = struct.Struct("<Q")
 
 
@@ -252,7 +376,8 @@ def cmd_race_reader(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("cmd", choices=["populate", "run", "verify", "race-writer", "race-reader"])
+    ap.add_argument("cmd", choices=["populate", "run", "verify", "race-writer", "race-reader",
+                                    "eio-check", "after-failed-write", "pause-writer"])
     ap.add_argument("mnt", nargs="?"); ap.add_argument("ref", nargs="?")
     ap.add_argument("--dirs"); ap.add_argument("--files", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
@@ -262,9 +387,13 @@ def main():
     ap.add_argument("--lib"); ap.add_argument("--conf")
     ap.add_argument("--path"); ap.add_argument("--bytes", type=int, default=8 * 393216)
     ap.add_argument("--ready")
+    ap.add_argument("--offset", type=int, default=0)
+    ap.add_argument("--stripe-bytes", type=int); ap.add_argument("--unit-bytes", type=int)
     a = ap.parse_args()
     fn = {"populate": cmd_populate, "run": cmd_run, "verify": cmd_verify,
-          "race-writer": cmd_race_writer, "race-reader": cmd_race_reader}[a.cmd]
+          "race-writer": cmd_race_writer, "race-reader": cmd_race_reader,
+          "eio-check": cmd_eio_check, "after-failed-write": cmd_after_failed_write,
+          "pause-writer": cmd_pause_writer}[a.cmd]
     return fn(a)
 
 

@@ -58,7 +58,7 @@ d=json.load(sys.stdin); print(next((s["state"] for s in d["servers"] if s["id"]=
 # states_line: "0=up 1=down ..." for logs and waits.
 states_line() {
   status_json 2>/dev/null | python3 -c 'import json,sys
-d=json.load(sys.stdin); print(" ".join(f"{s[\"id\"]}={s[\"state\"]}" for s in d["servers"]))' 2>/dev/null || echo "status unavailable"
+d=json.load(sys.stdin); print(" ".join("{}={}".format(s["id"], s["state"]) for s in d["servers"]))' 2>/dev/null || echo "status unavailable"
 }
 locks_held() {
   status_json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["locks_held"])' 2>/dev/null || echo "?"
