@@ -68,6 +68,8 @@ struct depfs {
     bool default_from_mount;  /* default_n/k/su came from depfs_options: they
                                * beat the cluster default, not a directory's */
     _Atomic uint64_t cluster_refresh_ms; /* last MDS_CLUSTER (server states) */
+    _Atomic uint64_t cluster_epoch; /* newest cluster epoch the MDS told us;
+                                     * stored after the states it goes with */
     pthread_mutex_t retired_lock;
     struct dc_retired *retired; /* failed connections, closed after a grace
                                  * period (others may still hold the pointer) */
@@ -119,8 +121,19 @@ void dc_attr_to_stat(const Depfs__Attr *a, struct stat *st);
 uint64_t dc_next_op_id(depfs_t *fs);
 
 /* --- core side, used only by the core files */
-/* Re-read server states from the MDS (MDS_CLUSTER). */
+/* Re-read server states and the cluster epoch from the MDS (MDS_CLUSTER). */
 int dc_cluster_refresh(depfs_t *fs);
+/* The same, handing the reply to the caller (free it) when rep != NULL. */
+int dc_cluster_fetch(depfs_t *fs, Depfs__MdsReply **rep);
+/* Refresh unless this client's epoch already reached `epoch` (ESTALE from
+ * a server that knows a newer epoch). */
+int dc_cluster_refresh_to(depfs_t *fs, uint64_t epoch);
+/* A server said it is REBUILDING/RECONSTRUCTING: treat it so until the MDS
+ * says otherwise (it refuses our reads meanwhile). */
+void dc_server_note_state(depfs_t *fs, uint32_t id, int state);
+/* Connection even to a server the status vector calls down (the recovery
+ * writes to REBUILDING servers); NULL when it cannot be reached. */
+rpc_conn *dc_server_conn_any(depfs_t *fs, uint32_t id);
 /* refs+1 on an inode open in this client; NULL when it is not open. */
 dc_inode *dc_inode_hold(depfs_t *fs, uint64_t ino);
 /* Size (and, when uncommitted, mtime; else 0) of an inode open here. */
@@ -165,6 +178,7 @@ typedef enum { DC_PAUSE_NONE, DC_PAUSE_AFTER_LOCK, DC_PAUSE_BETWEEN_WRITES } dc_
 typedef struct dc_test_hooks {
     bool no_locks;            /* DEPFS_TEST_NO_LOCKS=1: writes take no stripe locks */
     bool write_behind_off;    /* DEPFS_WRITE_BEHIND=0 */
+    bool read_ahead_off;      /* DEPFS_READ_AHEAD=0 */
     dc_pause_point pause;     /* DEPFS_TEST_PAUSE=after_lock|between_writes */
 } dc_test_hooks;
 const dc_test_hooks *dc_test_hooks_get(void);

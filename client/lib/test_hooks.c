@@ -16,6 +16,7 @@
  *                             between_writes  phase-2 write to the first server
  *                                             done, the others not yet sent.
  *   DEPFS_WRITE_BEHIND=0    no write-behind buffering (benchmarks' "before").
+ *   DEPFS_READ_AHEAD=0      no client read-ahead (benchmarks' "before").
  *
  * Unset or any other value: normal behaviour. */
 #include <pthread.h>
@@ -42,6 +43,7 @@ static void dc_test_hooks_read(void)
 {
     dc_hooks.no_locks = dc_env_is("DEPFS_TEST_NO_LOCKS", "1");
     dc_hooks.write_behind_off = dc_env_is("DEPFS_WRITE_BEHIND", "0");
+    dc_hooks.read_ahead_off = dc_env_is("DEPFS_READ_AHEAD", "0");
     if (dc_env_is("DEPFS_TEST_PAUSE", "after_lock"))
         dc_hooks.pause = DC_PAUSE_AFTER_LOCK;
     else if (dc_env_is("DEPFS_TEST_PAUSE", "between_writes"))
