@@ -1,7 +1,8 @@
 /* client.c - libdepfs core: mount/unmount, the MDS connection and its
  * calls (reconnect and one retry), the cluster's server table with the
  * client's status vector (lazy I/O server connections, failure marking with
- * expiry), error text for depfs_last_error, clocks, codecs and the small
+ * expiry; server states and the cluster epoch from the MDS, refreshed on
+ * demand), error text for depfs_last_error, clocks, codecs and the small
  * protobuf <-> struct conversions every other file uses.
  *
  * Connections that fail are not freed at once: another thread may still
@@ -303,7 +304,9 @@ dc_server *dc_server_by_id(depfs_t *fs, uint32_t id)
 }
 
 /* Copy the MDS's view of server states into the table (servers the MDS
- * names but the table lacks are ignored: the table is fixed at mount). */
+ * names but the table lacks are ignored: the table is fixed at mount), then
+ * the epoch (never backwards). A server coming back UP loses its local
+ * failure mark: the MDS has seen it rejoin. */
 static void servers_apply_states(depfs_t *fs, const Depfs__MdsReply *rep)
 {
     for (size_t i = 0; i < rep->n_servers; i++) {
@@ -311,22 +314,64 @@ static void servers_apply_states(depfs_t *fs, const Depfs__MdsReply *rep)
         if (!s)
             continue;
         pthread_mutex_lock(&s->lock);
+        bool back_up = s->state != DEPFS__SERVER_STATE__SERVER_UP &&
+                       rep->servers[i]->state == DEPFS__SERVER_STATE__SERVER_UP;
         s->state = (int)rep->servers[i]->state;
+        if (back_up)
+            atomic_store(&s->down_until_ms, 0);
         pthread_mutex_unlock(&s->lock);
+    }
+    if (rep->has_cluster_epoch) {
+        uint64_t cur = atomic_load(&fs->cluster_epoch);
+        while (cur < rep->cluster_epoch &&
+               !atomic_compare_exchange_weak(&fs->cluster_epoch, &cur, rep->cluster_epoch)) {
+        }
     }
 }
 
-int dc_cluster_refresh(depfs_t *fs)
+int dc_cluster_fetch(depfs_t *fs, Depfs__MdsReply **out)
 {
     Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
     Depfs__MdsReply *rep = NULL;
+    if (out)
+        *out = NULL;
     atomic_store(&fs->cluster_refresh_ms, dc_now_ms());
     int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_CLUSTER, &req, &rep);
     if (rc == 0)
         servers_apply_states(fs, rep);
+    if (rc == 0 && out) {
+        *out = rep;
+        return 0;
+    }
     if (rep)
         depfs__mds_reply__free_unpacked(rep, NULL);
     return rc;
+}
+
+int dc_cluster_refresh(depfs_t *fs) { return dc_cluster_fetch(fs, NULL); }
+
+int dc_cluster_refresh_to(depfs_t *fs, uint64_t epoch)
+{
+    if (atomic_load(&fs->cluster_epoch) >= epoch)
+        return 0; /* another thread already caught up */
+    int rc = dc_cluster_refresh(fs);
+    if (rc == 0 && atomic_load(&fs->cluster_epoch) < epoch)
+        log_warn("libdepfs: an I/O server knows cluster epoch %llu, the MDS only %llu",
+                 (unsigned long long)epoch, (unsigned long long)atomic_load(&fs->cluster_epoch));
+    return rc;
+}
+
+void dc_server_note_state(depfs_t *fs, uint32_t id, int state)
+{
+    dc_server *s = dc_server_by_id(fs, id);
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    bool changed = s->state != state;
+    s->state = state;
+    pthread_mutex_unlock(&s->lock);
+    if (changed)
+        log_info("libdepfs: I/O server %u says it is in state %d; reading around it", id, state);
 }
 
 /* A server the MDS called down/rebuilding: ask again now and then (at most
@@ -350,8 +395,16 @@ bool dc_server_is_down(depfs_t *fs, uint32_t id)
     dc_server *s = dc_server_by_id(fs, id);
     if (!s)
         return true;
-    if (atomic_load(&s->down_until_ms) > dc_now_ms())
+    uint64_t until_ms = atomic_load(&s->down_until_ms);
+    if (until_ms > dc_now_ms())
         return true;
+    if (until_ms != 0 && atomic_compare_exchange_strong(&s->down_until_ms, &until_ms, 0)) {
+        /* the local failure mark expired: ask the MDS before trying it again */
+        char saved[DC_ERR_MAX];
+        memcpy(saved, dc_err, sizeof saved);
+        dc_cluster_refresh(fs);
+        memcpy(dc_err, saved, sizeof saved);
+    }
     pthread_mutex_lock(&s->lock);
     int state = s->state;
     pthread_mutex_unlock(&s->lock);
@@ -394,6 +447,16 @@ rpc_conn *dc_server_conn(depfs_t *fs, uint32_t id)
     }
     if (dc_server_is_down(fs, id)) {
         dc_set_error("I/O server %u (%s) is down", id, s->address);
+        return NULL;
+    }
+    return dc_server_conn_any(fs, id);
+}
+
+rpc_conn *dc_server_conn_any(depfs_t *fs, uint32_t id)
+{
+    dc_server *s = dc_server_by_id(fs, id);
+    if (!s) {
+        dc_set_error("I/O server %u is not in the cluster", id);
         return NULL;
     }
     retired_reap(fs, false);
@@ -509,6 +572,8 @@ static int mount_cluster(depfs_t *fs, const depfs_options *opt)
         rc = servers_init(fs, rep);
     if (rc == 0)
         rc = defaults_init(fs, rep, opt);
+    if (rc == 0 && rep->has_cluster_epoch)
+        atomic_store(&fs->cluster_epoch, rep->cluster_epoch);
     if (rep)
         depfs__mds_reply__free_unpacked(rep, NULL);
     atomic_store(&fs->cluster_refresh_ms, dc_now_ms());
@@ -526,6 +591,7 @@ static depfs_t *fs_alloc(void)
     pthread_mutex_init(&fs->retired_lock, NULL);
     atomic_init(&fs->next_op_id, 0);
     atomic_init(&fs->cluster_refresh_ms, 0);
+    atomic_init(&fs->cluster_epoch, 0);
     return fs;
 }
 

@@ -1,7 +1,10 @@
 /* data_io.c - the data path's fan-out: build one IoRequest per server, send
  * them all at once on the servers' pipelined connections, wait with the
  * request timeout, resend once what timed out, then mark the server failed
- * in the status vector. Also the stripe-lock helpers (randomized growing
+ * in the status vector. Replies are classified here, once: lock NACKs,
+ * cluster epochs (a client behind refreshes from the MDS and resends, a
+ * server behind counts as down), servers that refuse reads while they
+ * rebuild. Also the stripe-lock helpers (randomized growing
  * back-off, releasing granted locks) and round sizing. */
 #include <assert.h>
 #include <errno.h>
@@ -81,11 +84,16 @@ static void dc_req_check(const dc_req *r)
 
 /* ----------------------------------------------------------- fan-out */
 
+/* Resends of requests a server refused as "client behind" (ESTALE with a
+ * newer epoch), each after a refresh from the MDS. */
+#define DC_EPOCH_RETRIES_MAX 3u
+
 typedef struct dc_pending {
     Depfs__Extent *ext_ptrs[DC_REQ_MAX_EXTENTS];
     Depfs__IoRequest msg;
     rpc_call *call;
     bool retry;
+    uint64_t stale_epoch;     /* client behind: the epoch the server knows; 0 = not */
 } dc_pending;
 
 static bool dc_is_conn_error(int err)
@@ -95,7 +103,22 @@ static bool dc_is_conn_error(int err)
            err == -ENETUNREACH || err == -EBADF || err == -ESHUTDOWN;
 }
 
-static void dc_build_msg(const dc_req *r, uint64_t ino, dc_pending *p)
+/* The lock/write path carries the client's cluster epoch. */
+static bool dc_epoch_guarded(const dc_req *r)
+{
+    switch (r->op) {
+    case DEPFS__IO_OP__IO_READ:
+        return r->has_lock && !r->ignore_locks;
+    case DEPFS__IO_OP__IO_LOCK:
+    case DEPFS__IO_OP__IO_WRITE:
+    case DEPFS__IO_OP__IO_TRUNCATE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void dc_build_msg(const dc_req *r, uint64_t ino, uint64_t epoch, dc_pending *p)
 {
     Depfs__IoRequest *m = &p->msg;
     depfs__io_request__init(m);
@@ -109,11 +132,13 @@ static void dc_build_msg(const dc_req *r, uint64_t ino, dc_pending *p)
         m->has_lock_attempt = true;
         m->lock_attempt = r->lock_attempt;
     }
-    if (r->op == DEPFS__IO_OP__IO_WRITE) {
+    if (r->op == DEPFS__IO_OP__IO_WRITE || r->op == DEPFS__IO_OP__IO_DIRTY) {
         m->has_unlock = r->unlock;
         m->unlock = r->unlock;
         m->has_sync = r->sync;
         m->sync = r->sync;
+    }
+    if (r->op == DEPFS__IO_OP__IO_WRITE) {
         m->n_down_servers = r->n_down;
         m->down_servers = r->n_down ? (uint32_t *)r->down : NULL;
     }
@@ -125,12 +150,35 @@ static void dc_build_msg(const dc_req *r, uint64_t ino, dc_pending *p)
         m->has_local_size = true;
         m->local_size = r->local_size;
     }
+    if (dc_epoch_guarded(r)) {
+        m->has_cluster_epoch = true;
+        m->cluster_epoch = epoch;
+    }
+}
+
+/* A WRITE planned while a server it lists as down was down, which is no
+ * longer down: the picture it was planned on is stale. */
+static bool dc_plan_stale(depfs_t *fs, const dc_req *r)
+{
+    if (r->op != DEPFS__IO_OP__IO_WRITE)
+        return false;
+    for (unsigned i = 0; i < r->n_down; i++)
+        if (!dc_server_is_down(fs, r->down[i]))
+            return true;
+    return false;
+}
+
+/* What a request refused for a stale epoch/plan reports to its caller. */
+static int dc_stale_result(const dc_req *r)
+{
+    return r->op == DEPFS__IO_OP__IO_WRITE && r->has_lock && !r->ignore_locks ? -EPERM : -EAGAIN;
 }
 
 /* Start one request; 0, a connection-class error (retry), or another error. */
 static int dc_start_one(depfs_t *fs, dc_req *r, dc_pending *p)
 {
-    rpc_conn *c = dc_server_conn(fs, r->server_id);
+    rpc_conn *c = r->any_state ? dc_server_conn_any(fs, r->server_id)
+                               : dc_server_conn(fs, r->server_id);
     if (c == NULL)
         return DC_ERR_DOWN;
     bool is_write = r->op == DEPFS__IO_OP__IO_WRITE;
@@ -154,8 +202,36 @@ static void dc_zero_tail(dc_req *r, uint64_t got)
     }
 }
 
+static bool dc_state_refuses_reads(uint32_t state)
+{
+    return state == DEPFS__SERVER_STATE__SERVER_REBUILDING ||
+           state == DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING;
+}
+
+/* The one place replies are classified: errno, epochs, server states. */
+static void dc_classify(depfs_t *fs, dc_req *r, dc_pending *p, const Depfs__IoReply *rep)
+{
+    r->result = rep->err > 0 ? -rep->err : (rep->err < 0 ? rep->err : 0);
+    if (r->result == -ESTALE) {
+        uint64_t sent = p->msg.has_cluster_epoch ? p->msg.cluster_epoch : 0;
+        uint64_t known = rep->has_cluster_epoch ? rep->cluster_epoch : sent + 1;
+        if (known > sent) {
+            p->stale_epoch = known; /* we are behind: refresh and resend */
+        } else {
+            log_warn("ioserver %u is behind cluster epoch %llu (knows %llu): treating it as down",
+                     r->server_id, (unsigned long long)sent, (unsigned long long)known);
+            dc_server_mark_failed(fs, r->server_id);
+            r->result = DC_ERR_DOWN;
+        }
+    } else if (r->result == -EIO && r->op == DEPFS__IO_OP__IO_READ && rep->has_state &&
+               dc_state_refuses_reads(rep->state)) {
+        dc_server_note_state(fs, r->server_id, (int)rep->state);
+        r->result = DC_ERR_DOWN; /* decode around it; not marked failed */
+    }
+}
+
 /* Collect a finished call's outcome into r->result. */
-static void dc_finish_one(dc_req *r, dc_pending *p)
+static void dc_finish_one(depfs_t *fs, dc_req *r, dc_pending *p)
 {
     Depfs__IoReply *rep = NULL;
     int rc = rpc_call_unpack(p->call, &depfs__io_reply__descriptor, (ProtobufCMessage **)&rep);
@@ -163,7 +239,7 @@ static void dc_finish_one(dc_req *r, dc_pending *p)
         r->result = -EPROTO;
         return;
     }
-    r->result = rep->err > 0 ? -rep->err : (rep->err < 0 ? rep->err : 0);
+    dc_classify(fs, r, p, rep);
     if (r->result != 0 && r->result != -EAGAIN)
         log_debug("ioserver %u op %u: %s (%s)", r->server_id, r->op, strerror(-r->result),
                   rep->message ? rep->message : "");
@@ -188,6 +264,7 @@ static void dc_attempt(depfs_t *fs, dc_req *reqs, dc_pending *pend, const bool *
             continue;
         pend[i].retry = false;
         pend[i].call = NULL;
+        pend[i].stale_epoch = 0;
         int rc = dc_start_one(fs, &reqs[i], &pend[i]);
         if (rc == DC_ERR_DOWN) {
             reqs[i].result = DC_ERR_DOWN;
@@ -206,7 +283,7 @@ static void dc_attempt(depfs_t *fs, dc_req *reqs, dc_pending *pend, const bool *
         int left_ms = now_ms >= deadline_ms ? 0 : (int)(deadline_ms - now_ms);
         int rc = rpc_call_wait(pend[i].call, left_ms);
         if (rc == 0) {
-            dc_finish_one(&reqs[i], &pend[i]);
+            dc_finish_one(fs, &reqs[i], &pend[i]);
         } else {
             reqs[i].result = rc;
             pend[i].retry = dc_is_conn_error(rc);
@@ -216,46 +293,90 @@ static void dc_attempt(depfs_t *fs, dc_req *reqs, dc_pending *pend, const bool *
     }
 }
 
+/* Send the requests flagged in `sent`: one attempt, one resend of what
+ * timed out or lost its connection, then mark those servers failed. */
+static void dc_send(depfs_t *fs, dc_req *reqs, dc_pending *pend, const bool *sent, unsigned nreq)
+{
+    bool todo[LAYOUT_MAX_N] = {0};
+    dc_attempt(fs, reqs, pend, sent, nreq);
+    bool again = false;
+    for (unsigned i = 0; i < nreq; i++) {
+        todo[i] = sent[i] && pend[i].retry;
+        again = again || todo[i];
+    }
+    if (!again)
+        return;
+    dc_attempt(fs, reqs, pend, todo, nreq);
+    for (unsigned i = 0; i < nreq; i++) {
+        if (todo[i] && pend[i].retry) {
+            log_warn("ioserver %u: %s twice, marking it failed", reqs[i].server_id,
+                     strerror(-reqs[i].result));
+            dc_server_mark_failed(fs, reqs[i].server_id);
+            reqs[i].result = DC_ERR_DOWN;
+        }
+    }
+}
+
+/* Ready one request for sending with `epoch`; false when it is not sent
+ * (its result says why). */
+static bool dc_prepare(depfs_t *fs, uint64_t ino, uint64_t epoch, dc_req *r, dc_pending *p)
+{
+    r->result = 0;
+    r->reply_bulk = 0;
+    p->stale_epoch = 0;
+    if (!r->any_state && dc_server_is_down(fs, r->server_id)) {
+        r->result = DC_ERR_DOWN;
+        return false;
+    }
+    if (dc_plan_stale(fs, r)) {
+        r->result = dc_stale_result(r);
+        return false;
+    }
+    dc_build_msg(r, ino, epoch, p);
+    return true;
+}
+
 void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
 {
     assert(nreq <= LAYOUT_MAX_N);
     dc_pending *pend = calloc(nreq ? nreq : 1, sizeof *pend);
-    bool todo[LAYOUT_MAX_N] = {0};
+    bool sent[LAYOUT_MAX_N] = {0};
     if (pend == NULL) {
         for (unsigned i = 0; i < nreq; i++)
             reqs[i].result = -ENOMEM;
         return;
     }
+    /* the epoch first, then the states it is checked against (they are
+     * stored in the other order) */
+    uint64_t epoch = atomic_load(&fs->cluster_epoch);
     for (unsigned i = 0; i < nreq; i++) {
-        dc_req *r = &reqs[i];
-        if (!r->active)
+        if (!reqs[i].active)
             continue;
-        dc_req_check(r);
-        r->result = 0;
-        r->reply_bulk = 0;
-        if (dc_server_is_down(fs, r->server_id)) {
-            r->result = DC_ERR_DOWN;
-            continue;
-        }
-        dc_build_msg(r, ino, &pend[i]);
-        todo[i] = true;
+        dc_req_check(&reqs[i]);
+        sent[i] = dc_prepare(fs, ino, epoch, &reqs[i], &pend[i]);
     }
-    dc_attempt(fs, reqs, pend, todo, nreq);
-    bool again = false;
-    for (unsigned i = 0; i < nreq; i++) {
-        todo[i] = todo[i] && pend[i].retry;
-        again = again || todo[i];
-    }
-    if (again) {
-        dc_attempt(fs, reqs, pend, todo, nreq);
+    dc_send(fs, reqs, pend, sent, nreq);
+    for (unsigned round = 0;; round++) {
+        uint64_t want = 0;
         for (unsigned i = 0; i < nreq; i++) {
-            if (todo[i] && pend[i].retry) {
-                log_warn("ioserver %u: %s twice, marking it failed", reqs[i].server_id,
-                         strerror(-reqs[i].result));
-                dc_server_mark_failed(fs, reqs[i].server_id);
-                reqs[i].result = DC_ERR_DOWN;
-            }
+            sent[i] = sent[i] && reqs[i].result == -ESTALE && pend[i].stale_epoch != 0;
+            if (sent[i] && pend[i].stale_epoch > want)
+                want = pend[i].stale_epoch;
         }
+        if (want == 0)
+            break;
+        if (round >= DC_EPOCH_RETRIES_MAX) {
+            for (unsigned i = 0; i < nreq; i++)
+                if (sent[i])
+                    reqs[i].result = dc_stale_result(&reqs[i]);
+            break;
+        }
+        (void)dc_cluster_refresh_to(fs, want);
+        epoch = atomic_load(&fs->cluster_epoch);
+        for (unsigned i = 0; i < nreq; i++)
+            if (sent[i])
+                sent[i] = dc_prepare(fs, ino, epoch, &reqs[i], &pend[i]);
+        dc_send(fs, reqs, pend, sent, nreq);
     }
     free(pend);
 }
@@ -274,6 +395,7 @@ void dc_io_unlock_granted(depfs_t *fs, uint64_t ino, const dc_req *reqs, unsigne
         un[i].pos = r->pos;
         un[i].server_id = r->server_id;
         un[i].op = DEPFS__IO_OP__IO_UNLOCK;
+        un[i].any_state = r->any_state;
         un[i].has_lock = true;
         un[i].lock = r->lock;
     }

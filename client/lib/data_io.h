@@ -44,6 +44,8 @@ typedef struct dc_req {
     Depfs__LockSpec lock;
     uint32_t lock_attempt;        /* with has_lock: 0 first try, n the n-th retry after a NACK */
     bool unlock, sync, ignore_locks;
+    bool any_state;               /* recovery: send even when the status vector
+                                   * calls the server down (REBUILDING targets) */
     bool has_local_size;
     uint64_t local_size;
     unsigned n_down;
@@ -65,8 +67,16 @@ void dc_req_set_lock(dc_req *r, uint64_t first_stripe, uint64_t count, uint64_t 
 /* Run every active request in parallel: start all, wait with the request
  * timeout, resend the ones that timed out or lost their connection once,
  * then mark those servers failed (result DC_ERR_DOWN). Requests to servers
- * already down are not sent (DC_ERR_DOWN). Short READ replies are padded
- * with zeros. */
+ * already down are not sent (DC_ERR_DOWN) unless any_state. Short READ
+ * replies are padded with zeros.
+ * Cluster epochs (recovery/README.md): lock/write-path requests carry the
+ * client's epoch. ESTALE from a server that knows a newer epoch: refresh
+ * from the MDS and resend (bounded); still stale -> -EAGAIN, or -EPERM for
+ * a locked WRITE (the caller redoes the round). A WRITE whose down_servers
+ * names a server that is no longer down was planned on a stale picture:
+ * not sent, same results. ESTALE from a server behind our epoch, or a read
+ * refused by a REBUILDING/RECONSTRUCTING server: DC_ERR_DOWN (the first is
+ * marked failed; the second is only treated as down from then on). */
 void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq);
 
 /* Send IO_UNLOCK for every request that holds a granted lock (has_lock,
