@@ -153,7 +153,7 @@ void ADIOI_DEPFS_Clear_pending(void)
 int ADIOI_DEPFS_Prefix(const char *name)
 {
     static char myname[] = "ADIOI_DEPFS_PREFIX";
-    char err[ADIOI_DEPFS_ERR_LEN], msg[2 * ADIOI_DEPFS_ERR_LEN];
+    char err[ADIOI_DEPFS_ERR_LEN], msg[3 * ADIOI_DEPFS_ERR_LEN];
     ADIOI_DEPFS_Layout lay;
     const char *path = NULL;
 

@@ -12,8 +12,8 @@
 #   tree/                  patched + configured tree (reused while the
 #                          configure line, patch-mpich.sh and Makefile.mk are
 #                          unchanged; a driver edit rebuilds only ROMIO)
-#   <hash>/lib/            libmpich.so.12 + libdepfs.so.0; <hash> covers
-#                          client/adio/* and client/lib/depfs.h; CACHE=DIR
+#   <hash>/lib/            libmpich.so.12 + libdepfs.so.0; <hash> covers the
+#                          driver sources, the recipe and client/lib/depfs.h; CACHE=DIR
 #                          overrides this folder
 #   <hash>/romio-test/     ROMIO's test programs (sources) for tests/mpiio
 # libdepfs.so.0 in the result is refreshed from BUILD/lib/libdepfs.so on every
@@ -49,7 +49,7 @@ flock 9   # one build at a time; a second caller then reuses the result
 # the configured tree depends on the configure line, the patch and the file list
 CFG_HASH=$(printf '%s\n' "${CONFIGURE_ARGS[@]}" | cat - "$ADIO/patch-mpich.sh" "$ADIO/Makefile.mk" \
            | sha256sum | cut -c1-16)
-ALL_HASH=$(hash_of $(ls "$ADIO"/* | sort) "$TOP/client/lib/depfs.h" <(echo "$CFG_HASH"))
+ALL_HASH=$(hash_of $(ls "$ADIO"/*.[ch] | sort) "$TOP/client/lib/depfs.h" <(echo "$CFG_HASH"))
 OUT=${CACHE:-$ROOT/$ALL_HASH}
 
 # libdepfs under a prefix configure can check: include/depfs.h, lib/libdepfs.so{,.0}
@@ -135,9 +135,17 @@ install_result() {
   rm -rf "$OUT" && mv "$tmp" "$OUT"
 }
 
+# keep the newest results; older ones belong to earlier driver versions
+prune_results() {
+  local keep=${DEPFS_MPICH_KEEP:-3}
+  ls -1dt "$ROOT"/[0-9a-f]*/lib/.complete 2>/dev/null | tail -n +$((keep + 1)) |
+    while read -r stamp; do rm -rf "$(dirname "$(dirname "$stamp")")"; done
+}
+
 fetch_source
 prepare_tree
 build_tree
 install_result
+[ -n "${CACHE:-}" ] || prune_results
 say "libmpich.so.12 with the DePFS driver is in $OUT/lib"
 echo "$OUT/lib"

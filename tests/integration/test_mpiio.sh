@@ -61,13 +61,13 @@ lay=$(depfs layout get /mpiio/hinted)
 log "layout from DEPFS_LAYOUT (depfs: label, no hints)"
 DEPFS_LAYOUT=4@3 mpirun_depfs -n 2 "$WORK/bin/simple" -fname depfs:/mpiio/envlayout | grep -q "No Errors" \
   || fail "simple with DEPFS_LAYOUT failed"
-lay=$(depfs layout get /mpiio/envlayout)
+lay=$(depfs layout get /mpiio/envlayout.0)
 [[ "$lay" == "n=4 k=3 "* ]] || fail "DEPFS_LAYOUT=4@3 gave '$lay'"
 
 log "ROMIO_FSTYPE_FORCE=depfs@4@2: routes a plain path through the driver"
 ROMIO_FSTYPE_FORCE=depfs@4@2: mpirun_depfs -n 2 "$WORK/bin/simple" -fname /mpiio/forced | grep -q "No Errors" \
   || fail "simple with ROMIO_FSTYPE_FORCE failed"
-lay=$(depfs layout get /mpiio/forced)
+lay=$(depfs layout get /mpiio/forced.0)
 [[ "$lay" == "n=4 k=2 "* ]] || fail "ROMIO_FSTYPE_FORCE=depfs@4@2: gave '$lay'"
 
 scrub_clean
