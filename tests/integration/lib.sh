@@ -97,3 +97,7 @@ verify_all() {
   python3 "$FAULTLOAD" verify "$MNT" "$ref" --lib "$LIBDEPFS_SO" --conf "$CONF" "$@" ||
     fail "files differ from the reference"
 }
+# The fault tests need the recovery module: local-cluster runs without it when it is not built.
+require_recovery() {
+  [ -x "$DEPFS_BIN_DIR/depfs-recovery" ] || fail "$DEPFS_BIN_DIR/depfs-recovery is not built: the fault tests need the recovery module"
+}

@@ -15,6 +15,7 @@
 #     then scrub is clean.
 # DEPFS_FAULT_SEED reproduces a run's random choices.
 source "$(dirname "$0")/lib.sh"
+require_recovery
 SEED=${DEPFS_FAULT_SEED:-$(( $(date +%s) % 30000 ))}
 RANDOM=$SEED
 REF="$DEPFS_STATE-ref"

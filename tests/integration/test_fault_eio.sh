@@ -6,6 +6,7 @@
 # The servers come back (restart --rebuild): everything reads right, the
 # failed writes left only old bytes or their own, and scrub is clean.
 source "$(dirname "$0")/lib.sh"
+require_recovery
 REF="$DEPFS_STATE-ref"
 rm -rf "$REF"; mkdir -p "$REF"
 REBUILD_WAIT_S=180
