@@ -1,6 +1,11 @@
-/* heartbeat.c - failure detection by heartbeat (thesis 3.2.1): probes every
- * I/O server each round, keeps up/down/rebuilding, and tells the MDS. */
-#include "heartbeat.h"
+/* heartbeat.c - failure detection (thesis 3.2.1): one prober thread per
+ * I/O server sends IO_HEARTBEAT every t_HB with timeout t_T and one retry,
+ * independently of the others, so many dead or hung servers never delay
+ * the detection of another (t_D <= t_HB + 2*t_T). Each answer brings the
+ * server's state, epoch and stale locks; every REC_DIRTY_SCAN_EVERY-th
+ * also lists its dirty records for every other server. Results go to
+ * rec_obs under rec_ctx.mu and wake the main thread. */
+#include "rec.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -11,8 +16,6 @@
 #include "depfs.pb-c.h"
 #include "log.h"
 
-#define REC_HEARTBEAT_TRIES 2 /* one retry: t_D <= t_HB + 2*t_T */
-
 uint64_t rec_now_ms(void)
 {
     struct timespec ts;
@@ -20,124 +23,358 @@ uint64_t rec_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static const char *state_name(int s)
+const char *rec_state_name(uint32_t s)
 {
     switch (s) {
-    case DEPFS__SERVER_STATE__SERVER_UP: return "up";
-    case DEPFS__SERVER_STATE__SERVER_DOWN: return "down";
-    case DEPFS__SERVER_STATE__SERVER_REBUILDING: return "rebuilding";
+    case DEPFS__SERVER_STATE__SERVER_UP: return "UP";
+    case DEPFS__SERVER_STATE__SERVER_DOWN: return "DOWN";
+    case DEPFS__SERVER_STATE__SERVER_REBUILDING: return "REBUILDING";
+    case DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING: return "RECONSTRUCTING";
     default: return "?";
     }
 }
 
-static rpc_conn *ensure_conn(rec_ctx *rc, rpc_conn **slot, const char *address)
+rpc_conn *rec_conn(rec_ctx *c, rpc_conn **slot, const char *address)
 {
     if (*slot && rpc_conn_broken(*slot)) {
         rpc_conn_close(*slot);
         *slot = NULL;
     }
-    if (!*slot &&
-        rpc_conn_open(rc->cfg->transport, address, &rc->limits, (int)rc->cfg->connect_timeout_ms, slot) != 0)
+    if (!*slot && rpc_conn_open(c->cfg->transport, address, &c->limits,
+                                (int)c->cfg->connect_timeout_ms, slot) != 0)
         *slot = NULL;
     return *slot;
 }
 
-static int tell_mds(rec_ctx *rc, uint32_t id, int state)
-{
-    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
-    Depfs__MdsReply *rep = NULL;
-    req.has_server_id = true;
-    req.server_id = id;
-    req.has_server_state = true;
-    req.server_state = (uint32_t)state;
-    rpc_conn *c = ensure_conn(rc, &rc->mds, rc->cfg->mds_address);
-    if (!c)
-        return -ECONNREFUSED;
-    int rv = rpc_call_msg(c, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, &req.base, NULL, 0, NULL, 0,
-                          (int)rc->cfg->request_timeout_ms, &depfs__mds_reply__descriptor,
-                          (ProtobufCMessage **)&rep, NULL);
-    if (rv == 0 && rep->err != 0)
-        rv = -rep->err;
-    if (rep)
-        depfs__mds_reply__free_unpacked(rep, NULL);
-    return rv;
-}
-
-/* 0 and the server's own state, or a negative errno when it did not answer. */
-static int probe(rec_ctx *rc, rec_server *s, int *server_state)
+/* One IO_HEARTBEAT with one retry. On success fills state/epoch and, when
+ * locks is non-NULL, up to REC_MAX_STALE_LOCKS stale lock entries. */
+static int heartbeat(rec_ctx *c, rpc_conn **slot, const char *address, uint32_t *state,
+                     uint64_t *epoch, rec_lock *locks, size_t *n_locks)
 {
     Depfs__IoRequest req = DEPFS__IO_REQUEST__INIT;
-    for (int attempt = 0; attempt < REC_HEARTBEAT_TRIES; attempt++) {
-        rpc_conn *c = ensure_conn(rc, &s->conn, s->address);
-        if (!c)
+    int rv = -ETIMEDOUT;
+    for (unsigned attempt = 0; attempt < REC_HEARTBEAT_TRIES && !c->stopping; attempt++) {
+        rpc_conn *conn = rec_conn(c, slot, address);
+        if (!conn) {
+            rv = -ECONNREFUSED;
             continue;
+        }
         Depfs__IoReply *rep = NULL;
-        int rv = rpc_call_msg(c, DEPFS__IO_OP__IO_HEARTBEAT, &req.base, NULL, 0, NULL, 0,
-                              (int)rc->cfg->request_timeout_ms, &depfs__io_reply__descriptor,
-                              (ProtobufCMessage **)&rep, NULL);
+        rv = rpc_call_msg(conn, DEPFS__IO_OP__IO_HEARTBEAT, &req.base, NULL, 0, NULL, 0,
+                          (int)c->cfg->request_timeout_ms, &depfs__io_reply__descriptor,
+                          (ProtobufCMessage **)&rep, NULL);
         if (rv == 0) {
-            *server_state = rep->has_state ? (int)rep->state : DEPFS__SERVER_STATE__SERVER_UP;
+            *state = rep->has_state ? rep->state : DEPFS__SERVER_STATE__SERVER_UP;
+            *epoch = rep->has_cluster_epoch ? rep->cluster_epoch : 0;
+            size_t n = 0;
+            for (size_t i = 0; locks && i < rep->n_stale_locks && n < REC_MAX_STALE_LOCKS; i++) {
+                const Depfs__LockEntry *e = rep->stale_locks[i];
+                if (!e->lock)
+                    continue;
+                locks[n++] = (rec_lock){ .file_id = e->file_id, .first = e->lock->first_stripe,
+                                         .count = e->lock->stripe_count,
+                                         .client = e->lock->owner_client,
+                                         .op = e->lock->owner_op, .age_ms = e->age_ms };
+            }
+            if (n_locks)
+                *n_locks = n;
             depfs__io_reply__free_unpacked(rep, NULL);
             return 0;
         }
-        if (rv == -ETIMEDOUT && s->conn) { /* a stuck connection: start afresh */
-            rpc_conn_close(s->conn);
-            s->conn = NULL;
-        }
+        /* a timed out or broken connection: start afresh on the retry */
+        rpc_conn_close(*slot);
+        *slot = NULL;
     }
-    return -ETIMEDOUT;
+    return rv;
 }
 
-void rec_heartbeat_round(rec_ctx *rc)
+int rec_probe_now(rec_ctx *c, rec_server *s, uint32_t *state, uint64_t *epoch)
 {
-    for (unsigned i = 0; i < rc->nservers; i++) {
-        rec_server *s = &rc->servers[i];
-        int server_state = DEPFS__SERVER_STATE__SERVER_DOWN;
-        int want;
-        if (probe(rc, s, &server_state) == 0) {
-            s->misses = 0;
-            s->last_ok_ms = rec_now_ms();
-            want = server_state;
-        } else {
-            s->misses++;
-            want = DEPFS__SERVER_STATE__SERVER_DOWN;
+    int rv = heartbeat(c, &s->ctl, s->address, state, epoch, NULL, NULL);
+    if (rv == 0) { /* newer than the prober's picture */
+        pthread_mutex_lock(&c->mu);
+        s->obs.state = *state;
+        s->obs.epoch = *epoch;
+        pthread_mutex_unlock(&c->mu);
+    }
+    return rv;
+}
+
+/* IO_DIRTY listings of every record naming server t, paged. */
+static int list_dirty(rec_ctx *c, rec_server *s, const rec_server *t, rec_dirty *out)
+{
+    uint64_t cursor = 0;
+    out->ids = NULL;
+    out->n = 0;
+    out->truncated = false;
+    for (;;) {
+        Depfs__IoRequest req = DEPFS__IO_REQUEST__INIT;
+        Depfs__IoReply *rep = NULL;
+        req.file_id = cursor;
+        req.has_local_size = 1;
+        req.local_size = t->id;
+        rpc_conn *conn = rec_conn(c, &s->conn, s->address);
+        if (!conn)
+            return -ECONNREFUSED;
+        int rv = rpc_call_msg(conn, DEPFS__IO_OP__IO_DIRTY, &req.base, NULL, 0, NULL, 0,
+                              (int)c->cfg->request_timeout_ms, &depfs__io_reply__descriptor,
+                              (ProtobufCMessage **)&rep, NULL);
+        if (rv == 0 && rep->err)
+            rv = -rep->err;
+        if (rv) {
+            if (rep)
+                depfs__io_reply__free_unpacked(rep, NULL);
+            return rv;
         }
-        if (want == s->state)
+        size_t room = REC_DIRTY_IDS_MAX - out->n, take = rep->n_dirty_files;
+        if (take > room) {
+            take = room;
+            out->truncated = true;
+        }
+        if (take) {
+            uint64_t *v = realloc(out->ids, (out->n + take) * sizeof(*v));
+            if (!v) {
+                depfs__io_reply__free_unpacked(rep, NULL);
+                return -ENOMEM;
+            }
+            memcpy(v + out->n, rep->dirty_files, take * sizeof(*v));
+            out->ids = v;
+            out->n += take;
+        }
+        bool more = rep->has_local_size && rep->local_size > cursor;
+        cursor = rep->has_local_size ? rep->local_size : 0;
+        depfs__io_reply__free_unpacked(rep, NULL);
+        if (!more || out->truncated)
+            return 0;
+    }
+}
+
+static void dirty_free(rec_dirty *d, unsigned n)
+{
+    for (unsigned i = 0; d && i < n; i++)
+        free(d[i].ids);
+    free(d);
+}
+
+/* s's records for every other server, or NULL when any listing failed. */
+static rec_dirty *scan_dirty(rec_ctx *c, rec_server *s)
+{
+    rec_dirty *d = calloc(c->nservers, sizeof(*d));
+    if (!d)
+        return NULL;
+    for (unsigned j = 0; j < c->nservers; j++) {
+        if (j == s->index)
             continue;
-        if (tell_mds(rc, s->id, want) == 0) {
-            log_info("ioserver %u (%s): %s -> %s", s->id, s->address, state_name(s->state), state_name(want));
-            s->state = want;
-        } else {
-            log_warn("ioserver %u is %s but the MDS could not be told; will retry", s->id, state_name(want));
+        int rv = list_dirty(c, s, &c->servers[j], &d[j]);
+        if (rv) {
+            log_debug("ioserver %u: dirty listing for %u failed: %s", s->id,
+                      c->servers[j].id, strerror(-rv));
+            dirty_free(d, c->nservers);
+            return NULL;
         }
     }
+    return d;
 }
 
-int rec_init(rec_ctx *rc, const depfs_config *cfg)
+static void probe_round(rec_ctx *c, rec_server *s, bool scan)
 {
-    memset(rc, 0, sizeof(*rc));
-    rc->cfg = cfg;
-    rc->limits.max_header_bytes = cfg->max_header_bytes;
-    rc->limits.max_bulk_bytes = cfg->max_bulk_bytes;
-    rc->nservers = cfg->n_ioservers;
-    rc->servers = calloc(cfg->n_ioservers ? cfg->n_ioservers : 1, sizeof(*rc->servers));
-    if (!rc->servers)
-        return -ENOMEM;
-    for (unsigned i = 0; i < cfg->n_ioservers; i++) {
-        rc->servers[i].id = cfg->ioservers[i].id;
-        rc->servers[i].address = cfg->ioservers[i].address;
-        rc->servers[i].state = -1; /* unknown: the first round always reports */
+    uint32_t state = 0;
+    uint64_t epoch = 0, scan_ms = 0;
+    size_t n_locks = 0;
+    rec_lock *locks = calloc(REC_MAX_STALE_LOCKS, sizeof(*locks));
+    rec_dirty *dirty = NULL;
+    int rv = locks ? heartbeat(c, &s->conn, s->address, &state, &epoch, locks, &n_locks)
+                   : -ENOMEM;
+    if (rv == 0 && scan) {
+        scan_ms = rec_now_ms();
+        dirty = scan_dirty(c, s);
+    }
+    pthread_mutex_lock(&c->mu);
+    rec_obs *o = &s->obs;
+    if (o->probes == 0 || o->answered != (rv == 0) || (rv == 0 && o->state != state))
+        c->wake = true;
+    o->probes++;
+    o->answered = rv == 0;
+    if (rv == 0) {
+        o->state = state;
+        o->epoch = epoch;
+        o->last_ok_ms = rec_now_ms();
+        free(o->stale);
+        o->stale = locks;
+        o->n_stale = n_locks;
+        locks = NULL;
+    } else {
+        o->n_stale = 0;
+    }
+    if (dirty) {
+        dirty_free(o->dirty, c->nservers);
+        o->dirty = dirty;
+        o->dirty_scan_ms = scan_ms;
+    }
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->mu);
+    free(locks);
+}
+
+/* Sleeps until the monotonic time deadline_ms or until stopping. */
+static void wait_until(rec_ctx *c, uint64_t deadline_ms)
+{
+    struct timespec ts = { .tv_sec = (time_t)(deadline_ms / 1000u),
+                           .tv_nsec = (long)(deadline_ms % 1000u) * 1000000L };
+    pthread_mutex_lock(&c->mu);
+    while (!c->stopping && rec_now_ms() < deadline_ms)
+        if (pthread_cond_timedwait(&c->cond, &c->mu, &ts) == ETIMEDOUT)
+            break;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void *prober_main(void *arg)
+{
+    rec_server *s = arg;
+    rec_ctx *c = s->ctx;
+    uint64_t next_ms = rec_now_ms();
+    for (uint64_t n = 0; !c->stopping; n++) {
+        probe_round(c, s, c->once || n % REC_DIRTY_SCAN_EVERY == 0);
+        if (c->once)
+            break;
+        next_ms += c->cfg->heartbeat_period_ms;
+        uint64_t now_ms = rec_now_ms();
+        if (next_ms < now_ms)
+            next_ms = now_ms; /* a slow round: go again at once */
+        wait_until(c, next_ms);
+    }
+    return NULL;
+}
+
+int rec_probers_start(rec_ctx *c)
+{
+    for (unsigned i = 0; i < c->nservers; i++) {
+        rec_server *s = &c->servers[i];
+        int rc = pthread_create(&s->prober, NULL, prober_main, s);
+        if (rc)
+            return -rc;
+        s->prober_started = true;
     }
     return 0;
 }
 
-void rec_fini(rec_ctx *rc)
+void rec_obs_snapshot(rec_ctx *c, rec_server *s, rec_obs *out)
 {
-    for (unsigned i = 0; i < rc->nservers; i++)
-        if (rc->servers[i].conn)
-            rpc_conn_close(rc->servers[i].conn);
-    if (rc->mds)
-        rpc_conn_close(rc->mds);
-    free(rc->servers);
-    memset(rc, 0, sizeof(*rc));
+    pthread_mutex_lock(&c->mu);
+    *out = s->obs;
+    out->dirty = NULL;
+    out->stale = NULL;
+    if (s->obs.n_stale) {
+        out->stale = malloc(s->obs.n_stale * sizeof(*out->stale));
+        if (out->stale)
+            memcpy(out->stale, s->obs.stale, s->obs.n_stale * sizeof(*out->stale));
+        else
+            out->n_stale = 0;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rec_obs_free(rec_obs *o)
+{
+    free(o->stale);
+    o->stale = NULL;
+    o->n_stale = 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int rec_dirty_summary(rec_ctx *c, const rec_server *t, uint64_t since_ms, uint64_t *distinct,
+                      uint64_t *since_count)
+{
+    size_t total = 0, k = 0;
+    *distinct = 0;
+    *since_count = 0;
+    pthread_mutex_lock(&c->mu);
+    for (unsigned i = 0; i < c->nservers; i++) {
+        const rec_obs *o = &c->servers[i].obs;
+        if (i != t->index && o->dirty) {
+            total += o->dirty[t->index].n;
+            if (o->dirty_scan_ms >= since_ms)
+                *since_count += o->dirty[t->index].n;
+        }
+    }
+    uint64_t *all = total ? malloc(total * sizeof(*all)) : NULL;
+    for (unsigned i = 0; all && i < c->nservers; i++) {
+        const rec_obs *o = &c->servers[i].obs;
+        if (i == t->index || !o->dirty)
+            continue;
+        memcpy(all + k, o->dirty[t->index].ids, o->dirty[t->index].n * sizeof(*all));
+        k += o->dirty[t->index].n;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (total && !all)
+        return -ENOMEM;
+    assert(k == total);
+    qsort(all, total, sizeof(*all), cmp_u64);
+    for (size_t i = 0; i < total; i++)
+        *distinct += i == 0 || all[i] != all[i - 1];
+    free(all);
+    return 0;
+}
+
+int rec_init(rec_ctx *c, const depfs_config *cfg, bool once)
+{
+    memset(c, 0, sizeof(*c));
+    c->cfg = cfg;
+    c->once = once;
+    c->limits.max_header_bytes = cfg->max_header_bytes;
+    c->limits.max_bulk_bytes = cfg->max_bulk_bytes;
+    c->nservers = cfg->n_ioservers;
+    c->servers = calloc(cfg->n_ioservers ? cfg->n_ioservers : 1, sizeof(*c->servers));
+    if (!c->servers)
+        return -ENOMEM;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cond, &ca);
+    pthread_cond_init(&c->repair_cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&c->mu, NULL);
+    for (unsigned i = 0; i < cfg->n_ioservers; i++) {
+        rec_server *s = &c->servers[i];
+        s->id = cfg->ioservers[i].id;
+        s->index = i;
+        s->address = cfg->ioservers[i].address;
+        s->ctx = c;
+    }
+    return 0;
+}
+
+void rec_fini(rec_ctx *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->stopping = true;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->mu);
+    for (unsigned i = 0; i < c->nservers; i++)
+        if (c->servers[i].prober_started)
+            pthread_join(c->servers[i].prober, NULL);
+    rec_workers_stop(c);
+    for (unsigned i = 0; i < c->nservers; i++) {
+        rec_server *s = &c->servers[i];
+        if (s->conn)
+            rpc_conn_close(s->conn);
+        if (s->ctl)
+            rpc_conn_close(s->ctl);
+        free(s->obs.stale);
+        dirty_free(s->obs.dirty, c->nservers);
+    }
+    if (c->mds)
+        rpc_conn_close(c->mds);
+    if (c->fs)
+        depfs_unmount(c->fs);
+    pthread_cond_destroy(&c->cond);
+    pthread_cond_destroy(&c->repair_cond);
+    pthread_mutex_destroy(&c->mu);
+    free(c->servers);
+    memset(c, 0, sizeof(*c));
 }

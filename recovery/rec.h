@@ -1,0 +1,176 @@
+/* rec.h - depfs-recovery's shared state and its four parts:
+ *
+ *   heartbeat.c  one prober thread per I/O server: IO_HEARTBEAT every t_HB
+ *                with timeout t_T and one retry (so a crash is seen within
+ *                t_D <= t_HB + 2*t_T whatever happens to other servers),
+ *                plus a periodic scan of the server's dirty records;
+ *   control.c    calls the main thread makes: MDS_CLUSTER,
+ *                MDS_SET_SERVER_STATE (state or progress), IO_SET_STATE
+ *                to one server or an epoch push to every reachable one;
+ *   decide.c     one decision round: compares what the probers saw with
+ *                what the MDS says and acts (recovery/README.md);
+ *   workers.c    rejoin threads (depfs_server_rejoin, one per server at a
+ *                time) and the orphan lock repairer.
+ *
+ * The daemon keeps no state on disk: everything is re-learnt from the
+ * servers and the MDS each round. One daemon runs per cluster; a second is
+ * harmless (every step is idempotent) but does the work twice.
+ * Return convention: 0 or negative errno. */
+#ifndef DEPFS_RECOVERY_REC_H
+#define DEPFS_RECOVERY_REC_H
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "depfs.h"
+#include "rpc.h"
+
+#define REC_HEARTBEAT_TRIES 2u       /* one retry: t_D <= t_HB + 2*t_T */
+#define REC_MAX_STALE_LOCKS 1024u    /* stale lock entries kept per server */
+#define REC_DIRTY_SCAN_EVERY 4u      /* dirty scan every this many heartbeats */
+#define REC_DIRTY_IDS_MAX 65536u     /* file ids kept per (survivor, server) */
+#define REC_ORPHAN_QUEUE_MAX 1024u   /* orphan repairs waiting */
+#define REC_RECENT_MAX 64u          /* orphan repairs remembered */
+#define REC_REJOIN_RETRY_MS 5000u    /* wait after a failed rejoin */
+#define REC_REJOIN_FINISH_GRACE_MS 15000u /* MDS UP but server not yet: a rejoin finishing */
+
+/* A stripe lock older than the lease, as a heartbeat reported it. */
+typedef struct rec_lock {
+    uint64_t file_id, first, count, client, op, age_ms;
+} rec_lock;
+
+/* One survivor's dirty records for one server: ascending file ids. */
+typedef struct rec_dirty {
+    uint64_t *ids;
+    size_t n;
+    bool truncated; /* more than REC_DIRTY_IDS_MAX */
+} rec_dirty;
+
+/* What a prober last saw of its server (guarded by rec_ctx.mu). */
+typedef struct rec_obs {
+    uint64_t probes;       /* heartbeats done (0: no result yet) */
+    bool answered;         /* the last heartbeat was answered */
+    uint32_t state;        /* ServerState the server reported */
+    uint64_t epoch;        /* epoch it knows */
+    uint64_t last_ok_ms;   /* monotonic time of its last answer */
+    rec_lock *stale;       /* REC_MAX_STALE_LOCKS entries */
+    size_t n_stale;
+    rec_dirty *dirty;      /* [nservers]: its records naming each server */
+    uint64_t dirty_scan_ms; /* start of the last complete scan (0: none yet) */
+} rec_obs;
+
+typedef struct rec_server {
+    uint32_t id;
+    unsigned index;        /* in rec_ctx.servers */
+    const char *address;
+    struct rec_ctx *ctx;
+    /* prober thread */
+    pthread_t prober;
+    bool prober_started;
+    rpc_conn *conn;        /* the prober's own */
+    rec_obs obs;
+    /* main thread */
+    rpc_conn *ctl;         /* for IO_SET_STATE and fresh probes */
+    uint32_t mds_state;    /* as the MDS last said (or we last set) */
+    bool mds_known;
+    uint64_t up_since_ms;  /* seen UP at the MDS and on the server since */
+    uint64_t finishing_since_ms; /* MDS UP, server still rebuilding, since */
+    uint64_t published_degraded, published_done, logged_degraded;
+    bool published_valid;
+    /* rejoin worker (guarded by rec_ctx.mu) */
+    bool rejoin_running;
+    pthread_t rejoin_th;
+    bool rejoin_joinable;
+    uint64_t rejoin_done_bytes;
+    uint64_t rejoin_retry_after_ms;
+} rec_server;
+
+typedef struct rec_orphan {
+    uint64_t file_id, first, count, client, op, age_ms;
+} rec_orphan;
+
+typedef struct rec_ctx {
+    const depfs_config *cfg;
+    frame_limits limits;
+    unsigned nservers;
+    rec_server *servers;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;   /* probers -> main: a new observation */
+    volatile bool stopping;
+    bool wake;             /* a prober saw a change: decide now */
+    bool once;             /* --once: probers do one heartbeat and exit */
+    /* main thread */
+    rpc_conn *mds;
+    depfs_t *fs;           /* for rejoin and orphan repair; mounted lazily */
+    uint64_t mds_epoch;
+    /* orphan repairer (guarded by mu) */
+    pthread_t repairer;
+    bool repairer_started;
+    pthread_cond_t repair_cond;
+    rec_orphan queue[REC_ORPHAN_QUEUE_MAX];
+    size_t queue_len;
+    bool repair_busy;
+    rec_orphan repairing;
+    struct rec_recent {
+        rec_orphan o;
+        uint64_t until_ms;
+    } recent[REC_RECENT_MAX]; /* orphans not to queue again before until_ms */
+} rec_ctx;
+
+/* A server as the MDS reports it. */
+typedef struct rec_mds_server {
+    uint32_t id;
+    uint32_t state;
+} rec_mds_server;
+
+uint64_t rec_now_ms(void);
+const char *rec_state_name(uint32_t state);
+
+/* heartbeat.c */
+int rec_init(rec_ctx *c, const depfs_config *cfg, bool once);
+void rec_fini(rec_ctx *c); /* stops and joins every thread first */
+int rec_probers_start(rec_ctx *c);
+/* Copies s's observation; the stale locks into a caller-owned copy freed
+ * with rec_obs_free; dirty is left NULL (see rec_dirty_summary). */
+void rec_obs_snapshot(rec_ctx *c, rec_server *s, rec_obs *out);
+void rec_obs_free(rec_obs *o);
+/* Over every other server's last complete dirty scan: *distinct = number of
+ * distinct files recorded for server t (a lower bound when truncated);
+ * *since_count = records found by scans that started at or after since_ms. */
+int rec_dirty_summary(rec_ctx *c, const rec_server *t, uint64_t since_ms, uint64_t *distinct,
+                      uint64_t *since_count);
+/* One heartbeat on the main thread's own connection (fresh state). */
+int rec_probe_now(rec_ctx *c, rec_server *s, uint32_t *state, uint64_t *epoch);
+rpc_conn *rec_conn(rec_ctx *c, rpc_conn **slot, const char *address);
+
+/* control.c */
+/* MDS_CLUSTER: up to max servers into out, *n, *epoch. */
+int rec_mds_cluster(rec_ctx *c, rec_mds_server *out, unsigned max, unsigned *n, uint64_t *epoch);
+/* MDS_SET_SERVER_STATE; *epoch gets the new epoch. */
+int rec_mds_set_state(rec_ctx *c, uint32_t id, uint32_t state, uint64_t *epoch);
+/* Progress-only report (no state: never undoes a concurrent state change). */
+int rec_mds_progress(rec_ctx *c, uint32_t id, uint64_t done_bytes, uint64_t degraded_files);
+/* IO_SET_STATE to one server; state < 0: epoch only; epoch 0: none. */
+int rec_io_set_state(rec_ctx *c, rec_server *s, int state, uint64_t epoch);
+/* IO_SET_STATE{epoch} to every server whose last heartbeat was answered,
+ * all at once; returns how many took it. */
+unsigned rec_push_epoch(rec_ctx *c, uint64_t epoch);
+
+/* decide.c */
+void rec_decide_round(rec_ctx *c);
+
+/* workers.c */
+int rec_fs_ensure(rec_ctx *c);
+/* Starts a rejoin thread for s unless one runs or a retry is not due. */
+void rec_rejoin_start(rec_ctx *c, rec_server *s);
+bool rec_rejoin_running(rec_ctx *c, rec_server *s);
+/* Queues an orphan repair unless the same one is queued or running. */
+void rec_orphan_queue(rec_ctx *c, const rec_orphan *o);
+int rec_workers_start(rec_ctx *c);
+/* Waits until no rejoin or repair runs or is queued (for --once). */
+void rec_workers_drain(rec_ctx *c);
+void rec_workers_stop(rec_ctx *c);
+
+#endif

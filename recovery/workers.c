@@ -1,0 +1,248 @@
+/* workers.c - the slow work of depfs-recovery, off the decision thread so
+ * heartbeats and decisions go on meanwhile: one rejoin thread per server
+ * being rejoined (depfs_server_rejoin, at most one per server at a time)
+ * and one repairer thread working through a queue of orphan locks
+ * (depfs_repair_orphan_lock). Both use the daemon's one libdepfs client,
+ * mounted with ignore_locks = false (the library takes the locks it needs). */
+#include "rec.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+int rec_fs_ensure(rec_ctx *c)
+{
+    static bool warned;
+    if (c->fs)
+        return 0;
+    depfs_options o = { .config_path = c->cfg->path, .ignore_locks = false };
+    int rv = depfs_mount(&o, &c->fs);
+    if (rv) {
+        c->fs = NULL;
+        if (!warned)
+            log_warn("cannot start the recovery client: %s (%s); will retry", strerror(-rv),
+                     depfs_last_error());
+        warned = true;
+        return rv;
+    }
+    warned = false;
+    log_info("recovery client %" PRIu64 " mounted", depfs_client_id(c->fs));
+    return 0;
+}
+
+/* ----------------------------------------------------------------- rejoin */
+static int rejoin_progress(void *arg, uint64_t bytes_done)
+{
+    rec_server *s = arg;
+    pthread_mutex_lock(&s->ctx->mu);
+    s->rejoin_done_bytes = bytes_done;
+    pthread_mutex_unlock(&s->ctx->mu);
+    return s->ctx->stopping ? 1 : 0; /* stopping: -ECANCELED */
+}
+
+static void *rejoin_main(void *arg)
+{
+    rec_server *s = arg;
+    rec_ctx *c = s->ctx;
+    uint64_t t0_ms = rec_now_ms();
+    log_info("ioserver %u: rejoin started", s->id);
+    int rv = depfs_server_rejoin(c->fs, s->id, rejoin_progress, s);
+    uint64_t took_ms = rec_now_ms() - t0_ms;
+    pthread_mutex_lock(&c->mu);
+    uint64_t done = s->rejoin_done_bytes;
+    if (rv)
+        log_warn("ioserver %u: rejoin failed after %" PRIu64 " ms: %s (%s); retry in %u ms",
+                 s->id, took_ms, strerror(-rv), depfs_last_error(), REC_REJOIN_RETRY_MS);
+    else
+        log_info("ioserver %u: rejoined (UP) in %" PRIu64 " ms, %" PRIu64 " bytes rebuilt",
+                 s->id, took_ms, done);
+    s->rejoin_retry_after_ms = rv ? rec_now_ms() + REC_REJOIN_RETRY_MS : 0;
+    s->rejoin_running = false;
+    c->wake = true;
+    pthread_cond_broadcast(&c->cond);
+    pthread_cond_broadcast(&c->repair_cond); /* rec_workers_drain */
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+bool rec_rejoin_running(rec_ctx *c, rec_server *s)
+{
+    pthread_mutex_lock(&c->mu);
+    bool r = s->rejoin_running;
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+void rec_rejoin_start(rec_ctx *c, rec_server *s)
+{
+    if (c->stopping || rec_fs_ensure(c) != 0)
+        return;
+    pthread_mutex_lock(&c->mu);
+    if (s->rejoin_running || rec_now_ms() < s->rejoin_retry_after_ms) {
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (s->rejoin_joinable) /* the previous one has finished */
+        pthread_join(s->rejoin_th, NULL);
+    s->rejoin_joinable = false;
+    pthread_mutex_lock(&c->mu);
+    s->rejoin_running = true;
+    s->rejoin_done_bytes = 0;
+    pthread_mutex_unlock(&c->mu);
+    int rc = pthread_create(&s->rejoin_th, NULL, rejoin_main, s);
+    if (rc) {
+        log_warn("ioserver %u: cannot start a rejoin thread: %s", s->id, strerror(rc));
+        pthread_mutex_lock(&c->mu);
+        s->rejoin_running = false;
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    s->rejoin_joinable = true;
+}
+
+/* ----------------------------------------------------------- orphan locks */
+static bool same_orphan(const rec_orphan *a, const rec_orphan *b)
+{
+    return a->file_id == b->file_id && a->client == b->client && a->op == b->op;
+}
+
+/* Caller holds mu. */
+static bool recently_handled(rec_ctx *c, const rec_orphan *o, uint64_t now_ms)
+{
+    for (unsigned i = 0; i < REC_RECENT_MAX; i++)
+        if (c->recent[i].until_ms > now_ms && same_orphan(&c->recent[i].o, o))
+            return true;
+    return false;
+}
+
+/* Caller holds mu. */
+static void remember(rec_ctx *c, const rec_orphan *o, uint64_t until_ms)
+{
+    unsigned oldest = 0;
+    for (unsigned i = 0; i < REC_RECENT_MAX; i++) {
+        if (same_orphan(&c->recent[i].o, o) || c->recent[i].until_ms == 0) {
+            oldest = i;
+            break;
+        }
+        if (c->recent[i].until_ms < c->recent[oldest].until_ms)
+            oldest = i;
+    }
+    c->recent[oldest] = (struct rec_recent){ .o = *o, .until_ms = until_ms };
+}
+
+void rec_orphan_queue(rec_ctx *c, const rec_orphan *o)
+{
+    pthread_mutex_lock(&c->mu);
+    if ((c->repair_busy && same_orphan(&c->repairing, o)) ||
+        recently_handled(c, o, rec_now_ms()))
+        goto out;
+    for (size_t i = 0; i < c->queue_len; i++)
+        if (same_orphan(&c->queue[i], o))
+            goto out;
+    if (c->queue_len == REC_ORPHAN_QUEUE_MAX) {
+        log_warn("orphan repair queue full; file %" PRIu64 " waits for a later heartbeat",
+                 o->file_id);
+        goto out;
+    }
+    c->queue[c->queue_len++] = *o;
+    pthread_cond_broadcast(&c->repair_cond);
+out:
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void repair_one(rec_ctx *c, const rec_orphan *o)
+{
+    uint64_t t0_ms = rec_now_ms();
+    int rv = depfs_repair_orphan_lock(c->fs, o->file_id, o->first, o->count, o->client, o->op);
+    uint64_t took_ms = rec_now_ms() - t0_ms;
+    uint64_t until_ms;
+    if (rv == 0 || rv == -ENOENT) {
+        log_info("orphan lock of client %" PRIu64 " op %" PRIu64 " on file %" PRIu64
+                 " stripes [%" PRIu64 ",%" PRIu64 ") repaired in %" PRIu64
+                 " ms (held >= %" PRIu64 " ms when reported)%s", o->client, o->op, o->file_id,
+                 o->first, o->first + o->count, took_ms, o->age_ms,
+                 rv ? "; the file is gone" : "");
+        /* a heartbeat taken before the release may still report it */
+        until_ms = rec_now_ms() + 2ull * c->cfg->heartbeat_period_ms + c->cfg->request_timeout_ms;
+    } else {
+        log_warn("orphan lock of client %" PRIu64 " op %" PRIu64 " on file %" PRIu64
+                 " stripes [%" PRIu64 ",%" PRIu64 "): repair failed after %" PRIu64
+                 " ms: %s (%s); retry in %u ms", o->client, o->op, o->file_id, o->first,
+                 o->first + o->count, took_ms, strerror(-rv), depfs_last_error(),
+                 REC_REJOIN_RETRY_MS);
+        until_ms = rec_now_ms() + REC_REJOIN_RETRY_MS;
+    }
+    pthread_mutex_lock(&c->mu);
+    remember(c, o, until_ms);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void *repairer_main(void *arg)
+{
+    rec_ctx *c = arg;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (!c->stopping && c->queue_len == 0)
+            pthread_cond_wait(&c->repair_cond, &c->mu);
+        if (c->stopping)
+            break;
+        c->repairing = c->queue[0];
+        memmove(c->queue, c->queue + 1, --c->queue_len * sizeof(c->queue[0]));
+        c->repair_busy = true;
+        pthread_mutex_unlock(&c->mu);
+        repair_one(c, &c->repairing);
+        pthread_mutex_lock(&c->mu);
+        c->repair_busy = false;
+        pthread_cond_broadcast(&c->repair_cond);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+int rec_workers_start(rec_ctx *c)
+{
+    int rc = pthread_create(&c->repairer, NULL, repairer_main, c);
+    if (rc)
+        return -rc;
+    c->repairer_started = true;
+    return 0;
+}
+
+void rec_workers_drain(rec_ctx *c)
+{
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        bool rejoining = false;
+        for (unsigned i = 0; i < c->nservers; i++)
+            rejoining |= c->servers[i].rejoin_running;
+        if (!rejoining && !c->repair_busy && c->queue_len == 0)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&c->repair_cond, &c->mu, &ts);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rec_workers_stop(rec_ctx *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->stopping = true;
+    pthread_cond_broadcast(&c->repair_cond);
+    pthread_mutex_unlock(&c->mu);
+    if (c->repairer_started)
+        pthread_join(c->repairer, NULL);
+    c->repairer_started = false;
+    for (unsigned i = 0; i < c->nservers; i++) {
+        rec_server *s = &c->servers[i];
+        if (s->rejoin_joinable)
+            pthread_join(s->rejoin_th, NULL);
+        s->rejoin_joinable = false;
+    }
+}
