@@ -1,0 +1,444 @@
+/* test_client_rebuild.c - libdepfs recovery operations against real daemons
+ * (tests/unit/daemons.h: depfs-mds + 8 depfs-ioserver on 127.0.0.1):
+ *   - depfs_rebuild_file restores, byte for byte, a strip file deleted by
+ *     hand while its server was down (restarted with --rebuild), then
+ *     depfs_server_rejoin brings it up and scrub is clean;
+ *   - writes while a server is down leave dirty records; after a --rebuild
+ *     restart depfs_server_rejoin rebuilds exactly those files (a file
+ *     removed meanwhile loses its strip too) and everything reads back;
+ *   - depfs_files_on_server finds every file whose layout has the server,
+ *     hard links once;
+ *   - an orphan lock taken by hand over the RPC layer (never released) with
+ *     a half-done write under it: depfs_repair_orphan_lock makes parity
+ *     match again, frees the stripes, and is idempotent.
+ * Each case gets its own cluster (they kill and restart servers). */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemons.h"
+#include "depfs.h"
+#include "depfs.pb-c.h"
+#include "layout.h"
+#include "rpc.h"
+
+#define T_SERVERS 8u
+#define T_TEST_TIMEOUT_S 60
+#define T_LEASE_WAIT_US 500000u /* > lock_lease_ms of the orphan case */
+#define T_ORPHAN_CLIENT 777777u
+#define T_ORPHAN_OP 42u
+
+static td_cluster g_cl;
+
+static void cluster_up(void) { td_cluster_up(&g_cl, T_SERVERS, "lock_lease_ms = 300\n"); }
+static void cluster_down(void) { td_cluster_down(&g_cl); }
+
+static depfs_t *mount_fs(void)
+{
+    depfs_options o = {.config_path = g_cl.conf};
+    depfs_t *fs = NULL;
+    int rc = depfs_mount(&o, &fs);
+    ck_assert_msg(rc == 0, "mount: %s (%s)", strerror(-rc), depfs_last_error());
+    return fs;
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static uint64_t rng_state = 88172645463325252ull;
+static void rnd_fill(uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        rng_state ^= rng_state << 13;
+        rng_state ^= rng_state >> 7;
+        rng_state ^= rng_state << 17;
+        p[i] = (uint8_t)rng_state;
+    }
+}
+
+/* Create (or open) path, write len random bytes at off into it and into
+ * model; returns the inode. */
+static uint64_t write_file(depfs_t *fs, const char *path, uint8_t *model, size_t off, size_t len)
+{
+    depfs_fh_t *fh = NULL;
+    int rc = depfs_open(fs, path, O_CREAT | O_RDWR, 0644, &fh);
+    ck_assert_msg(rc == 0, "open %s: %s (%s)", path, strerror(-rc), depfs_last_error());
+    rnd_fill(model + off, len);
+    ck_assert_int_eq(depfs_write(fh, model + off, len, off), (ssize_t)len);
+    ck_assert_int_eq(depfs_fsync(fh), 0);
+    uint64_t ino = depfs_fh_ino(fh);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    return ino;
+}
+
+static void check_content(depfs_t *fs, const char *path, const uint8_t *model, size_t size)
+{
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, path, O_RDONLY, 0, &fh), 0);
+    uint8_t *got = malloc(size + 64);
+    ck_assert_ptr_nonnull(got);
+    ssize_t n = depfs_read(fh, got, size + 64, 0);
+    ck_assert_msg(n == (ssize_t)size, "%s: read %zd, want %zu (%s)", path, n, size,
+                  depfs_last_error());
+    ck_assert_msg(memcmp(got, model, size) == 0, "%s: content differs", path);
+    free(got);
+    ck_assert_int_eq(depfs_close(fh), 0);
+}
+
+static void scrub_clean(depfs_t *fs, uint64_t ino)
+{
+    depfs_scrub_report rep;
+    int rc = depfs_scrub_ino(fs, ino, false, &rep);
+    ck_assert_msg(rc == 0, "scrub: %s (%s)", strerror(-rc), depfs_last_error());
+    ck_assert_msg(rep.stripes_bad == 0, "scrub of %" PRIu64 ": %" PRIu64 " bad stripes, first %" PRIu64,
+                  ino, rep.stripes_bad, rep.first_bad_stripe);
+    ck_assert_uint_eq(rep.stripes_unreadable, 0);
+    ck_assert_uint_gt(rep.stripes_checked, 0);
+}
+
+static void layout_of(depfs_t *fs, uint64_t ino, depfs_layout_info *li)
+{
+    ck_assert_int_eq(depfs_get_layout(fs, ino, li), 0);
+}
+
+/* Whole local file into a malloc'd buffer; *len = its size (-1: absent). */
+static uint8_t *slurp(const char *path, long *len)
+{
+    FILE *f = fopen(path, "rb");
+    *len = -1;
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    *len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)*len + 1);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(fread(b, 1, (size_t)*len, f), (size_t)*len);
+    fclose(f);
+    return b;
+}
+
+typedef struct progress {
+    uint64_t last, calls;
+} progress;
+
+static int on_progress(void *arg, uint64_t bytes_done)
+{
+    progress *p = arg;
+    ck_assert_uint_ge(bytes_done, p->last);
+    p->last = bytes_done;
+    p->calls++;
+    return 0;
+}
+
+static uint64_t stripes_of(const depfs_layout_info *li, uint64_t size)
+{
+    uint64_t sb = (uint64_t)li->k * li->stripe_unit;
+    return (size + sb - 1) / sb;
+}
+
+/* -------------------------------------------------- rebuild one file */
+
+START_TEST(test_rebuild_deleted_strip)
+{
+    depfs_t *fs = mount_fs();
+    size_t size = 300000 + 123;
+    uint8_t *model = calloc(1, size);
+    uint64_t ino = write_file(fs, "depfs@6@4@4k:/rb1", model, 0, size);
+    depfs_layout_info li;
+    layout_of(fs, ino, &li);
+    unsigned S = li.servers[2];
+    char strip[512];
+    td_strip_path(&g_cl, S, ino, strip, sizeof strip);
+    long orig_len;
+    uint8_t *orig = slurp(strip, &orig_len);
+    ck_assert_ptr_nonnull(orig);
+    depfs_unmount(fs);
+
+    td_ios_kill(&g_cl, S);
+    ck_assert_int_eq(unlink(strip), 0);
+    ck_assert(td_ios_start(&g_cl, S, "--rebuild"));
+
+    fs = mount_fs();
+    progress prog = {0};
+    int rc = depfs_rebuild_file(fs, ino, S, on_progress, &prog);
+    ck_assert_msg(rc == 0, "rebuild: %s (%s)", strerror(-rc), depfs_last_error());
+    uint64_t nst = stripes_of(&li, size);
+    ck_assert_uint_eq(prog.last, nst * li.stripe_unit);
+    ck_assert_uint_ge(prog.calls, 1);
+    long now_len;
+    uint8_t *now = slurp(strip, &now_len);
+    ck_assert_ptr_nonnull(now);
+    ck_assert_int_eq(now_len, (long)(nst * li.stripe_unit)); /* whole units, cut past the end */
+    ck_assert_int_le(orig_len, now_len);
+    ck_assert_msg(memcmp(orig, now, (size_t)orig_len) == 0, "rebuilt units differ");
+    for (long i = orig_len; i < now_len; i++)
+        ck_assert_uint_eq(now[i], 0);
+    /* a server not in the layout: nothing to do */
+    unsigned other = T_SERVERS;
+    for (unsigned id = 0; id < T_SERVERS && other == T_SERVERS; id++) {
+        bool in = false;
+        for (unsigned p = 0; p < li.n; p++)
+            in = in || li.servers[p] == id;
+        if (!in)
+            other = id;
+    }
+    ck_assert_int_eq(depfs_rebuild_file(fs, ino, other, NULL, NULL), 0);
+    ck_assert_int_eq(depfs_rebuild_file(fs, 999999, S, NULL, NULL), -ENOENT);
+
+    rc = depfs_server_rejoin(fs, S, NULL, NULL);
+    ck_assert_msg(rc == 0, "rejoin: %s (%s)", strerror(-rc), depfs_last_error());
+    depfs_unmount(fs);
+    fs = mount_fs();
+    scrub_clean(fs, ino);
+    check_content(fs, "/rb1", model, size);
+    depfs_server_status st[T_SERVERS];
+    ck_assert_int_eq(depfs_cluster_status(fs, st, T_SERVERS), (int)T_SERVERS);
+    ck_assert_int_eq(st[S].state, 0); /* up again, for the MDS and itself */
+    depfs_unmount(fs);
+    free(orig);
+    free(now);
+    free(model);
+}
+END_TEST
+
+/* ------------------------------------------------- dirty records, rejoin */
+
+#define T_DIRTY_FILES 3u
+
+START_TEST(test_dirty_rejoin)
+{
+    static const char *paths[T_DIRTY_FILES] = {"depfs@6@4@4k:/d0", "depfs@4@2@4k:/d1",
+                                               "depfs@8@6@4k:/d2"};
+    size_t size = 200000, grow = 50000;
+    uint8_t *model[T_DIRTY_FILES];
+    uint64_t ino[T_DIRTY_FILES];
+    depfs_t *fs = mount_fs();
+    for (unsigned i = 0; i < T_DIRTY_FILES; i++) {
+        model[i] = calloc(1, size + grow);
+        ino[i] = write_file(fs, paths[i], model[i], 0, size);
+    }
+    depfs_layout_info li;
+    layout_of(fs, ino[2], &li); /* 8@6 on 8 servers: every server */
+    unsigned S = li.servers[0];
+    uint8_t gone_model[8192];
+    uint64_t gone = write_file(fs, "depfs@8@6@4k:/gone", gone_model, 0, sizeof gone_model);
+
+    td_ios_kill(&g_cl, S);
+    /* overwrite the middle, extend, and change a file then remove it */
+    for (unsigned i = 0; i < T_DIRTY_FILES; i++) {
+        write_file(fs, strchr(paths[i], ':') + 1, model[i], 12345, 40000);
+        write_file(fs, strchr(paths[i], ':') + 1, model[i], size, grow);
+    }
+    write_file(fs, "/gone", gone_model, 100, 5000);
+    ck_assert_int_eq(depfs_unlink_path(fs, "/gone"), 0);
+    depfs_unmount(fs);
+    char strip[512];
+    td_strip_path(&g_cl, S, gone, strip, sizeof strip);
+    ck_assert_int_eq(access(strip, F_OK), 0); /* S missed the removal */
+
+    ck_assert(td_ios_start(&g_cl, S, "--rebuild"));
+    fs = mount_fs();
+    progress prog = {0};
+    int rc = depfs_server_rejoin(fs, S, on_progress, &prog);
+    ck_assert_msg(rc == 0, "rejoin: %s (%s)", strerror(-rc), depfs_last_error());
+    ck_assert_uint_gt(prog.last, 0);
+    ck_assert_int_ne(access(strip, F_OK), 0);
+    /* nothing dirty is left: a second rejoin rebuilds nothing */
+    progress again = {0};
+    ck_assert_int_eq(depfs_server_rejoin(fs, S, on_progress, &again), 0);
+    ck_assert_uint_eq(again.last, 0);
+    depfs_unmount(fs);
+
+    fs = mount_fs();
+    for (unsigned i = 0; i < T_DIRTY_FILES; i++) {
+        scrub_clean(fs, ino[i]);
+        check_content(fs, strchr(paths[i], ':') + 1, model[i], size + grow);
+        free(model[i]);
+    }
+    depfs_unmount(fs);
+}
+END_TEST
+
+/* ---------------------------------------------------------- file walk */
+
+typedef struct walk_seen {
+    uint64_t ino[256];
+    unsigned n;
+} walk_seen;
+
+static int on_file(void *arg, uint64_t ino, uint64_t size)
+{
+    (void)size;
+    walk_seen *w = arg;
+    for (unsigned i = 0; i < w->n; i++)
+        ck_assert_msg(w->ino[i] != ino, "inode %" PRIu64 " reported twice", ino);
+    ck_assert_uint_lt(w->n, 256);
+    w->ino[w->n++] = ino;
+    return 0;
+}
+
+START_TEST(test_files_on_server)
+{
+    depfs_t *fs = mount_fs();
+    ck_assert_int_eq(depfs_mkdir_path(fs, "/w", 0755), 0);
+    ck_assert_int_eq(depfs_mkdir_path(fs, "/w/sub", 0755), 0);
+    ck_assert_int_eq(depfs_mkdir_path(fs, "/w/sub/deeper", 0755), 0);
+    static const char *paths[] = {"depfs@4@2@4k:/w/a", "depfs@8@6@4k:/w/sub/b",
+                                  "depfs@2@1@4k:/w/sub/deeper/c", "depfs@3@2@4k:/w/d"};
+    enum { NF = sizeof paths / sizeof paths[0] };
+    uint64_t ino[NF];
+    uint8_t buf[5000];
+    for (unsigned i = 0; i < NF; i++)
+        ino[i] = write_file(fs, paths[i], buf, 0, sizeof buf);
+    struct stat st;
+    uint64_t wdir;
+    ck_assert_int_eq(depfs_resolve(fs, "/w", &wdir, &st), 0);
+    ck_assert_int_eq(depfs_link(fs, ino[0], wdir, "alink", &st), 0);
+    for (unsigned s = 0; s < T_SERVERS; s++) {
+        walk_seen w = {.n = 0};
+        ck_assert_int_eq(depfs_files_on_server(fs, s, on_file, &w), 0);
+        for (unsigned i = 0; i < NF; i++) {
+            depfs_layout_info li;
+            layout_of(fs, ino[i], &li);
+            bool want = false, got = false;
+            for (unsigned p = 0; p < li.n; p++)
+                want = want || li.servers[p] == s;
+            for (unsigned j = 0; j < w.n; j++)
+                got = got || w.ino[j] == ino[i];
+            ck_assert_msg(want == got, "server %u file %s: want %d got %d", s, paths[i], want, got);
+        }
+    }
+    depfs_unmount(fs);
+}
+END_TEST
+
+/* -------------------------------------------------------- orphan locks */
+
+static rpc_conn *ios_conn(unsigned id)
+{
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%u", g_cl.ports[1 + id]);
+    frame_limits lim = {FRAME_DEFAULT_MAX_HEADER_BYTES, FRAME_DEFAULT_MAX_BULK_BYTES};
+    rpc_conn *c = NULL;
+    ck_assert_int_eq(rpc_conn_open("tcp", addr, &lim, 1000, &c), 0);
+    return c;
+}
+
+/* One raw request; returns the reply's err. */
+static int raw_call(unsigned id, uint16_t op, Depfs__IoRequest *q, const void *bulk, size_t len)
+{
+    rpc_conn *c = ios_conn(id);
+    struct iovec iov = {(void *)bulk, len};
+    ProtobufCMessage *m = NULL;
+    int rc = rpc_call_msg(c, op, &q->base, bulk ? &iov : NULL, bulk ? 1 : 0, NULL, 0, 2000,
+                          &depfs__io_reply__descriptor, &m, NULL);
+    ck_assert_int_eq(rc, 0);
+    int err = ((Depfs__IoReply *)m)->err;
+    protobuf_c_message_free_unpacked(m, NULL);
+    rpc_conn_close(c);
+    return err;
+}
+
+static void orphan_lock(unsigned id, uint64_t ino, uint64_t first, uint64_t count)
+{
+    Depfs__LockSpec l = DEPFS__LOCK_SPEC__INIT;
+    l.first_stripe = first;
+    l.stripe_count = count;
+    l.owner_client = T_ORPHAN_CLIENT;
+    l.owner_op = T_ORPHAN_OP;
+    Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
+    q.file_id = ino;
+    q.lock = &l;
+    ck_assert_int_eq(raw_call(id, DEPFS__IO_OP__IO_LOCK, &q, NULL, 0), 0);
+}
+
+START_TEST(test_orphan_repair)
+{
+    depfs_t *fs = mount_fs();
+    size_t size = 5 * 4 * 4096; /* 5 stripes of 6@4@4k */
+    uint8_t *model = calloc(1, size);
+    uint64_t ino = write_file(fs, "depfs@6@4@4k:/orphan", model, 0, size);
+    depfs_layout_info li;
+    layout_of(fs, ino, &li);
+    layout lay = {.n = li.n, .k = li.k, .su = li.stripe_unit};
+    for (unsigned p = 0; p < li.n; p++)
+        lay.servers[p] = li.servers[p];
+    /* the dead writer locked stripes 1..2 everywhere but on one server... */
+    const uint64_t first = 1, count = 2;
+    unsigned skipped = layout_unit_server(&lay, first, 1);
+    for (unsigned p = 0; p < li.n; p++)
+        if (li.servers[p] != skipped)
+            orphan_lock(li.servers[p], ino, first, count);
+    /* ...and stored new bytes of data unit 0 of stripe 1 but no parity */
+    uint8_t garbage[4096];
+    rnd_fill(garbage, sizeof garbage);
+    Depfs__Extent e = DEPFS__EXTENT__INIT;
+    e.offset = layout_local_offset(&lay, first);
+    e.length = sizeof garbage;
+    Depfs__Extent *ep = &e;
+    Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
+    q.file_id = ino;
+    q.n_extents = 1;
+    q.extents = &ep;
+    q.has_ignore_locks = q.ignore_locks = true;
+    ck_assert_int_eq(raw_call(layout_unit_server(&lay, first, 0), DEPFS__IO_OP__IO_WRITE, &q,
+                              garbage, sizeof garbage),
+                     0);
+    memcpy(model + first * 4 * 4096, garbage, sizeof garbage);
+    usleep(T_LEASE_WAIT_US); /* the orphan's entries are stale now */
+    /* the half-done write really broke parity (seen by a lock-ignoring scrub) */
+    depfs_options ro = {.config_path = g_cl.conf, .ignore_locks = true};
+    depfs_t *rfs = NULL;
+    ck_assert_int_eq(depfs_mount(&ro, &rfs), 0);
+    depfs_scrub_report rep;
+    ck_assert_int_eq(depfs_scrub_ino(rfs, ino, false, &rep), 0);
+    ck_assert_uint_eq(rep.stripes_bad, 1);
+    ck_assert_uint_eq(rep.first_bad_stripe, first);
+    depfs_unmount(rfs);
+
+    int rc = depfs_repair_orphan_lock(fs, ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP);
+    ck_assert_msg(rc == 0, "repair: %s (%s)", strerror(-rc), depfs_last_error());
+    scrub_clean(fs, ino); /* takes the stripe locks: they are free again */
+    check_content(fs, "/orphan", model, size);
+    /* idempotent */
+    ck_assert_int_eq(depfs_repair_orphan_lock(fs, ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP), 0);
+    /* writers get the stripes */
+    write_file(fs, "/orphan", model, first * 4 * 4096 + 100, 3 * 4096);
+    scrub_clean(fs, ino);
+    check_content(fs, "/orphan", model, size);
+    depfs_unmount(fs);
+    free(model);
+}
+END_TEST
+
+static TCase *own_cluster(const char *name, const TTest *t)
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_unchecked_fixture(tc, cluster_up, cluster_down);
+    tcase_set_timeout(tc, T_TEST_TIMEOUT_S);
+    tcase_add_test(tc, t);
+    return tc;
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    Suite *s = suite_create("client_rebuild");
+    suite_add_tcase(s, own_cluster("rebuild_file", test_rebuild_deleted_strip));
+    suite_add_tcase(s, own_cluster("dirty_rejoin", test_dirty_rejoin));
+    suite_add_tcase(s, own_cluster("files_on_server", test_files_on_server));
+    suite_add_tcase(s, own_cluster("orphan", test_orphan_repair));
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
