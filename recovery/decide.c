@@ -100,12 +100,16 @@ static bool finishing_grace(rec_server *s, const rec_obs *o, uint64_t now_ms)
     return false;
 }
 
+/* Dirty records naming a server that serves: it lacks writes. Only scans
+ * begun after we saw it serve count (older ones may predate a rejoin's last
+ * pass); a server never seen out of service has no such rejoin to wait for. */
 static void check_false_suspicion(rec_ctx *c, rec_server *s, uint64_t now_ms)
 {
     uint64_t distinct = 0, recent = 0;
     if (!s->up_since_ms)
         s->up_since_ms = now_ms;
-    if (rec_dirty_summary(c, s, s->up_since_ms, &distinct, &recent) == 0 && recent > 0)
+    uint64_t since_ms = s->seen_out_of_service ? s->up_since_ms : 0;
+    if (rec_dirty_summary(c, s, since_ms, &distinct, &recent) == 0 && recent > 0)
         demote(c, s, "dirty records name it: a client could not reach it");
 }
 
@@ -116,14 +120,18 @@ static void decide_server(rec_ctx *c, rec_server *s, const rec_obs *o, uint32_t 
         return; /* no heartbeat done yet */
     if (!o->answered) {
         s->up_since_ms = s->finishing_since_ms = 0;
+        s->seen_out_of_service = true;
         if (mstate != DOWN)
             mark_down(c, s, o);
         return;
     }
-    if (rec_rejoin_running(c, s))
+    if (rec_rejoin_running(c, s)) {
+        s->seen_out_of_service = true;
         return; /* the rejoin owns its state changes */
+    }
     if (o->state == REBUILDING || o->state == RECONSTRUCTING) {
         s->up_since_ms = 0;
+        s->seen_out_of_service = true;
         if (mstate == UP && finishing_grace(s, o, now_ms))
             return;
         s->finishing_since_ms = 0;
@@ -141,6 +149,7 @@ static void decide_server(rec_ctx *c, rec_server *s, const rec_obs *o, uint32_t 
         return;
     }
     s->up_since_ms = 0;
+    s->seen_out_of_service = true;
     if (mstate != DOWN) {
         /* the MDS has it out of service but it says UP: ask afresh first */
         uint32_t fresh = UP;

@@ -76,6 +76,7 @@ typedef struct rec_server {
     uint32_t mds_state;    /* as the MDS last said (or we last set) */
     bool mds_known;
     uint64_t up_since_ms;  /* seen UP at the MDS and on the server since */
+    bool seen_out_of_service; /* ever seen down/rebuilding by this daemon */
     uint64_t finishing_since_ms; /* MDS UP, server still rebuilding, since */
     uint64_t published_degraded, published_done, logged_degraded;
     bool published_valid;
