@@ -1,6 +1,8 @@
 /* status.c - `depfs status [--json]`: every I/O server's state (up, down,
- * rebuilding), whether this client reaches it, space used/free and stripe
- * lock counters, from depfs_cluster_status, plus cluster totals. */
+ * rebuilding, reconstructing: its own word, or the MDS's when it cannot be
+ * reached), the MDS's state, degraded files and rebuild progress, whether
+ * this client reaches it, space used/free and stripe lock counters, from
+ * depfs_cluster_status, plus cluster totals. */
 #include "cli.h"
 #include "json.h"
 
@@ -15,10 +17,13 @@
 #define SIZE_TEXT_MAX 32u
 #define BYTES_PER_KIB 1024.0
 
-enum { SERVER_UP = 0, SERVER_DOWN = 1, SERVER_REBUILDING = 2 };
+enum { SERVER_UP = 0, SERVER_DOWN = 1, SERVER_REBUILDING = 2, SERVER_RECONSTRUCTING = 3 };
+#define PERCENT 100.0
+#define RECOVERY_TEXT_MAX 128u
 
 typedef struct status_totals {
-    unsigned servers, up, down, rebuilding, reachable;
+    unsigned servers, up, down, rebuilding, reconstructing, reachable;
+    uint64_t degraded_files;
     uint64_t bytes_used, bytes_free;
     uint64_t locks_granted, locks_nacked, locks_retried, locks_held, lock_hold_ms_total;
 } status_totals;
@@ -28,7 +33,9 @@ static void status_usage(FILE *out)
     fprintf(out,
             "Usage: %s status [--json]\n"
             "\n"
-            "Show each I/O server: id, address, state (up, down, rebuilding), whether\n"
+            "Show each I/O server: id, address, state (up, down, rebuilding,\n"
+            "reconstructing; from the MDS when the server cannot be reached), the\n"
+            "state the MDS holds, degraded files and rebuild progress (RECOVERY), whether\n"
             "this client reaches it, bytes used and free, and its stripe-lock counters\n"
             "(granted, nacked, retried after a NACK, currently held, total hold time\n"
             "in ms); then totals.\n"
@@ -46,6 +53,7 @@ static const char *state_name(int state)
     case SERVER_UP: return "up";
     case SERVER_DOWN: return "down";
     case SERVER_REBUILDING: return "rebuilding";
+    case SERVER_RECONSTRUCTING: return "reconstructing";
     default: return "unknown";
     }
 }
@@ -72,7 +80,9 @@ static void add_totals(status_totals *t, const depfs_server_status *s)
     t->up += s->state == SERVER_UP;
     t->down += s->state == SERVER_DOWN;
     t->rebuilding += s->state == SERVER_REBUILDING;
+    t->reconstructing += s->state == SERVER_RECONSTRUCTING;
     t->reachable += s->reachable;
+    t->degraded_files += s->degraded_files;
     t->bytes_used += s->bytes_used;
     t->bytes_free += s->bytes_free;
     t->locks_granted += s->locks_granted;
@@ -82,27 +92,49 @@ static void add_totals(status_totals *t, const depfs_server_status *s)
     t->lock_hold_ms_total += s->lock_hold_ms_total;
 }
 
+/* "-", "3 degraded" or "45% 1.2G/2.7G, 3 degraded": the MDS's recovery view. */
+static void recovery_text(char *buf, size_t len, const depfs_server_status *s)
+{
+    char done[SIZE_TEXT_MAX], total[SIZE_TEXT_MAX];
+    if (s->rebuild_total_bytes > 0) {
+        human_bytes(done, sizeof(done), s->rebuild_done_bytes);
+        human_bytes(total, sizeof(total), s->rebuild_total_bytes);
+        snprintf(buf, len, "%.0f%% %s/%s, %llu degraded",
+                 PERCENT * (double)s->rebuild_done_bytes / (double)s->rebuild_total_bytes, done,
+                 total, (unsigned long long)s->degraded_files);
+    } else if (s->degraded_files > 0) {
+        snprintf(buf, len, "%llu degraded", (unsigned long long)s->degraded_files);
+    } else {
+        snprintf(buf, len, "-");
+    }
+}
+
 static void print_text(const depfs_server_status *v, unsigned n, const status_totals *t)
 {
-    char used[SIZE_TEXT_MAX], freeb[SIZE_TEXT_MAX];
+    char used[SIZE_TEXT_MAX], freeb[SIZE_TEXT_MAX], rec[RECOVERY_TEXT_MAX];
 
-    printf("%-4s %-22s %-10s %-5s %9s %9s %10s %8s %8s %6s %10s\n", "ID", "ADDRESS", "STATE",
-           "REACH", "USED", "FREE", "GRANTED", "NACKED", "RETRIED", "HELD", "HOLD_MS");
+    printf("%-4s %-22s %-14s %-14s %-5s %9s %9s %10s %8s %8s %6s %10s  %s\n", "ID", "ADDRESS",
+           "STATE", "MDS_STATE", "REACH", "USED", "FREE", "GRANTED", "NACKED", "RETRIED", "HELD",
+           "HOLD_MS", "RECOVERY");
     for (unsigned i = 0; i < n; i++) {
         const depfs_server_status *s = &v[i];
         human_bytes(used, sizeof(used), s->bytes_used);
         human_bytes(freeb, sizeof(freeb), s->bytes_free);
-        printf("%-4u %-22s %-10s %-5s %9s %9s %10llu %8llu %8llu %6llu %10llu\n", s->id,
-               s->address, state_name(s->state), s->reachable ? "yes" : "no", used, freeb,
+        recovery_text(rec, sizeof(rec), s);
+        printf("%-4u %-22s %-14s %-14s %-5s %9s %9s %10llu %8llu %8llu %6llu %10llu  %s\n", s->id,
+               s->address, state_name(s->state), state_name(s->mds_state),
+               s->reachable ? "yes" : "no", used, freeb,
                (unsigned long long)s->locks_granted, (unsigned long long)s->locks_nacked,
                (unsigned long long)s->locks_retried, (unsigned long long)s->locks_held,
-               (unsigned long long)s->lock_hold_ms_total);
+               (unsigned long long)s->lock_hold_ms_total, rec);
     }
     human_bytes(used, sizeof(used), t->bytes_used);
     human_bytes(freeb, sizeof(freeb), t->bytes_free);
-    printf("total: %u servers (%u up, %u down, %u rebuilding, %u reachable), used %s, free %s, "
+    printf("total: %u servers (%u up, %u down, %u rebuilding, %u reconstructing, %u reachable), "
+           "%llu degraded files, used %s, free %s, "
            "locks granted %llu, nacked %llu, retried %llu, held %llu, hold %llu ms\n",
-           t->servers, t->up, t->down, t->rebuilding, t->reachable, used, freeb,
+           t->servers, t->up, t->down, t->rebuilding, t->reconstructing, t->reachable,
+           (unsigned long long)t->degraded_files, used, freeb,
            (unsigned long long)t->locks_granted, (unsigned long long)t->locks_nacked,
            (unsigned long long)t->locks_retried, (unsigned long long)t->locks_held,
            (unsigned long long)t->lock_hold_ms_total);
@@ -130,7 +162,11 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
         cli_json_uint(&j, "id", s->id);
         cli_json_string(&j, "address", s->address);
         cli_json_string(&j, "state", state_name(s->state));
+        cli_json_string(&j, "mds_state", state_name(s->mds_state));
         cli_json_bool(&j, "reachable", s->reachable);
+        cli_json_uint(&j, "degraded_files", s->degraded_files);
+        cli_json_uint(&j, "rebuild_done_bytes", s->rebuild_done_bytes);
+        cli_json_uint(&j, "rebuild_total_bytes", s->rebuild_total_bytes);
         cli_json_uint(&j, "bytes_used", s->bytes_used);
         cli_json_uint(&j, "bytes_free", s->bytes_free);
         json_locks(&j, s->locks_granted, s->locks_nacked, s->locks_retried, s->locks_held,
@@ -143,7 +179,9 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
     cli_json_uint(&j, "up", t->up);
     cli_json_uint(&j, "down", t->down);
     cli_json_uint(&j, "rebuilding", t->rebuilding);
+    cli_json_uint(&j, "reconstructing", t->reconstructing);
     cli_json_uint(&j, "reachable", t->reachable);
+    cli_json_uint(&j, "degraded_files", t->degraded_files);
     cli_json_uint(&j, "bytes_used", t->bytes_used);
     cli_json_uint(&j, "bytes_free", t->bytes_free);
     json_locks(&j, t->locks_granted, t->locks_nacked, t->locks_retried, t->locks_held,

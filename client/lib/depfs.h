@@ -152,11 +152,15 @@ int depfs_scrub_ino(depfs_t *fs, uint64_t ino, bool repair, depfs_scrub_report *
 typedef struct depfs_server_status {
     uint32_t id;
     char address[128];
-    int state;                  /* 0 up, 1 down, 2 rebuilding */
+    int state;                  /* 0 up, 1 down, 2 rebuilding, 3 reconstructing: the
+                                 * server's own word when reachable, else the MDS's */
     bool reachable;
     uint64_t bytes_used, bytes_free;
     uint64_t locks_granted, locks_nacked, locks_held, lock_hold_ms_total;
     uint64_t locks_retried;     /* lock requests that were retries after a NACK */
+    int mds_state;              /* the state the MDS holds for it (same codes) */
+    uint64_t degraded_files;    /* files with units missing there (from the MDS) */
+    uint64_t rebuild_done_bytes, rebuild_total_bytes; /* rebuild progress (MDS) */
 } depfs_server_status;
 /* Fills up to max entries; returns the number of servers. */
 int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max);

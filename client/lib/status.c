@@ -1,5 +1,6 @@
 /* status.c - libdepfs core: asking every I/O server for its state, usage
- * and lock counters (IO_STAT, all servers in parallel), for
+ * and lock counters (IO_STAT, all servers in parallel, rebuilding ones
+ * too), with the MDS's state and rebuild progress of each, for
  * depfs_cluster_status and the raw-bytes part of depfs_statfs. */
 #include <assert.h>
 #include <errno.h>
@@ -44,7 +45,11 @@ void dc_stat_servers(depfs_t *fs, Depfs__IoReply **out)
         out[i] = NULL;
         if (!calls)
             continue;
-        rpc_conn *c = dc_server_conn(fs, fs->servers[i].id);
+        /* servers the MDS calls rebuilding still answer IO_STAT; only a
+         * local failure mark skips one */
+        if (atomic_load(&fs->servers[i].down_until_ms) > dc_now_ms())
+            continue;
+        rpc_conn *c = dc_server_conn_any(fs, fs->servers[i].id);
         if (!c)
             continue;
         if (rpc_call_start_msg(c, DEPFS__IO_OP__IO_STAT, &req.base, NULL, 0, NULL, 0, &calls[i]) < 0) {
@@ -66,16 +71,33 @@ void dc_stat_free(depfs_t *fs, Depfs__IoReply **out)
     }
 }
 
-static void status_fill(const dc_server *s, const Depfs__IoReply *rep, depfs_server_status *st)
+static const Depfs__ServerInfo *mds_info(const Depfs__MdsReply *cl, uint32_t id)
+{
+    for (size_t i = 0; cl && i < cl->n_servers; i++)
+        if (cl->servers[i]->id == id)
+            return cl->servers[i];
+    return NULL;
+}
+
+/* The server's own reply when it answered; the MDS's state (never "up"
+ * for a server we cannot reach) and its rebuild progress always. */
+static void status_fill(const dc_server *s, const Depfs__IoReply *rep, const Depfs__ServerInfo *si,
+                        depfs_server_status *st)
 {
     memset(st, 0, sizeof *st);
     st->id = s->id;
     snprintf(st->address, sizeof st->address, "%s", s->address);
     st->reachable = rep != NULL;
-    st->state = DEPFS__SERVER_STATE__SERVER_DOWN;
-    if (!rep)
+    st->mds_state = si ? (int)si->state : s->state;
+    st->degraded_files = si ? si->degraded_files : 0;
+    st->rebuild_done_bytes = si ? si->rebuild_done_bytes : 0;
+    st->rebuild_total_bytes = si ? si->rebuild_total_bytes : 0;
+    if (!rep) {
+        st->state = st->mds_state == DEPFS__SERVER_STATE__SERVER_UP ? DEPFS__SERVER_STATE__SERVER_DOWN
+                                                                    : st->mds_state;
         return;
-    st->state = rep->has_state ? (int)rep->state : s->state;
+    }
+    st->state = rep->has_state ? (int)rep->state : st->mds_state;
     st->bytes_used = rep->bytes_used;
     st->bytes_free = rep->bytes_free;
     st->locks_granted = rep->locks_granted;
@@ -87,18 +109,26 @@ static void status_fill(const dc_server *s, const Depfs__IoReply *rep, depfs_ser
 
 int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max)
 {
-    (void)dc_cluster_refresh(fs); /* states as the MDS knows them; best effort */
-    if (fs->nservers == 0)
+    Depfs__MdsReply *cl = NULL;
+    (void)dc_cluster_fetch(fs, &cl); /* states and progress as the MDS knows them; best effort */
+    if (fs->nservers == 0) {
+        if (cl)
+            depfs__mds_reply__free_unpacked(cl, NULL);
         return 0;
+    }
     Depfs__IoReply **reps = calloc(fs->nservers, sizeof *reps);
     if (!reps) {
+        if (cl)
+            depfs__mds_reply__free_unpacked(cl, NULL);
         dc_set_error("out of memory");
         return -ENOMEM;
     }
     dc_stat_servers(fs, reps);
     for (unsigned i = 0; i < fs->nservers && i < max; i++)
-        status_fill(&fs->servers[i], reps[i], &out[i]);
+        status_fill(&fs->servers[i], reps[i], mds_info(cl, fs->servers[i].id), &out[i]);
     dc_stat_free(fs, reps);
     free(reps);
+    if (cl)
+        depfs__mds_reply__free_unpacked(cl, NULL);
     return (int)fs->nservers;
 }

@@ -72,7 +72,8 @@ static uint64_t write_file(depfs_t *fs, const char *path, uint8_t *model, size_t
     ck_assert_msg(rc == 0, "open %s: %s (%s)", path, strerror(-rc), depfs_last_error());
     rnd_fill(model + off, len);
     ck_assert_int_eq(depfs_write(fh, model + off, len, off), (ssize_t)len);
-    ck_assert_int_eq(depfs_fsync(fh), 0);
+    rc = depfs_fsync(fh);
+    ck_assert_msg(rc == 0, "fsync %s: %s (%s)", path, strerror(-rc), depfs_last_error());
     uint64_t ino = depfs_fh_ino(fh);
     ck_assert_int_eq(depfs_close(fh), 0);
     return ino;
@@ -144,6 +145,39 @@ static uint64_t stripes_of(const depfs_layout_info *li, uint64_t size)
     return (size + sb - 1) / sb;
 }
 
+static int raw_call(unsigned id, uint16_t op, Depfs__IoRequest *q, const void *bulk, size_t len);
+
+/* MDS_SET_SERVER_STATE by hand (as depfs-recovery does). */
+static void mds_set_state(unsigned id, unsigned state)
+{
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%u", g_cl.ports[0]);
+    frame_limits lim = {FRAME_DEFAULT_MAX_HEADER_BYTES, FRAME_DEFAULT_MAX_BULK_BYTES};
+    rpc_conn *c = NULL;
+    ck_assert_int_eq(rpc_conn_open("tcp", addr, &lim, 1000, &c), 0);
+    Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
+    q.has_server_id = q.has_server_state = true;
+    q.server_id = id;
+    q.server_state = state;
+    ProtobufCMessage *m = NULL;
+    ck_assert_int_eq(rpc_call_msg(c, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, &q.base, NULL, 0, NULL,
+                                  0, 2000, &depfs__mds_reply__descriptor, &m, NULL),
+                     0);
+    ck_assert_int_eq(((Depfs__MdsReply *)m)->err, 0);
+    uint64_t epoch = ((Depfs__MdsReply *)m)->cluster_epoch;
+    protobuf_c_message_free_unpacked(m, NULL);
+    rpc_conn_close(c);
+    /* and, like depfs-recovery, push the new epoch to the servers that run */
+    for (unsigned i = 0; i < T_SERVERS; i++) {
+        if (i == id)
+            continue;
+        Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
+        q.has_cluster_epoch = true;
+        q.cluster_epoch = epoch;
+        ck_assert_int_eq(raw_call(i, DEPFS__IO_OP__IO_SET_STATE, &q, NULL, 0), 0);
+    }
+}
+
 /* -------------------------------------------------- rebuild one file */
 
 START_TEST(test_rebuild_deleted_strip)
@@ -164,9 +198,21 @@ START_TEST(test_rebuild_deleted_strip)
 
     td_ios_kill(&g_cl, S);
     ck_assert_int_eq(unlink(strip), 0);
+    /* what depfs-recovery would tell the MDS; status shows it while S is away */
+    mds_set_state(S, 2);
+    fs = mount_fs();
+    depfs_server_status st[T_SERVERS];
+    ck_assert_int_eq(depfs_cluster_status(fs, st, T_SERVERS), (int)T_SERVERS);
+    ck_assert(!st[S].reachable);
+    ck_assert_int_eq(st[S].state, 2);
+    ck_assert_int_eq(st[S].mds_state, 2);
+    depfs_unmount(fs);
     ck_assert(td_ios_start(&g_cl, S, "--rebuild"));
 
     fs = mount_fs();
+    ck_assert_int_eq(depfs_cluster_status(fs, st, T_SERVERS), (int)T_SERVERS);
+    ck_assert(st[S].reachable);
+    ck_assert_int_eq(st[S].state, 2);
     progress prog = {0};
     int rc = depfs_rebuild_file(fs, ino, S, on_progress, &prog);
     ck_assert_msg(rc == 0, "rebuild: %s (%s)", strerror(-rc), depfs_last_error());
@@ -199,9 +245,9 @@ START_TEST(test_rebuild_deleted_strip)
     fs = mount_fs();
     scrub_clean(fs, ino);
     check_content(fs, "/rb1", model, size);
-    depfs_server_status st[T_SERVERS];
     ck_assert_int_eq(depfs_cluster_status(fs, st, T_SERVERS), (int)T_SERVERS);
     ck_assert_int_eq(st[S].state, 0); /* up again, for the MDS and itself */
+    ck_assert_int_eq(st[S].mds_state, 0);
     depfs_unmount(fs);
     free(orig);
     free(now);
