@@ -98,6 +98,14 @@ uint64_t dc_round_stripes(const depfs_t *fs, const layout *lay);
  * no size update). */
 int dc_write_range(depfs_t *fs, dc_inode *in, const uint8_t *buf, uint64_t off, uint64_t len,
                    bool sync);
+/* One extent of new bytes: data[0] is file byte off. */
+typedef struct dc_wext {
+    uint64_t off, len;
+    const uint8_t *data;
+} dc_wext;
+/* Write n extents (ascending, non-overlapping) through the stripe-lock
+ * protocol, as few rounds as the request limits allow. */
+int dc_write_extents(depfs_t *fs, dc_inode *in, const dc_wext *ext, unsigned n, bool sync);
 /* Read [off, off+len) (already clamped to the size) into buf. */
 int dc_read_range(depfs_t *fs, dc_inode *in, uint8_t *buf, uint64_t off, uint64_t len);
 /* Write-behind: true when this handle buffers writes. */

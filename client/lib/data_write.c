@@ -1,7 +1,9 @@
 /* data_write.c - depfs_write and the stripe-lock write protocol.
  *
- * A write is cut into stripe pieces and processed in rounds of a bounded
- * number of stripes. Per round:
+ * A write (one range, or the sorted extents of a write-behind flush) is cut
+ * into stripe pieces and processed in rounds of a bounded number of pieces
+ * on distinct stripes; a round locks [its first stripe, its last stripe]
+ * on each server. Per round:
  *   plan     per partial stripe pick read-modify-write by delta (RMW),
  *            reconstruct-write (RECON) or, when a data unit's server is
  *            down, decode-write (DECODE); full stripes need no pre-read.
@@ -26,6 +28,7 @@ typedef enum { DC_W_FULL, DC_W_RMW, DC_W_RECON, DC_W_DECODE } dc_wmethod;
 
 typedef struct dc_wstripe {
     stripe_piece pc;
+    const uint8_t *src;               /* the piece's new bytes: src[0] = file byte pc.file_off */
     dc_wmethod method;
     uint32_t ra, rb;                  /* byte range inside each unit parity covers */
     uint32_t ua[LAYOUT_MAX_N], ub[LAYOUT_MAX_N]; /* new bytes of data unit u (ua == ub: none) */
@@ -39,10 +42,7 @@ typedef struct dc_wround {
     dc_inode *in;
     const layout *lay;
     const codec *cd;
-    const uint8_t *buf;               /* bytes of the whole write, buf[0] = file byte `off` */
-    uint64_t off, len;
-    uint64_t first_piece;
-    unsigned nst;
+    unsigned nst;                     /* pieces in this round, ascending distinct stripes */
     dc_wstripe *st;
     uint8_t *arena;
     uint32_t down;                    /* positions down when planned */
@@ -58,8 +58,8 @@ typedef struct dc_wround {
 static uint8_t *dc_new_ptr(const dc_wround *w, const dc_wstripe *ws, unsigned u, uint32_t x)
 {
     uint64_t file_byte = ws->pc.stripe * layout_stripe_bytes(w->lay) + (uint64_t)u * w->lay->su + x;
-    assert(file_byte >= w->off && file_byte < w->off + w->len);
-    return (uint8_t *)(w->buf + (file_byte - w->off));
+    assert(file_byte >= ws->pc.file_off && file_byte < ws->pc.file_off + ws->pc.len);
+    return (uint8_t *)(ws->src + (file_byte - ws->pc.file_off));
 }
 
 static bool dc_unit_down(const dc_wround *w, uint64_t stripe, unsigned u)
@@ -169,7 +169,8 @@ static void dc_assign_buffers(dc_wround *w, dc_wstripe *ws, uint8_t **cursor)
     }
 }
 
-/* Plan every stripe of the round with the current down mask; allocates. */
+/* Plan every piece of the round (pc and src set by the caller) with the
+ * current down mask; allocates. */
 static int dc_plan_round(dc_wround *w)
 {
     const layout *lay = w->lay;
@@ -183,7 +184,7 @@ static int dc_plan_round(dc_wround *w)
     uint64_t total = 0;
     for (unsigned i = 0; i < w->nst; i++) {
         dc_wstripe *ws = &w->st[i];
-        ws->pc = layout_piece(lay, w->off, w->len, w->first_piece + i);
+        assert(i == 0 || ws->pc.stripe > w->st[i - 1].pc.stripe);
         dc_plan_ranges(w, ws);
         dc_plan_method(w, ws);
         total += dc_stripe_buf_bytes(w, ws);
@@ -600,37 +601,126 @@ static int dc_write_round(dc_wround *w, dc_req *reqs)
     return rc;
 }
 
-int dc_write_range(depfs_t *fs, dc_inode *in, const uint8_t *buf, uint64_t off, uint64_t len,
-                   bool sync)
+/* Request budget of a round, per server: a piece may cost the server of a
+ * data unit it touches two extents and two memory segments (reconstruct-
+ * write pre-reads both sides of the new bytes), every other server of the
+ * stripe one; a round stays within one request (RPC_MAX_IOV). */
+#define DC_ROUND_SEGMENTS_MAX (DC_ROUND_STRIPES_MAX + 4u)
+_Static_assert(DC_ROUND_SEGMENTS_MAX <= RPC_MAX_IOV, "a round must fit one request");
+/* Pieces planned at once (bounds the piece list of a huge write). */
+#define DC_WRITE_WINDOW_PIECES 4096u
+
+typedef struct dc_wpiece {
+    stripe_piece pc;
+    const uint8_t *src;
+    bool done;
+} dc_wpiece;
+
+/* Adds the piece's cost to cost[] when it fits the budget. */
+static bool dc_piece_fits(const layout *lay, const stripe_piece *pc, unsigned cost[LAYOUT_MAX_N])
+{
+    unsigned c[LAYOUT_MAX_N];
+    for (unsigned u = 0; u < lay->n; u++) {
+        uint64_t lo = (uint64_t)u * lay->su, hi = lo + lay->su;
+        bool touched = u < lay->k && pc->off_in_stripe < hi && pc->off_in_stripe + pc->len > lo;
+        unsigned pos = layout_unit_pos(lay, pc->stripe, u);
+        c[pos] = touched && !pc->full ? 2u : 1u;
+        if (cost[pos] + c[pos] > DC_ROUND_SEGMENTS_MAX)
+            return false;
+    }
+    for (unsigned p = 0; p < lay->n; p++)
+        cost[p] += c[p];
+    return true;
+}
+
+/* Write a window of pieces (ascending file order) in rounds: each round
+ * takes, in order, not yet written pieces of distinct stripes while they
+ * fit the request budget; so k scattered small writes to one stripe cost k
+ * rounds only when nothing else is left to pair them with. */
+static int dc_write_window(dc_wround *w, dc_req *reqs, dc_wpiece *pcs, unsigned np,
+                           uint64_t per_round)
+{
+    unsigned first_left = 0;
+    while (first_left < np) {
+        unsigned cost[LAYOUT_MAX_N] = {0};
+        w->nst = 0;
+        for (unsigned i = first_left; i < np && w->nst < per_round; i++) {
+            if (pcs[i].done)
+                continue;
+            if (w->nst > 0 && w->st[w->nst - 1].pc.stripe == pcs[i].pc.stripe)
+                continue; /* next round */
+            if (!dc_piece_fits(w->lay, &pcs[i].pc, cost))
+                break;
+            w->st[w->nst].pc = pcs[i].pc;
+            w->st[w->nst].src = pcs[i].src;
+            w->nst++;
+            pcs[i].done = true;
+        }
+        assert(w->nst > 0);
+        int rc = dc_write_round(w, reqs);
+        if (rc < 0)
+            return rc;
+        while (first_left < np && pcs[first_left].done)
+            first_left++;
+    }
+    return 0;
+}
+
+int dc_write_extents(depfs_t *fs, dc_inode *in, const dc_wext *ext, unsigned n, bool sync)
 {
     const layout *lay = &in->lay;
-    if (len == 0)
+    if (n == 0)
         return 0;
     assert(lay->n >= lay->k && lay->k > 0 && lay->n <= LAYOUT_MAX_N);
     const codec *cd = dc_codec(fs, lay->n, lay->k, lay->codec_version);
     if (cd == NULL)
         return -EINVAL;
     uint64_t per_round = dc_round_stripes(fs, lay);
-    uint64_t npieces = layout_piece_count(lay, off, len);
     dc_wstripe *st = calloc(per_round, sizeof *st);
     dc_req *reqs = calloc(lay->n, sizeof *reqs);
+    uint64_t total_pieces = 0;
+    for (unsigned e = 0; e < n && total_pieces < DC_WRITE_WINDOW_PIECES; e++)
+        total_pieces += layout_piece_count(lay, ext[e].off, ext[e].len);
+    unsigned window = total_pieces < DC_WRITE_WINDOW_PIECES ? (unsigned)total_pieces
+                                                            : DC_WRITE_WINDOW_PIECES;
+    dc_wpiece *pcs = calloc(window ? window : 1, sizeof *pcs);
     int rc = 0;
-    if (st == NULL || reqs == NULL) {
+    if (st == NULL || reqs == NULL || pcs == NULL) {
         rc = -ENOMEM;
         goto out;
     }
-    dc_wround w = {.fs = fs, .in = in, .lay = lay, .cd = cd, .buf = buf, .off = off, .len = len,
-                   .st = st, .sync = sync, .no_locks = dc_test_hooks_get()->no_locks};
-    for (uint64_t i = 0; i < npieces && rc == 0; i += per_round) {
-        w.first_piece = i;
-        w.nst = (unsigned)(npieces - i < per_round ? npieces - i : per_round);
-        rc = dc_write_round(&w, reqs);
+    dc_wround w = {.fs = fs, .in = in, .lay = lay, .cd = cd, .st = st, .sync = sync,
+                   .no_locks = dc_test_hooks_get()->no_locks};
+    unsigned np = 0;
+    for (unsigned e = 0; e < n && rc == 0; e++) {
+        assert(e == 0 || ext[e].off >= ext[e - 1].off + ext[e - 1].len);
+        uint64_t npieces = layout_piece_count(lay, ext[e].off, ext[e].len);
+        for (uint64_t i = 0; i < npieces && rc == 0; i++) {
+            stripe_piece pc = layout_piece(lay, ext[e].off, ext[e].len, i);
+            pcs[np++] = (dc_wpiece){.pc = pc, .src = ext[e].data + (pc.file_off - ext[e].off)};
+            if (np == window) {
+                rc = dc_write_window(&w, reqs, pcs, np, per_round);
+                np = 0;
+            }
+        }
     }
+    if (rc == 0 && np > 0)
+        rc = dc_write_window(&w, reqs, pcs, np, per_round);
     free(w.arena);
 out:
+    free(pcs);
     free(reqs);
     free(st);
     return rc;
+}
+
+int dc_write_range(depfs_t *fs, dc_inode *in, const uint8_t *buf, uint64_t off, uint64_t len,
+                   bool sync)
+{
+    if (len == 0)
+        return 0;
+    dc_wext one = {.off = off, .len = len, .data = buf};
+    return dc_write_extents(fs, in, &one, 1, sync);
 }
 
 /* ---------------------------------------------------------- public entry */

@@ -16,7 +16,10 @@ Modes (how bytes are owned):
           slice w of every stripe and writes it in chunks of `piece` bytes
 
   cwriters.py write  FILE --mode M --writer w --writers W --rounds R --size S
-                     [--piece P] [--stripe B] [--fsync]
+                     [--piece P] [--stripe B] [--fsync] [--direct] [--fsync-every N]
+  --direct: O_DIRECT (the client writes every piece through at once: the
+  stripe-lock protocol per piece); --fsync-every N: buffered (write-behind
+  batches pieces into multi-stripe rounds), fsync after every N pieces.
   cwriters.py verify FILE [FILE...] --mode M --writers W --rounds R --size S
                      [--piece P] [--stripe B]
 """
@@ -87,8 +90,9 @@ def owner_runs(mode, writers, size, piece, stripe):
 
 
 def do_write(a):
-    fd = os.open(a.files[0], os.O_WRONLY)
+    fd = os.open(a.files[0], os.O_WRONLY | (os.O_DIRECT if a.direct else 0))
     n = 0
+    pieces_done = 0
     t0 = time.monotonic()
     try:
         for r in range(a.rounds):
@@ -99,6 +103,9 @@ def do_write(a):
                     print(f"writer {a.writer}: short write at {off}", file=sys.stderr)
                     return 1
                 n += length
+                pieces_done += 1
+                if a.fsync_every and pieces_done % a.fsync_every == 0:
+                    os.fsync(fd)
         if a.fsync:
             os.fsync(fd)
     finally:
@@ -144,6 +151,8 @@ def main():
     p.add_argument("--piece", type=int, default=1000)
     p.add_argument("--stripe", type=int, default=6 * 65536)
     p.add_argument("--fsync", action="store_true")
+    p.add_argument("--direct", action="store_true")
+    p.add_argument("--fsync-every", type=int, default=0)
     a = p.parse_args()
     assert 0 < a.piece <= PERIOD and 0 <= a.writer < a.writers
     return do_write(a) if a.cmd == "write" else do_verify(a)

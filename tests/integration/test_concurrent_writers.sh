@@ -7,7 +7,10 @@
 #           never aligned to pages or stripe units, every stripe shared;
 #   slices  each writer owns an odd-sized, odd-offset slice of every stripe
 #           and rewrites it in odd-sized chunks,
-# on an 8@6 and a 4@2 file, several rounds. Afterwards every byte is what its
+# on an 8@6 and a 4@2 file, several rounds, with O_DIRECT (every piece goes
+# through the stripe-lock protocol at once) or buffered (write-behind batches
+# a writer's pieces into multi-stripe lock rounds; fsync every few pieces).
+# Afterwards every byte is what its
 # writer wrote in the last round (read through both mounts) and scrub finds
 # every stripe consistent; the lock counters show NACKs (real contention).
 #
@@ -51,21 +54,22 @@ t=json.load(sys.stdin)["totals"]
 print(" ".join(f"{k}={t[k]}" for k in ("locks_granted","locks_nacked","locks_retried","locks_held","lock_hold_ms_total")))'; }
 total_of() { status_json | python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"][sys.argv[1]])' "$1"; }
 
-# run_case NAME LAYOUT MODE SIZE ROUNDS PIECE: create /NAME/f, run the
+# run_case NAME LAYOUT MODE SIZE ROUNDS PIECE IO: create /NAME/f, run the
 # writers (even ones on mount 1, odd ones on mount 2), check they all
 # succeeded. Leaves the file for verify/scrub.
 run_case() {
-  local name=$1 lay=$2 mode=$3 size=$4 rounds=$5 piece=$6
-  local n k stripe pids=() w m rc=0
+  local name=$1 lay=$2 mode=$3 size=$4 rounds=$5 piece=$6 io=$7
+  local n k stripe pids=() w m rc=0 ioargs=(--direct)
   n=${lay%@*}; k=${lay#*@}; stripe=$((k * SU))
   mkdir "$MNT/$name"
   setfattr -n user.depfs.layout -v "$lay" "$MNT/$name"
   head -c "$size" /dev/zero >"$MNT/$name/f"
   [ "$(stat -c %s "$MNT2/$name/f")" = "$size" ] || fail "mount 2 does not see $name/f at $size bytes"
   local args=(--mode "$mode" --writers $WRITERS --rounds "$rounds" --size "$size" --piece "$piece" --stripe "$stripe")
+  [ "$io" = direct ] || ioargs=(--fsync-every "$io")
   for ((w = 0; w < WRITERS; w++)); do
     if ((w % 2 == 0)); then m=$MNT; else m=$MNT2; fi
-    python3 "$CW" write "$m/$name/f" --writer $w "${args[@]}" >"$DEPFS_STATE/$name.w$w.out" 2>&1 &
+    python3 "$CW" write "$m/$name/f" --writer $w "${args[@]}" "${ioargs[@]}" >"$DEPFS_STATE/$name.w$w.out" 2>&1 &
     pids+=($!)
   done
   for ((w = 0; w < WRITERS; w++)); do
@@ -82,18 +86,20 @@ verify_case() {
     fail "$name: bytes differ from what their writers wrote"
 }
 
-# The workload: name layout mode size rounds piece.
+# The workload: name layout mode size rounds piece io (direct, or buffered
+# with an fsync every io pieces).
 CASES=(
-  "s86 8@6 stride $((2 * 1024 * 1024 + 333)) 2 1000"
-  "c86 8@6 slices $((6 * 6 * SU)) 4 4999"
-  "s42 4@2 stride $((1024 * 1024 + 77)) 2 1000"
-  "c42 4@2 slices $((8 * 2 * SU)) 4 3001"
+  "s86 8@6 stride $((2 * 1024 * 1024 + 333)) 2 1000 direct"
+  "c86 8@6 slices $((6 * 6 * SU)) 4 4999 direct"
+  "b86 8@6 stride $((2 * 1024 * 1024 + 333)) 2 1000 64"
+  "s42 4@2 stride $((1024 * 1024 + 77)) 2 1000 direct"
+  "c42 4@2 slices $((8 * 2 * SU)) 4 3001 16"
 )
 run_all_cases() {
   for c in "${CASES[@]}"; do
-    read -r name lay mode size rounds piece <<<"$c"
-    log "$1: $name: $WRITERS writers ($mode, $lay, $size bytes, $rounds rounds, pieces of $piece)"
-    run_case "$name" "$lay" "$mode" "$size" "$rounds" "$piece"
+    read -r name lay mode size rounds piece io <<<"$c"
+    log "$1: $name: $WRITERS writers ($mode, $lay, $size bytes, $rounds rounds, pieces of $piece, io $io)"
+    run_case "$name" "$lay" "$mode" "$size" "$rounds" "$piece" "$io"
   done
 }
 
