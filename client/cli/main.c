@@ -10,6 +10,9 @@
 
 #define CLI_VERSION "0.1.0"
 
+/* reconstruct.c (declared here: cli.h belongs to the CLI's core) */
+int cli_cmd_reconstruct(int argc, char **argv, const char *config_path);
+
 typedef struct cli_command {
     const char *name;
     int (*fn)(int argc, char **argv, const char *config_path);
@@ -22,6 +25,7 @@ static const cli_command commands[] = {
     {"stat", cli_cmd_stat, "show a file's attributes and layout"},
     {"scrub", cli_cmd_scrub, "recompute parity and compare it with the stored parity"},
     {"status", cli_cmd_status, "show every I/O server's state, space and lock counters"},
+    {"reconstruct", cli_cmd_reconstruct, "rebuild every unit of a replaced I/O server, then let it rejoin"},
     {"ls", cli_cmd_ls, "list a directory"},
     {"mkdir", cli_cmd_mkdir, "create a directory (a label sets its layout)"},
     {"rm", cli_cmd_rm, "remove a file or an empty directory"},
@@ -42,7 +46,7 @@ static void usage(FILE *out)
             "Commands:\n",
             CLI_PROG);
     for (size_t i = 0; i < N_COMMANDS; i++)
-        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fprintf(out,
             "\n"
             "Options (accepted by every command):\n"

@@ -10,7 +10,10 @@
  *     hard links once;
  *   - an orphan lock taken by hand over the RPC layer (never released) with
  *     a half-done write under it: depfs_repair_orphan_lock makes parity
- *     match again, frees the stripes, and is idempotent.
+ *     match again, frees the stripes, and is idempotent;
+ *   - `depfs reconstruct` (the real CLI) refills an empty replacement,
+ *     resumes from its state file, --restart ignores it, then the server
+ *     is up and every file scrubs clean; an up server is refused.
  * Each case gets its own cluster (they kill and restart servers). */
 #include <check.h>
 #include <errno.h>
@@ -465,6 +468,89 @@ START_TEST(test_orphan_repair)
 }
 END_TEST
 
+/* ------------------------------------------- `depfs reconstruct` (CLI) */
+
+#define T_RC_FILES 5u
+
+static int run_reconstruct(unsigned S, const char *extra)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "'%s/depfs' --config '%s' reconstruct %u --rate 200 --jobs 3 %s "
+             ">>'%s/reconstruct.out' 2>&1",
+             td_bin_dir(), g_cl.conf, S, extra, g_cl.dir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(test_reconstruct_cli)
+{
+    depfs_t *fs = mount_fs();
+    ck_assert_int_eq(depfs_mkdir_path(fs, "/r", 0755), 0);
+    uint64_t ino[T_RC_FILES];
+    long len[T_RC_FILES];
+    uint8_t *orig[T_RC_FILES], *model[T_RC_FILES];
+    size_t size[T_RC_FILES];
+    char path[T_RC_FILES][64], strip[T_RC_FILES][512];
+    unsigned S = 5;
+    for (unsigned i = 0; i < T_RC_FILES; i++) {
+        size[i] = 70000 + 33333 * i;
+        model[i] = calloc(1, size[i]);
+        snprintf(path[i], sizeof path[i], "depfs@8@%u@4k:/r/f%u", 4 + i % 4, i);
+        ino[i] = write_file(fs, path[i], model[i], 0, size[i]);
+        td_strip_path(&g_cl, S, ino[i], strip[i], sizeof strip[i]);
+        orig[i] = slurp(strip[i], &len[i]);
+        ck_assert_ptr_nonnull(orig[i]);
+    }
+    depfs_unmount(fs);
+    /* the node is replaced: empty data dir, started with --reconstruct */
+    td_ios_kill(&g_cl, S);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/io%u'", g_cl.dir, S);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert(td_ios_start(&g_cl, S, "--reconstruct"));
+    /* an earlier run finished file 0 (so this one skips it) */
+    char state[512];
+    snprintf(state, sizeof state, "%s/depfs-reconstruct-%u.state", g_cl.dir, S);
+    FILE *f = fopen(state, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%llu\n", (unsigned long long)ino[0]);
+    fclose(f);
+    ck_assert_int_eq(run_reconstruct(S, ""), 0);
+    ck_assert_int_ne(access(state, F_OK), 0); /* removed at the end */
+    ck_assert_int_ne(access(strip[0], F_OK), 0); /* skipped: resumed past it */
+    for (unsigned i = 1; i < T_RC_FILES; i++) {
+        long now_len;
+        uint8_t *now = slurp(strip[i], &now_len);
+        ck_assert_ptr_nonnull(now);
+        ck_assert_int_ge(now_len, len[i]);
+        ck_assert_msg(memcmp(now, orig[i], (size_t)len[i]) == 0, "file %u differs", i);
+        free(now);
+    }
+    /* --restart ignores a state file: file 0 comes back too (on the node,
+     * put back into RECONSTRUCTING: an up server is refused) */
+    td_ios_kill(&g_cl, S);
+    ck_assert(td_ios_start(&g_cl, S, "--reconstruct"));
+    f = fopen(state, "w");
+    fprintf(f, "%llu\n", (unsigned long long)ino[0]);
+    fclose(f);
+    ck_assert_int_eq(run_reconstruct(S, "--restart"), 0);
+    ck_assert_int_eq(access(strip[0], F_OK), 0);
+    fs = mount_fs();
+    depfs_server_status st[T_SERVERS];
+    ck_assert_int_eq(depfs_cluster_status(fs, st, T_SERVERS), (int)T_SERVERS);
+    ck_assert_int_eq(st[S].state, 0);
+    for (unsigned i = 0; i < T_RC_FILES; i++) {
+        scrub_clean(fs, ino[i]);
+        check_content(fs, strchr(path[i], ':') + 1, model[i], size[i]);
+        free(orig[i]);
+        free(model[i]);
+    }
+    depfs_unmount(fs);
+    /* an up server is refused */
+    ck_assert_int_eq(run_reconstruct(S, ""), 1);
+}
+END_TEST
+
 static TCase *own_cluster(const char *name, const TTest *t)
 {
     TCase *tc = tcase_create(name);
@@ -482,6 +568,7 @@ int main(void)
     suite_add_tcase(s, own_cluster("dirty_rejoin", test_dirty_rejoin));
     suite_add_tcase(s, own_cluster("files_on_server", test_files_on_server));
     suite_add_tcase(s, own_cluster("orphan", test_orphan_repair));
+    suite_add_tcase(s, own_cluster("reconstruct_cli", test_reconstruct_cli));
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
