@@ -11,6 +11,7 @@
  *   - an orphan lock taken by hand over the RPC layer (never released) with
  *     a half-done write under it: depfs_repair_orphan_lock makes parity
  *     match again, frees the stripes, and is idempotent;
+ *   - a client behind the cluster epoch refreshes and redoes its writes;
  *   - `depfs reconstruct` (the real CLI) refills an empty replacement,
  *     resumes from its state file, --restart ignores it, then the server
  *     is up and every file scrubs clean; an up server is refused.
@@ -468,6 +469,32 @@ START_TEST(test_orphan_repair)
 }
 END_TEST
 
+/* ------------------------------------------------------- cluster epochs */
+
+/* A client that mounted before two state changes writes: every server
+ * refuses its old epoch (ESTALE), it refreshes from the MDS and redoes. */
+START_TEST(test_epoch_refresh)
+{
+    depfs_t *fs = mount_fs();
+    uint8_t model[50000];
+    uint64_t ino = write_file(fs, "depfs@8@6@4k:/ep", model, 0, sizeof model);
+    mds_set_state(7, 2);
+    mds_set_state(7, 0);
+    Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
+    q.has_cluster_epoch = true;
+    q.cluster_epoch = 2;
+    ck_assert_int_eq(raw_call(7, DEPFS__IO_OP__IO_SET_STATE, &q, NULL, 0), 0);
+    write_file(fs, "/ep", model, 1000, 20000); /* partial stripes: locks, pre-reads */
+    scrub_clean(fs, ino);
+    check_content(fs, "/ep", model, sizeof model);
+    depfs_server_status st[T_SERVERS];
+    ck_assert_int_eq(depfs_cluster_status(fs, st, T_SERVERS), (int)T_SERVERS);
+    for (unsigned i = 0; i < T_SERVERS; i++)
+        ck_assert(st[i].reachable); /* nobody was taken for "behind" */
+    depfs_unmount(fs);
+}
+END_TEST
+
 /* ------------------------------------------- `depfs reconstruct` (CLI) */
 
 #define T_RC_FILES 5u
@@ -569,6 +596,7 @@ int main(void)
     suite_add_tcase(s, own_cluster("files_on_server", test_files_on_server));
     suite_add_tcase(s, own_cluster("orphan", test_orphan_repair));
     suite_add_tcase(s, own_cluster("reconstruct_cli", test_reconstruct_cli));
+    suite_add_tcase(s, own_cluster("epoch_refresh", test_epoch_refresh));
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
