@@ -101,3 +101,8 @@ verify_all() {
 require_recovery() {
   [ -x "$DEPFS_BIN_DIR/depfs-recovery" ] || fail "$DEPFS_BIN_DIR/depfs-recovery is not built: the fault tests need the recovery module"
 }
+# settle_clients: a client keeps a server it saw fail as down for
+# server_down_expiry_ms (the documented status-vector expiry), even after the
+# cluster calls it up again; wait that long before asking the mount for
+# stripes that need a server it saw fail.
+settle_clients() { sleep "$(awk -v ms="$(conf_ms server_down_expiry_ms 5000)" 'BEGIN { print ms / 1000 + 0.5 }')"; }

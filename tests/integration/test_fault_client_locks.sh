@@ -34,7 +34,7 @@ kill_paused() {
     --path /L8_6/target --offset "$off" --bytes "$len" --ready "$DEPFS_STATE/w-$point" --seed 3 >"$err" 2>&1 &
   pid=$!
   local deadline=$((SECONDS + PAUSE_WAIT_S))
-  until grep -q "DEPFS_TEST_PAUSE reached: $point" "$err"; do
+  until grep -q "DEPFS_TEST_PAUSE reached: $point" "$err" 2>/dev/null; do
     if ! kill -0 "$pid" 2>/dev/null; then
       wait "$pid"; local rc=$?; cat "$err"
       fail "the writer exited (rc $rc) without reaching DEPFS_TEST_PAUSE point '$point'"

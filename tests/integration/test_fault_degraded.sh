@@ -94,6 +94,7 @@ log "phase 3: restart $V1 and $V2 with --rebuild"
 "$LC" restart "$V1" --rebuild
 "$LC" restart "$V2" --rebuild
 wait_all_up "$REBUILD_WAIT_S"
+settle_clients
 verify_all "$REF"
 
 # ---- 4. restored units equal decoding
@@ -108,6 +109,7 @@ verify_all "$REF" --eio-ok-dirs L8_7
 "$LC" restart "$O1" --rebuild
 "$LC" restart "$O2" --rebuild
 wait_all_up "$REBUILD_WAIT_S"
+settle_clients
 verify_all "$REF"
 scrub_clean
 rm -rf "$REF"

@@ -38,6 +38,7 @@ python3 "$FAULTLOAD" verify "$MNT" "$REF" --lib "$LIBDEPFS_SO" --conf "$CONF" --
 log "restart ${DEAD[*]} with --rebuild"
 for id in "${DEAD[@]}"; do "$LC" restart "$id" --rebuild; done
 wait_all_up "$REBUILD_WAIT_S"
+settle_clients
 python3 "$FAULTLOAD" after-failed-write "$MNT" "$REF" --path /L4_2/f0 --ready "$DEPFS_STATE/w42" || fail "4@2 file after its failed write"
 python3 "$FAULTLOAD" after-failed-write "$MNT" "$REF" --path /L8_6/f0 --ready "$DEPFS_STATE/w86" || fail "8@6 file after its failed write"
 verify_all "$REF"

@@ -148,6 +148,7 @@ verify_all "$REF"
 log "link $VN up again"
 ip netns exec "$NS" ip link set "$VN" up
 wait_all_up "$REBUILD_WAIT_S"
+settle_clients
 grep "ioserver $S " "$mds_log" | tail -5
 sed -n "/ioserver $S .*-> down/,\$p" "$mds_log" | grep "ioserver $S " | grep -q -- "-> rebuilding" ||
   fail "server $S came back without going through 'rebuilding' (MDS log above)"
@@ -160,6 +161,7 @@ log "kill servers $O1 and $O2: reads decode through server $S's units"
 verify_all "$REF"
 "$LC" restart "$O1" --rebuild; "$LC" restart "$O2" --rebuild
 wait_all_up "$REBUILD_WAIT_S"
+settle_clients
 verify_all "$REF"
 scrub_clean
 rm -rf "$REF"

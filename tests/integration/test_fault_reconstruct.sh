@@ -34,6 +34,7 @@ check_restored() {
   verify_all "$REF" --eio-ok-dirs L8_7
   "$LC" restart "$o1" --rebuild; "$LC" restart "$o2" --rebuild
   wait_all_up "$REBUILD_WAIT_S"
+  settle_clients
   verify_all "$REF"
 }
 
@@ -60,6 +61,7 @@ rm -rf "$(io_dir "$S")"; mkdir -p "$(io_dir "$S")"
 t0=$(now_ms)
 "$LC" replace "$S" || fail "local-cluster replace $S failed"
 wait_all_up "$REBUILD_WAIT_S"
+settle_clients
 log "RESULT replace of server $S: $(( $(now_ms) - t0 )) ms to up ($(du -sh --apparent-size "$(io_dir "$S")/strips" | cut -f1) of strips)"
 check_restored "$S"
 
@@ -86,6 +88,7 @@ depfs reconstruct "$S2" >"$DEPFS_STATE/recon2.out" 2>&1 || { cat "$DEPFS_STATE/r
 tr '\r' '\n' <"$DEPFS_STATE/recon2.out" | tail -3
 grep -qi "resum" "$DEPFS_STATE/recon2.out" || fail "the second depfs reconstruct did not say it resumed"
 wait_all_up "$REBUILD_WAIT_S"
+settle_clients
 check_restored "$S2"
 scrub_clean
 rm -rf "$REF"
