@@ -114,5 +114,12 @@ bool dc_wb_enabled(const depfs_fh_t *fh);
 int dc_wb_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len);
 /* Flush the inode's write-behind buffer if it overlaps [off, off+len). */
 int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len);
+/* The inode's read-ahead slot (in the data path's per-inode state, created
+ * on demand; NULL when out of memory). */
+void **dc_wb_ra_slot(dc_inode *in);
+/* Read-ahead (data_read.c): drop the cached window (every write, flush,
+ * truncate and close of this client does); free it (inode released). */
+void dc_ra_drop(dc_inode *in);
+void dc_ra_free(void *ra);
 
 #endif

@@ -5,7 +5,15 @@
  * caller's buffer (resp_iov). No parity is read, nothing is decoded.
  * Degraded: stripes whose wanted data sit on a down/failed server are read
  * again as the same byte range of any k surviving units, under the stripe
- * locks (LOCK+READ) so no concurrent write is half seen, and decoded. */
+ * locks (LOCK+READ) so no concurrent write is half seen, and decoded.
+ * Read-ahead: per inode, a window of whole stripes (DC_RA_STRIPES, at most
+ * DC_RA_BYTES_MAX) read in one round over all servers when a handle reads
+ * sequentially in small reads (< DC_RA_READ_BYTES_MAX); later reads of that
+ * handle are served from it. Large reads skip it: through FUSE the kernel
+ * already reads ahead in large parallel requests, and a synchronous window
+ * serialized them (measured: 305-322 vs 346-395 MB/s for 1 MiB reads). The window
+ * belongs to the handle that filled it (a new open never sees it: close-to-
+ * open) and is dropped by every write, flush, truncate and close here. */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -275,6 +283,126 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------ read-ahead */
+
+#define DC_RA_STRIPES 8u
+#define DC_RA_BYTES_MAX (16u << 20)
+#define DC_RA_READ_BYTES_MAX (64u << 10)
+
+typedef struct dc_ra {
+    pthread_mutex_t lock;
+    const depfs_fh_t *owner;  /* handle whose reads filled the window */
+    uint64_t off, len;        /* cached window [off, off+len); len 0: none */
+    uint64_t next_off;        /* where the owner's last read ended */
+    uint64_t cap;
+    uint8_t *buf;
+} dc_ra;
+
+static uint64_t dc_ra_capacity(const layout *lay)
+{
+    uint64_t sb = layout_stripe_bytes(lay);
+    uint64_t cap = (uint64_t)DC_RA_STRIPES * sb;
+    if (cap > DC_RA_BYTES_MAX)
+        cap = sb <= DC_RA_BYTES_MAX ? (DC_RA_BYTES_MAX / sb) * sb : DC_RA_BYTES_MAX;
+    return cap;
+}
+
+static dc_ra *dc_ra_get(dc_inode *in)
+{
+    void **slot = dc_wb_ra_slot(in);
+    if (slot == NULL)
+        return NULL;
+    dc_ra *ra = __atomic_load_n((dc_ra **)slot, __ATOMIC_ACQUIRE);
+    if (ra != NULL)
+        return ra;
+    dc_ra *fresh = calloc(1, sizeof *fresh);
+    if (fresh == NULL)
+        return NULL;
+    fresh->cap = dc_ra_capacity(&in->lay);
+    fresh->buf = malloc(fresh->cap);
+    if (fresh->buf == NULL) {
+        free(fresh);
+        return NULL;
+    }
+    pthread_mutex_init(&fresh->lock, NULL);
+    dc_ra *expected = NULL;
+    if (__atomic_compare_exchange_n((dc_ra **)slot, &expected, fresh, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        return fresh;
+    dc_ra_free(fresh);
+    return expected;
+}
+
+void dc_ra_drop(dc_inode *in)
+{
+    void **slot = __atomic_load_n(&in->wb, __ATOMIC_ACQUIRE) != NULL ? dc_wb_ra_slot(in) : NULL;
+    dc_ra *ra = slot != NULL ? __atomic_load_n((dc_ra **)slot, __ATOMIC_ACQUIRE) : NULL;
+    if (ra == NULL)
+        return;
+    pthread_mutex_lock(&ra->lock);
+    ra->len = 0;
+    ra->owner = NULL;
+    pthread_mutex_unlock(&ra->lock);
+}
+
+void dc_ra_free(void *p)
+{
+    dc_ra *ra = p;
+    if (ra == NULL)
+        return;
+    pthread_mutex_destroy(&ra->lock);
+    free(ra->buf);
+    free(ra);
+}
+
+/* Serve [off, off+len) (within size) from the window, filling it first when
+ * the handle reads sequentially: 1 served, 0 not (read it normally), or an
+ * error. ra->lock held. */
+static int dc_ra_serve_locked(depfs_fh_t *fh, dc_ra *ra, uint8_t *buf, uint64_t off,
+                              uint64_t len, uint64_t size)
+{
+    dc_inode *in = fh->inode;
+    bool mine = ra->owner == fh && ra->len > 0;
+    if (mine && off >= ra->off && off + len <= ra->off + ra->len)
+        goto hit;
+    bool sequential = off == ra->next_off || (mine && off >= ra->off && off <= ra->off + ra->len);
+    ra->next_off = off + len;
+    if (!sequential)
+        return 0;
+    uint64_t sb = layout_stripe_bytes(&in->lay);
+    uint64_t start = (off / sb) * sb;
+    uint64_t end = start + ra->cap < size ? start + ra->cap : size;
+    if (off + len > end)
+        return 0; /* larger than the window: no gain */
+    ra->len = 0;
+    int rc = dc_wb_flush_range(fh->fs, in, start, end - start);
+    if (rc == 0)
+        rc = dc_read_range(fh->fs, in, ra->buf, start, end - start);
+    if (rc < 0)
+        return rc;
+    ra->owner = fh;
+    ra->off = start;
+    ra->len = end - start;
+hit:
+    memcpy(buf, ra->buf + (off - ra->off), len);
+    ra->next_off = off + len;
+    return 1;
+}
+
+static int dc_ra_read(depfs_fh_t *fh, uint8_t *buf, uint64_t off, uint64_t len, uint64_t size)
+{
+    if (dc_test_hooks_get()->read_ahead_off || (fh->flags & O_DIRECT) ||
+        len >= DC_RA_READ_BYTES_MAX)
+        return 0;
+    dc_ra *ra = dc_ra_get(fh->inode);
+    if (ra == NULL)
+        return 0;
+    pthread_mutex_lock(&ra->lock);
+    int rc = dc_ra_serve_locked(fh, ra, buf, off, len, size);
+    pthread_mutex_unlock(&ra->lock);
+    return rc;
+}
+
 ssize_t depfs_read(depfs_fh_t *fh, void *buf, size_t len, uint64_t off)
 {
     if (fh == NULL || fh->inode == NULL)
@@ -296,7 +424,10 @@ ssize_t depfs_read(depfs_fh_t *fh, void *buf, size_t len, uint64_t off)
         return 0;
     if (len > size - off)
         len = (size_t)(size - off);
-    int rc = dc_wb_flush_range(fs, in, off, len);
+    int rc = dc_ra_read(fh, buf, off, len, size);
+    if (rc != 0)
+        return rc < 0 ? rc : (ssize_t)len;
+    rc = dc_wb_flush_range(fs, in, off, len);
     if (rc < 0)
         return rc;
     rc = dc_read_range(fs, in, buf, off, len);

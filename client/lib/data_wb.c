@@ -48,6 +48,7 @@ typedef struct dc_wb {
     dc_wb_ext *sc;   /* scatter set: DC_WB_SCATTER_EXTENTS_MAX slots, sorted, disjoint */
     unsigned sc_n;
     uint64_t sc_bytes;
+    void *ra;        /* read-ahead window (data_read.c), own lock */
     int err;         /* failure of a flush nobody could be told about yet */
 } dc_wb;
 
@@ -300,7 +301,7 @@ static int dc_wb_write_buffered(depfs_t *fs, dc_inode *in, dc_wb *wb, const uint
     return rc;
 }
 
-int dc_wb_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len)
+static int dc_wb_write_any(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len)
 {
     depfs_t *fs = fh->fs;
     dc_inode *in = fh->inode;
@@ -314,6 +315,21 @@ int dc_wb_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len)
     if (rc < 0)
         return rc;
     return dc_write_range(fs, in, buf, off, len, dc_fh_sync(fh));
+}
+
+int dc_wb_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len)
+{
+    int rc = dc_wb_write_any(fh, buf, off, len);
+    /* after the bytes are buffered or landed (and with wb->lock released:
+     * a read-ahead fill holds its lock while it flushes the buffer) */
+    dc_ra_drop(fh->inode);
+    return rc;
+}
+
+void **dc_wb_ra_slot(dc_inode *in)
+{
+    dc_wb *wb = dc_wb_get(in);
+    return wb != NULL ? &wb->ra : NULL;
 }
 
 int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len)
@@ -344,6 +360,7 @@ int dc_wb_flush(depfs_t *fs, dc_inode *in)
         rc = wb->err;
     wb->err = 0;
     pthread_mutex_unlock(&wb->lock);
+    dc_ra_drop(in); /* flush, fsync, close and truncate forget the window */
     return rc;
 }
 
@@ -356,6 +373,7 @@ void dc_wb_release(dc_inode *in)
         log_warn("inode %llu: %llu buffered bytes dropped (released without flush)",
                  (unsigned long long)in->ino, (unsigned long long)(wb->len + wb->sc_bytes));
     dc_wb_scatter_clear(wb);
+    dc_ra_free(wb->ra);
     pthread_mutex_destroy(&wb->lock);
     free(wb->sc);
     free(wb->buf);
