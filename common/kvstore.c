@@ -1,22 +1,42 @@
 /* kvstore.c - the only user of LevelDB's C API (kvstore.h). Maps LevelDB's
- * char **errptr convention onto 0 / -ENOENT / -EIO and logs store errors. */
+ * char **errptr convention onto 0 / -ENOENT / -EIO and logs store errors.
+ * Also the group-commit barrier (kv_sync), which fdatasyncs LevelDB's write
+ * ahead log files (NNNNNN.log in the store directory) itself. */
 #include "kvstore.h"
 
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <leveldb/c.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
+
+#define KV_LOG_SUFFIX ".log"
 
 struct kvstore {
     leveldb_t *db;
     leveldb_options_t *options;
     leveldb_readoptions_t *read_options;
     leveldb_writeoptions_t *write_options;
+    leveldb_writeoptions_t *nosync_options;
     char *dir;
+    /* group commit (kv_sync) */
+    _Atomic uint64_t written_seq; /* nosync writes that have returned */
+    pthread_mutex_t sync_m;
+    pthread_cond_t sync_cv;
+    uint64_t synced_seq;          /* writes known durable */
+    bool sync_running;            /* one barrier at a time; the rest wait for it */
+    _Atomic bool failed;          /* a barrier failed: refuse writes from now on */
+    int log_fd;                   /* the newest log seen by a barrier, or -1 */
+    uint64_t log_no;              /* its number; older logs are synced */
 };
 
 struct kv_batch {
@@ -46,13 +66,20 @@ int kv_open(const char *dir, bool sync_writes, kvstore **out, char *err, size_t 
 
     *out = NULL;
     kvstore *kv = calloc(1, sizeof(*kv));
-    if (!kv || !(kv->dir = strdup(dir)))
+    if (!kv)
+        goto fail;
+    kv->log_fd = -1;
+    pthread_mutex_init(&kv->sync_m, NULL);
+    pthread_cond_init(&kv->sync_cv, NULL);
+    if (!(kv->dir = strdup(dir)))
         goto fail;
     kv->options = leveldb_options_create();
     kv->read_options = leveldb_readoptions_create();
     kv->write_options = leveldb_writeoptions_create();
+    kv->nosync_options = leveldb_writeoptions_create();
     leveldb_options_set_create_if_missing(kv->options, 1);
     leveldb_writeoptions_set_sync(kv->write_options, sync_writes ? 1 : 0);
+    leveldb_writeoptions_set_sync(kv->nosync_options, 0);
     kv->db = leveldb_open(kv->options, dir, &lerr);
     if (lerr) {
         if (err && err_len)
@@ -78,6 +105,12 @@ void kv_close(kvstore *kv)
         leveldb_close(kv->db);
     if (kv->write_options)
         leveldb_writeoptions_destroy(kv->write_options);
+    if (kv->nosync_options)
+        leveldb_writeoptions_destroy(kv->nosync_options);
+    if (kv->log_fd >= 0)
+        close(kv->log_fd);
+    pthread_cond_destroy(&kv->sync_cv);
+    pthread_mutex_destroy(&kv->sync_m);
     if (kv->read_options)
         leveldb_readoptions_destroy(kv->read_options);
     if (kv->options)
@@ -114,6 +147,8 @@ int kv_get(kvstore *kv, const void *key, size_t klen, void **val, size_t *vlen)
 int kv_put(kvstore *kv, const void *key, size_t klen, const void *val, size_t vlen)
 {
     char *lerr = NULL;
+    if (atomic_load(&kv->failed))
+        return -EIO;
     leveldb_put(kv->db, kv->write_options, key, klen, val, vlen, &lerr);
     return lerr ? store_error(kv, "put", lerr) : 0;
 }
@@ -121,6 +156,8 @@ int kv_put(kvstore *kv, const void *key, size_t klen, const void *val, size_t vl
 int kv_delete(kvstore *kv, const void *key, size_t klen)
 {
     char *lerr = NULL;
+    if (atomic_load(&kv->failed))
+        return -EIO;
     leveldb_delete(kv->db, kv->write_options, key, klen, &lerr);
     return lerr ? store_error(kv, "delete", lerr) : 0;
 }
@@ -150,8 +187,145 @@ int kv_batch_commit(kvstore *kv, kv_batch *b)
 {
     char *lerr = NULL;
     assert(b);
+    if (atomic_load(&kv->failed))
+        return -EIO;
     leveldb_write(kv->db, kv->write_options, b->wb, &lerr);
     return lerr ? store_error(kv, "batch write", lerr) : 0;
+}
+
+int kv_batch_commit_nosync(kvstore *kv, kv_batch *b)
+{
+    char *lerr = NULL;
+    assert(b);
+    if (atomic_load(&kv->failed))
+        return -EIO;
+    /* LevelDB has appended the record to its log with write(2) when this
+     * returns: it sits in the page cache, where kv_sync's fdatasync finds it. */
+    leveldb_write(kv->db, kv->nosync_options, b->wb, &lerr);
+    if (lerr)
+        return store_error(kv, "batch write", lerr);
+    atomic_fetch_add(&kv->written_seq, 1);
+    return 0;
+}
+
+/* ------------------------------------------------------------ group commit */
+
+/* The number of a LevelDB log file name ("000123.log"), or false. */
+static bool log_number(const char *name, uint64_t *no)
+{
+    size_t len = strlen(name), slen = strlen(KV_LOG_SUFFIX);
+    if (len <= slen || strcmp(name + len - slen, KV_LOG_SUFFIX) != 0)
+        return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len - slen; i++) {
+        if (name[i] < '0' || name[i] > '9' || v > (UINT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(name[i] - '0');
+    }
+    *no = v;
+    return true;
+}
+
+static int sync_named(const kvstore *kv, DIR *d, const char *name)
+{
+    int fd = openat(dirfd(d), name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno; /* compacted away: in a synced table */
+    int rc = fdatasync(fd) < 0 ? -errno : 0;
+    close(fd);
+    if (rc < 0)
+        log_err("kvstore %s: fdatasync %s: %s", kv->dir, name, strerror(-rc));
+    return rc;
+}
+
+/* LevelDB rotated its log since the last barrier: sync the logs from the one
+ * we held up to (not including) the newest, then hold the newest. */
+static int sync_rotated(kvstore *kv, DIR *d, uint64_t newest)
+{
+    struct dirent *e;
+    uint64_t no;
+    int rc = 0;
+
+    rewinddir(d);
+    while (rc == 0 && (e = readdir(d)) != NULL)
+        if (log_number(e->d_name, &no) && no >= kv->log_no && no < newest)
+            rc = sync_named(kv, d, e->d_name);
+    if (rc < 0)
+        return rc;
+    if (kv->log_fd >= 0)
+        close(kv->log_fd);
+    char name[32];
+    snprintf(name, sizeof(name), "%06llu%s", (unsigned long long)newest, KV_LOG_SUFFIX);
+    kv->log_fd = openat(dirfd(d), name, O_RDONLY | O_CLOEXEC);
+    if (kv->log_fd < 0) {
+        rc = -errno;
+        log_err("kvstore %s: cannot open log %s: %s", kv->dir, name, strerror(-rc));
+        return rc;
+    }
+    kv->log_no = newest;
+    return 0;
+}
+
+/* fdatasync every log that may hold records written since the last barrier.
+ * Only the barrier in progress (sync_running) touches log_fd/log_no. */
+static int sync_logs(kvstore *kv)
+{
+    struct dirent *e;
+    uint64_t no, newest = 0;
+    bool found = false;
+    int rc = 0;
+
+    DIR *d = opendir(kv->dir);
+    if (!d) {
+        rc = -errno;
+        log_err("kvstore %s: opendir: %s", kv->dir, strerror(-rc));
+        return rc;
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (log_number(e->d_name, &no) && (!found || no > newest)) {
+            newest = no;
+            found = true;
+        }
+    }
+    if (!found) {
+        log_err("kvstore %s: no LevelDB log file to sync", kv->dir);
+        rc = -EIO;
+    } else if (kv->log_fd < 0 || newest != kv->log_no) {
+        rc = sync_rotated(kv, d, newest);
+    }
+    closedir(d);
+    if (rc == 0 && fdatasync(kv->log_fd) < 0) {
+        rc = -errno;
+        log_err("kvstore %s: fdatasync of log %llu: %s", kv->dir,
+                (unsigned long long)kv->log_no, strerror(-rc));
+    }
+    return rc;
+}
+
+int kv_sync(kvstore *kv)
+{
+    pthread_mutex_lock(&kv->sync_m);
+    uint64_t want = atomic_load(&kv->written_seq);
+    while (!atomic_load(&kv->failed) && kv->synced_seq < want) {
+        if (kv->sync_running) { /* a barrier started before us may not cover us: loop */
+            pthread_cond_wait(&kv->sync_cv, &kv->sync_m);
+            continue;
+        }
+        kv->sync_running = true;
+        uint64_t target = atomic_load(&kv->written_seq);
+        pthread_mutex_unlock(&kv->sync_m);
+        int rc = sync_logs(kv);
+        pthread_mutex_lock(&kv->sync_m);
+        kv->sync_running = false;
+        if (rc < 0)
+            atomic_store(&kv->failed, true);
+        else if (target > kv->synced_seq)
+            kv->synced_seq = target;
+        pthread_cond_broadcast(&kv->sync_cv);
+    }
+    int rc = atomic_load(&kv->failed) ? -EIO : 0;
+    pthread_mutex_unlock(&kv->sync_m);
+    return rc;
 }
 
 void kv_batch_free(kv_batch *b)

@@ -26,6 +26,17 @@ void kv_batch_delete(kv_batch *b, const void *key, size_t klen);
 int kv_batch_commit(kvstore *kv, kv_batch *b);
 void kv_batch_free(kv_batch *b);
 
+/* Group commit: kv_batch_commit_nosync applies the batch (atomic, visible to
+ * every later read) without waiting for the disk; kv_sync is the barrier that
+ * makes every write that returned before it was called durable (0), or -EIO.
+ * Concurrent kv_sync callers share one fsync. kv_sync fsyncs LevelDB's write
+ * ahead log files itself (never blocking LevelDB's writers), including a
+ * log LevelDB rotated away from since the last barrier. After a failed
+ * barrier the store refuses every later write and barrier (-EIO): what a
+ * failed fsync lost cannot be known. */
+int kv_batch_commit_nosync(kvstore *kv, kv_batch *b);
+int kv_sync(kvstore *kv);
+
 /* Iterate keys that start with prefix, beginning at the first key >= start
  * (start NULL: at the prefix). Pointers returned by next stay valid until the
  * following next/free. */

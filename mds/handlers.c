@@ -104,7 +104,7 @@ static void fill_removed(mds_reply_buf *b, const mds_removed *rm)
         return;
     b->rep.has_removed_ino = true;
     b->rep.removed_ino = rm->ino;
-    if (rm->has_layout) {
+    if (rm->has_layout && rm->may_have_data) { /* no layout: no strip files to remove */
         fill_layout(&b->lay, b->lay_servers, &rm->lay);
         b->rep.layout = &b->lay;
     }
@@ -537,7 +537,9 @@ void mds_handle(void *ctx, const rpc_msg *m, rpc_replier *r)
         return;
     }
     depfs__mds_reply__init(&b->rep);
+    uint64_t writes_before = mds_ns_thread_writes();
     int rc = dispatch(c, m, b, &op_name);
+    bool wrote = mds_ns_thread_writes() != writes_before;
     if (rc < 0) {
         /* a failed op may have half-filled the reply: send only the error */
         depfs__mds_reply__init(&b->rep);
@@ -550,7 +552,9 @@ void mds_handle(void *ctx, const rpc_msg *m, rpc_replier *r)
         else
             log_debug("%s from %s: %s (%s)", op_name, m->peer ? m->peer : "?", strerror(-rc), b->why);
     }
-    if (rpc_reply_msg(r, m, &b->rep.base, NULL, 0) < 0)
+    if (wrote && c->kv) /* acknowledged only once durable (syncer.h) */
+        mds_syncer_reply(c->syncer, c->kv, r, m, &b->rep.base);
+    else if (rpc_reply_msg(r, m, &b->rep.base, NULL, 0) < 0)
         log_debug("%s: reply to %s not sent", op_name, m->peer ? m->peer : "?");
     reply_buf_free(b);
 }

@@ -6,10 +6,16 @@
 #include "cluster.h"
 #include "namespace.h"
 #include "rpc.h"
+#include "syncer.h"
 
 typedef struct mds_ctx {
     mds_ns *ns;
     mds_cluster *cluster;
+    /* Set when ns defers its syncs (mds_ns_defer_sync): a reply to a request
+     * that wrote to the namespace goes through the syncer (NULL syncer: a
+     * barrier on kv inline). Both NULL: ns syncs before returning. */
+    mds_syncer *syncer;
+    kvstore *kv;
 } mds_ctx;
 
 /* An rpc_handler_fn; ctx is an mds_ctx. */

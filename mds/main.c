@@ -26,6 +26,7 @@
 #include "log.h"
 #include "namespace.h"
 #include "rpc.h"
+#include "syncer.h"
 
 #define MDS_PROG "depfs-mds"
 #define MDS_ERR_MAX 512u
@@ -43,6 +44,7 @@ typedef struct mds_daemon {
     mds_ns *ns;
     mds_cluster *cluster;
     mds_ctx ctx;
+    mds_syncer *syncer;
     rpc_server *srv;
 } mds_daemon;
 
@@ -151,9 +153,18 @@ static int open_store(mds_daemon *d)
         return rc;
     }
     rc = mds_cluster_open(d->kv, &d->cfg, &d->cluster);
-    if (rc < 0)
+    if (rc < 0) {
         log_err("cannot load cluster membership: %s", strerror(-rc));
-    return rc;
+        return rc;
+    }
+    /* group commit: mutations are answered by the syncer once durable */
+    rc = mds_syncer_start(d->kv, &d->syncer);
+    if (rc < 0) {
+        log_err("cannot start the syncer thread: %s", strerror(-rc));
+        return rc;
+    }
+    mds_ns_defer_sync(d->ns);
+    return 0;
 }
 
 static int start_server(mds_daemon *d)
@@ -167,6 +178,8 @@ static int start_server(mds_daemon *d)
     o.handler = mds_handle;
     d->ctx.ns = d->ns;
     d->ctx.cluster = d->cluster;
+    d->ctx.syncer = d->syncer;
+    d->ctx.kv = d->kv;
     o.ctx = &d->ctx;
     int rc = rpc_server_start(&o, &d->srv);
     if (rc < 0)
@@ -178,6 +191,7 @@ static void shutdown_daemon(mds_daemon *d)
 {
     if (d->srv)
         rpc_server_stop(d->srv);
+    mds_syncer_stop(d->syncer); /* answers what is still queued */
     mds_cluster_close(d->cluster);
     mds_ns_close(d->ns);
     if (d->kv)

@@ -24,6 +24,8 @@
 #define NS_MAX_DEPTH (1u << 20) /* bound on ".." walks (corruption guard) */
 #define NS_PERM_MASK 07777u
 
+static __thread uint64_t ns_thread_writes; /* mds_ns_thread_writes */
+
 /* ------------------------------------------------------------------ basics */
 
 int ns_fail(char *why, int err, const char *fmt, ...)
@@ -68,7 +70,28 @@ static int check_name(const char *name, char *why)
     return 0;
 }
 
-/* ------------------------------------------------------------ transactions */
+/* ------------------------------------------------------------ transactions
+ *
+ * Durability and crash consistency. A mutation is decided and applied under
+ * ns->lock with a LevelDB write WITHOUT sync, so every later operation sees
+ * it; the lock is released, and only then is the write made durable by a
+ * barrier (kv_sync: one fdatasync of LevelDB's log, shared by every writer
+ * waiting at that moment - group commit). The requester is answered only
+ * after the barrier (here in ns_settle, or by the daemon's syncer thread
+ * after mds_ns_defer_sync), so every acknowledged mutation is durable.
+ *
+ * What a crash can lose: only mutations whose barrier had not completed,
+ * i.e. that were never acknowledged to their requester. Between apply and
+ * barrier the change is already visible to other clients (a lookup may find
+ * the new name, a create may fail EEXIST because of it); if the MDS crashes
+ * in that window the change disappears although someone observed it. That
+ * is the same as a request the MDS never finished, and the requester sees
+ * an error (connection lost) and must not assume success. Mutations are
+ * ordered in the log: a later mutation that depended on an earlier,
+ * not yet durable one (a create in a directory made just before) is
+ * durable only together with it, since a barrier syncs the whole log up to
+ * its start. A failed barrier answers EIO and poisons the store (kv_sync):
+ * the MDS then refuses every mutation until restarted on a sane disk. */
 
 static void put_counter(kv_batch *b, const char *name, uint64_t v)
 {
@@ -102,10 +125,11 @@ int ns_txn_commit(ns_txn *t)
         put_counter(t->b, MDS_COUNTER_INODES, t->inodes);
     if (t->logical_bytes != ns->logical_bytes)
         put_counter(t->b, MDS_COUNTER_LOGICAL_BYTES, t->logical_bytes);
-    int rc = kv_batch_commit(ns->kv, t->b);
+    int rc = kv_batch_commit_nosync(ns->kv, t->b);
     kv_batch_free(t->b);
     t->b = NULL;
     if (rc == 0) {
+        ns_thread_writes++;
         assert(t->next_ino >= ns->next_ino && t->next_client >= ns->next_client);
         ns->next_ino = t->next_ino;
         ns->next_client = t->next_client;
@@ -119,6 +143,25 @@ void ns_txn_abort(ns_txn *t)
 {
     kv_batch_free(t->b);
     t->b = NULL;
+}
+
+int ns_settle(mds_ns *ns, int rc, char *why)
+{
+    if (rc < 0 || ns->defer_sync)
+        return rc;
+    if (kv_sync(ns->kv) < 0)
+        return ns_fail(why, EIO, "store sync failed");
+    return 0;
+}
+
+void mds_ns_defer_sync(mds_ns *ns)
+{
+    ns->defer_sync = true;
+}
+
+uint64_t mds_ns_thread_writes(void)
+{
+    return ns_thread_writes;
 }
 
 /* ------------------------------------------------------- inodes & dirents */
@@ -263,6 +306,7 @@ static int drop_link(ns_txn *t, mds_inode *in, int64_t now, mds_removed *rm)
     if (rm) {
         rm->ino = in->ino;
         rm->has_layout = in->has_layout;
+        rm->may_have_data = in->has_layout && in->may_have_data;
         rm->lay = in->lay;
     }
     return ns_destroy_inode(t, in);
@@ -357,7 +401,7 @@ static int create_root(mds_ns *ns, char *why)
     put_counter(t.b, MDS_COUNTER_NEXT_CLIENT, ns->next_client);
     put_counter(t.b, MDS_COUNTER_INODES, ns->inodes);
     put_counter(t.b, MDS_COUNTER_LOGICAL_BYTES, ns->logical_bytes);
-    if (ns_txn_commit(&t) < 0)
+    if (ns_txn_commit(&t) < 0 || kv_sync(ns->kv) < 0)
         return ns_fail(why, EIO, "cannot write the root inode");
     log_info("created a new namespace (root inode %u)", MDS_ROOT_INO);
     return 0;
@@ -552,7 +596,7 @@ static int make_node(mds_ns *ns, const mds_new *nw, uint32_t mode, bool return_e
     *out = child;
 out:
     pthread_rwlock_unlock(&ns->lock);
-    return rc;
+    return ns_settle(ns, rc, why);
 }
 
 int mds_ns_create(mds_ns *ns, const mds_new *nw, bool excl, mds_inode *out, char *why)
@@ -643,7 +687,7 @@ int mds_ns_unlink(mds_ns *ns, uint64_t parent, const char *name, mds_removed *rm
     }
 out:
     pthread_rwlock_unlock(&ns->lock);
-    return rc;
+    return ns_settle(ns, rc, why);
 }
 
 int mds_ns_rmdir(mds_ns *ns, uint64_t parent, const char *name, char *why)
@@ -692,7 +736,7 @@ int mds_ns_rmdir(mds_ns *ns, uint64_t parent, const char *name, char *why)
         rc = ns_fail(why, EIO, "store write failed");
 out:
     pthread_rwlock_unlock(&ns->lock);
-    return rc;
+    return ns_settle(ns, rc, why);
 }
 
 /* ------------------------------------------------------------------- rename */
@@ -877,7 +921,7 @@ int mds_ns_rename(mds_ns *ns, uint64_t parent, const char *name, uint64_t new_pa
     }
 out:
     pthread_rwlock_unlock(&ns->lock);
-    return rc;
+    return ns_settle(ns, rc, why);
 }
 
 /* --------------------------------------------------------------------- link */
@@ -929,7 +973,7 @@ int mds_ns_link(mds_ns *ns, uint64_t ino, uint64_t new_parent, const char *new_n
         *out = in;
 out:
     pthread_rwlock_unlock(&ns->lock);
-    return rc;
+    return ns_settle(ns, rc, why);
 }
 
 /* ------------------------------------------------------------------ readdir */
@@ -1053,11 +1097,16 @@ static int check_regular(const mds_inode *in, char *why)
     return 0;
 }
 
+/* A size > 0 means a client may have written strip files (clients publish
+ * the size after writing; data inside a size that was set by truncate also
+ * needs size > 0 first). may_have_data stays set for good. */
 static void set_size(ns_txn *t, mds_inode *in, uint64_t size)
 {
     assert(t->logical_bytes >= in->size);
     t->logical_bytes = t->logical_bytes - in->size + size;
     in->size = size;
+    if (size > 0)
+        in->may_have_data = true;
 }
 
 static int apply_setattr(ns_txn *t, mds_inode *in, uint32_t mask, const mds_setattr_in *a, char *why)
@@ -1115,7 +1164,7 @@ int mds_ns_setattr(mds_ns *ns, uint64_t ino, uint32_t mask, const mds_setattr_in
         *out = in;
 out:
     pthread_rwlock_unlock(&ns->lock);
-    return rc;
+    return ns_settle(ns, rc, why);
 }
 
 int mds_ns_extend(mds_ns *ns, uint64_t ino, uint64_t size, bool has_mtime, int64_t mtime_ns,
@@ -1136,6 +1185,7 @@ int mds_ns_extend(mds_ns *ns, uint64_t ino, uint64_t size, bool has_mtime, int64
         goto out;
     if (size > in.size)
         set_size(&t, &in, size);
+    in.may_have_data = true; /* an extend reports written data, whatever the size */
     in.mtime_ns = has_mtime ? mtime_ns : ns_now_ns();
     if (in.ctime_ns < in.mtime_ns)
         in.ctime_ns = in.mtime_ns;
@@ -1147,7 +1197,7 @@ int mds_ns_extend(mds_ns *ns, uint64_t ino, uint64_t size, bool has_mtime, int64
         *out = in;
 out:
     pthread_rwlock_unlock(&ns->lock);
-    return rc;
+    return ns_settle(ns, rc, why);
 }
 
 /* ----------------------------------------------------------- counters */
@@ -1177,5 +1227,5 @@ int mds_ns_register(mds_ns *ns, uint64_t *client_id, char *why)
         *client_id = id;
 out:
     pthread_rwlock_unlock(&ns->lock);
-    return rc;
+    return ns_settle(ns, rc, why);
 }

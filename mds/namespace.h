@@ -1,9 +1,11 @@
 /* namespace.h - the MDS namespace as plain functions over the store: inodes,
  * directory entries, symlinks, xattrs, layouts, counters. No RPC here.
  *
- * Every mutation is one atomic kv_batch (durable before return when the store
- * was opened with sync_writes) under one lock that serialises mutations;
- * reads share the lock. Semantics follow Linux.
+ * Every mutation is one atomic kv_batch, decided and written (without sync)
+ * under one lock that serialises mutations; reads share the lock. The
+ * mutation is made durable after the lock is released (kv_sync, a group
+ * commit), before the function returns - or, after mds_ns_defer_sync, by
+ * the caller before it acknowledges anything. Semantics follow Linux.
  * Return convention: 0 or a negative errno; on failure `why` (MDS_WHY_MAX
  * bytes, may be NULL) may hold a human-readable reason. */
 #ifndef DEPFS_MDS_NAMESPACE_H
@@ -57,6 +59,14 @@ void mds_ns_params_from_config(const depfs_config *cfg, mds_ns_params *p);
 int mds_ns_open(kvstore *kv, const mds_ns_params *p, mds_ns **out, char *why);
 void mds_ns_close(mds_ns *ns);
 
+/* From now on mutations return once written, not yet durable: the caller
+ * must kv_sync the store before it acknowledges a mutation (the MDS daemon
+ * hands such replies to mds/syncer.c). Call before any concurrent use. */
+void mds_ns_defer_sync(mds_ns *ns);
+/* Mutations (transactions) the calling thread has written so far: compare
+ * two readings to learn whether an operation wrote anything. */
+uint64_t mds_ns_thread_writes(void);
+
 /* A new object. */
 typedef struct mds_new {
     uint64_t parent;
@@ -73,6 +83,7 @@ typedef struct mds_new {
 typedef struct mds_removed {
     uint64_t ino;
     bool has_layout;
+    bool may_have_data; /* strip files may exist (see mds_inode.may_have_data) */
     layout lay;
 } mds_removed;
 

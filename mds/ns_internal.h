@@ -11,6 +11,7 @@ struct mds_ns {
     pthread_rwlock_t lock; /* writers: every mutation; readers: lookups */
     mds_ns_params p;
     uint64_t next_ino, next_client, inodes, logical_bytes; /* persisted counters */
+    bool defer_sync; /* mds_ns_defer_sync: the caller runs the barrier */
 };
 
 /* One mutation: a batch plus the counters it will set. Counters are applied
@@ -22,8 +23,14 @@ typedef struct ns_txn {
 } ns_txn;
 
 int ns_txn_begin(mds_ns *ns, ns_txn *t);
-int ns_txn_commit(ns_txn *t); /* frees the batch either way */
+/* Writes the batch without sync (visible at once, durable at the next
+ * kv_sync); frees the batch either way. */
+int ns_txn_commit(ns_txn *t);
 void ns_txn_abort(ns_txn *t);
+/* End of every mutation, after the namespace lock is released: unless the
+ * sync is deferred to the caller, a successful mutation (rc 0) is made
+ * durable here (-EIO with why set when that fails). Returns rc otherwise. */
+int ns_settle(mds_ns *ns, int rc, char *why);
 
 /* Sets why (may be NULL) and returns -err. */
 int ns_fail(char *why, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

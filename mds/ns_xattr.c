@@ -185,7 +185,7 @@ int mds_ns_setxattr(mds_ns *ns, uint64_t ino, const char *name, const void *valu
         rc = ns_fail(why, EIO, "store write failed");
 out:
     pthread_rwlock_unlock(&ns->lock);
-    return rc;
+    return ns_settle(ns, rc, why);
 }
 
 static int get_layout_value(const mds_inode *in, void **value, size_t *len, char *why)
@@ -352,5 +352,5 @@ int mds_ns_removexattr(mds_ns *ns, uint64_t ino, const char *name, char *why)
         rc = ns_fail(why, EIO, "store write failed");
 out:
     pthread_rwlock_unlock(&ns->lock);
-    return rc;
+    return ns_settle(ns, rc, why);
 }

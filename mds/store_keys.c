@@ -118,6 +118,7 @@ size_t mds_inode_encode(const mds_inode *in, uint8_t out[MDS_INODE_REC_MAX])
     w32(&c, in->has_layout ? in->lay.codec_version : 0);
     for (uint32_t i = 0; i < lay_n; i++)
         w32(&c, in->lay.servers[i]);
+    w32(&c, in->may_have_data ? MDS_INODE_FLAG_MAY_HAVE_DATA : 0);
     assert(c.pos <= MDS_INODE_REC_MAX);
     return c.pos;
 }
@@ -155,6 +156,14 @@ int mds_inode_decode(uint64_t ino, const uint8_t *buf, size_t len, mds_inode *ou
     out->has_layout = lay_n > 0;
     for (uint32_t i = 0; i < lay_n; i++)
         out->lay.servers[i] = r32(&c);
+    if (c.bad)
+        return -EIO;
+    if (c.pos == len) { /* a record from before the flags word: assume data */
+        out->may_have_data = out->has_layout;
+        return 0;
+    }
+    uint32_t flags = r32(&c);
+    out->may_have_data = (flags & MDS_INODE_FLAG_MAY_HAVE_DATA) != 0;
     if (c.bad || c.pos != len)
         return -EIO;
     return 0;

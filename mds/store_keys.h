@@ -49,10 +49,16 @@ typedef struct mds_inode {
     uint32_t pol_n, pol_k, pol_su; /* directories: layout policy (0 = none) */
     bool has_layout;     /* regular files */
     layout lay;
+    bool may_have_data;  /* regular files: strip files may exist on the I/O
+                          * servers (the size was > 0 once); sticky */
 } mds_inode;
 
+/* Version 1 records may end after the servers (written before the flags
+ * word existed: decoded with may_have_data = has_layout) or carry a u32
+ * flags word after them. */
 #define MDS_INODE_REC_VERSION 1u
-#define MDS_INODE_REC_MAX (1u + 4u * 4u + 8u * 2u + 8u * 3u + 8u * 2u + 4u * 3u + 4u * 5u + 4u * LAYOUT_MAX_N)
+#define MDS_INODE_FLAG_MAY_HAVE_DATA 1u
+#define MDS_INODE_REC_MAX (1u + 4u * 4u + 8u * 2u + 8u * 3u + 8u * 2u + 4u * 3u + 4u * 5u + 4u * LAYOUT_MAX_N + 4u)
 
 size_t mds_inode_encode(const mds_inode *in, uint8_t out[MDS_INODE_REC_MAX]);
 /* 0, or -EIO for a record that is short, too long or of an unknown version. */

@@ -18,6 +18,8 @@
 #include "kvstore.h"
 #include "log.h"
 #include "mds/namespace.h"
+#include "mds/store_keys.h"
+#include "mds/syncer.h"
 #include "rpc.h"
 
 #define N_SERVERS 6u
@@ -1026,6 +1028,215 @@ START_TEST(test_rpc_handlers)
 }
 END_TEST
 
+/* ------------------------------------------- may-have-data, group commit */
+
+static mds_removed unlink_of(uint64_t parent, const char *name)
+{
+    mds_removed rm;
+    ck_assert_int_eq(mds_ns_unlink(ns, parent, name, &rm, why), 0);
+    return rm;
+}
+
+START_TEST(test_may_have_data)
+{
+    mds_inode in;
+    mds_removed rm;
+    mds_setattr_in sa = { .size = 10 };
+    /* never written: the layout comes back but no strip file can exist */
+    uint64_t f = new_file(ROOT, "empty");
+    ck_assert(!attr_of(f).may_have_data);
+    rm = unlink_of(ROOT, "empty");
+    ck_assert_uint_eq(rm.ino, f);
+    ck_assert(rm.has_layout && !rm.may_have_data);
+    /* an extend (even to 0) says a client wrote */
+    f = new_file(ROOT, "ext");
+    ck_assert_int_eq(mds_ns_extend(ns, f, 0, false, 0, &in, why), 0);
+    ck_assert(in.may_have_data);
+    rm = unlink_of(ROOT, "ext");
+    ck_assert(rm.has_layout && rm.may_have_data);
+    /* truncate up and back down: sticky */
+    f = new_file(ROOT, "trunc");
+    ck_assert_int_eq(mds_ns_setattr(ns, f, MDS_SET_SIZE, &sa, &in, why), 0);
+    sa.size = 0;
+    ck_assert_int_eq(mds_ns_setattr(ns, f, MDS_SET_SIZE, &sa, &in, why), 0);
+    ck_assert(in.may_have_data);
+    ck_assert(unlink_of(ROOT, "trunc").may_have_data);
+    /* rename over a target: the target's flag comes back */
+    uint64_t a = new_file(ROOT, "a");
+    uint64_t b = new_file(ROOT, "b");
+    ck_assert_int_eq(mds_ns_extend(ns, b, 4096, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "a", ROOT, "b", 0, &rm, why), 0);
+    ck_assert_uint_eq(rm.ino, b);
+    ck_assert(rm.may_have_data);
+    new_file(ROOT, "c");
+    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "c", ROOT, "b", 0, &rm, why), 0);
+    ck_assert_uint_eq(rm.ino, a);
+    ck_assert(!rm.may_have_data);
+    /* survives a restart */
+    uint64_t w = new_file(ROOT, "w");
+    ck_assert_int_eq(mds_ns_extend(ns, w, 1, false, 0, &in, why), 0);
+    uint64_t e = new_file(ROOT, "e");
+    store_close();
+    store_open();
+    ck_assert(attr_of(w).may_have_data);
+    ck_assert(!attr_of(e).may_have_data);
+}
+END_TEST
+
+START_TEST(test_inode_record_flags)
+{
+    uint8_t buf[MDS_INODE_REC_MAX];
+    mds_inode in = attr_of(new_file(ROOT, "r")), out;
+    in.may_have_data = true;
+    size_t len = mds_inode_encode(&in, buf);
+    ck_assert_int_eq(mds_inode_decode(in.ino, buf, len, &out), 0);
+    ck_assert(out.may_have_data);
+    in.may_have_data = false;
+    len = mds_inode_encode(&in, buf);
+    ck_assert_int_eq(mds_inode_decode(in.ino, buf, len, &out), 0);
+    ck_assert(!out.may_have_data);
+    ck_assert_int_eq(memcmp(&out, &in, sizeof(in)), 0);
+    /* a record written before the flags word: a file may have data */
+    ck_assert_int_eq(mds_inode_decode(in.ino, buf, len - 4, &out), 0);
+    ck_assert(out.has_layout && out.may_have_data);
+    /* anything else of the wrong length is corrupt */
+    ck_assert_int_eq(mds_inode_decode(in.ino, buf, len - 2, &out), -EIO);
+    ck_assert_int_eq(mds_inode_decode(in.ino, buf, len - 5, &out), -EIO);
+}
+END_TEST
+
+#define SYNC_THREADS 4
+#define SYNC_COMMITS 100
+#define ROTATE_VALUE_BYTES (256u * 1024u)
+#define ROTATE_WRITES 48 /* 12 MiB: LevelDB (4 MiB write buffer) rotates its log */
+
+static void *sync_main(void *arg)
+{
+    long id = (long)arg, bad = 0;
+    char key[32];
+    for (int i = 0; i < SYNC_COMMITS; i++) {
+        kv_batch *b = kv_batch_new();
+        int klen = snprintf(key, sizeof(key), "zsync-%ld-%d", id, i);
+        kv_batch_put(b, key, (size_t)klen, "v", 1);
+        bad += kv_batch_commit_nosync(kv, b) != 0;
+        kv_batch_free(b);
+        bad += kv_sync(kv) != 0;
+    }
+    return (void *)bad;
+}
+
+START_TEST(test_kv_group_commit)
+{
+    pthread_t th[SYNC_THREADS];
+    void *bad;
+    ck_assert_int_eq(kv_sync(kv), 0); /* nothing pending */
+    for (long i = 0; i < SYNC_THREADS; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, sync_main, (void *)i), 0);
+    for (int i = 0; i < SYNC_THREADS; i++) {
+        pthread_join(th[i], &bad);
+        ck_assert_ptr_null(bad);
+    }
+    void *v;
+    size_t vlen;
+    ck_assert_int_eq(kv_get(kv, "zsync-3-99", 10, &v, &vlen), 0);
+    free(v);
+    /* across log rotations: the barrier follows LevelDB to its new log */
+    char *big = malloc(ROTATE_VALUE_BYTES);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 'x', ROTATE_VALUE_BYTES);
+    for (int i = 0; i < ROTATE_WRITES; i++) {
+        char key[32];
+        int klen = snprintf(key, sizeof(key), "zbig-%d", i);
+        kv_batch *b = kv_batch_new();
+        kv_batch_put(b, key, (size_t)klen, big, ROTATE_VALUE_BYTES);
+        ck_assert_int_eq(kv_batch_commit_nosync(kv, b), 0);
+        kv_batch_free(b);
+        if (i % 5 == 4)
+            ck_assert_int_eq(kv_sync(kv), 0);
+    }
+    ck_assert_int_eq(kv_sync(kv), 0);
+    free(big);
+    store_close();
+    store_open();
+    ck_assert_int_eq(kv_get(kv, "zbig-47", 7, &v, &vlen), 0);
+    ck_assert_uint_eq(vlen, ROTATE_VALUE_BYTES);
+    free(v);
+}
+END_TEST
+
+#define PIPELINED_CREATES 64
+
+/* The daemon's setup: deferred syncs, replies through the syncer. Many
+ * creates in flight on one connection all succeed; unlink replies carry a
+ * layout only when strip files may exist. */
+START_TEST(test_rpc_deferred_sync)
+{
+    depfs_config cfg;
+    mds_cluster *cl;
+    mds_syncer *sy;
+    rpc_server *srv;
+    rpc_conn *conn;
+    rpc_call *calls[PIPELINED_CREATES];
+    char addr[64], names[PIPELINED_CREATES][16];
+    config_defaults(&cfg);
+    cfg.n_ioservers = 2;
+    cfg.ioservers[0].id = 10;
+    cfg.ioservers[1].id = 11;
+    ck_assert_int_eq(mds_cluster_open(kv, &cfg, &cl), 0);
+    ck_assert_int_eq(mds_syncer_start(kv, &sy), 0);
+    mds_ns_defer_sync(ns);
+    mds_ctx ctx = { .ns = ns, .cluster = cl, .syncer = sy, .kv = kv };
+    rpc_server_opts o = { .transport = "tcp", .address = "127.0.0.1:0", .handler = mds_handle, .ctx = &ctx };
+    ck_assert_int_eq(rpc_server_start(&o, &srv), 0);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", rpc_server_port(srv));
+    ck_assert_int_eq(rpc_conn_open("tcp", addr, NULL, 1000, &conn), 0);
+
+    for (int i = 0; i < PIPELINED_CREATES; i++) {
+        Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
+        snprintf(names[i], sizeof(names[i]), "p%d", i);
+        q.has_parent = q.has_mode = true;
+        q.parent = ROOT;
+        q.name = names[i];
+        q.mode = 0644;
+        ck_assert_int_eq(rpc_call_start_msg(conn, DEPFS__MDS_OP__MDS_CREATE, &q.base, NULL, 0,
+                                            NULL, 0, &calls[i]), 0);
+    }
+    for (int i = 0; i < PIPELINED_CREATES; i++) {
+        ProtobufCMessage *m = NULL;
+        ck_assert_int_eq(rpc_call_wait(calls[i], RPC_TIMEOUT_MS), 0);
+        ck_assert_int_eq(rpc_call_unpack(calls[i], &depfs__mds_reply__descriptor, &m), 0);
+        ck_assert_int_eq(((Depfs__MdsReply *)m)->err, 0);
+        protobuf_c_message_free_unpacked(m, NULL);
+        rpc_call_free(calls[i]);
+        ck_assert_uint_ne(ino_of(ROOT, names[i]), 0);
+    }
+
+    Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
+    q.has_parent = true;
+    q.parent = ROOT;
+    q.name = names[0];
+    Depfs__MdsReply *r = call(conn, DEPFS__MDS_OP__MDS_UNLINK, &q);
+    ck_assert_int_eq(r->err, 0);
+    ck_assert(r->has_removed_ino);
+    ck_assert_ptr_null(r->layout); /* never written: nothing to remove */
+    depfs__mds_reply__free_unpacked(r, NULL);
+    mds_inode in;
+    ck_assert_int_eq(mds_ns_extend(ns, ino_of(ROOT, names[1]), 10, false, 0, &in, why), 0);
+    q.name = names[1];
+    r = call(conn, DEPFS__MDS_OP__MDS_UNLINK, &q);
+    ck_assert_int_eq(r->err, 0);
+    ck_assert(r->has_removed_ino);
+    ck_assert_ptr_nonnull(r->layout);
+    depfs__mds_reply__free_unpacked(r, NULL);
+
+    rpc_conn_close(conn);
+    rpc_server_stop(srv);
+    mds_syncer_stop(sy);
+    ck_assert_int_eq(kv_sync(kv), 0);
+    mds_cluster_close(cl);
+}
+END_TEST
+
 static Suite *mds_suite(void)
 {
     Suite *s = suite_create("mds");
@@ -1050,6 +1261,10 @@ static Suite *mds_suite(void)
     tcase_add_test(tc, test_cluster_states);
     tcase_add_test(tc, test_concurrent);
     tcase_add_test(tc, test_rpc_handlers);
+    tcase_add_test(tc, test_may_have_data);
+    tcase_add_test(tc, test_inode_record_flags);
+    tcase_add_test(tc, test_kv_group_commit);
+    tcase_add_test(tc, test_rpc_deferred_sync);
     suite_add_tcase(s, tc);
     return s;
 }
