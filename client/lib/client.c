@@ -655,5 +655,6 @@ void depfs_unmount(depfs_t *fs)
     if (!fs)
         return;
     dc_inodes_flush_all(fs);
+    dc_data_remove_drain(fs); /* background strip removals use fs */
     fs_free(fs);
 }

@@ -339,23 +339,24 @@ int depfs_link(depfs_t *fs, uint64_t ino, uint64_t new_parent, const char *new_n
 
 /* --------------------------------------------------- remove entries */
 
-/* The MDS dropped the last link of removed_ino: remove its strip files now,
- * or at the last close when it is open in this client. Failures are logged,
- * not returned: the namespace operation is done. */
+/* The MDS dropped the last link of removed_ino: remove its strip files at
+ * the last close when it is open in this client (this client may have
+ * written data the MDS does not know of yet), else in the background when
+ * the reply has a layout. No layout: not a regular file, or the MDS knows
+ * no data was ever written (no size > 0 published): nothing to remove - a
+ * writer in another client that never published a size leaves orphans.
+ * Failures are logged, not returned: the namespace operation is done. */
 static void remove_data(depfs_t *fs, const Depfs__MdsReply *rep)
 {
     if (!rep->has_removed_ino || rep->removed_ino == 0)
         return;
-    if (!rep->layout)
-        return; /* not a regular file: no data */
     if (dc_inode_mark_unlinked(fs, rep->removed_ino))
+        return;
+    if (!rep->layout)
         return;
     layout lay;
     dc_layout_from_pb(rep->layout, &lay);
-    int rc = dc_data_remove(fs, rep->removed_ino, &lay);
-    if (rc < 0)
-        log_warn("libdepfs: removing data of file %llu: %s (%s)",
-                 (unsigned long long)rep->removed_ino, strerror(-rc), depfs_last_error());
+    dc_data_remove_async(fs, rep->removed_ino, &lay);
 }
 
 static int call_removing(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req)
