@@ -106,3 +106,9 @@ require_recovery() {
 # cluster calls it up again; wait that long before asking the mount for
 # stripes that need a server it saw fail.
 settle_clients() { sleep "$(awk -v ms="$(conf_ms server_down_expiry_ms 5000)" 'BEGIN { print ms / 1000 + 0.5 }')"; }
+# kill_down ID: SIGKILL I/O server ID and wait until the cluster calls it down
+# (so a later restart is a return from a known failure, not a blip).
+kill_down() {
+  "$LC" kill "$1"
+  wait_state "$1" down 30 >/dev/null || fail "server $1 not marked down within 30 s of SIGKILL"
+}

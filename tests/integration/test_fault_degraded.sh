@@ -100,11 +100,11 @@ verify_all "$REF"
 # ---- 4. restored units equal decoding
 O1=$(pick_other "$V1" "$V2")
 log "phase 4: kill server $O1: reads of every layout decode through the restored units of $V1 and $V2"
-"$LC" kill "$O1"
+kill_down "$O1"
 verify_all "$REF"
 O2=$(pick_other "$V1" "$V2" "$O1")
 log "... and server $O2 (8@6 and 4@2 must still read right)"
-"$LC" kill "$O2"
+kill_down "$O2"
 verify_all "$REF" --eio-ok-dirs L8_7
 "$LC" restart "$O1" --rebuild
 "$LC" restart "$O2" --rebuild

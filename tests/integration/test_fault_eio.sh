@@ -25,7 +25,7 @@ read -r -a S42 <<<"$(file_servers /L4_2/f0)"
 [ "${#S42[@]}" -eq 4 ] || fail "/L4_2/f0 has servers '${S42[*]}', want 4"
 DEAD=("${S42[0]}" "${S42[1]}" "${S42[2]}")
 log "/L4_2/f0 lives on servers ${S42[*]}; killing ${DEAD[*]} (n-k+1 = 3)"
-for id in "${DEAD[@]}"; do "$LC" kill "$id"; done
+for id in "${DEAD[@]}"; do kill_down "$id"; done
 
 python3 "$FAULTLOAD" eio-check "$MNT" "$REF" --lib "$LIBDEPFS_SO" --conf "$CONF" --path /L4_2/f0 \
   --stripe-bytes $((2 * SU)) --unit-bytes "$SU" --ready "$DEPFS_STATE/w42" --seed 1 || fail "4@2 file with 3 of 4 servers down"

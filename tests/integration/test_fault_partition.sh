@@ -157,7 +157,7 @@ verify_all "$REF"
 # ---- S's units equal decoding: two other servers down, every read decodes through S
 O1=$(( (S + 1) % SERVERS )); O2=$(( (S + 4) % SERVERS ))
 log "kill servers $O1 and $O2: reads decode through server $S's units"
-"$LC" kill "$O1"; "$LC" kill "$O2"
+kill_down "$O1"; kill_down "$O2"
 verify_all "$REF"
 "$LC" restart "$O1" --rebuild; "$LC" restart "$O2" --rebuild
 wait_all_up "$REBUILD_WAIT_S"

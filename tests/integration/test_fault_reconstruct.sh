@@ -7,7 +7,7 @@
 # unchanged, S's units equal decoding (two other servers killed so reads
 # decode through S), and scrub is clean.
 # Second round, `depfs reconstruct` by hand on another wiped server: started
-# with a rate limit, interrupted (SIGINT) part way, run again: it must resume
+# with a rate limit, interrupted (SIGTERM) part way, run again: it must resume
 # and finish, with the same checks.
 source "$(dirname "$0")/lib.sh"
 require_recovery
@@ -37,12 +37,30 @@ check_restored() {
   verify_all "$REF"
   o1=$(( (id + 1) % 8 )); o2=$(( (id + 5) % 8 ))
   log "kill $o1 and $o2: reads decode through server $id's reconstructed units"
-  "$LC" kill "$o1"; "$LC" kill "$o2"
+  kill_down "$o1"; kill_down "$o2"
   verify_all "$REF" --eio-ok-dirs L8_7
   "$LC" restart "$o1" --rebuild; "$LC" restart "$o2" --rebuild
   wait_all_up "$REBUILD_WAIT_S"
   settle_clients
   verify_all "$REF"
+}
+
+# start_reconstructing ID: the server's command line (local-cluster's cmd
+# file) plus --reconstruct, started the way local-cluster starts daemons so
+# its pid file, kill and restart keep working.
+start_reconstructing() {
+  local id=$1 name="ioserver-$1" a port
+  local -a cmd args=()
+  eval "cmd=($(cat "$DEPFS_STATE/pids/$name.cmd"))"
+  for a in "${cmd[@]}"; do [ "$a" = --rebuild ] || [ "$a" = --reconstruct ] || args+=("$a"); done
+  args+=(--reconstruct)
+  rm -f "$DEPFS_STATE/pids/$name.pid"
+  echo "=== $(date '+%F %T') starting: ${args[*]}" >>"$DEPFS_STATE/logs/$name.log"
+  setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$DEPFS_STATE/pids/$name.pid" "${args[@]}" \
+    </dev/null >>"$DEPFS_STATE/logs/$name.log" 2>&1 &
+  port=$(awk -v id="$id" '$1 == "ioserver" && $3 == id {print $4}' "$CONF" | cut -d: -f2)
+  for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0; sleep 0.1; done
+  fail "$name (--reconstruct) not listening on port $port"
 }
 
 log "seed $SEED"
@@ -63,7 +81,7 @@ scrub_clean
 S=$((RANDOM % 8))
 strips_of "$S" >"$DEPFS_STATE/strips-$S"
 log "replace server $S: SIGKILL, wipe $(io_dir "$S"), local-cluster replace"
-"$LC" kill "$S"
+kill_down "$S"
 rm -rf "$(io_dir "$S")"; mkdir -p "$(io_dir "$S")"
 t0=$(now_ms)
 "$LC" replace "$S" || fail "local-cluster replace $S failed"
@@ -76,18 +94,14 @@ check_restored "$S"
 S2=$(( (S + 3) % 8 ))
 strips_of "$S2" >"$DEPFS_STATE/strips-$S2"
 log "server $S2: SIGKILL, wipe, restart with --reconstruct, depfs reconstruct --rate $RATE_MBPS"
-"$LC" kill "$S2"
+kill_down "$S2"
 rm -rf "$(io_dir "$S2")"; mkdir -p "$(io_dir "$S2")"
-cmdf="$DEPFS_STATE/pids/ioserver-$S2.cmd"
-cp "$cmdf" "$cmdf.orig"
-printf -- '--reconstruct ' >>"$cmdf"
-"$LC" restart "$S2"
-cp "$cmdf.orig" "$cmdf"
+start_reconstructing "$S2"
 "$DEPFS_BIN_DIR/depfs" --config "$CONF" reconstruct "$S2" --rate "$RATE_MBPS" >"$DEPFS_STATE/recon1.out" 2>&1 &
 rp=$!
 sleep "$INTERRUPT_AFTER_S"
 kill -0 "$rp" 2>/dev/null || { wait "$rp" || true; cat "$DEPFS_STATE/recon1.out"; fail "depfs reconstruct --rate $RATE_MBPS ended within ${INTERRUPT_AFTER_S}s: cannot test resumption (rate limit not honoured?)"; }
-kill -INT "$rp"; wait "$rp" || true
+kill -TERM "$rp"; wait "$rp" || true  # SIGINT: ignored by background jobs of a script
 tr '\r' '\n' <"$DEPFS_STATE/recon1.out" | tail -3
 [ "$(server_state "$S2")" != up ] || fail "server $S2 is up after an interrupted reconstruction"
 log "run depfs reconstruct $S2 again: it must resume"
