@@ -101,7 +101,7 @@ prepare_tree() {
     cp -a "$ROOT/src/mpich-$MPICH_VER" "$tree/"
     "$ADIO/patch-mpich.sh" "$TREE" >&2
     stage_libdepfs "$tree/depfs"
-    say "configure (about 70 s; log $tree/configure.log)"
+    say "configure (about 100 s; log $tree/configure.log)"
     t0=$(date +%s)
     (cd "$TREE" && MPILIBNAME=mpich ./configure --prefix="$tree/install" "${CONFIGURE_ARGS[@]}" \
        --with-depfs="$tree/depfs" MPICHLIB_CPPFLAGS="-I$tree/depfs/include" \
@@ -116,7 +116,7 @@ prepare_tree() {
 
 build_tree() {
   local t0; t0=$(date +%s)
-  say "make -j$JOBS (about 3 min from scratch; log $TREE/../make.log)"
+  say "make -j$JOBS (5-10 min from scratch on 2 cores; log $TREE/../make.log)"
   (cd "$TREE" && make -j"$JOBS" >"$TREE/../make.log" 2>&1) ||
     { grep -E 'error|Error' "$TREE/../make.log" | head -n 20 >&2; die "make failed ($TREE/../make.log)"; }
   say "built in $(( $(date +%s) - t0 )) s"

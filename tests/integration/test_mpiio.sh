@@ -15,7 +15,7 @@ for tool in mpicc.mpich mpiexec.mpich; do
 done
 [ -f "$BUILD/lib/libdepfs.so" ] || fail "$BUILD/lib/libdepfs.so missing (make BUILD=$BUILD)"
 
-log "MPICH with the DePFS driver (cached build; first time ~5 min)"
+log "MPICH with the DePFS driver (cached build; first time 5-13 min)"
 set +e
 LIBDIR=$("$TOP/client/adio/build-mpich.sh" "$BUILD" | tail -n 1)
 rc=$?
