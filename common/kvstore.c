@@ -15,11 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 
 #define KV_LOG_SUFFIX ".log"
+#define KV_DIR_MTIME_MARGIN_S 1 /* >> the file system's timestamp tick */
 
 struct kvstore {
     leveldb_t *db;
@@ -37,6 +40,8 @@ struct kvstore {
     _Atomic bool failed;          /* a barrier failed: refuse writes from now on */
     int log_fd;                   /* the newest log seen by a barrier, or -1 */
     uint64_t log_no;              /* its number; older logs are synced */
+    struct timespec scan_mtime;   /* directory mtime the last scan started from */
+    bool scan_trusted;            /* ... and it was old enough to rely on */
 };
 
 struct kv_batch {
@@ -266,16 +271,46 @@ static int sync_rotated(kvstore *kv, DIR *d, uint64_t newest)
     return 0;
 }
 
+/* True when the directory cannot have changed since the last scan: its
+ * mtime is the one seen then, and that mtime was older than the scan by
+ * more than the coarse clock tick that stamps it (so any change after the
+ * scan carries a later stamp). Saves the directory scan on most barriers. */
+static bool dir_unchanged(kvstore *kv, struct timespec *mtime_now)
+{
+    struct stat st;
+    if (stat(kv->dir, &st) < 0) {
+        memset(mtime_now, 0, sizeof(*mtime_now));
+        return false;
+    }
+    *mtime_now = st.st_mtim;
+    return kv->scan_trusted && st.st_mtim.tv_sec == kv->scan_mtime.tv_sec &&
+           st.st_mtim.tv_nsec == kv->scan_mtime.tv_nsec;
+}
+
+/* Remembers the mtime a scan started from (see dir_unchanged). */
+static void dir_scanned(kvstore *kv, const struct timespec *mtime)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    kv->scan_mtime = *mtime;
+    kv->scan_trusted = mtime->tv_sec != 0 && now.tv_sec - mtime->tv_sec > KV_DIR_MTIME_MARGIN_S;
+}
+
 /* fdatasync every log that may hold records written since the last barrier.
- * Only the barrier in progress (sync_running) touches log_fd/log_no. */
+ * Only the barrier in progress (sync_running) touches log_fd/log_no/scan_*. */
 static int sync_logs(kvstore *kv)
 {
     struct dirent *e;
+    struct timespec mtime;
     uint64_t no, newest = 0;
     bool found = false;
     int rc = 0;
+    DIR *d;
 
-    DIR *d = opendir(kv->dir);
+    bool unchanged = dir_unchanged(kv, &mtime);
+    if (kv->log_fd >= 0 && unchanged)
+        goto sync; /* no new log file since the last scan */
+    d = opendir(kv->dir);
     if (!d) {
         rc = -errno;
         log_err("kvstore %s: opendir: %s", kv->dir, strerror(-rc));
@@ -294,7 +329,11 @@ static int sync_logs(kvstore *kv)
         rc = sync_rotated(kv, d, newest);
     }
     closedir(d);
-    if (rc == 0 && fdatasync(kv->log_fd) < 0) {
+    if (rc < 0)
+        return rc;
+    dir_scanned(kv, &mtime);
+sync:
+    if (fdatasync(kv->log_fd) < 0) {
         rc = -errno;
         log_err("kvstore %s: fdatasync of log %llu: %s", kv->dir,
                 (unsigned long long)kv->log_no, strerror(-rc));
