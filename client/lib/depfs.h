@@ -126,6 +126,8 @@ ssize_t depfs_write(depfs_fh_t *fh, const void *buf, size_t len, uint64_t off);
 int depfs_flush(depfs_fh_t *fh);   /* write-behind to servers, size to the MDS */
 int depfs_fsync(depfs_fh_t *fh);   /* flush + durable on every server */
 int depfs_ftruncate(depfs_fh_t *fh, uint64_t size);
+/* Fresh attributes from the MDS; also merges a size another client has
+ * published since this handle opened, so later reads reach it. */
 int depfs_fstat(depfs_fh_t *fh, struct stat *st);
 uint64_t depfs_fh_ino(const depfs_fh_t *fh);
 int depfs_fh_layout(const depfs_fh_t *fh, depfs_layout_info *out);
