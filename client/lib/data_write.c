@@ -754,6 +754,7 @@ ssize_t depfs_write(depfs_fh_t *fh, const void *buf, size_t len, uint64_t off)
     if (off + len > in->size)
         in->size = off + len;
     in->size_dirty = true;
+    in->size_gen++;
     in->mtime_ns = dc_now_ns_real();
     pthread_mutex_unlock(&in->lock);
     return (ssize_t)len;

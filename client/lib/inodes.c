@@ -144,11 +144,39 @@ bool dc_inode_mark_unlinked(depfs_t *fs, uint64_t ino)
         pthread_mutex_lock(&in->lock);
         in->unlinked = true;
         in->size_dirty = false; /* the MDS forgot the inode: nothing to commit */
+        in->size_gen++;
         pthread_mutex_unlock(&in->lock);
         open_here = true;
     }
     pthread_mutex_unlock(&fs->inodes_lock);
     return open_here;
+}
+
+uint64_t dc_inode_size_gen(depfs_t *fs, uint64_t ino)
+{
+    uint64_t gen = 0;
+    pthread_mutex_lock(&fs->inodes_lock);
+    dc_inode *in = find_locked(fs, ino);
+    if (in) {
+        pthread_mutex_lock(&in->lock);
+        gen = in->size_gen;
+        pthread_mutex_unlock(&in->lock);
+    }
+    pthread_mutex_unlock(&fs->inodes_lock);
+    return gen;
+}
+
+void dc_inode_adopt_mds_size(depfs_t *fs, uint64_t ino, uint64_t gen, uint64_t mds_size)
+{
+    pthread_mutex_lock(&fs->inodes_lock);
+    dc_inode *in = find_locked(fs, ino);
+    if (in) {
+        pthread_mutex_lock(&in->lock);
+        if (!in->size_dirty && !in->unlinked && in->size_gen == gen)
+            in->size = mds_size;
+        pthread_mutex_unlock(&in->lock);
+    }
+    pthread_mutex_unlock(&fs->inodes_lock);
 }
 
 int dc_inode_commit_size(depfs_t *fs, dc_inode *in)
@@ -175,8 +203,10 @@ int dc_inode_commit_size(depfs_t *fs, dc_inode *in)
     if (rc < 0)
         return rc;
     pthread_mutex_lock(&in->lock);
-    if (in->size == size)
+    if (in->size == size) {
         in->size_dirty = false; /* else it grew again meanwhile: stays dirty */
+        in->size_gen++;
+    }
     pthread_mutex_unlock(&in->lock);
     return 0;
 }

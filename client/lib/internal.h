@@ -38,6 +38,9 @@ typedef struct dc_inode {
     pthread_mutex_t lock;     /* guards everything below */
     uint64_t size;            /* this client's view: MDS size at open, grown by writes */
     bool size_dirty;          /* grown/changed locally, not yet told to the MDS */
+    uint64_t size_gen;        /* bumped on every local change of size or size_dirty:
+                               * an MDS size is adopted only if none happened
+                               * while the getattr was in flight */
     int64_t mtime_ns;         /* last local write time, sent with the size */
     unsigned refs;            /* open handles */
     void *wb;                 /* write-behind state, owned by the data path */
@@ -112,6 +115,12 @@ dc_inode *dc_inode_find(depfs_t *fs, uint64_t ino); /* no ref change; NULL if no
 void dc_inode_put(depfs_t *fs, dc_inode *in);
 /* Tell the MDS the size this client grew the file to (MDS_EXTEND), if dirty. */
 int dc_inode_commit_size(depfs_t *fs, dc_inode *in);
+/* Client view of an open file's size after an MDS getattr: while the inode
+ * is not dirty the MDS size is authoritative (another client may have grown
+ * or truncated the file), unless a local size change raced with the call
+ * (gen from dc_inode_size_gen before it). No-op for inodes not open here. */
+uint64_t dc_inode_size_gen(depfs_t *fs, uint64_t ino);
+void dc_inode_adopt_mds_size(depfs_t *fs, uint64_t ino, uint64_t gen, uint64_t mds_size);
 
 /* Codec for (n,k), created once per client and shared. */
 const codec *dc_codec(depfs_t *fs, unsigned n, unsigned k, unsigned version);

@@ -97,11 +97,14 @@ int dc_getattr_rep(depfs_t *fs, uint64_t ino, Depfs__MdsReply **rep)
     Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
     req.has_ino = 1;
     req.ino = ino;
+    uint64_t gen = dc_inode_size_gen(fs, ino);
     int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_GETATTR, &req, rep);
     if (rc == 0 && !(*rep)->attr) {
         dc_set_error("MDS_GETATTR: reply without attributes");
         rc = -EPROTO;
     }
+    if (rc == 0 && S_ISREG((*rep)->attr->mode))
+        dc_inode_adopt_mds_size(fs, ino, gen, (*rep)->attr->size);
     return rc;
 }
 

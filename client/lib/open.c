@@ -49,6 +49,7 @@ int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size)
     pthread_mutex_lock(&in->lock);
     in->size = new_size;
     in->size_dirty = false;
+    in->size_gen++;
     pthread_mutex_unlock(&in->lock);
     return 0;
 }
@@ -210,14 +211,6 @@ int depfs_fstat(depfs_fh_t *fh, struct stat *st)
     Depfs__MdsReply *rep = NULL;
     int rc = dc_getattr_rep(fh->fs, in->ino, &rep);
     if (rc == 0) {
-        /* Merge the MDS size into this client's view, as an open does, so a
-         * reader learns of data another client published (fsync/close)
-         * without reopening. The local size never shrinks here: only a
-         * truncate through this client does that. */
-        pthread_mutex_lock(&in->lock);
-        if (rep->attr && rep->attr->size > in->size)
-            in->size = rep->attr->size;
-        pthread_mutex_unlock(&in->lock);
         dc_reply_to_stat(fh->fs, rep, st);
     } else if (rc == -ENOENT && in->unlinked) {
         /* Unlinked while open here: what this client knows. */

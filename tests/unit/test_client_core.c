@@ -688,15 +688,22 @@ START_TEST(test_setattr_and_open_sizes)
     ck_assert_int_eq(depfs_getattr(other, f, &out), 0);
     ck_assert_int_eq(out.st_size, 0); /* not committed yet */
     ck_assert_int_eq(depfs_close(fh), 0);
-    ck_assert_int_eq(depfs_getattr(other, f, &out), 0);
-    ck_assert_int_eq(out.st_size, 5000); /* close-to-open */
-    /* A handle opened before the close learns the size through fstat and
-     * then reads up to it (holes: zeros) instead of stopping at 0. */
+    /* A handle opened before the close still has the old view, learns the
+     * size through fstat, and then reads up to it (holes: zeros). */
     char probe[16];
     ck_assert_int_eq(depfs_read(early, probe, sizeof probe, 4000), 0);
     ck_assert_int_eq(depfs_fstat(early, &out), 0);
     ck_assert_int_eq(out.st_size, 5000);
     ck_assert_int_eq(depfs_read(early, probe, sizeof probe, 4000), (ssize_t)sizeof probe);
+    ck_assert_int_eq(depfs_getattr(other, f, &out), 0);
+    ck_assert_int_eq(out.st_size, 5000); /* close-to-open */
+    /* ...and a truncate by another client shrinks its view too (it has no
+     * dirty size of its own): it must not report or read the old size. */
+    in.st_size = 1000;
+    ck_assert_int_eq(depfs_setattr(fs, f, &in, DEPFS_SET_SIZE, &out), 0);
+    ck_assert_int_eq(depfs_fstat(early, &out), 0);
+    ck_assert_int_eq(out.st_size, 1000);
+    ck_assert_int_eq(depfs_read(early, probe, sizeof probe, 4000), 0);
     ck_assert_int_eq(depfs_close(early), 0);
     ck_assert_int_eq(depfs_open_ino(other, f, O_RDONLY, &fh), 0);
     ck_assert_int_eq(depfs_ftruncate(fh, 0), -EINVAL);
