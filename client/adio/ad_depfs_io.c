@@ -20,17 +20,11 @@ static int file_of(ADIO_File fd, ADIOI_DEPFS_File **file, const char *myname, in
 /* libdepfs clamps reads to the size this client last saw (at open or from
  * its own writes). Another process may have extended the file since - after
  * MPI_File_sync, or under a lock for shared file pointers - so at an apparent
- * end of file open the inode once more: that merges the MDS's size in. */
+ * end of file ask once more: depfs_fstat merges the MDS's size in. */
 static int refresh_size(ADIOI_DEPFS_File *file)
 {
-    depfs_fh_t *probe = NULL;
-    depfs_t *fs;
-    int rc = ADIOI_DEPFS_Get_fs(&fs);
-    if (rc == 0)
-        rc = depfs_open_ino(fs, depfs_fh_ino(file->fh), O_RDONLY, &probe);
-    if (rc == 0)
-        rc = depfs_close(probe);
-    return rc;
+    struct stat st;
+    return depfs_fstat(file->fh, &st);
 }
 
 static ADIO_Offset request_bytes(int count, MPI_Datatype datatype)
