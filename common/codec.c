@@ -4,8 +4,10 @@
  * (gf_gen_cauchy1_matrix), which is MDS for every (n, k). Decoding picks the
  * first k present units, inverts their k x k submatrix and derives one row per
  * missing unit (data: a row of the inverse; parity: encode row x inverse).
- * Those decode tables are cached per present-unit bitmask, because a degraded
- * read keeps hitting the same erasure pattern. Cache entries are refcounted so
+ * codec_decode_want rebuilds only the missing units asked for (a degraded
+ * read needs its lost data units, not the parity it did not read). Those
+ * decode tables are cached per (present, wanted) unit bitmask pair, because
+ * a degraded read keeps hitting the same erasure pattern. Cache entries are refcounted so
  * a thread can keep decoding with an entry another thread just evicted. */
 #include "codec.h"
 
@@ -25,6 +27,7 @@ typedef uint32_t unit_mask; /* bit u = unit u; n <= CODEC_MAX_UNITS == 32 */
 
 struct decode_entry {
     unit_mask present;       /* key: the present-unit mask */
+    unit_mask wanted;        /* key: the missing units to rebuild */
     unsigned refs;           /* cache's own ref + one per decoding thread */
     uint64_t last_use;       /* LRU stamp */
     unsigned n_src, n_out;
@@ -141,8 +144,10 @@ void codec_update(const codec *c, size_t len, unsigned data_index, const uint8_t
     }
 }
 
-/* Builds the decode tables for one present-unit mask (>= k bits set). */
-static int entry_build(const codec *c, unit_mask present, struct decode_entry **out)
+/* Builds the decode tables for one present-unit mask (>= k bits set) and
+ * the missing units `wanted` (non-empty, disjoint from present). */
+static int entry_build(const codec *c, unit_mask present, unit_mask wanted,
+                       struct decode_entry **out)
 {
     const unsigned n = c->n, k = c->k;
     uint8_t sub[CODEC_MAX_UNITS * CODEC_MAX_UNITS];
@@ -154,11 +159,12 @@ static int entry_build(const codec *c, unit_mask present, struct decode_entry **
     if (!e)
         goto fail;
     e->present = present;
+    e->wanted = wanted;
     for (unsigned u = 0; u < n; u++) {
         if ((present >> u) & 1u) {
             if (e->n_src < k)
                 e->src[e->n_src++] = (uint8_t)u;
-        } else {
+        } else if ((wanted >> u) & 1u) {
             e->out[e->n_out++] = (uint8_t)u;
         }
     }
@@ -205,8 +211,9 @@ static void entry_put(codec *c, struct decode_entry *e)
         entry_free(e);
 }
 
-/* Returns a referenced entry for `present`, from the cache or freshly built. */
-static int entry_get(codec *c, unit_mask present, struct decode_entry **out)
+/* Returns a referenced entry for (present, wanted), from the cache or
+ * freshly built. */
+static int entry_get(codec *c, unit_mask present, unit_mask wanted, struct decode_entry **out)
 {
     struct decode_entry *fresh = NULL;
     unsigned victim = 0;
@@ -214,7 +221,7 @@ static int entry_get(codec *c, unit_mask present, struct decode_entry **out)
     pthread_mutex_lock(&c->lock);
     for (unsigned i = 0; i < CODEC_DECODE_CACHE_ENTRIES; i++) {
         struct decode_entry *e = c->cache[i];
-        if (e && e->present == present) {
+        if (e && e->present == present && e->wanted == wanted) {
             e->refs++;
             e->last_use = ++c->use_clock;
             pthread_mutex_unlock(&c->lock);
@@ -224,14 +231,14 @@ static int entry_get(codec *c, unit_mask present, struct decode_entry **out)
     }
     pthread_mutex_unlock(&c->lock);
 
-    int rc = entry_build(c, present, &fresh); /* outside the lock: O(k^3) */
+    int rc = entry_build(c, present, wanted, &fresh); /* outside the lock: O(k^3) */
     if (rc)
         return rc;
 
     pthread_mutex_lock(&c->lock);
     for (unsigned i = 0; i < CODEC_DECODE_CACHE_ENTRIES; i++) {
         struct decode_entry *e = c->cache[i];
-        if (e && e->present == present) { /* another thread won the race */
+        if (e && e->present == present && e->wanted == wanted) { /* another thread won */
             e->refs++;
             e->last_use = ++c->use_clock;
             pthread_mutex_unlock(&c->lock);
@@ -256,8 +263,14 @@ static int entry_get(codec *c, unit_mask present, struct decode_entry **out)
 
 int codec_decode(const codec *c, size_t len, uint8_t *const *units, const bool *present)
 {
+    return codec_decode_want(c, len, units, present, NULL);
+}
+
+int codec_decode_want(const codec *c, size_t len, uint8_t *const *units, const bool *present,
+                      const bool *want)
+{
     assert(c && units && present);
-    unit_mask mask = 0;
+    unit_mask mask = 0, wanted = 0;
     unsigned n_present = 0;
     uint8_t *src[CODEC_MAX_UNITS], *dst[CODEC_MAX_UNITS];
 
@@ -265,17 +278,19 @@ int codec_decode(const codec *c, size_t len, uint8_t *const *units, const bool *
         if (present[u]) {
             mask |= (unit_mask)1u << u;
             n_present++;
+        } else if (want == NULL || want[u]) {
+            wanted |= (unit_mask)1u << u;
         }
     }
     if (n_present < c->k)
         return -EIO;
-    if (n_present == c->n || len == 0)
+    if (wanted == 0 || len == 0)
         return 0;
 
     /* The cache is internal state, not part of the codec's value. */
     codec *mc = (codec *)c;
     struct decode_entry *e;
-    int rc = entry_get(mc, mask, &e);
+    int rc = entry_get(mc, mask, wanted, &e);
     if (rc)
         return rc;
     for (unsigned i = 0; i < e->n_src; i++)

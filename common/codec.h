@@ -31,6 +31,12 @@ void codec_encode(const codec *c, size_t len, uint8_t *const *data, uint8_t *con
  * and parity alike). Returns -EIO when fewer than k units are present. */
 int codec_decode(const codec *c, size_t len, uint8_t *const *units, const bool *present);
 
+/* As codec_decode, but rebuilds only the missing units with want[i] true
+ * (want NULL: every missing unit); other missing buffers are left alone and
+ * may be NULL. Returns 0 without work when nothing wanted is missing. */
+int codec_decode_want(const codec *c, size_t len, uint8_t *const *units, const bool *present,
+                      const bool *want);
+
 /* Delta parity update for data unit `data_index` (0..k-1): for every parity
  * unit p, parity[p] ^= coefficient(p, data_index) * delta, where delta is
  * old XOR new bytes of that data unit over the same `len` byte range.
