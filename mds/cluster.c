@@ -160,6 +160,7 @@ int mds_cluster_set_state(mds_cluster *c, uint32_t id, uint32_t state, uint64_t 
              mds_server_state_name(s->state), mds_server_state_name(state),
              (unsigned long long)c->epoch);
     s->state = state;
+    s->state_epoch = c->epoch;
     memset(&s->progress, 0, sizeof(s->progress));
 out:
     if (epoch)
@@ -181,6 +182,16 @@ int mds_cluster_set_progress(mds_cluster *c, uint32_t id, const uint64_t *done_b
         if (degraded_files)
             s->progress.degraded_files = *degraded_files;
     }
+    pthread_mutex_unlock(&c->lock);
+    return s ? 0 : -ENOENT;
+}
+
+int mds_cluster_set_rate(mds_cluster *c, uint32_t id, uint64_t rate_bps)
+{
+    pthread_mutex_lock(&c->lock);
+    mds_server *s = find_server(c, id);
+    if (s)
+        s->progress.rebuild_rate_bps = rate_bps;
     pthread_mutex_unlock(&c->lock);
     return s ? 0 : -ENOENT;
 }

@@ -23,12 +23,15 @@ typedef struct mds_progress {
     uint64_t rebuild_done_bytes;
     uint64_t rebuild_total_bytes; /* 0 = unknown */
     uint64_t degraded_files;      /* files with units missing on the server */
+    uint64_t rebuild_rate_bps;    /* bytes/s as last reported, 0 = unknown */
 } mds_progress;
 
 typedef struct mds_server {
     uint32_t id;
     char address[CONFIG_ADDR_MAX];
     uint32_t state;
+    uint64_t state_epoch;         /* epoch of its last state change (0: none since
+                                   * this MDS started; clients then keep their marks) */
     mds_progress progress;
 } mds_server;
 
@@ -51,6 +54,8 @@ int mds_cluster_set_state(mds_cluster *c, uint32_t id, uint32_t state, uint64_t 
 /* Replaces the progress fields that are given (NULL: keep). -ENOENT. */
 int mds_cluster_set_progress(mds_cluster *c, uint32_t id, const uint64_t *done_bytes,
                              const uint64_t *total_bytes, const uint64_t *degraded_files);
+/* Replaces the reported rebuild rate (bytes/s). -ENOENT. */
+int mds_cluster_set_rate(mds_cluster *c, uint32_t id, uint64_t rate_bps);
 void mds_cluster_default_layout(const mds_cluster *c, unsigned *n, unsigned *k, uint32_t *su);
 const char *mds_server_state_name(uint32_t state);
 

@@ -420,6 +420,9 @@ static int op_cluster(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
         si->rebuild_done_bytes = p->rebuild_done_bytes;
         si->rebuild_total_bytes = p->rebuild_total_bytes;
         si->degraded_files = p->degraded_files;
+        si->has_rebuild_rate_bps = si->has_state_epoch = 1;
+        si->rebuild_rate_bps = p->rebuild_rate_bps;
+        si->state_epoch = b->servers[i].state_epoch;
         b->srv_ptrs[i] = si;
     }
     b->rep.has_cluster_epoch = 1;
@@ -434,14 +437,14 @@ static int op_cluster(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 }
 
 /* server_id with server_state and/or progress fields (rebuild_done_bytes,
- * rebuild_total_bytes, degraded_files). Without server_state only the
+ * rebuild_total_bytes, degraded_files, rebuild_rate_bps). Without server_state only the
  * progress given is replaced: a progress report can never undo a state
  * change made meanwhile by someone else. A state change zeroes the old
  * progress first. The reply carries the cluster epoch. */
 static int op_set_server_state(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
     bool has_progress = q->has_rebuild_done_bytes || q->has_rebuild_total_bytes ||
-                        q->has_degraded_files;
+                        q->has_degraded_files || q->has_rebuild_rate_bps;
     uint64_t epoch = 0;
     int rc = 0;
     NEED(q->has_server_id, "server_id");
@@ -453,6 +456,8 @@ static int op_set_server_state(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply
                                       q->has_rebuild_done_bytes ? &q->rebuild_done_bytes : NULL,
                                       q->has_rebuild_total_bytes ? &q->rebuild_total_bytes : NULL,
                                       q->has_degraded_files ? &q->degraded_files : NULL);
+    if (rc == 0 && q->has_rebuild_rate_bps)
+        rc = mds_cluster_set_rate(c->cluster, q->server_id, q->rebuild_rate_bps);
     if (rc == 0) {
         b->rep.has_cluster_epoch = 1;
         b->rep.cluster_epoch = q->has_server_state ? epoch : mds_cluster_epoch(c->cluster);

@@ -71,14 +71,16 @@ int rec_mds_set_state(rec_ctx *c, uint32_t id, uint32_t state, uint64_t *epoch)
     return 0;
 }
 
-int rec_mds_progress(rec_ctx *c, uint32_t id, uint64_t done_bytes, uint64_t degraded_files)
+int rec_mds_progress(rec_ctx *c, uint32_t id, const uint64_t *done_bytes,
+                     uint64_t degraded_files)
 {
     Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
     Depfs__MdsReply *rep;
     req.has_server_id = true;
     req.server_id = id;
-    req.has_rebuild_done_bytes = req.has_degraded_files = true;
-    req.rebuild_done_bytes = done_bytes;
+    req.has_rebuild_done_bytes = done_bytes != NULL;
+    req.rebuild_done_bytes = done_bytes ? *done_bytes : 0;
+    req.has_degraded_files = true;
     req.degraded_files = degraded_files;
     int rv = mds_call(c, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, &req, &rep);
     if (rv == 0)

@@ -221,7 +221,9 @@ static void publish_progress(rec_ctx *c, rec_server *s)
         log_info("ioserver %u: %llu degraded files (dirty records on the survivors)", s->id,
                  (unsigned long long)distinct);
     s->logged_degraded = distinct;
-    if (rec_mds_progress(c, s->id, done, distinct) == 0) {
+    /* a reconstruction's bytes are `depfs reconstruct`'s to report */
+    bool ours = s->mds_state != RECONSTRUCTING;
+    if (rec_mds_progress(c, s->id, ours ? &done : NULL, distinct) == 0) {
         s->published_valid = true;
         s->published_degraded = distinct;
         s->published_done = done;

@@ -151,8 +151,11 @@ rpc_conn *rec_conn(rec_ctx *c, rpc_conn **slot, const char *address);
 int rec_mds_cluster(rec_ctx *c, rec_mds_server *out, unsigned max, unsigned *n, uint64_t *epoch);
 /* MDS_SET_SERVER_STATE; *epoch gets the new epoch. */
 int rec_mds_set_state(rec_ctx *c, uint32_t id, uint32_t state, uint64_t *epoch);
-/* Progress-only report (no state: never undoes a concurrent state change). */
-int rec_mds_progress(rec_ctx *c, uint32_t id, uint64_t done_bytes, uint64_t degraded_files);
+/* Progress-only report (no state: never undoes a concurrent state change).
+ * done_bytes NULL: leave the rebuild bytes alone (a `depfs reconstruct`
+ * reports those of a RECONSTRUCTING server itself). */
+int rec_mds_progress(rec_ctx *c, uint32_t id, const uint64_t *done_bytes,
+                     uint64_t degraded_files);
 /* IO_SET_STATE to one server; state < 0: epoch only; epoch 0: none. */
 int rec_io_set_state(rec_ctx *c, rec_server *s, int state, uint64_t epoch);
 /* IO_SET_STATE{epoch} to every server whose last heartbeat was answered,

@@ -6,7 +6,12 @@
  * is read in parallel), rate limited by a token bucket in the progress
  * callback, with a progress bar on a terminal and periodic lines otherwise.
  * Finished files go to a state file so a re-run resumes; at the end the
- * server rejoins (depfs_server_rejoin) and the state file is removed. */
+ * server rejoins (depfs_server_rejoin) and the state file is removed.
+ * Progress (bytes done/total, rate) also goes to the MDS once a second
+ * (depfs_report_progress), so `depfs status` anywhere shows it; the MDS
+ * state is RECONSTRUCTING meanwhile (set here if the server says so and the
+ * MDS does not know yet) and UP after the rejoin, which clears the
+ * progress. */
 #include "cli.h"
 #include "config.h"
 
@@ -35,6 +40,10 @@
 #define RC_SERVER_STATUS_MAX 1024u
 #define RC_PERCENT 100.0
 #define RC_S_PER_MIN 60u
+#define RC_PUBLISH_PERIOD_MS 1000u /* progress to the MDS at most this often */
+
+/* server states as depfs_server_status gives them (depfs.h) */
+enum { RC_STATE_UP = 0, RC_STATE_RECONSTRUCTING = 3 };
 
 typedef struct rc_file {
     uint64_t ino, size, unit_bytes; /* unit_bytes: what the server holds of it */
@@ -59,6 +68,7 @@ typedef struct rc_ctx {
     double tokens;
     uint64_t tokens_ms;
     uint64_t start_ms;
+    bool publish_failed;      /* warned once; reports go on being tried */
     int first_err;
     char first_err_text[256];
 } rc_ctx;
@@ -321,6 +331,28 @@ static void rc_report(rc_ctx *c, bool tty, bool final)
     fflush(stderr);
 }
 
+/* Bytes/s of this run so far. */
+static uint64_t rc_rate_bps(const rc_ctx *c, uint64_t done)
+{
+    uint64_t ms = rc_now_ms() - c->start_ms;
+    return ms ? done * RC_MS_PER_S / ms : 0;
+}
+
+/* Progress to the MDS for `depfs status`; `running` false: the final word
+ * (no rate, so no ETA, once nothing moves). Failures only warn. */
+static void rc_publish(rc_ctx *c, bool running)
+{
+    uint64_t done = atomic_load(&c->bytes_done), total = c->total_bytes;
+    if (done > total)
+        total = done;
+    int rc = depfs_report_progress(c->fs, c->server, done, total,
+                                   running ? rc_rate_bps(c, done) : 0);
+    if (rc < 0 && !c->publish_failed)
+        fprintf(stderr, "%s: reconstruct server %u: cannot report progress to the MDS: %s (%s)\n",
+                CLI_PROG, c->server, strerror(-rc), depfs_last_error());
+    c->publish_failed = rc < 0;
+}
+
 static int rc_run_workers(rc_ctx *c, unsigned jobs)
 {
     pthread_t th[RC_JOBS_MAX];
@@ -334,20 +366,41 @@ static int rc_run_workers(rc_ctx *c, unsigned jobs)
         return -EAGAIN;
     bool tty = isatty(STDERR_FILENO);
     uint64_t period_ms = tty ? RC_TTY_PERIOD_MS : RC_LINE_PERIOD_MS, last_ms = rc_now_ms();
+    uint64_t published_ms = last_ms;
+    rc_publish(c, true);
     while (atomic_load(&c->workers_left) > 0) {
         rc_sleep_ms(RC_TTY_PERIOD_MS);
         if (rc_now_ms() - last_ms >= period_ms) {
             rc_report(c, tty, false);
             last_ms = rc_now_ms();
         }
+        if (rc_now_ms() - published_ms >= RC_PUBLISH_PERIOD_MS) {
+            rc_publish(c, true);
+            published_ms = rc_now_ms();
+        }
     }
     for (unsigned i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     rc_report(c, tty, true);
+    rc_publish(c, false);
     return 0;
 }
 
 /* ----------------------------------------------------------------- main */
+
+/* The server says it is RECONSTRUCTING and the MDS has not heard yet (no
+ * depfs-recovery, or not its turn yet): tell it, so every client and
+ * `depfs status` see the reconstruction from the start. */
+static void rc_mds_reconstructing(depfs_t *fs, const depfs_server_status *st)
+{
+    if (!st->reachable || st->state != RC_STATE_RECONSTRUCTING ||
+        st->mds_state == RC_STATE_RECONSTRUCTING)
+        return;
+    int rc = depfs_set_server_state(fs, st->id, RC_STATE_RECONSTRUCTING);
+    if (rc < 0)
+        fprintf(stderr, "%s: reconstruct server %u: cannot set its MDS state: %s (%s)\n", CLI_PROG,
+                st->id, strerror(-rc), depfs_last_error());
+}
 
 /* 0 when the server may be reconstructed (not plainly up). */
 static int rc_check_server(depfs_t *fs, uint32_t server)
@@ -361,11 +414,13 @@ static int rc_check_server(depfs_t *fs, uint32_t server)
         if (v[i].id != server)
             continue;
         rc = 0;
-        if (v[i].state == 0 && v[i].reachable) {
+        if (v[i].state == RC_STATE_UP && v[i].reachable) {
             cli_err("I/O server %u is up; reconstruct a replacement started with "
                     "'depfs-ioserver --id %u --reconstruct' on an empty data directory",
                     server, server);
             rc = -EBUSY;
+        } else {
+            rc_mds_reconstructing(fs, &v[i]);
         }
     }
     if (rc == -ENOENT)

@@ -20,6 +20,8 @@
 enum { SERVER_UP = 0, SERVER_DOWN = 1, SERVER_REBUILDING = 2, SERVER_RECONSTRUCTING = 3 };
 #define PERCENT 100.0
 #define RECOVERY_TEXT_MAX 128u
+#define BYTES_PER_MB 1e6 /* rates in MB/s, like depfs reconstruct */
+#define SECONDS_PER_MIN 60u
 
 typedef struct status_totals {
     unsigned servers, up, down, rebuilding, reconstructing, reachable;
@@ -35,7 +37,8 @@ static void status_usage(FILE *out)
             "\n"
             "Show each I/O server: id, address, state (up, down, rebuilding,\n"
             "reconstructing; from the MDS when the server cannot be reached), the\n"
-            "state the MDS holds, degraded files and rebuild progress (RECOVERY), whether\n"
+            "state the MDS holds, degraded files and rebuild progress (RECOVERY: percent,\n"
+            "bytes done/total, rate and ETA while a rebuild or reconstruction runs), whether\n"
             "this client reaches it, bytes used and free, and its stripe-lock counters\n"
             "(granted, nacked, retried after a NACK, currently held, total hold time\n"
             "in ms); then totals.\n"
@@ -92,16 +95,35 @@ static void add_totals(status_totals *t, const depfs_server_status *s)
     t->lock_hold_ms_total += s->lock_hold_ms_total;
 }
 
-/* "-", "3 degraded" or "45% 1.2G/2.7G, 3 degraded": the MDS's recovery view. */
+/* Seconds left at the reported rate; false when unknown (no rate). */
+static bool rebuild_eta_s(const depfs_server_status *s, uint64_t *eta)
+{
+    if (s->rebuild_rate_bps == 0 || s->rebuild_total_bytes == 0)
+        return false;
+    uint64_t left = s->rebuild_total_bytes > s->rebuild_done_bytes
+                        ? s->rebuild_total_bytes - s->rebuild_done_bytes
+                        : 0;
+    *eta = (left + s->rebuild_rate_bps - 1) / s->rebuild_rate_bps;
+    return true;
+}
+
+/* "-", "3 degraded" or "45% 1.2G/2.7G 1.1 MB/s ETA 0:12, 3 degraded": the
+ * MDS's recovery view (rate and ETA while the rebuild reports a rate). */
 static void recovery_text(char *buf, size_t len, const depfs_server_status *s)
 {
-    char done[SIZE_TEXT_MAX], total[SIZE_TEXT_MAX];
+    char done[SIZE_TEXT_MAX], total[SIZE_TEXT_MAX], speed[RECOVERY_TEXT_MAX] = "";
+    uint64_t eta = 0;
     if (s->rebuild_total_bytes > 0) {
         human_bytes(done, sizeof(done), s->rebuild_done_bytes);
         human_bytes(total, sizeof(total), s->rebuild_total_bytes);
-        snprintf(buf, len, "%.0f%% %s/%s, %llu degraded",
+        if (rebuild_eta_s(s, &eta))
+            snprintf(speed, sizeof(speed), " %.1f MB/s ETA %llu:%02llu",
+                     (double)s->rebuild_rate_bps / BYTES_PER_MB,
+                     (unsigned long long)(eta / SECONDS_PER_MIN),
+                     (unsigned long long)(eta % SECONDS_PER_MIN));
+        snprintf(buf, len, "%.0f%% %s/%s%s, %llu degraded",
                  PERCENT * (double)s->rebuild_done_bytes / (double)s->rebuild_total_bytes, done,
-                 total, (unsigned long long)s->degraded_files);
+                 total, speed, (unsigned long long)s->degraded_files);
     } else if (s->degraded_files > 0) {
         snprintf(buf, len, "%llu degraded", (unsigned long long)s->degraded_files);
     } else {
@@ -167,6 +189,12 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
         cli_json_uint(&j, "degraded_files", s->degraded_files);
         cli_json_uint(&j, "rebuild_done_bytes", s->rebuild_done_bytes);
         cli_json_uint(&j, "rebuild_total_bytes", s->rebuild_total_bytes);
+        cli_json_uint(&j, "rebuild_rate_bps", s->rebuild_rate_bps);
+        uint64_t eta = 0;
+        if (rebuild_eta_s(s, &eta))
+            cli_json_uint(&j, "rebuild_eta_s", eta);
+        else
+            cli_json_null(&j, "rebuild_eta_s");
         cli_json_uint(&j, "bytes_used", s->bytes_used);
         cli_json_uint(&j, "bytes_free", s->bytes_free);
         json_locks(&j, s->locks_granted, s->locks_nacked, s->locks_retried, s->locks_held,

@@ -163,9 +163,20 @@ typedef struct depfs_server_status {
     int mds_state;              /* the state the MDS holds for it (same codes) */
     uint64_t degraded_files;    /* files with units missing there (from the MDS) */
     uint64_t rebuild_done_bytes, rebuild_total_bytes; /* rebuild progress (MDS) */
+    uint64_t rebuild_rate_bps;  /* rebuild bytes/s as last reported (0 = unknown) */
 } depfs_server_status;
 /* Fills up to max entries; returns the number of servers. */
 int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max);
+
+/* The MDS's state of server_id (MDS_SET_SERVER_STATE; a change bumps the
+ * cluster epoch), then this client's view refreshed. For tools that drive a
+ * server's life cycle (`depfs reconstruct`); depfs-recovery does the rest. */
+int depfs_set_server_state(depfs_t *fs, uint32_t server_id, int state);
+/* Publishes a rebuild's progress of server_id to the MDS, where every
+ * `depfs status` sees it: bytes done of total and the current rate
+ * (bytes/s, 0 = unknown). Progress only: never changes the state. */
+int depfs_report_progress(depfs_t *fs, uint32_t server_id, uint64_t done_bytes,
+                          uint64_t total_bytes, uint64_t rate_bps);
 
 /* ------------------------------------------------- recovery operations */
 /* Progress callback: bytes of units rebuilt so far for this call. It may

@@ -1,7 +1,8 @@
 /* status.c - libdepfs core: asking every I/O server for its state, usage
  * and lock counters (IO_STAT, all servers in parallel, rebuilding ones
  * too), with the MDS's state and rebuild progress of each, for
- * depfs_cluster_status and the raw-bytes part of depfs_statfs. */
+ * depfs_cluster_status and the raw-bytes part of depfs_statfs; setting a
+ * server's MDS state and publishing rebuild progress (depfs reconstruct). */
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
@@ -92,6 +93,7 @@ static void status_fill(const dc_server *s, const Depfs__IoReply *rep, const Dep
     st->degraded_files = si ? si->degraded_files : 0;
     st->rebuild_done_bytes = si ? si->rebuild_done_bytes : 0;
     st->rebuild_total_bytes = si ? si->rebuild_total_bytes : 0;
+    st->rebuild_rate_bps = si ? si->rebuild_rate_bps : 0;
     if (!rep) {
         st->state = st->mds_state == DEPFS__SERVER_STATE__SERVER_UP ? DEPFS__SERVER_STATE__SERVER_DOWN
                                                                     : st->mds_state;
@@ -131,4 +133,41 @@ int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max)
     if (cl)
         depfs__mds_reply__free_unpacked(cl, NULL);
     return (int)fs->nservers;
+}
+
+/* One MDS_SET_SERVER_STATE with whatever fields req carries. */
+static int set_server_call(depfs_t *fs, Depfs__MdsRequest *req)
+{
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, req, &rep);
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
+    return rc;
+}
+
+int depfs_set_server_state(depfs_t *fs, uint32_t server_id, int state)
+{
+    if (fs == NULL || state < 0)
+        return -EINVAL;
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_server_id = req.has_server_state = true;
+    req.server_id = server_id;
+    req.server_state = (uint32_t)state;
+    int rc = set_server_call(fs, &req);
+    return rc < 0 ? rc : dc_cluster_refresh(fs);
+}
+
+int depfs_report_progress(depfs_t *fs, uint32_t server_id, uint64_t done_bytes,
+                          uint64_t total_bytes, uint64_t rate_bps)
+{
+    if (fs == NULL)
+        return -EINVAL;
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_server_id = true;
+    req.server_id = server_id;
+    req.has_rebuild_done_bytes = req.has_rebuild_total_bytes = req.has_rebuild_rate_bps = true;
+    req.rebuild_done_bytes = done_bytes;
+    req.rebuild_total_bytes = total_bytes;
+    req.rebuild_rate_bps = rate_bps;
+    return set_server_call(fs, &req);
 }
