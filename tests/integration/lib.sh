@@ -9,23 +9,146 @@ LC="$TOP/deploy/local-cluster"
 CONF="$DEPFS_STATE/depfs.conf"
 MNT="$DEPFS_STATE/mnt"
 
+# ---- DEPFS_VALGRIND=1: every daemon (mds, ioservers, recovery, fuse) runs
+# under valgrind memcheck, one log per daemon process in $VG_LOGS; teardown
+# stops them with SIGTERM and fails on any valgrind error, definite leak or
+# daemon that did not exit cleanly. Waits scale by DEPFS_TIME_FACTOR (default
+# 10 under valgrind, 1 otherwise); what is checked stays the same.
+DEPFS_VALGRIND=${DEPFS_VALGRIND:-0}
+VG_DAEMONS="depfs-mds depfs-ioserver depfs-recovery depfs-fuse"
+VG_DIR="$DEPFS_STATE/valgrind"
+VG_BIN="$VG_DIR/bin"
+VG_LOGS="$VG_DIR/logs"
+VG_EXIT=97
+VG_DEFAULT_TIME_FACTOR=10
+VG_LOG_PREAMBLE_LINES=7 # valgrind's banner and command line at the top of each log
+if [ "$DEPFS_VALGRIND" = 1 ]; then
+  command -v valgrind >/dev/null || { echo "FAIL: DEPFS_VALGRIND=1 but valgrind is not installed"; exit 1; }
+  DEPFS_TIME_FACTOR=${DEPFS_TIME_FACTOR:-$VG_DEFAULT_TIME_FACTOR}
+else
+  DEPFS_TIME_FACTOR=${DEPFS_TIME_FACTOR:-1}
+fi
+# tscale S: S seconds scaled by the time factor.
+tscale() { echo $(( $1 * DEPFS_TIME_FACTOR )); }
+# local-cluster's own start/stop waits (its defaults are 20 / 10 s).
+export DEPFS_START_TIMEOUT=${DEPFS_START_TIMEOUT:-$(tscale 20)}
+export DEPFS_STOP_TIMEOUT=${DEPFS_STOP_TIMEOUT:-$(tscale 10)}
+
 log() { echo "[$(date +%T)] $*"; }
 fail() { echo "FAIL: $*"; exit 1; }
 depfs() { "$DEPFS_BIN_DIR/depfs" --config "$CONF" "$@"; }
 
+# vg_wrappers: $VG_BIN holds one script per daemon that execs it under
+# valgrind (same pid, so local-cluster's signals reach it), and the CLI as is.
+vg_wrappers() {
+  local d
+  mkdir -p "$VG_BIN" "$VG_LOGS"
+  ln -sf "$DEPFS_BIN_DIR/depfs" "$VG_BIN/depfs"
+  for d in $VG_DAEMONS; do
+    [ -x "$DEPFS_BIN_DIR/$d" ] || continue
+    {
+      echo '#!/usr/bin/env bash'
+      echo "# written by tests/integration/lib.sh (DEPFS_VALGRIND=1): $d under memcheck"
+      echo "tag=$d; prev="
+      echo 'for a in "$@"; do [ "$prev" = --id ] && tag=$tag-$a; prev=$a; done'
+      printf 'exec valgrind --error-exitcode=%s --leak-check=full --errors-for-leak-kinds=definite' "$VG_EXIT"
+      printf ' --track-fds=no --num-callers=30 --log-file=%q/"$tag".%%p.log %q "$@"\n' \
+        "$VG_LOGS" "$DEPFS_BIN_DIR/$d"
+    } > "$VG_BIN/$d"
+    chmod +x "$VG_BIN/$d"
+  done
+}
+# lc ARGS: deploy/local-cluster, with the daemons under valgrind when asked
+# (restarts reuse the recorded command line, so they stay under it).
+lc() {
+  if [ "$DEPFS_VALGRIND" = 1 ]; then DEPFS_BIN_DIR="$VG_BIN" "$LC" "$@"; else "$LC" "$@"; fi
+}
+
 cluster_up() {
-  "$LC" down >/dev/null 2>&1 || true
+  cluster_down || fail "valgrind found errors, definite leaks or a daemon that did not stop cleanly"
   rm -rf "$DEPFS_STATE"
-  "$LC" up "$@" || { tail -n 30 "$DEPFS_STATE"/logs/*.log 2>/dev/null; fail "cluster did not start"; }
+  VG_CHECKED=0
+  [ "$DEPFS_VALGRIND" != 1 ] || { vg_wrappers; VG_STARTED=1; }
+  lc up "$@" || { tail -n 30 "$DEPFS_STATE"/logs/*.log 2>/dev/null; fail "cluster did not start"; }
   mountpoint -q "$MNT" || fail "not mounted at $MNT"
 }
-cluster_down() { "$LC" down >/dev/null 2>&1 || true; }
+# Stops the cluster; under valgrind also checks every daemon's log (status 1
+# when one shows an error, a definite leak or an unclean exit).
+cluster_down() {
+  if [ "$VG_STARTED" = 1 ] && [ -d "$VG_LOGS" ]; then
+    vg_down_check
+  else
+    "$LC" down >/dev/null 2>&1 || true
+  fi
+}
+
+# vg_live_pids: pids of the cluster's daemons that are alive now.
+vg_live_pids() {
+  local f pid
+  for f in "$DEPFS_STATE"/pids/*.pid; do
+    [ -e "$f" ] || continue
+    pid=$(cat "$f" 2>/dev/null) || continue
+    kill -0 "$pid" 2>/dev/null && echo "$pid"
+  done
+  return 0
+}
+# vg_log_bad LOG: prints why LOG shows a valgrind error or definite leak, if
+# it does. A log without a summary is a daemon killed with SIGKILL (by the
+# test): the errors it reported before that still count.
+VG_ERROR_RE='== (Invalid (read|write|free)|Conditional jump|Use of uninitialised|Syscall param|Mismatched free|Source and destination overlap|Argument .* of function|Process terminating with default action of signal (4|6|7|8|11) )'
+vg_log_bad() {
+  local log=$1
+  if grep -qE '== ERROR SUMMARY: [1-9]' "$log"; then
+    grep -E '== ERROR SUMMARY' "$log" | tail -1
+  elif grep -qE "$VG_ERROR_RE" "$log"; then
+    grep -m1 -E "$VG_ERROR_RE" "$log"
+  fi
+  if grep -qE 'definitely lost: [1-9]' "$log"; then grep -E 'definitely lost' "$log" | tail -1; fi
+}
+# vg_down_check: SIGTERM every daemon (local-cluster down); each one alive
+# until then must exit by itself with a full valgrind summary, and no log may
+# show an error or a definite leak. Returns 1 (keeping the logs) otherwise.
+VG_STARTED=0 # this test started a cluster under valgrind
+VG_CHECKED=0 # its logs were checked: 1 clean, 2 not
+vg_down_check() {
+  local pids pid log bad=0 why out
+  pids=$(vg_live_pids)
+  # on_exit after the test's own check: nothing new to look at
+  if [ "$VG_CHECKED" != 0 ] && [ -z "$pids" ]; then
+    "$LC" down >/dev/null 2>&1 || true
+    [ "$VG_CHECKED" = 1 ]; return
+  fi
+  out=$("$LC" down 2>&1) || true
+  if grep -q "ignored SIGTERM" <<<"$out"; then
+    echo "valgrind: $(grep "ignored SIGTERM" <<<"$out")"; bad=1
+  fi
+  for pid in $pids; do
+    log=$(ls "$VG_LOGS"/*."$pid".log 2>/dev/null | head -1)
+    if [ -z "$log" ]; then echo "valgrind: no log for daemon pid $pid"; bad=1; continue; fi
+    if ! grep -q '== ERROR SUMMARY' "$log"; then
+      echo "valgrind: $(basename "$log"): no exit summary (did not stop on SIGTERM)"; bad=1
+    elif grep -q 'Process terminating with default action of signal' "$log"; then
+      echo "valgrind: $(basename "$log"): $(grep -m1 'Process terminating' "$log" | sed 's/^==[0-9]*== //')"; bad=1
+    fi
+  done
+  for log in "$VG_LOGS"/*.log; do
+    [ -e "$log" ] || continue
+    why=$(vg_log_bad "$log")
+    [ -z "$why" ] || { echo "valgrind: $(basename "$log"): $why"; sed -n "$VG_LOG_PREAMBLE_LINES,\$p" "$log" | head -n 100; bad=1; }
+  done
+  [ "$bad" -eq 0 ] || { echo "valgrind logs kept in $VG_LOGS"; VG_CHECKED=2; return 1; }
+  VG_CHECKED=1
+  echo "valgrind: $(ls "$VG_LOGS" | wc -l) daemon logs clean"
+}
 on_exit() {
   local rc=$?
   if [ $rc -ne 0 ] && [ -d "$DEPFS_STATE/logs" ]; then
     for f in "$DEPFS_STATE"/logs/*.log; do echo "---- $f"; tail -n 15 "$f"; done
   fi
-  cluster_down
+  if ! cluster_down && [ $rc -eq 0 ]; then
+    echo "FAIL: valgrind found errors, definite leaks or a daemon that did not stop cleanly"
+    rc=1
+  fi
   [ $rc -eq 0 ] && rm -rf "$DEPFS_STATE"
   exit $rc
 }
@@ -49,7 +172,7 @@ conf_ms() {
 }
 # t_HB + 2*t_T: the detection bound of the issue.
 detect_bound_ms() { echo $(( $(conf_ms heartbeat_period_ms 500) + 2 * $(conf_ms request_timeout_ms 2000) )); }
-status_json() { timeout 60 "$DEPFS_BIN_DIR/depfs" --config "$CONF" status --json; }
+status_json() { timeout "$(tscale 60)" "$DEPFS_BIN_DIR/depfs" --config "$CONF" status --json; }
 # server_state ID: up|down|rebuilding as `depfs status` reports it ("?" if it cannot).
 server_state() {
   status_json 2>/dev/null | python3 -c 'import json,sys
@@ -65,7 +188,8 @@ locks_held() {
 }
 # wait_all_up TIMEOUT_S: until every server is "up"; fails with the states seen.
 wait_all_up() {
-  local limit=$1 start=$SECONDS line seen=""
+  local limit start=$SECONDS line seen=""
+  limit=$(tscale "$1")
   while :; do
     line=$(states_line)
     [ "$line" = "$seen" ] || { log "states: $line"; seen=$line; }
@@ -78,12 +202,12 @@ wait_all_up() {
 }
 # wait_state ID STATE TIMEOUT_S: until server ID shows STATE; prints the ms it took.
 wait_state() {
-  local id=$1 want=$2 limit_ms=$(( $3 * 1000 )) t0 st
+  local id=$1 want=$2 limit_ms=$(( $(tscale "$3") * 1000 )) t0 st
   t0=$(now_ms)
   while :; do
     st=$(server_state "$id")
     [ "$st" = "$want" ] && { echo $(( $(now_ms) - t0 )); return 0; }
-    [ $(( $(now_ms) - t0 )) -lt "$limit_ms" ] || { echo "server $id is '$st', not '$want', after $3 s" >&2; return 1; }
+    [ $(( $(now_ms) - t0 )) -lt "$limit_ms" ] || { echo "server $id is '$st', not '$want', after $((limit_ms / 1000)) s" >&2; return 1; }
     sleep 0.1
   done
 }
@@ -110,5 +234,5 @@ settle_clients() { sleep "$(awk -v ms="$(conf_ms server_down_expiry_ms 5000)" 'B
 # (so a later restart is a return from a known failure, not a blip).
 kill_down() {
   "$LC" kill "$1"
-  wait_state "$1" down 30 >/dev/null || fail "server $1 not marked down within 30 s of SIGKILL"
+  wait_state "$1" down 30 >/dev/null || fail "server $1 not marked down within $(tscale 30) s of SIGKILL"
 }

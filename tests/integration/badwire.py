@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""badwire.py - sends malformed and hostile requests to a DePFS daemon's port
+and checks it answers each one the way the wire protocol says (common/frame.h,
+common/rpc.c, ioserver/handlers.c, mds/handlers.c), then still serves a good
+request. Used by test_valgrind.sh.
+
+    badwire.py mds|io HOST:PORT
+
+Frame-level abuse (random bytes, a header with a huge length, a bad version,
+a reply flag, a bulk crc mismatch, a frame cut short) must make the server
+close that connection; a well-framed request with a bad body (undecodable
+header, unknown op, out-of-range extents, lock, sizes, names) must get a
+reply with a non-zero err and a message. Exit 0 when all held, 1 otherwise,
+printing one line per case.
+"""
+import os
+import socket
+import struct
+import sys
+
+MAGIC = 0x46506544
+VERSION = 1
+FLAG_REPLY = 0x1
+HEADER = struct.Struct("<IHHIIIIQ")  # magic version type flags hdr_len bulk_len crc req_id
+TIMEOUT_S = float(os.environ.get("BADWIRE_TIMEOUT_S", "60"))
+U64_MAX = (1 << 64) - 1
+
+# errno values the daemons put in replies (Linux)
+EINVAL, ENAMETOOLONG, EOPNOTSUPP, ENOENT = 22, 36, 95, 2
+
+# IoOp / MdsOp frame types (proto/depfs.proto)
+IO_READ, IO_WRITE, IO_LOCK, IO_TRUNCATE, IO_STAT, IO_SET_STATE = 1, 2, 3, 5, 8, 11
+MDS_LOOKUP, MDS_GETATTR, MDS_CREATE, MDS_READDIR = 2, 3, 5, 11
+MDS_STATFS, MDS_SETXATTR, MDS_EXTEND, MDS_SET_SERVER_STATE = 15, 16, 20, 22
+UNKNOWN_OP = 200
+ROOT_INO = 1
+
+
+def _crc32c_table():
+    poly, table = 0x82F63B78, []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ poly if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+CRC_TABLE = _crc32c_table()
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c = CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+# ---- protobuf, just enough to build requests and read err/message
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def f_int(field, v):
+    return varint(field << 3) + varint(v)
+
+
+def f_bytes(field, b):
+    if isinstance(b, str):
+        b = b.encode()
+    return varint(field << 3 | 2) + varint(len(b)) + b
+
+
+def read_varint(buf, i):
+    v = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, i
+
+
+def reply_fields(buf):
+    """err (field 1) and the message string (IoReply 2, MdsReply 17)."""
+    err, msg, i = None, "", 0
+    while i < len(buf):
+        key, i = read_varint(buf, i)
+        field, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = read_varint(buf, i)
+            if field == 1:
+                err = v - (1 << 64) if v >= 1 << 63 else v
+        elif wt == 2:
+            n, i = read_varint(buf, i)
+            if field in (2, 17):
+                msg = buf[i:i + n].decode(errors="replace")
+            i += n
+        elif wt == 1:
+            i += 8
+        elif wt == 5:
+            i += 4
+        else:
+            raise ValueError("bad wire type %d in reply" % wt)
+    return err, msg
+
+
+# ---- frames
+def frame(type_, hdr=b"", bulk=b"", flags=0, version=VERSION, magic=MAGIC, hdr_len=None,
+          bulk_len=None, crc=None, req_id=7):
+    return HEADER.pack(magic, version, type_, flags,
+                       len(hdr) if hdr_len is None else hdr_len,
+                       len(bulk) if bulk_len is None else bulk_len,
+                       crc32c(bulk) if crc is None else crc, req_id) + hdr + bulk
+
+
+def connect(addr):
+    host, port = addr.rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=TIMEOUT_S)
+    s.settimeout(TIMEOUT_S)
+    return s
+
+
+def recv_exact(s, n):
+    out = bytearray()
+    while len(out) < n:
+        chunk = s.recv(n - len(out))
+        if not chunk:
+            return None
+        out += chunk
+    return bytes(out)
+
+
+def closed_by_server(addr, data, shut_write=False):
+    """Sends data; True when the server closes the connection without a reply."""
+    s = connect(addr)
+    try:
+        try:
+            s.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            return True
+        if shut_write:
+            s.shutdown(socket.SHUT_WR)
+        try:
+            return s.recv(1) == b""
+        except ConnectionResetError:
+            return True
+    finally:
+        s.close()
+
+
+def call(addr, type_, hdr, bulk=b""):
+    """One well-framed request; returns (err, message) of the reply."""
+    s = connect(addr)
+    try:
+        s.sendall(frame(type_, hdr, bulk))
+        raw = recv_exact(s, HEADER.size)
+        if raw is None:
+            raise ConnectionError("connection closed without a reply")
+        magic, _ver, rtype, flags, hlen, blen, _crc, req_id = HEADER.unpack(raw)
+        if magic != MAGIC or not flags & FLAG_REPLY or rtype != type_ or req_id != 7:
+            raise ConnectionError("bad reply frame: magic %x flags %x type %u req %u" %
+                                  (magic, flags, rtype, req_id))
+        body = recv_exact(s, hlen + blen)
+        if body is None:
+            raise ConnectionError("reply cut short")
+        return reply_fields(body[:hlen])
+    finally:
+        s.close()
+
+
+# ---- the cases
+def frame_cases():
+    big = 0xFFFFFFFF
+    return [
+        ("random bytes", os.urandom(4096), False),
+        ("huge header length", frame(1, hdr_len=big), False),
+        ("huge bulk length", frame(1, bulk_len=big), False),
+        ("unknown frame version", frame(1, version=9), False),
+        ("unknown flags", frame(1, flags=0x80), False),
+        ("frame type 0", frame(0), False),
+        ("reply frame to a server", frame(1, flags=FLAG_REPLY), False),
+        ("bulk crc mismatch", frame(1, b"", b"0123456789abcdef", crc=0x1234), False),
+        ("frame cut short", frame(1, hdr_len=1000)[:HEADER.size + 10], True),
+        ("header cut short", frame(1)[:HEADER.size // 2], True),
+    ]
+
+
+def extent(off, length):
+    return f_bytes(2, f_int(1, off) + f_int(2, length))
+
+
+def lock(first, count, owner=99, op=1):
+    return f_bytes(3, f_int(1, first) + f_int(2, count) + f_int(3, owner) + f_int(4, op))
+
+
+BAD_PROTO = b"\x0a\xff\xff\xff\xff\x0f"  # field 1, length-delimited, length past the end
+FID = f_int(1, 0xBAD0BAD0)
+
+
+def io_cases():
+    many = b"".join(extent(i * 8, 8) for i in range(4097))
+    return [
+        ("undecodable IoRequest", IO_READ, BAD_PROTO, b""),
+        ("IoRequest without file_id", IO_READ, b"", b""),
+        ("unknown I/O op", UNKNOWN_OP, FID, b""),
+        ("read of 2^63 bytes", IO_READ, FID + extent(0, 1 << 63), b""),
+        ("read at offset 2^64-1", IO_READ, FID + extent(U64_MAX, 1), b""),
+        ("read over max bulk", IO_READ, FID + extent(0, 40 << 20) + extent(40 << 20, 40 << 20), b""),
+        ("4097 extents", IO_READ, FID + many, b""),
+        ("lock of 0 stripes", IO_LOCK, FID + lock(0, 0), b""),
+        ("lock stripes overflow", IO_LOCK, FID + lock(U64_MAX, 2), b""),
+        ("read with an overflowing lock", IO_READ, FID + extent(0, 8) + lock(U64_MAX, 2), b""),
+        ("write bulk != extents", IO_WRITE, FID + extent(0, 100), b"x" * 10),
+        ("write without lock but unlock", IO_WRITE, FID + extent(0, 4) + f_int(4, 1), b"abcd"),
+        ("truncate to 2^63", IO_TRUNCATE, FID + f_int(6, 1 << 63), b""),
+        ("truncate without size", IO_TRUNCATE, FID, b""),
+        ("stat with bulk", IO_STAT, FID, b"unexpected"),
+        ("set state DOWN", IO_SET_STATE, FID + f_int(11, 1), b""),
+        ("set state 77", IO_SET_STATE, FID + f_int(11, 77), b""),
+    ]
+
+
+def mds_cases():
+    return [
+        ("undecodable MdsRequest", MDS_GETATTR, BAD_PROTO),
+        ("unknown MDS op", UNKNOWN_OP, b""),
+        ("getattr of ino 2^64-1", MDS_GETATTR, f_int(4, U64_MAX)),
+        ("lookup of a 100000-byte name", MDS_LOOKUP, f_int(2, ROOT_INO) + f_bytes(3, "n" * 100000)),
+        ("lookup of a name with '/'", MDS_LOOKUP, f_int(2, ROOT_INO) + f_bytes(3, "a/b")),
+        ("create with layout 1000@999", MDS_CREATE,
+         f_int(2, ROOT_INO) + f_bytes(3, "badwire-create") + f_int(5, 0o100644) +
+         f_int(15, 1000) + f_int(16, 999)),
+        ("create with k > n", MDS_CREATE,
+         f_int(2, ROOT_INO) + f_bytes(3, "badwire-create") + f_int(5, 0o100644) +
+         f_int(15, 4) + f_int(16, 5)),
+        ("setxattr of 900 KiB", MDS_SETXATTR,
+         f_int(4, ROOT_INO) + f_bytes(20, "user.badwire") + f_bytes(21, b"v" * (900 << 10))),
+        ("setxattr with unknown flags", MDS_SETXATTR,
+         f_int(4, ROOT_INO) + f_bytes(20, "user.badwire") + f_bytes(21, b"v") + f_int(11, 0xF0)),
+        ("extend of ino 2^64-1", MDS_EXTEND, f_int(4, U64_MAX) + f_int(22, 1 << 63)),
+        ("set state of server 99999", MDS_SET_SERVER_STATE, f_int(24, 99999) + f_int(25, 1)),
+        ("set state 77", MDS_SET_SERVER_STATE, f_int(24, 0) + f_int(25, 77)),
+    ]
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in ("mds", "io"):
+        sys.exit("usage: badwire.py mds|io HOST:PORT")
+    kind, addr = sys.argv[1], sys.argv[2]
+    bad = 0
+    for name, data, shut in frame_cases():
+        ok = closed_by_server(addr, data, shut)
+        print("%-34s %s" % (name, "closed" if ok else "NOT CLOSED"))
+        bad += not ok
+    if kind == "io":
+        cases = io_cases()
+        good = (IO_STAT, f_int(1, 0))
+    else:
+        cases = [(n, t, h, b"") for n, t, h in mds_cases()]
+        good = (MDS_STATFS, b"")
+    for name, type_, hdr, bulk in cases:
+        err, msg = call(addr, type_, hdr, bulk)
+        ok = bool(err) and bool(msg)
+        print("%-34s err %s: %s%s" % (name, err, msg, "" if ok else "   <- expected an error"))
+        bad += not ok
+    err, msg = call(addr, *good)
+    print("%-34s err %s %s" % ("a good request afterwards", err, msg))
+    bad += err != 0
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
