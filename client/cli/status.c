@@ -19,7 +19,8 @@
 
 enum { SERVER_UP = 0, SERVER_DOWN = 1, SERVER_REBUILDING = 2, SERVER_RECONSTRUCTING = 3 };
 #define PERCENT 100.0
-#define RECOVERY_TEXT_MAX 128u
+#define RECOVERY_TEXT_MAX 192u /* fits the longest recovery_text with SPEED_TEXT_MAX */
+#define SPEED_TEXT_MAX 64u
 #define BYTES_PER_MB 1e6 /* rates in MB/s, like depfs reconstruct */
 #define SECONDS_PER_MIN 60u
 
@@ -111,7 +112,7 @@ static bool rebuild_eta_s(const depfs_server_status *s, uint64_t *eta)
  * MDS's recovery view (rate and ETA while the rebuild reports a rate). */
 static void recovery_text(char *buf, size_t len, const depfs_server_status *s)
 {
-    char done[SIZE_TEXT_MAX], total[SIZE_TEXT_MAX], speed[RECOVERY_TEXT_MAX] = "";
+    char done[SIZE_TEXT_MAX], total[SIZE_TEXT_MAX], speed[SPEED_TEXT_MAX] = "";
     uint64_t eta = 0;
     if (s->rebuild_total_bytes > 0) {
         human_bytes(done, sizeof(done), s->rebuild_done_bytes);
@@ -121,9 +122,11 @@ static void recovery_text(char *buf, size_t len, const depfs_server_status *s)
                      (double)s->rebuild_rate_bps / BYTES_PER_MB,
                      (unsigned long long)(eta / SECONDS_PER_MIN),
                      (unsigned long long)(eta % SECONDS_PER_MIN));
-        snprintf(buf, len, "%.0f%% %s/%s%s, %llu degraded",
-                 PERCENT * (double)s->rebuild_done_bytes / (double)s->rebuild_total_bytes, done,
-                 total, speed, (unsigned long long)s->degraded_files);
+        /* an integer percent (0..100) keeps the text's length bounded */
+        double frac = (double)s->rebuild_done_bytes / (double)s->rebuild_total_bytes;
+        unsigned pct = frac >= 1.0 ? (unsigned)PERCENT : (unsigned)(PERCENT * frac + 0.5);
+        snprintf(buf, len, "%u%% %s/%s%s, %llu degraded", pct, done, total, speed,
+                 (unsigned long long)s->degraded_files);
     } else if (s->degraded_files > 0) {
         snprintf(buf, len, "%llu degraded", (unsigned long long)s->degraded_files);
     } else {
