@@ -306,8 +306,9 @@ dc_server *dc_server_by_id(depfs_t *fs, uint32_t id)
 /* Copy the MDS's view of server states into the table (servers the MDS
  * names but the table lacks are ignored: the table is fixed at mount), then
  * the epoch (never backwards). A server coming back UP loses its local
- * failure mark: the MDS has seen it rejoin. */
-static void servers_apply_states(depfs_t *fs, const Depfs__MdsReply *rep)
+ * failure mark: the MDS has seen it rejoin (status.c: also when this
+ * client never saw it leave, by the epoch of its last state change). */
+static void servers_apply_states(depfs_t *fs, const Depfs__MdsReply *rep, uint64_t sent_ms)
 {
     for (size_t i = 0; i < rep->n_servers; i++) {
         dc_server *s = dc_server_by_id(fs, rep->servers[i]->id);
@@ -319,6 +320,8 @@ static void servers_apply_states(depfs_t *fs, const Depfs__MdsReply *rep)
         s->state = (int)rep->servers[i]->state;
         if (back_up)
             atomic_store(&s->down_until_ms, 0);
+        dc_status_apply(fs, s, rep->servers[i],
+                        rep->has_cluster_epoch ? rep->cluster_epoch : 0, sent_ms);
         pthread_mutex_unlock(&s->lock);
     }
     if (rep->has_cluster_epoch) {
@@ -335,10 +338,11 @@ int dc_cluster_fetch(depfs_t *fs, Depfs__MdsReply **out)
     Depfs__MdsReply *rep = NULL;
     if (out)
         *out = NULL;
-    atomic_store(&fs->cluster_refresh_ms, dc_now_ms());
+    uint64_t sent_ms = dc_now_ms();
+    atomic_store(&fs->cluster_refresh_ms, sent_ms);
     int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_CLUSTER, &req, &rep);
     if (rc == 0)
-        servers_apply_states(fs, rep);
+        servers_apply_states(fs, rep, sent_ms);
     if (rc == 0 && out) {
         *out = rep;
         return 0;
@@ -396,8 +400,11 @@ bool dc_server_is_down(depfs_t *fs, uint32_t id)
     if (!s)
         return true;
     uint64_t until_ms = atomic_load(&s->down_until_ms);
-    if (until_ms > dc_now_ms())
-        return true;
+    if (until_ms > dc_now_ms()) {
+        if (dc_status_still_failed(fs, s))
+            return true;
+        until_ms = 0; /* the MDS just declared it up again */
+    }
     if (until_ms != 0 && atomic_compare_exchange_strong(&s->down_until_ms, &until_ms, 0)) {
         /* the local failure mark expired: ask the MDS before trying it again */
         char saved[DC_ERR_MAX];
@@ -421,6 +428,7 @@ static void server_mark_failed_locked(depfs_t *fs, dc_server *s)
 {
     retire_conn(fs, s->conn);
     s->conn = NULL;
+    dc_status_note_failed(s);
     atomic_store(&s->down_until_ms, dc_now_ms() + fs->cfg.server_down_expiry_ms);
 }
 
@@ -520,6 +528,8 @@ static int servers_init(depfs_t *fs, const Depfs__MdsReply *rep)
         s->state = (int)si->state;
         pthread_mutex_init(&s->lock, NULL);
         atomic_init(&s->down_until_ms, 0);
+        atomic_init(&s->failed_ms, 0);
+        atomic_init(&s->fail_epoch, DC_FAIL_EPOCH_UNKNOWN);
         fs->nservers = (unsigned)i + 1;
     }
     return 0;

@@ -2,8 +2,9 @@
  * operations", recovery/README.md): rebuilding one server's units of a file
  * from the others under the stripe locks, repairing the parity of stripes
  * an orphaned lock left behind, the rejoin of a rebuilt server (dirty-record
- * passes, MDS state and epoch pushed to every server) and the namespace walk
- * a reconstruction starts from.
+ * passes, MDS state and epoch pushed to every server), a server state set
+ * by hand the same way (depfs_set_server_state) and the namespace walk a
+ * reconstruction starts from.
  *
  * Rebuild of file F onto server S, per batch of stripes (units of different
  * stripes sit on different servers thanks to rotation, so one batch reads
@@ -1057,14 +1058,14 @@ static int dc_rejoin_passes(depfs_t *fs, uint32_t server, dc_rj_progress *prog)
     return -EBUSY;
 }
 
-/* MDS_SET_SERVER_STATE(server, UP); the new epoch in *epoch. */
-static int dc_rejoin_mds_up(depfs_t *fs, uint32_t server, uint64_t *epoch)
+/* MDS_SET_SERVER_STATE(server, state); the new epoch in *epoch. */
+static int dc_mds_set_state(depfs_t *fs, uint32_t server, int state, uint64_t *epoch)
 {
     Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
     req.has_server_id = true;
     req.server_id = server;
     req.has_server_state = true;
-    req.server_state = DEPFS__SERVER_STATE__SERVER_UP;
+    req.server_state = (uint32_t)state;
     Depfs__MdsReply *rep = NULL;
     int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, &req, &rep);
     uint64_t e = rc == 0 && rep->has_cluster_epoch ? rep->cluster_epoch : 0;
@@ -1109,7 +1110,7 @@ int depfs_server_rejoin(depfs_t *fs, uint32_t server_id, depfs_progress_fn fn, v
     int rc = dc_rejoin_passes(fs, server_id, &prog);
     uint64_t epoch = 0;
     if (rc == 0)
-        rc = dc_rejoin_mds_up(fs, server_id, &epoch);
+        rc = dc_mds_set_state(fs, server_id, DEPFS__SERVER_STATE__SERVER_UP, &epoch);
     if (rc == 0)
         rc = dc_rejoin_push(fs, server_id, epoch);
     if (rc == 0)
@@ -1123,6 +1124,27 @@ int depfs_server_rejoin(depfs_t *fs, uint32_t server_id, depfs_progress_fn fn, v
     }
     log_info("server %u rejoined at cluster epoch %llu (%llu bytes rebuilt)", server_id,
              (unsigned long long)epoch, (unsigned long long)prog.base);
+    return 0;
+}
+
+int depfs_set_server_state(depfs_t *fs, uint32_t server_id, int state)
+{
+    if (fs == NULL || state < 0)
+        return -EINVAL;
+    uint64_t before = atomic_load(&fs->cluster_epoch), epoch = 0;
+    int rc = dc_mds_set_state(fs, server_id, state, &epoch);
+    if (rc < 0 || epoch <= before)
+        return rc;
+    /* like depfs-recovery: every server that runs learns the new epoch
+     * (else lock/write requests of clients that know it are refused) */
+    uint32_t ids[CONFIG_MAX_IOSERVERS];
+    unsigned n = dc_live_servers(fs, UINT32_MAX, ids, CONFIG_MAX_IOSERVERS);
+    for (unsigned i = 0; i < n; i++) {
+        int prc = dc_push_state(fs, ids[i], epoch, -1);
+        if (prc < 0)
+            log_warn("server %u state %d: pushing epoch %llu to server %u: %s", server_id, state,
+                     (unsigned long long)epoch, ids[i], strerror(-prc));
+    }
     return 0;
 }
 

@@ -169,8 +169,9 @@ typedef struct depfs_server_status {
 int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max);
 
 /* The MDS's state of server_id (MDS_SET_SERVER_STATE; a change bumps the
- * cluster epoch), then this client's view refreshed. For tools that drive a
- * server's life cycle (`depfs reconstruct`); depfs-recovery does the rest. */
+ * cluster epoch), then this client's view refreshed and a new epoch pushed
+ * to every server that runs, as depfs-recovery does. For tools that drive
+ * a server's life cycle (`depfs reconstruct`). */
 int depfs_set_server_state(depfs_t *fs, uint32_t server_id, int state);
 /* Publishes a rebuild's progress of server_id to the MDS, where every
  * `depfs status` sees it: bytes done of total and the current rate

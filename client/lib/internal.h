@@ -29,6 +29,10 @@ typedef struct dc_server {
     rpc_conn *conn;           /* NULL until first use or after a failure */
     int state;                /* DEPFS__SERVER_STATE__* as last told by the MDS */
     _Atomic uint64_t down_until_ms; /* status vector: treated as failed until then (monotonic ms) */
+    _Atomic uint64_t failed_ms;  /* when that mark was set (status.c) */
+    _Atomic uint64_t fail_epoch; /* cluster epoch after the failure, from the
+                                  * first MDS_CLUSTER sent after the mark
+                                  * (DC_FAIL_EPOCH_UNKNOWN until then) */
 } dc_server;
 
 /* Per-inode state shared by every open handle of one file in this client. */
@@ -166,6 +170,19 @@ void dc_req_cred(Depfs__MdsRequest *req, const depfs_cred *cr, uint32_t groups[D
  * unreachable), freed with dc_stat_free. */
 void dc_stat_servers(depfs_t *fs, Depfs__IoReply **out);
 void dc_stat_free(depfs_t *fs, Depfs__IoReply **out);
+/* Status vector against the cluster view (status.c): a failure mark is
+ * lifted as soon as the MDS declares the server UP by a state change newer
+ * than the failure; a server that stays dead keeps its mark (and costs no
+ * timeouts) until server_down_expiry_ms. */
+#define DC_FAIL_EPOCH_UNKNOWN UINT64_MAX
+/* The mark was just set (caller holds s->lock). */
+void dc_status_note_failed(dc_server *s);
+/* One server of an MDS_CLUSTER reply (reply epoch `epoch`) sent at sent_ms. */
+void dc_status_apply(depfs_t *fs, dc_server *s, const Depfs__ServerInfo *si, uint64_t epoch,
+                     uint64_t sent_ms);
+/* The server is marked failed: ask the MDS again (at most once per
+ * DC_MARK_RECHECK_MS per client); true while it stays marked. */
+bool dc_status_still_failed(depfs_t *fs, dc_server *s);
 
 /* ------------------------------------------------------- data path side */
 /* Write back any buffered data of the inode (stripes with parity). */

@@ -1,8 +1,11 @@
 /* status.c - libdepfs core: asking every I/O server for its state, usage
  * and lock counters (IO_STAT, all servers in parallel, rebuilding ones
  * too), with the MDS's state and rebuild progress of each, for
- * depfs_cluster_status and the raw-bytes part of depfs_statfs; setting a
- * server's MDS state and publishing rebuild progress (depfs reconstruct). */
+ * depfs_cluster_status and the raw-bytes part of depfs_statfs; publishing
+ * rebuild progress (depfs reconstruct);
+ * the status vector's failure marks against the cluster view (lifted when
+ * the MDS declares a marked server UP by a state change newer than the
+ * failure, internal.h). */
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +13,11 @@
 #include <string.h>
 #include "internal.h"
 #include "log.h"
+
+/* A client with a server marked failed asks the MDS at most this often
+ * whether the cluster has declared it up again. */
+#define DC_MARK_RECHECK_MS 1000u
+#define DC_STATUS_ERR_MAX 512u /* depfs_last_error() text kept across the recheck */
 
 static Depfs__IoReply *stat_collect(depfs_t *fs, const dc_server *s, rpc_call *call)
 {
@@ -135,28 +143,6 @@ int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max)
     return (int)fs->nservers;
 }
 
-/* One MDS_SET_SERVER_STATE with whatever fields req carries. */
-static int set_server_call(depfs_t *fs, Depfs__MdsRequest *req)
-{
-    Depfs__MdsReply *rep = NULL;
-    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, req, &rep);
-    if (rep)
-        depfs__mds_reply__free_unpacked(rep, NULL);
-    return rc;
-}
-
-int depfs_set_server_state(depfs_t *fs, uint32_t server_id, int state)
-{
-    if (fs == NULL || state < 0)
-        return -EINVAL;
-    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
-    req.has_server_id = req.has_server_state = true;
-    req.server_id = server_id;
-    req.server_state = (uint32_t)state;
-    int rc = set_server_call(fs, &req);
-    return rc < 0 ? rc : dc_cluster_refresh(fs);
-}
-
 int depfs_report_progress(depfs_t *fs, uint32_t server_id, uint64_t done_bytes,
                           uint64_t total_bytes, uint64_t rate_bps)
 {
@@ -169,5 +155,60 @@ int depfs_report_progress(depfs_t *fs, uint32_t server_id, uint64_t done_bytes,
     req.rebuild_done_bytes = done_bytes;
     req.rebuild_total_bytes = total_bytes;
     req.rebuild_rate_bps = rate_bps;
-    return set_server_call(fs, &req);
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, &req, &rep);
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
+    return rc;
+}
+
+/* ------------------------------------------- status vector vs cluster view */
+
+void dc_status_note_failed(dc_server *s)
+{
+    if (atomic_load(&s->down_until_ms) > dc_now_ms())
+        return; /* marked already: it has been failing since then */
+    atomic_store(&s->fail_epoch, DC_FAIL_EPOCH_UNKNOWN);
+    atomic_store(&s->failed_ms, dc_now_ms());
+}
+
+/* The first reply sent after the mark fixes the failure's epoch: a server
+ * the cluster already calls non-UP failed at or after the epoch of that
+ * change; one it still calls UP, at or before the reply's epoch. Any later
+ * change of that server to UP has a newer state_epoch (caller holds s->lock). */
+void dc_status_apply(depfs_t *fs, dc_server *s, const Depfs__ServerInfo *si, uint64_t epoch,
+                     uint64_t sent_ms)
+{
+    (void)fs;
+    uint64_t failed_ms = atomic_load(&s->failed_ms);
+    if (atomic_load(&s->down_until_ms) <= dc_now_ms() || failed_ms >= sent_ms)
+        return; /* not marked, or this reply may predate the failure */
+    bool up = si->state == DEPFS__SERVER_STATE__SERVER_UP;
+    uint64_t state_epoch = si->has_state_epoch ? si->state_epoch : 0;
+    uint64_t fail_epoch = atomic_load(&s->fail_epoch);
+    if (fail_epoch == DC_FAIL_EPOCH_UNKNOWN) {
+        atomic_store(&s->fail_epoch, up ? epoch : state_epoch);
+        return;
+    }
+    if (!up || state_epoch <= fail_epoch)
+        return;
+    atomic_store(&s->down_until_ms, 0);
+    atomic_store(&s->failed_ms, 0);
+    log_info("libdepfs: I/O server %u (%s) is up again at cluster epoch %llu (it failed here at "
+             "epoch %llu or later): using it again",
+             s->id, s->address, (unsigned long long)state_epoch, (unsigned long long)fail_epoch);
+}
+
+bool dc_status_still_failed(depfs_t *fs, dc_server *s)
+{
+    uint64_t now_ms = dc_now_ms();
+    uint64_t last_ms = atomic_load(&fs->cluster_refresh_ms);
+    if (now_ms - last_ms >= DC_MARK_RECHECK_MS &&
+        atomic_compare_exchange_strong(&fs->cluster_refresh_ms, &last_ms, now_ms)) {
+        char saved[DC_STATUS_ERR_MAX];
+        snprintf(saved, sizeof saved, "%s", depfs_last_error());
+        dc_cluster_refresh(fs); /* best effort: the caller's error text stays */
+        dc_set_error("%s", saved);
+    }
+    return atomic_load(&s->down_until_ms) > dc_now_ms();
 }
