@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "init_flags.h"
 #include "label.h"
 #include "log.h"
 #include "ops.h"
@@ -197,6 +198,7 @@ static int serve(struct fuse_args *args, const struct fuse_cmdline_opts *copts,
     se = fuse_session_new(args, &dfuse_ops, sizeof(dfuse_ops), &ctx);
     if (!se)
         goto out; /* bad libfuse options: said on stderr */
+    ctx.se = se;
     if (connect_cluster(dopt, &ctx.fs) != 0)
         goto out;
     if (!copts->foreground) {
@@ -209,6 +211,9 @@ static int serve(struct fuse_args *args, const struct fuse_cmdline_opts *copts,
     if (fuse_session_mount(se, copts->mountpoint) != 0)
         goto out;
     mounted = true;
+    /* before the loop reads INIT: see init_flags.c */
+    if (dfuse_io_install(se) != 0)
+        goto out;
     fuse_daemonize(copts->foreground);
     if (!ctx.fs && connect_cluster(dopt, &ctx.fs) != 0)
         goto out;

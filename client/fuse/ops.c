@@ -2,9 +2,11 @@
  *
  * Owns: the ino/attr translation (st_blksize = one stripe of data, st_blocks
  * from the size), caller credentials for new objects, open-file handles in
- * fi->fh, readdir by library cookie, the xattr pass-through, fallocate modes
- * and the connection capabilities negotiated in init. No server state lives
- * here: inode numbers are MDS ids, so lookup counts need no bookkeeping. */
+ * fi->fh, readdir by library cookie, the xattr pass-through, fallocate modes,
+ * the connection capabilities negotiated in init, and when set-id bits are
+ * cleared (setid.c does the clearing, init_flags.c tells us when the kernel
+ * asks). No server state lives here: inode numbers are MDS ids, so lookup
+ * counts need no bookkeeping. */
 #define FUSE_USE_VERSION 312
 #include "ops.h"
 
@@ -20,7 +22,9 @@
 #include <string.h>
 #include <sys/xattr.h>
 
+#include "init_flags.h"
 #include "log.h"
+#include "setid.h"
 
 #define DFUSE_SECTOR_BYTES 512u
 #define DFUSE_FALLBACK_BLKSIZE (64u * 1024u)
@@ -29,6 +33,7 @@
 #define DFUSE_MAX_XATTR_LIST_BYTES (64u * 1024u)
 #define DFUSE_MAX_ERRNO 4095
 #define DFUSE_CAPS_XATTR "security.capability"
+#define DFUSE_INVAL_ATTR_ONLY (-1) /* notify_inval_inode offset: attributes, no pages */
 /* Kernel read-ahead and async direct I/O requests in flight at once (the
  * kernel default is 12); the library fans each out to n servers. */
 #define DFUSE_MAX_BACKGROUND 64u
@@ -86,6 +91,8 @@ static void fix_stat(dfuse_ctx *ctx, struct stat *st)
         st->st_blksize = (blksize_t)ctx->default_blksize;
     uint64_t size = st->st_size > 0 ? (uint64_t)st->st_size : 0;
     st->st_blocks = (blkcnt_t)((size + DFUSE_SECTOR_BYTES - 1) / DFUSE_SECTOR_BYTES);
+    /* every mode the kernel learns passes here: writes clear set-id bits by it */
+    dfuse_setid_note((uint64_t)st->st_ino, st->st_mode);
 }
 
 static void reply_attr(fuse_req_t req, struct stat *st)
@@ -203,6 +210,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
      * close-to-open for other clients; splicing buys nothing here. */
     conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_SPLICE_READ |
                               FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+    /* Not the old FUSE_HANDLE_KILLPRIV (libfuse's default): with it the
+     * kernel leaves write/truncate/chown set-id clearing to us without
+     * saying when. init_flags.c grants FUSE_HANDLE_KILLPRIV_V2 instead when
+     * the kernel offers it (it then says when); otherwise the kernel clears
+     * the bits itself. */
+    conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
     if (conn->capable & FUSE_CAP_ASYNC_READ)
         conn->want |= FUSE_CAP_ASYNC_READ;
     if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
@@ -278,6 +291,17 @@ static unsigned setattr_bits(int to_set)
     return out;
 }
 
+/* Whether this setattr clears set-id bits (setid.c says which): a truncate
+ * the kernel flags (FATTR_KILL_SUIDGID: caller without CAP_FSETID), and a
+ * chown, always, as on Linux, unless the mode is being set with it (then
+ * the kernel chose the bits). */
+static bool setattr_kills(int to_set)
+{
+    if ((to_set & FUSE_SET_ATTR_SIZE) && dfuse_req_kill_suidgid())
+        return true;
+    return (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) && !(to_set & FUSE_SET_ATTR_MODE);
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                        struct fuse_file_info *fi)
 {
@@ -304,6 +328,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
             goto out;
     }
     rc = fh ? depfs_fstat(fh, &st) : (bits != 0 ? 0 : depfs_getattr(ctx->fs, ino, &st));
+    if (rc == 0 && setattr_kills(to_set)) {
+        int killed = dfuse_setid_kill(ctx->fs, ino, &st);
+        rc = killed < 0 ? killed : 0;
+    }
 out:
     if (rc < 0) {
         reply_status(req, rc);
@@ -415,6 +443,11 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
             rc = depfs_open_ino(ctx->fs, (uint64_t)st.st_ino, flags, &fh);
         if (rc == 0)
             rc = depfs_fstat(fh, &st);
+        /* O_TRUNC of an existing file by a caller without CAP_FSETID */
+        if (rc == 0 && dfuse_req_kill_suidgid()) {
+            int killed = dfuse_setid_kill(ctx->fs, (uint64_t)st.st_ino, &st);
+            rc = killed < 0 ? killed : 0;
+        }
     }
     if (rc < 0)
         goto fail;
@@ -435,10 +468,32 @@ fail:
     reply_status(req, rc);
 }
 
+/* Before a write or O_TRUNC open by a caller without CAP_FSETID (the kernel
+ * flags those): clear set-id bits the kernel knows the file has, and make it
+ * forget the mode it has cached (these replies carry no attributes). Only
+ * the attributes are invalidated (offset < 0): no page is touched, so this
+ * is safe while the kernel holds the pages of this write. */
+static int kill_setid_if_asked(dfuse_ctx *ctx, fuse_ino_t ino)
+{
+    if (!dfuse_req_kill_suidgid() || !dfuse_setid_suspect(ino))
+        return 0;
+    int rc = dfuse_setid_kill_ino(ctx->fs, ino);
+    if (rc <= 0)
+        return rc;
+    int nrc = fuse_lowlevel_notify_inval_inode(ctx->se, ino, DFUSE_INVAL_ATTR_ONLY, 0);
+    if (nrc != 0 && nrc != -ENOENT)
+        log_warn("inode %llu: cannot make the kernel forget its mode: %s",
+                 (unsigned long long)ino, strerror(-nrc));
+    return 0;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     depfs_fh_t *fh = NULL;
-    int rc = depfs_open_ino(req_ctx(req)->fs, ino, lib_open_flags(fi->flags), &fh);
+    dfuse_ctx *ctx = req_ctx(req);
+    int rc = kill_setid_if_asked(ctx, ino);
+    if (rc == 0)
+        rc = depfs_open_ino(ctx->fs, ino, lib_open_flags(fi->flags), &fh);
     if (rc < 0) {
         reply_status(req, rc);
         return;
@@ -480,10 +535,14 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                      struct fuse_file_info *fi)
 {
-    (void)ino;
     depfs_fh_t *fh = fi_fh(fi);
     if (!fh || off < 0) {
         fuse_reply_err(req, fh ? EINVAL : EBADF);
+        return;
+    }
+    int rc = kill_setid_if_asked(req_ctx(req), ino);
+    if (rc < 0) {
+        reply_status(req, rc);
         return;
     }
     ssize_t n = depfs_write(fh, buf, size, (uint64_t)off);
@@ -699,7 +758,9 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
     if (strcmp(name, DFUSE_CAPS_XATTR) == 0) {
-        /* asked before every write to a file; never stored, so never there */
+        /* asked before writes to an inode not yet marked S_NOSEC (see
+         * init_flags.c); never stored, so never there. Logged for tests. */
+        log_debug("getxattr %s of inode %llu", name, (unsigned long long)ino);
         fuse_reply_err(req, ENODATA);
         return;
     }

@@ -20,6 +20,7 @@
 /* Everything the handlers share; fuse userdata points at it. */
 typedef struct dfuse_ctx {
     depfs_t *fs;
+    struct fuse_session *se;       /* for notifications to the kernel */
     double attr_timeout_s;
     double entry_timeout_s;
     unsigned layout_k;             /* layout= mount option (0: not given) */
