@@ -9,8 +9,9 @@ struct ADIOI_Fns_struct ADIO_DEPFS_operations = {
     ADIOI_GEN_OpenColl,         /* OpenColl: rank 0 creates, then all open */
     ADIOI_DEPFS_ReadContig,     /* ReadContig */
     ADIOI_DEPFS_WriteContig,    /* WriteContig */
-    ADIOI_GEN_ReadStridedColl,  /* ReadStridedColl (two-phase) */
-    ADIOI_DEPFS_WriteStridedColl,       /* WriteStridedColl: two-phase, stripe-aligned, flushed */
+    ADIOI_DEPFS_ReadStridedColl,        /* ReadStridedColl: contiguous direct, else two-phase */
+    ADIOI_DEPFS_WriteStridedColl,       /* WriteStridedColl: contiguous direct, else two-phase
+                                         * on stripe-aligned domains; flushed */
     ADIOI_GEN_SeekIndividual,   /* SeekIndividual */
     ADIOI_DEPFS_Fcntl,          /* Fcntl */
     ADIOI_DEPFS_SetInfo,        /* SetInfo */

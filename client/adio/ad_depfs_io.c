@@ -1,7 +1,7 @@
-/* ad_depfs_io.c - contiguous read and write through libdepfs.
- *
- * Everything else (strided, collective two-phase, non-blocking) is ROMIO's
- * generic code on top of these two. In atomic mode a write is flushed before
+/* ad_depfs_io.c - contiguous read and write through libdepfs, and the
+ * collective entry points: contiguous collective calls go straight to them,
+ * the rest (strided, collective two-phase, non-blocking) is ROMIO's generic
+ * code on top of these two. In atomic mode a write is flushed before
  * returning so the next reader (who took the range lock after us) sees it. */
 #include "ad_depfs.h"
 #include "adioi.h"
@@ -116,6 +116,46 @@ void ADIOI_DEPFS_WriteContig(ADIO_File fd, const void *buf, int count, MPI_Datat
     *error_code = MPI_SUCCESS;
 }
 
+/* A collective call whose memory buffer and file view are both contiguous
+ * is one byte range per process. ROMIO's generic collective code would
+ * allgather every process's start and end only to find (unless ranges
+ * overlap, which MPI leaves undefined) that nothing interleaves, and then do
+ * independent I/O anyway; the allgathers put all ranks in lockstep once per
+ * call, and waiting ranks spin in MPI. Every process is its own DePFS client,
+ * so skip that and go straight to the contiguous routine. Not when the user
+ * enabled collective buffering (romio_cb_read/romio_cb_write) or persistent
+ * file realms: then ROMIO's two-phase runs, on stripe-aligned file domains. */
+static int contig_direct(ADIO_File fd, MPI_Datatype datatype, int cb_hint)
+{
+    int buf_contig = 0, file_contig = 0;
+    if (cb_hint == ADIOI_HINT_ENABLE || fd->hints->cb_pfr != ADIOI_HINT_DISABLE)
+        return 0;
+    ADIOI_Datatype_iscontig(datatype, &buf_contig);
+    ADIOI_Datatype_iscontig(fd->filetype, &file_contig);
+    return buf_contig && file_contig;
+}
+
+/* file_ptr_type/offset of a collective call as the contiguous routines take them */
+static ADIO_Offset direct_offset(ADIO_File fd, int file_ptr_type, ADIO_Offset offset)
+{
+    if (file_ptr_type == ADIO_EXPLICIT_OFFSET)
+        return fd->disp + (ADIO_Offset) fd->etype_size * offset;
+    return 0;
+}
+
+void ADIOI_DEPFS_ReadStridedColl(ADIO_File fd, void *buf, int count, MPI_Datatype datatype,
+                                 int file_ptr_type, ADIO_Offset offset, ADIO_Status *status,
+                                 int *error_code)
+{
+    if (!contig_direct(fd, datatype, fd->hints->cb_read)) {
+        ADIOI_GEN_ReadStridedColl(fd, buf, count, datatype, file_ptr_type, offset, status,
+                                  error_code);
+        return;
+    }
+    ADIOI_DEPFS_ReadContig(fd, buf, count, datatype, file_ptr_type,
+                           direct_offset(fd, file_ptr_type, offset), status, error_code);
+}
+
 /* ROMIO's two-phase write, then this process's write-behind out: MPI_File_close
  * barriers before the driver's close, so a collective write must not leave
  * data only in this client (ROMIO's coll_test reopens on one rank and reads) */
@@ -129,8 +169,12 @@ void ADIOI_DEPFS_WriteStridedColl(ADIO_File fd, const void *buf, int count,
 
     if (file)
         file->defer_flush++;
-    ADIOI_GEN_WriteStridedColl(fd, buf, count, datatype, file_ptr_type, offset, status,
-                               error_code);
+    if (contig_direct(fd, datatype, fd->hints->cb_write))
+        ADIOI_DEPFS_WriteContig(fd, buf, count, datatype, file_ptr_type,
+                                direct_offset(fd, file_ptr_type, offset), status, error_code);
+    else
+        ADIOI_GEN_WriteStridedColl(fd, buf, count, datatype, file_ptr_type, offset, status,
+                                   error_code);
     if (!file)
         return;
     file->defer_flush--;
