@@ -140,6 +140,28 @@ vg_down_check() {
   VG_CHECKED=1
   echo "valgrind: $(ls "$VG_LOGS" | wc -l) daemon logs clean"
 }
+# vg_term NAME: SIGTERM one daemon (mds, ioserver-ID, recovery) in the middle
+# of a test and check that it exits by itself and, under valgrind, that its
+# log shows a clean exit without errors or definite leaks.
+vg_term() {
+  local name=$1 pid log why limit
+  pid=$(cat "$DEPFS_STATE/pids/$name.pid") || fail "no pid file for $name"
+  kill -0 "$pid" 2>/dev/null || fail "$name (pid $pid) is not running"
+  kill -TERM "$pid"
+  limit=$(( SECONDS + $(tscale 10) ))
+  while kill -0 "$pid" 2>/dev/null; do
+    [ "$SECONDS" -lt "$limit" ] || fail "$name (pid $pid) did not exit within $(tscale 10) s of SIGTERM"
+    sleep 0.1
+  done
+  [ "$VG_STARTED" = 1 ] || return 0
+  log=$(ls "$VG_LOGS"/*."$pid".log 2>/dev/null | head -1)
+  [ -n "$log" ] || fail "no valgrind log for $name (pid $pid)"
+  grep -q '== ERROR SUMMARY' "$log" || fail "$name: valgrind log has no exit summary"
+  ! grep -q 'Process terminating with default action' "$log" ||
+    fail "$name: $(grep -m1 'Process terminating' "$log" | sed 's/^==[0-9]*== //')"
+  why=$(vg_log_bad "$log")
+  [ -z "$why" ] || { sed -n "$VG_LOG_PREAMBLE_LINES,\$p" "$log" | head -n 100; fail "$name: $why"; }
+}
 on_exit() {
   local rc=$?
   if [ $rc -ne 0 ] && [ -d "$DEPFS_STATE/logs" ]; then

@@ -5,10 +5,12 @@
 # an append, reads, a degraded read and write with one I/O server SIGKILLed,
 # its restart with --rebuild and the recovery daemon's rebuild, scrub,
 # removal, and malformed requests to the MDS's and I/O servers' ports
-# (badwire.py: each daemon must log a clear error and keep serving). The
-# teardown SIGTERMs every daemon and fails on any valgrind error, definite
-# leak or unclean exit (lib.sh, DEPFS_VALGRIND=1). Small data: the daemons
-# run 20-50x slower here.
+# (badwire.py: each daemon must log a clear error and keep serving). Daemons
+# are also SIGTERMed in the middle of work (an I/O server under a write
+# stream, the recovery daemon during a rejoin, the MDS with the mount
+# connected) and must exit cleanly and come back. The teardown SIGTERMs
+# every daemon and fails on any valgrind error, definite leak or unclean
+# exit (lib.sh, DEPFS_VALGRIND=1). Small data: the daemons run 20-50x slower.
 export DEPFS_VALGRIND=1
 source "$(dirname "$0")/lib.sh"
 BADWIRE="$TOP/tests/integration/badwire.py"
@@ -96,11 +98,57 @@ settle_clients
 check_all "after rebuild"
 scrub_clean
 
+log "SIGTERM an I/O server while the mount streams a file to it"
+head -c $((3 * 1024 * 1024)) /dev/urandom > "$W/ref.b.stream"
+: > "$MNT/b/stream"
+read -r -a servers <<<"$(file_servers /b/stream)"
+v2=${servers[0]}
+dd if="$W/ref.b.stream" of="$MNT/b/stream" bs=64k status=none &
+dd_pid=$!
+for _ in $(seq 50); do
+  [ "$(stat -c %s "$MNT/b/stream")" -gt 0 ] || ! kill -0 $dd_pid 2>/dev/null && break
+  sleep 0.1
+done
+vg_term "ioserver-$v2"
+wait $dd_pid || fail "the write stream failed when I/O server $v2 stopped"
+wait_state "$v2" down 30 >/dev/null || fail "server $v2 not marked down after SIGTERM"
+cmp "$W/ref.b.stream" "$MNT/b/stream" || fail "stream reads back wrong with $v2 down"
+small=()
+for i in $(seq 24); do
+  head -c $((3000 + i * 500)) /dev/urandom > "$W/ref.b.s$i"
+  cp "$W/ref.b.s$i" "$MNT/b/s$i"; small+=("/b/s$i")
+done
+
+log "restart $v2 with --rebuild; SIGTERM the recovery daemon once its rejoin has started"
+started=$(grep -c "ioserver $v2: rejoin started" "$DEPFS_STATE/logs/recovery.log" || true)
+"$LC" restart "$v2" --rebuild
+limit=$(( SECONDS + $(tscale 30) ))
+until [ "$(grep -c "ioserver $v2: rejoin started" "$DEPFS_STATE/logs/recovery.log")" -gt "$started" ]; do
+  [ "$SECONDS" -lt "$limit" ] || fail "no rejoin of $v2 started: $(states_line)"
+  sleep 0.1
+done
+vg_term recovery
+if grep -q "ioserver $v2: rejoin failed.*$(python3 -c 'import os; print(os.strerror(125))')" \
+  "$DEPFS_STATE/logs/recovery.log"; then log "the rejoin was cancelled by SIGTERM"; fi
+"$LC" restart recovery
+wait_all_up 30
+
+log "SIGTERM the MDS with the mount connected; restart it"
+vg_term mds
+"$LC" restart mds
+settle_clients
+for f in "${small[@]}" /b/stream; do
+  cmp "$W/ref$(tr / . <<<"$f")" "$MNT$f" || fail "$f reads back wrong after the rebuild"
+done
+check_all "after the MDS restart"
+scrub_clean
+
 log "remove"
-rm "$MNT/a/f" "$MNT/b/f"
+rm "$MNT/a/f" "$MNT/b/f" "$MNT/b/stream"
+for f in "${small[@]}"; do rm "$MNT$f"; done
 depfs rm /c86 || fail "depfs rm /c86"
 rm "$MNT/c42"
-for f in /a/f /b/f /c86 /c42; do ! [ -e "$MNT$f" ] || fail "$f still there after removal"; done
+for f in /a/f /b/f /c86 /c42 /b/stream; do ! [ -e "$MNT$f" ] || fail "$f still there after removal"; done
 [ -z "$(ls -A "$MNT/a")$(ls -A "$MNT/b")" ] || fail "directories not empty after removal"
 
 log "stop every daemon with SIGTERM; check the valgrind logs"
