@@ -14,7 +14,11 @@
  *            writers that include S and writers that record S dirty are
  *            both excluded. NACK: release, back off, retry.
  *   decode   S's unit of each stripe (data or parity alike).
- *   phase 2  WRITE+UNLOCK (sync) of S's units; IO_UNLOCK elsewhere.
+ *   holes    a unit that decodes to zeros where S's strip file has no data
+ *            (past its end, asked under the locks) is not written: it reads
+ *            as zeros already, and sparse files stay sparse on S.
+ *   phase 2  WRITE+UNLOCK (sync) of S's other units (IO_UNLOCK when none);
+ *            IO_UNLOCK elsewhere.
  * Then, under a lock of every stripe past the end, S's strip file is cut to
  * the length the survivors' strips have (they may hold uncommitted writes
  * past the MDS size: those stripes are rebuilt first).
@@ -264,6 +268,7 @@ typedef struct dc_rebuild {
     uint8_t *units;           /* n positions x batch x su, position-major */
     dc_req *reqs, *wreqs;
     uint32_t src_down;        /* positions not usable as sources this batch */
+    bool *skip;               /* per stripe of the batch: S's unit stays a hole */
     uint64_t done_bytes;
     depfs_progress_fn fn;
     void *arg;
@@ -391,7 +396,32 @@ static int dc_rb_decode(dc_rebuild *rb, uint64_t first, uint64_t count)
     return 0;
 }
 
-/* WRITE+UNLOCK of S's units, IO_UNLOCK of every other lock of phase 1. */
+static bool dc_all_zero(const uint8_t *p, uint64_t n)
+{
+    return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* rb->skip: S's units of the batch that decoded to zeros and lie past the
+ * end of S's strip file (asked now, under the batch's locks: nothing can
+ * write them meanwhile). When S's size is unknown, every unit is written. */
+static void dc_rb_holes(dc_rebuild *rb, uint64_t first, uint64_t count)
+{
+    const layout *lay = &rb->t.lay;
+    bool any = false;
+    for (uint64_t s = first; s < first + count; s++) {
+        rb->skip[s - first] = dc_all_zero(dc_rb_unit(rb, first, s, rb->spos), lay->su);
+        any |= rb->skip[s - first];
+    }
+    uint64_t s_size = 0;
+    if (any && dc_strip_extent(rb->fs, &rb->t, 1u << rb->spos, &s_size) < 0)
+        s_size = UINT64_MAX;
+    for (uint64_t s = first; s < first + count && any; s++)
+        if (layout_local_offset(lay, s) < s_size)
+            rb->skip[s - first] = false; /* S may hold other bytes there */
+}
+
+/* WRITE+UNLOCK of S's units (but holes), IO_UNLOCK of every other lock of
+ * phase 1. */
 static int dc_rb_phase2(dc_rebuild *rb, uint64_t first, uint64_t count)
 {
     const layout *lay = &rb->t.lay;
@@ -406,12 +436,17 @@ static int dc_rb_phase2(dc_rebuild *rb, uint64_t first, uint64_t count)
         w->lock = r->lock;
         w->any_state = true;
         if (p == rb->spos) {
-            int rc = dc_req_add(w, layout_local_offset(lay, first), count * lay->su,
-                                dc_rb_unit(rb, first, first, p));
-            assert(rc == 0);
-            (void)rc;
-            w->unlock = true;
-            w->sync = true;
+            for (uint64_t s = first; s < first + count; s++) {
+                if (rb->skip[s - first])
+                    continue;
+                int rc = dc_req_add(w, layout_local_offset(lay, s), lay->su,
+                                    dc_rb_unit(rb, first, s, p));
+                assert(rc == 0); /* count <= DC_ROUND_STRIPES_MAX extents */
+                (void)rc;
+            }
+            w->unlock = w->sync = w->n_ext > 0;
+            if (w->n_ext == 0)
+                w->op = DEPFS__IO_OP__IO_UNLOCK; /* all holes: nothing to store */
         }
     }
     assert(rb->wreqs[rb->spos].active);
@@ -443,6 +478,7 @@ static int dc_rb_batch(dc_rebuild *rb, uint64_t first, uint64_t count)
             dc_io_unlock_granted(rb->fs, rb->t.ino, rb->reqs, rb->t.lay.n);
             return rc;
         }
+        dc_rb_holes(rb, first, count);
         rc = dc_rb_phase2(rb, first, count);
         if (rc == 0)
             break;
@@ -548,7 +584,8 @@ static int dc_rb_alloc(dc_rebuild *rb, uint64_t stripes)
     rb->units = malloc((uint64_t)lay->n * rb->batch * lay->su);
     rb->reqs = calloc(lay->n, sizeof *rb->reqs);
     rb->wreqs = calloc(lay->n, sizeof *rb->wreqs);
-    return rb->units && rb->reqs && rb->wreqs ? 0 : -ENOMEM;
+    rb->skip = calloc(rb->batch, sizeof *rb->skip);
+    return rb->units && rb->reqs && rb->wreqs && rb->skip ? 0 : -ENOMEM;
 }
 
 int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_progress_fn fn,
@@ -598,12 +635,14 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
             free(rb.units);
             free(rb.reqs);
             free(rb.wreqs);
+            free(rb.skip);
             rc = dc_rb_alloc(&rb, stripes - done);
         }
     }
     free(rb.units);
     free(rb.reqs);
     free(rb.wreqs);
+    free(rb.skip);
     if (rc == 0)
         log_info("rebuilt inode %llu on server %u: %llu stripes", (unsigned long long)ino,
                  server_id, (unsigned long long)stripes);

@@ -195,7 +195,9 @@ int depfs_repair_orphan_lock(depfs_t *fs, uint64_t ino, uint64_t first_stripe,
  * and parity, every stripe up to the file size), decoding from the other
  * servers under the stripe locks and writing to server_id even while it is
  * REBUILDING. -ENOENT when the file is gone; 0 when server_id is not in
- * its layout. Units past the file's end are truncated away. */
+ * its layout. Units past the file's end are truncated away; units that
+ * decode to zeros past the end of server_id's strip file are not written
+ * (they read as zeros already: sparse files stay sparse). */
 int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_progress_fn fn,
                        void *arg);
 
