@@ -305,13 +305,15 @@ int rec_dirty_summary(rec_ctx *c, const rec_server *t, uint64_t since_ms, uint64
     uint64_t *all = total ? malloc(total * sizeof(*all)) : NULL;
     for (unsigned i = 0; all && i < c->nservers; i++) {
         const rec_obs *o = &c->servers[i].obs;
-        if (i == t->index || !o->dirty)
-            continue;
+        if (i == t->index || !o->dirty || o->dirty[t->index].n == 0)
+            continue; /* ids may be NULL then: memcpy's arguments must not be */
         memcpy(all + k, o->dirty[t->index].ids, o->dirty[t->index].n * sizeof(*all));
         k += o->dirty[t->index].n;
     }
     pthread_mutex_unlock(&c->mu);
-    if (total && !all)
+    if (total == 0)
+        return 0; /* qsort must not get a NULL base, even for 0 elements */
+    if (!all)
         return -ENOMEM;
     assert(k == total);
     qsort(all, total, sizeof(*all), cmp_u64);
