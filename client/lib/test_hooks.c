@@ -6,7 +6,11 @@
  *                           then goes wrong under concurrent partial-stripe
  *                           writers; tests/integration/test_concurrent_writers.sh
  *                           uses it to prove that the locks are what keeps
- *                           parity right. NEVER set it on real data.
+ *                           parity right. Degraded (decoding) reads take
+ *                           none either, so they can mix units from before
+ *                           and after a write: test_degraded_read_race.sh
+ *                           proves its reader would catch that. NEVER set it
+ *                           on real data.
  *   DEPFS_TEST_PAUSE=NAME   a writer reaching point NAME prints
  *                           "DEPFS_TEST_PAUSE reached: NAME pid=PID" to stderr
  *                           and sleeps DC_TEST_PAUSE_S seconds (tests kill or
