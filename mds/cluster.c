@@ -8,9 +8,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "store_keys.h"
+
+#define MS_PER_S 1000u
+#define NS_PER_MS 1000000u
 
 struct mds_cluster {
     kvstore *kv;
@@ -96,11 +100,22 @@ void mds_cluster_close(mds_cluster *c)
     free(c);
 }
 
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * MS_PER_S + (uint64_t)ts.tv_nsec / NS_PER_MS;
+}
+
 unsigned mds_cluster_servers(mds_cluster *c, mds_server *out, unsigned max, uint64_t *epoch)
 {
+    uint64_t now_ms = mono_ms();
     pthread_mutex_lock(&c->lock);
-    for (unsigned i = 0; i < c->n_servers && i < max; i++)
+    for (unsigned i = 0; i < c->n_servers && i < max; i++) {
         out[i] = c->servers[i];
+        if (now_ms - out[i].progress.rate_ms > MDS_RATE_STALE_MS)
+            out[i].progress.rebuild_rate_bps = 0;
+    }
     if (epoch)
         *epoch = c->epoch;
     pthread_mutex_unlock(&c->lock);
@@ -190,8 +205,10 @@ int mds_cluster_set_rate(mds_cluster *c, uint32_t id, uint64_t rate_bps)
 {
     pthread_mutex_lock(&c->lock);
     mds_server *s = find_server(c, id);
-    if (s)
+    if (s) {
         s->progress.rebuild_rate_bps = rate_bps;
+        s->progress.rate_ms = mono_ms();
+    }
     pthread_mutex_unlock(&c->lock);
     return s ? 0 : -ENOENT;
 }

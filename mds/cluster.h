@@ -24,6 +24,7 @@ typedef struct mds_progress {
     uint64_t rebuild_total_bytes; /* 0 = unknown */
     uint64_t degraded_files;      /* files with units missing on the server */
     uint64_t rebuild_rate_bps;    /* bytes/s as last reported, 0 = unknown */
+    uint64_t rate_ms;             /* when it was reported (monotonic ms) */
 } mds_progress;
 
 typedef struct mds_server {
@@ -43,7 +44,9 @@ int mds_cluster_open(kvstore *kv, const depfs_config *cfg, mds_cluster **out);
 void mds_cluster_close(mds_cluster *c);
 
 /* Copies up to max servers into out and (if non-NULL) the epoch of that
- * same snapshot; returns the number of servers. */
+ * same snapshot; returns the number of servers. A rate not reported again
+ * for MDS_RATE_STALE_MS reads as 0 (its reporter stopped or died). */
+#define MDS_RATE_STALE_MS 5000u
 unsigned mds_cluster_servers(mds_cluster *c, mds_server *out, unsigned max, uint64_t *epoch);
 uint64_t mds_cluster_epoch(mds_cluster *c);
 /* Sets a server's state; a change bumps the epoch (state and epoch are

@@ -6,8 +6,9 @@
 # background while this script polls `depfs status --json` (a separate
 # process: only what the MDS holds can reach it) until it sees S as
 # reconstructing with 0 < rebuild_done_bytes < rebuild_total_bytes and a
-# rate, and the text status shows percent, MB/s and ETA. When the
-# reconstruction ends: S is up for the server and the MDS, its progress is
+# rate, and the text status shows percent, MB/s and ETA. A first run is
+# interrupted (SIGTERM): its bytes stay, but with no reports coming the MDS
+# soon shows no rate or ETA. The second run resumes; when it ends: S is up for the server and the MDS, its progress is
 # cleared, every file reads back unchanged and scrub is clean.
 source "$(dirname "$0")/lib.sh"
 require_recovery
@@ -20,6 +21,7 @@ BIG_MIB=48                              # 8@6: S holds 8 MiB of it, ~4 s at 2 MB
 POLL_S=0.3
 PROGRESS_WAIT_S=60
 FINISH_WAIT_S=300
+RATE_STALE_WAIT_S=7                     # > the MDS's MDS_RATE_STALE_MS (5 s)
 
 # start_reconstructing ID: the server's command line (local-cluster's cmd
 # file) plus --reconstruct, started the way local-cluster starts daemons so
@@ -66,32 +68,51 @@ log "server $S: SIGKILL, wipe, restart with --reconstruct, depfs reconstruct --r
 kill_down "$S"
 rm -rf "$(io_dir "$S")"; mkdir -p "$(io_dir "$S")"
 start_reconstructing "$S"
+# wait_progress: poll depfs status --json until server $S shows 0 < done <
+# total with a rate and ETA (reconstructing for itself and the MDS), and the
+# text status shows percent, bytes, MB/s and ETA; sets done/total/rate/eta.
+wait_progress() {
+  local seen="" t0=$SECONDS text
+  while :; do
+    read -r st mst done total rate eta <<<"$(progress_of "$S")"
+    if [ "$total" -gt 0 ] && [ "$done" -gt 0 ] && [ "$done" -lt "$total" ]; then
+      [ -n "$seen" ] || seen="state=$st mds_state=$mst done=$done total=$total rate=$rate eta=$eta"
+      [ "$mst" = reconstructing ] || fail "server $S is $mst for the MDS during its reconstruction (done $done of $total)"
+      [ "$st" = reconstructing ] || fail "server $S says $st during its reconstruction"
+      if [ "$rate" -gt 0 ] && [ "$eta" != null ]; then
+        text=$(depfs status | awk -v id="$S" '$1 == id')
+        echo "$text" | grep -Eq '[0-9]+% [0-9.]+[BKMG]?/[0-9.]+[BKMG] [0-9.]+ MB/s ETA [0-9]+:[0-9]{2}' ||
+          fail "depfs status does not show percent, bytes, MB/s and ETA for server $S: $text"
+        log "depfs status: $text"
+        log "depfs status --json: first seen $seen; with rate: done=$done total=$total rate=$rate B/s eta=${eta}s"
+        return 0
+      fi
+    fi
+    kill -0 "$rp" 2>/dev/null || { wait "$rp" || true; tr '\r' '\n' <"$DEPFS_STATE/recon.out" | tail -3
+      fail "depfs reconstruct ended before depfs status showed its progress with a rate (first seen: ${seen:-nothing})"; }
+    [ $((SECONDS - t0)) -lt "$(tscale "$PROGRESS_WAIT_S")" ] || fail "no progress of server $S in depfs status --json after ${PROGRESS_WAIT_S}s (last: $st $mst $done/$total)"
+    sleep "$POLL_S"
+  done
+}
+
+# ---- 1. a run interrupted (SIGTERM) after it showed progress: the MDS
+# keeps its bytes but stops claiming a rate (no ETA) once reports stop
 "$DEPFS_BIN_DIR/depfs" --config "$CONF" reconstruct "$S" --rate "$RATE_MBPS" >"$DEPFS_STATE/recon.out" 2>&1 &
 rp=$!
+wait_progress
+kill -TERM "$rp"; wait "$rp" || true
+sleep "$RATE_STALE_WAIT_S"
+read -r st mst done total rate eta <<<"$(progress_of "$S")"
+log "${RATE_STALE_WAIT_S}s after the interruption: state=$st mds_state=$mst done=$done total=$total rate=$rate eta=$eta"
+[ "$mst" = reconstructing ] || fail "server $S is $mst for the MDS after an interrupted reconstruction"
+[ "$done" -gt 0 ] && [ "$rate" -eq 0 ] && [ "$eta" = null ] ||
+  fail "after the interruption server $S shows done=$done rate=$rate eta=$eta (want the bytes kept, no rate, no ETA)"
 
-# ---- progress as another shell sees it
-seen=""; samples=0; t0=$SECONDS
-while :; do
-  read -r st mst done total rate eta <<<"$(progress_of "$S")"
-  if [ "$total" -gt 0 ] && [ "$done" -gt 0 ] && [ "$done" -lt "$total" ]; then
-    samples=$((samples + 1))
-    [ -n "$seen" ] || seen="state=$st mds_state=$mst done=$done total=$total rate=$rate eta=$eta"
-    [ "$mst" = reconstructing ] || fail "server $S is $mst for the MDS during its reconstruction (done $done of $total)"
-    [ "$st" = reconstructing ] || fail "server $S says $st during its reconstruction"
-    if [ "$rate" -gt 0 ] && [ "$eta" != null ]; then
-      text=$(depfs status | awk -v id="$S" '$1 == id')
-      echo "$text" | grep -Eq '[0-9]+% [0-9.]+[BKMG]?/[0-9.]+[BKMG] [0-9.]+ MB/s ETA [0-9]+:[0-9]{2}' ||
-        fail "depfs status does not show percent, bytes, MB/s and ETA for server $S: $text"
-      log "depfs status: $text"
-      break
-    fi
-  fi
-  kill -0 "$rp" 2>/dev/null || { wait "$rp" || true; tr '\r' '\n' <"$DEPFS_STATE/recon.out" | tail -3
-    fail "depfs reconstruct ended before depfs status showed its progress with a rate (first seen: ${seen:-nothing})"; }
-  [ $((SECONDS - t0)) -lt "$(tscale "$PROGRESS_WAIT_S")" ] || fail "no progress of server $S in depfs status --json after ${PROGRESS_WAIT_S}s (last: $st $mst $done/$total)"
-  sleep "$POLL_S"
-done
-log "depfs status --json during the reconstruction: $seen; with rate: done=$done total=$total rate=$rate B/s eta=${eta}s"
+# ---- 2. the resumed run, to the end
+log "depfs reconstruct $S --rate $RATE_MBPS again (resumes)"
+"$DEPFS_BIN_DIR/depfs" --config "$CONF" reconstruct "$S" --rate "$RATE_MBPS" >"$DEPFS_STATE/recon.out" 2>&1 &
+rp=$!
+wait_progress
 # it moves: a later sample shows more bytes done
 first_done=$done
 t0=$SECONDS
