@@ -15,8 +15,12 @@
  *            writes thus cost two round trips per round of ~28 stripes
  *            instead of two per write.
  * Everything is written out before an overlapping read or write-through,
- * and on flush/fsync/close/truncate; a write overlapping the scatter set
- * flushes it first (the newest bytes always win). Handles opened
+ * and on flush/fsync/close/truncate. A small write (under a stripe) that
+ * overlaps the scatter set is merged into it, its bytes over the older ones
+ * (random writes hit buffered blocks again often: 1000 random 4 KiB writes
+ * to a 64 MiB file repeat ~30 blocks, and flushing the whole set for each
+ * made such writes cost a flush every ~30 writes); a larger one flushes the
+ * set first. Either way the newest bytes win. Handles opened
  * O_DIRECT/O_SYNC/O_DSYNC (and the recovery client) write through.
  * in->wb is set once (atomically) and freed by dc_wb_release; wb->lock
  * serializes everything else. */
@@ -172,11 +176,25 @@ static bool dc_wb_scatter_overlaps(const dc_wb *wb, uint64_t off, uint64_t len)
     return i < wb->sc_n && wb->sc[i].off < off + len;
 }
 
-/* Add [off, off+len) (overlapping nothing in the set) as one extent,
- * merged with the extents it touches. The caller made room. */
+/* The extent holding all of [off, off+len), or NULL. */
+static dc_wb_ext *dc_wb_scatter_within(dc_wb *wb, uint64_t off, uint64_t len)
+{
+    unsigned i = dc_wb_scatter_find(wb, off);
+    if (i < wb->sc_n && wb->sc[i].off <= off && off + len <= wb->sc[i].off + wb->sc[i].len)
+        return &wb->sc[i];
+    return NULL;
+}
+
+/* Add [off, off+len) as one extent, merged with the extents it overlaps or
+ * touches; its bytes win over theirs. The caller made room (at most one
+ * more extent and len more bytes). */
 static int dc_wb_scatter_add(dc_wb *wb, const uint8_t *buf, uint64_t off, uint64_t len)
 {
-    assert(!dc_wb_scatter_overlaps(wb, off, len));
+    dc_wb_ext *in = dc_wb_scatter_within(wb, off, len);
+    if (in != NULL) {
+        memcpy(in->data + (off - in->off), buf, len); /* a rewrite: no new memory */
+        return 0;
+    }
     unsigned first = dc_wb_scatter_find(wb, off > 0 ? off - 1 : 0); /* may touch at off */
     unsigned last = first; /* one past the extents merged */
     while (last < wb->sc_n && wb->sc[last].off <= off + len)
@@ -196,7 +214,7 @@ static int dc_wb_scatter_add(dc_wb *wb, const uint8_t *buf, uint64_t off, uint64
         free(wb->sc[i].data);
         wb->sc_bytes -= wb->sc[i].len;
     }
-    memcpy(data + (off - a), buf, len);
+    memcpy(data + (off - a), buf, len); /* last: the newest bytes win */
     unsigned removed = last - first;
     if (removed != 1) {
         /* replace [first, last) by one slot */
@@ -208,6 +226,13 @@ static int dc_wb_scatter_add(dc_wb *wb, const uint8_t *buf, uint64_t off, uint64
     return 0;
 }
 
+/* Whether [off, off+len) may join the scatter set without going over its
+ * bounds (it adds at most one extent and len bytes). */
+static bool dc_wb_scatter_room(const dc_wb *wb, uint64_t len)
+{
+    return wb->sc_n < DC_WB_SCATTER_EXTENTS_MAX && wb->sc_bytes + len <= DC_WB_SCATTER_BYTES_MAX;
+}
+
 /* The run ends (a non-sequential write came): a short run joins the
  * scatter set, a long one is written out. */
 static int dc_wb_retire_run(depfs_t *fs, dc_inode *in, dc_wb *wb)
@@ -217,7 +242,7 @@ static int dc_wb_retire_run(depfs_t *fs, dc_inode *in, dc_wb *wb)
     if (wb->len >= layout_stripe_bytes(&in->lay))
         return dc_wb_flush_run(fs, in, wb);
     int rc = 0;
-    if (wb->sc_n == DC_WB_SCATTER_EXTENTS_MAX || wb->sc_bytes + wb->len > DC_WB_SCATTER_BYTES_MAX)
+    if (!dc_wb_scatter_room(wb, wb->len))
         rc = dc_wb_flush_scatter(fs, in, wb);
     if (rc == 0)
         rc = dc_wb_scatter_add(wb, wb->buf, wb->off, wb->len);
@@ -283,8 +308,19 @@ static int dc_wb_write_buffered(depfs_t *fs, dc_inode *in, dc_wb *wb, const uint
     }
     if (wb->len > 0 && off != wb->off + wb->len)
         rc = dc_wb_retire_run(fs, in, wb); /* not sequential */
-    if (rc == 0 && dc_wb_scatter_overlaps(wb, off, len))
-        rc = dc_wb_flush_scatter(fs, in, wb); /* older bytes there must land first */
+    if (rc == 0 && dc_wb_scatter_overlaps(wb, off, len)) {
+        if (len < sb) {
+            /* the run must not overlap the set: it ends here too */
+            rc = dc_wb_retire_run(fs, in, wb);
+            if (rc == 0 && dc_wb_scatter_room(wb, len)) {
+                rc = dc_wb_scatter_add(wb, buf, off, len);
+                pthread_mutex_unlock(&wb->lock);
+                return rc;
+            }
+        }
+        if (rc == 0)
+            rc = dc_wb_flush_scatter(fs, in, wb); /* older bytes there must land first */
+    }
     if (rc == 0 && wb->len == 0 && len >= wb->cap) {
         /* large write: whole stripes go straight from the caller's buffer */
         uint64_t direct_end = ((off + len) / sb) * sb;

@@ -727,6 +727,47 @@ START_TEST(test_hung_server)
 }
 END_TEST
 
+/* Write-only bursts of small writes that land on bytes still buffered in
+ * the write-behind scatter set (merged there, newest bytes winning), mixed
+ * with sequential runs and writes larger than a stripe, then the content
+ * and parity must be right. */
+START_TEST(test_overwrite_buffered)
+{
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@8@6@4k:/overwrite", O_CREAT | O_RDWR, 0644, &fh), 0);
+    layout lay;
+    layout_of(fh, &lay);
+    const uint64_t region = 256u * 1024; /* small: overlaps are the rule */
+    uint64_t sb = layout_stripe_bytes(&lay);
+    uint8_t *model = calloc(1, region), *tmp = malloc(region);
+    ck_assert_ptr_nonnull(model);
+    ck_assert_ptr_nonnull(tmp);
+    uint64_t size = 0, next = 0;
+    for (unsigned i = 0; i < 3000; i++) {
+        uint64_t r = rnd_below(20);
+        size_t len = r == 0 ? 1 + rnd_below(2 * sb) : 1 + rnd_below(r < 4 ? 9000 : 4096);
+        if (len > region)
+            len = region;
+        uint64_t off = r < 3 && next + len <= region ? next : rnd_below(region - len + 1);
+        rnd_fill(tmp, len);
+        ck_assert_int_eq(depfs_write(fh, tmp, len, off), (ssize_t)len);
+        memcpy(model + off, tmp, len);
+        next = off + len;
+        if (off + len > size)
+            size = off + len;
+    }
+    check_content(fh, model, size);
+    uint64_t ino = depfs_fh_ino(fh);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    scrub_clean(fs, ino, (size + sb - 1) / sb);
+    depfs_unmount(fs);
+    free(model);
+    free(tmp);
+}
+END_TEST
+
 /* O_APPEND through write-behind, truncates landing on buffered data, and a
  * second handle reading while the first still buffers. */
 START_TEST(test_append_truncate_buffered)
@@ -793,6 +834,7 @@ static Suite *data_suite(void)
     tcase_add_test(tc, test_large_io);
     tcase_add_test(tc, test_truncate_mid_stripe);
     tcase_add_test(tc, test_append_truncate_buffered);
+    tcase_add_test(tc, test_overwrite_buffered);
     tcase_add_test(tc, test_scrub_detects_parity_corruption);
     tcase_add_test(tc, test_concurrent_writers_parity);
     suite_add_tcase(s, tc);
