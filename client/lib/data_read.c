@@ -213,6 +213,8 @@ static int dc_degraded_decode(const layout *lay, const codec *cd, dc_dstripe *d)
 #define DC_DCACHE_SLOTS 16u
 #define DC_DCACHE_BYTES_MAX (16u << 20)
 #define DC_DCACHE_TTL_MS 1000u
+/* Stripes a handle filling in order fetches beyond the one it needs. */
+#define DC_DCACHE_AHEAD 3u
 
 enum dc_dslot_state { DC_DSLOT_EMPTY, DC_DSLOT_FILLING, DC_DSLOT_READY };
 
@@ -230,6 +232,8 @@ typedef struct dc_dcache {
     uint64_t gen;              /* bumped by every drop */
     uint64_t clock;            /* LRU stamps */
     unsigned nslots;           /* 0: stripes too large to cache */
+    const depfs_fh_t *seq_owner; /* the handle that fetched last, */
+    uint64_t seq_next;         /* and the stripe after its last fetch */
     dc_dslot slot[DC_DCACHE_SLOTS];
 } dc_dcache;
 
@@ -295,7 +299,8 @@ static enum dc_dmode dc_dcache_acquire(dc_dcache *dc, const layout *lay, const d
                 victim = sl;
         }
         if (mine != NULL && mine->state == DC_DSLOT_READY) {
-            memcpy(d->rs->dest, mine->buf + d->rs->pc.off_in_stripe, d->rs->pc.len);
+            if (d->rs->pc.len > 0) /* 0: a read-ahead stripe, nothing to copy */
+                memcpy(d->rs->dest, mine->buf + d->rs->pc.off_in_stripe, d->rs->pc.len);
             mine->last_use = ++dc->clock;
             mode = DC_D_DONE;
             break;
@@ -338,6 +343,69 @@ static void dc_dcache_publish(dc_dcache *dc, dc_dstripe *d, bool ok)
     pthread_mutex_unlock(&dc->lock);
     pthread_cond_broadcast(&dc->cond);
     d->slot = NULL;
+}
+
+/* True when stripe t continues fh's fills: the stripe after the last one
+ * it fetched, or at most `gap` stripes later (stripes with no lost data
+ * unit need no fill); the fills now end before `next`. */
+static bool dc_dcache_sequential(dc_dcache *dc, const depfs_fh_t *fh, uint64_t t, uint64_t gap,
+                                 uint64_t next)
+{
+    pthread_mutex_lock(&dc->lock);
+    bool seq = dc->seq_owner == fh && t >= dc->seq_next && t - dc->seq_next <= gap;
+    dc->seq_owner = fh;
+    dc->seq_next = next;
+    pthread_mutex_unlock(&dc->lock);
+    return seq;
+}
+
+static bool dc_stripe_lost(const layout *lay, uint64_t s, uint32_t bad)
+{
+    for (unsigned u = 0; u < lay->k; u++)
+        if ((bad >> layout_unit_pos(lay, s, u)) & 1u)
+            return true;
+    return false;
+}
+
+/* A handle filling stripes in order also fills the next DC_DCACHE_AHEAD
+ * stripes with lost data units in the same fetch (one LOCK+READ and one
+ * UNLOCK per server for all of them: after the bytes, the request count
+ * was the degraded path's main cost), as long as they lie in the file and
+ * are not cached or being filled. Stripes whose lost units are all parity
+ * (at most n-k in a row) are skipped. `last` is the round's last stripe, a
+ * FILL; next[] and ahead[] (empty pieces) receive the extra ones. Returns
+ * how many. */
+static unsigned dc_dcache_ahead(dc_dcache *dc, const layout *lay, const depfs_fh_t *fh,
+                                uint64_t size, uint32_t bad, const dc_dstripe *last,
+                                dc_dstripe *next, dc_rstripe *ahead)
+{
+    uint64_t t = last->rs->pc.stripe, sb = layout_stripe_bytes(lay), gap = lay->n - lay->k;
+    if (!dc_dcache_sequential(dc, fh, t, gap, t + 1))
+        return 0;
+    unsigned added = 0;
+    uint64_t end = t + 1;
+    for (uint64_t s = t + 1; added < DC_DCACHE_AHEAD && s <= t + DC_DCACHE_AHEAD + gap; s++) {
+        if ((s + 1) * sb > size)
+            break;
+        if (!dc_stripe_lost(lay, s, bad))
+            continue;
+        memset(&ahead[added], 0, sizeof ahead[added]);
+        ahead[added].pc.stripe = s;
+        ahead[added].pc.file_off = s * sb;
+        dc_dstripe *d = &next[added];
+        memset(d, 0, sizeof *d);
+        d->rs = &ahead[added];
+        if (dc_dcache_acquire(dc, lay, fh, d, false) != DC_D_FILL)
+            break;
+        d->mode = DC_D_FILL;
+        d->ra = 0;
+        d->rb = lay->su;
+        added++;
+        end = s + 1;
+    }
+    if (added > 0)
+        (void)dc_dcache_sequential(dc, fh, t + 1, 0, end);
+    return added;
 }
 
 /* ------------------------------------------------ degraded read rounds */
@@ -409,8 +477,9 @@ static int dc_degraded_batch(depfs_t *fs, dc_inode *in, dc_dcache *dc, dc_dstrip
 }
 
 /* Read the degraded stripes (ascending) of one round by decoding: cached
- * slots first, then one fetch of every stripe to decode, then the stripes
- * other reads of this handle were filling. */
+ * slots first, then one fetch of every stripe to decode (and the next ones
+ * when the handle reads in order: ds has room for DC_DCACHE_AHEAD more),
+ * then the stripes other reads of this handle were filling. */
 static int dc_read_degraded(depfs_t *fs, dc_inode *in, const depfs_fh_t *fh, uint64_t size,
                             dc_dstripe *ds, unsigned nd, uint32_t bad)
 {
@@ -426,6 +495,9 @@ static int dc_read_degraded(depfs_t *fs, dc_inode *in, const depfs_fh_t *fh, uin
             d->rb = lay->su;
         }
     }
+    dc_rstripe ahead[DC_DCACHE_AHEAD];
+    if (ds[nd - 1].mode == DC_D_FILL)
+        nd += dc_dcache_ahead(dc, lay, fh, size, bad, &ds[nd - 1], &ds[nd], ahead);
     /* compact the stripes to fetch to the front, keeping their order */
     unsigned nf = 0;
     for (unsigned i = 0; i < nd; i++) {
@@ -533,7 +605,7 @@ static int dc_read_range_cx(depfs_t *fs, dc_inode *in, const dc_rctx *cx, uint8_
     uint64_t per_round = dc_round_stripes(fs, lay);
     uint64_t npieces = layout_piece_count(lay, off, len);
     dc_rstripe *rs = calloc(per_round, sizeof *rs);
-    dc_dstripe *ds = calloc(per_round, sizeof *ds);
+    dc_dstripe *ds = calloc(per_round + DC_DCACHE_AHEAD, sizeof *ds); /* + read-ahead */
     dc_req *reqs = calloc(lay->n, sizeof *reqs);
     int rc = 0;
     if (rs == NULL || ds == NULL || reqs == NULL) {
