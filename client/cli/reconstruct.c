@@ -41,6 +41,7 @@
 #define RC_PERCENT 100.0
 #define RC_S_PER_MIN 60u
 #define RC_PUBLISH_PERIOD_MS 1000u /* progress to the MDS at most this often */
+#define RC_RATE_EMA_NEW 0.5        /* weight of the latest period in the reported rate */
 
 /* server states as depfs_server_status gives them (depfs.h) */
 enum { RC_STATE_UP = 0, RC_STATE_RECONSTRUCTING = 3 };
@@ -69,6 +70,8 @@ typedef struct rc_ctx {
     uint64_t tokens_ms;
     uint64_t start_ms;
     bool publish_failed;      /* warned once; reports go on being tried */
+    uint64_t pub_ms, pub_done; /* last progress report to the MDS (main thread) */
+    double pub_rate;          /* bytes/s it carried */
     int first_err;
     char first_err_text[256];
 } rc_ctx;
@@ -331,11 +334,19 @@ static void rc_report(rc_ctx *c, bool tty, bool final)
     fflush(stderr);
 }
 
-/* Bytes/s of this run so far. */
-static uint64_t rc_rate_bps(const rc_ctx *c, uint64_t done)
+/* Bytes/s lately: the rate since the previous report, smoothed (weight
+ * RC_RATE_EMA_NEW) over earlier ones; 0 (unknown) at the first report. */
+static uint64_t rc_rate_bps(rc_ctx *c, uint64_t done)
 {
-    uint64_t ms = rc_now_ms() - c->start_ms;
-    return ms ? done * RC_MS_PER_S / ms : 0;
+    uint64_t now_ms = rc_now_ms();
+    if (c->pub_ms != 0 && now_ms > c->pub_ms) {
+        double recent = (double)(done - c->pub_done) * RC_MS_PER_S / (double)(now_ms - c->pub_ms);
+        c->pub_rate = c->pub_rate > 0 ? RC_RATE_EMA_NEW * recent + (1.0 - RC_RATE_EMA_NEW) * c->pub_rate
+                                      : recent;
+    }
+    c->pub_ms = now_ms;
+    c->pub_done = done;
+    return (uint64_t)c->pub_rate;
 }
 
 /* Progress to the MDS for `depfs status`; `running` false: the final word
