@@ -5,6 +5,7 @@ common/rpc.c, ioserver/handlers.c, mds/handlers.c), then still serves a good
 request. Used by test_valgrind.sh.
 
     badwire.py mds|io HOST:PORT
+    badwire.py fake-io HOST:PORT
 
 Frame-level abuse (random bytes, a header with a huge length, a bad version,
 a reply flag, a bulk crc mismatch, a frame cut short) must make the server
@@ -12,11 +13,20 @@ close that connection; a well-framed request with a bad body (undecodable
 header, unknown op, out-of-range extents, lock, sizes, names) must get a
 reply with a non-zero err and a message. Exit 0 when all held, 1 otherwise,
 printing one line per case.
+
+fake-io: listens on HOST:PORT in place of an I/O server and answers every
+request with garbage, in turn: random bytes, a reply header with a huge
+length, an undecodable IoReply, a reply to a request id never sent, a bulk
+with a wrong crc32c, half a header. Clients (depfs-recovery, depfs-fuse,
+the CLI) must log the error, treat the server as failed and carry on. Runs
+until SIGTERM; prints each answer's kind and, at the end, how many.
 """
 import os
+import signal
 import socket
 import struct
 import sys
+import threading
 
 MAGIC = 0x46506544
 VERSION = 1
@@ -253,10 +263,83 @@ def mds_cases():
     ]
 
 
+# ---- fake-io: a server that answers garbage
+FAKE_MODES = ("random bytes", "huge reply header", "undecodable IoReply", "unknown request id",
+              "bulk crc mismatch", "half a header")
+UNKNOWN_ID_OFFSET = 1 << 40
+
+
+def fake_reply(mode, type_, req_id):
+    """The bytes to answer one request with; None after them: close."""
+    def reply(hdr=b"", bulk=b"", **kw):
+        kw.setdefault("req_id", req_id)
+        return frame(type_, hdr, bulk, flags=FLAG_REPLY, **kw)
+    if mode == 0:
+        return os.urandom(64)
+    if mode == 1:
+        return reply(hdr_len=0xFFFFFFFF)
+    if mode == 2:
+        return reply(BAD_PROTO)
+    if mode == 3:
+        return reply(f_int(1, 0), req_id=req_id + UNKNOWN_ID_OFFSET)
+    if mode == 4:
+        return reply(f_int(1, 0), b"0123456789abcdef", crc=0x1234)
+    return reply(f_int(1, 0))[:HEADER.size // 2]
+
+
+class FakeIo:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.answered = 0
+
+    def next_mode(self):
+        with self.lock:
+            n = self.answered
+            self.answered += 1
+        return n % len(FAKE_MODES)
+
+    def serve(self, conn):
+        with conn:
+            while True:
+                raw = recv_exact(conn, HEADER.size)
+                if raw is None:
+                    return
+                _m, _v, type_, _f, hlen, blen, _c, req_id = HEADER.unpack(raw)
+                if hlen + blen > 64 << 20 or recv_exact(conn, hlen + blen) is None:
+                    return
+                mode = self.next_mode()
+                print("fake-io: %s" % FAKE_MODES[mode], flush=True)
+                try:
+                    conn.sendall(fake_reply(mode, type_, req_id))
+                except OSError:
+                    return
+                if mode in (0, 1, 5):  # the stream is broken now
+                    return
+
+
+def fake_io(addr):
+    host, port = addr.rsplit(":", 1)
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((host, int(port)))
+    srv.listen(64)
+    fake = FakeIo()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        while True:
+            conn, _ = srv.accept()
+            conn.settimeout(None)
+            threading.Thread(target=fake.serve, args=(conn,), daemon=True).start()
+    finally:
+        print("fake-io answered %d requests with garbage" % fake.answered, flush=True)
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("mds", "io"):
-        sys.exit("usage: badwire.py mds|io HOST:PORT")
+    if len(sys.argv) != 3 or sys.argv[1] not in ("mds", "io", "fake-io"):
+        sys.exit("usage: badwire.py mds|io|fake-io HOST:PORT")
     kind, addr = sys.argv[1], sys.argv[2]
+    if kind == "fake-io":
+        return fake_io(addr)
     bad = 0
     for name, data, shut in frame_cases():
         ok = closed_by_server(addr, data, shut)

@@ -8,12 +8,14 @@
 # (badwire.py: each daemon must log a clear error and keep serving). Daemons
 # are also SIGTERMed in the middle of work (an I/O server under a write
 # stream, the recovery daemon during a rejoin, the MDS with the mount
-# connected) and must exit cleanly and come back. The teardown SIGTERMs
+# connected) and must exit cleanly and come back, and a fake I/O server
+# answers garbage to the recovery daemon and the clients for a while. The teardown SIGTERMs
 # every daemon and fails on any valgrind error, definite leak or unclean
 # exit (lib.sh, DEPFS_VALGRIND=1). Small data: the daemons run 20-50x slower.
 export DEPFS_VALGRIND=1
 source "$(dirname "$0")/lib.sh"
 BADWIRE="$TOP/tests/integration/badwire.py"
+FAKE_KINDS=6 # kinds of garbage badwire.py fake-io answers with, in turn
 
 # ASan binaries (make asan) cannot run under valgrind.
 if ldd "$DEPFS_BIN_DIR/depfs-mds" 2>/dev/null | grep -q libasan; then
@@ -142,6 +144,31 @@ for f in "${small[@]}" /b/stream; do
 done
 check_all "after the MDS restart"
 scrub_clean
+
+read -r -a servers <<<"$(file_servers /a/f)"
+v3=${servers[2]}
+log "a fake I/O server answering garbage in place of server $v3"
+"$LC" kill "$v3"
+python3 "$BADWIRE" fake-io "$(io_addr "$v3")" > "$W/fake.out" 2>&1 &
+fake_pid=$!
+wait_state "$v3" down 30 >/dev/null || fail "server $v3 answering garbage is not marked down"
+check_all "with a server answering garbage"
+# the recovery daemon keeps probing it: wait until every kind of garbage went out
+limit=$(( SECONDS + $(tscale 10) ))
+until [ "$(grep -c '^fake-io: ' "$W/fake.out")" -ge "$FAKE_KINDS" ]; do
+  [ "$SECONDS" -lt "$limit" ] || break
+  sleep 0.2
+done
+grep -q "closing connection to $(io_addr "$v3")" "$DEPFS_STATE/logs/recovery.log" ||
+  fail "the recovery daemon logged no bad reply from the fake server"
+kill -TERM $fake_pid; wait $fake_pid || true
+cat "$W/fake.out"
+grep -q "fake-io answered [1-9]" "$W/fake.out" || fail "nobody asked the fake server anything"
+kill -0 "$(cat "$DEPFS_STATE/pids/recovery.pid")" || fail "the recovery daemon died"
+"$LC" restart "$v3" --rebuild
+wait_all_up 30
+settle_clients
+check_all "after the fake server"
 
 log "remove"
 rm "$MNT/a/f" "$MNT/b/f" "$MNT/b/stream"
