@@ -65,21 +65,39 @@ lc() {
 }
 
 cluster_up() {
-  cluster_down || fail "valgrind found errors, definite leaks or a daemon that did not stop cleanly"
+  cluster_down || fail "a daemon's memory checker reported errors or leaks, or a daemon did not stop cleanly"
   rm -rf "$DEPFS_STATE"
   VG_CHECKED=0
+  CLUSTER_STARTED=1
   [ "$DEPFS_VALGRIND" != 1 ] || { vg_wrappers; VG_STARTED=1; }
   lc up "$@" || { tail -n 30 "$DEPFS_STATE"/logs/*.log 2>/dev/null; fail "cluster did not start"; }
   mountpoint -q "$MNT" || fail "not mounted at $MNT"
 }
-# Stops the cluster; under valgrind also checks every daemon's log (status 1
-# when one shows an error, a definite leak or an unclean exit).
+# Stops the cluster and checks the daemons' logs: status 1 when one shows a
+# sanitizer report (make asan) or, under valgrind, an error, a definite leak
+# or an unclean exit.
 cluster_down() {
+  local rc=0
   if [ "$VG_STARTED" = 1 ] && [ -d "$VG_LOGS" ]; then
-    vg_down_check
+    vg_down_check || rc=1
   else
     "$LC" down >/dev/null 2>&1 || true
   fi
+  [ "$CLUSTER_STARTED" != 1 ] || san_check || rc=1
+  return $rc
+}
+CLUSTER_STARTED=0 # this test started a cluster (older logs are not its own)
+SAN_REPORT_RE='ERROR: (AddressSanitizer|LeakSanitizer)|runtime error: '
+# san_check: no daemon log holds an ASan/LSan/UBSan report; prints them.
+san_check() {
+  local f bad=0
+  for f in "$DEPFS_STATE"/logs/*.log; do
+    [ -e "$f" ] && grep -qE "$SAN_REPORT_RE" "$f" || continue
+    echo "sanitizer report in $f:"
+    grep -m1 -A40 -E "$SAN_REPORT_RE" "$f"
+    bad=1
+  done
+  [ "$bad" -eq 0 ]
 }
 
 # vg_live_pids: pids of the cluster's daemons that are alive now.
@@ -168,7 +186,7 @@ on_exit() {
     for f in "$DEPFS_STATE"/logs/*.log; do echo "---- $f"; tail -n 15 "$f"; done
   fi
   if ! cluster_down && [ $rc -eq 0 ]; then
-    echo "FAIL: valgrind found errors, definite leaks or a daemon that did not stop cleanly"
+    echo "FAIL: a daemon's memory checker (valgrind or a sanitizer) reported errors or leaks, or a daemon did not stop cleanly"
     rc=1
   fi
   [ $rc -eq 0 ] && rm -rf "$DEPFS_STATE"
@@ -185,6 +203,20 @@ scrub_clean() {
 # ---- helpers for the fault-injection tests (test_fault_*.sh)
 FAULTLOAD="$TOP/tests/integration/faultload.py"
 LIBDEPFS_SO="$DEPFS_BIN_DIR/../lib/libdepfs.so"
+# make asan: libdepfs.so carries the ASan runtime, which must come first in
+# a process. Programs built without it that load libdepfs (python through
+# ctypes, MPI programs) run through san_host, which preloads the runtime
+# (leak checks off there: the host program's own leaks are not ours).
+DEPFS_SAN_PRELOAD=$(ldd "$LIBDEPFS_SO" 2>/dev/null | awk '/libasan\.so/ {print $3; exit}')
+export DEPFS_SAN_PRELOAD
+san_host() {
+  if [ -n "$DEPFS_SAN_PRELOAD" ]; then
+    LD_PRELOAD="$DEPFS_SAN_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}" ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" "$@"
+  else
+    "$@"
+  fi
+}
+if [ -n "$DEPFS_SAN_PRELOAD" ]; then python3() { san_host command python3 "$@"; }; fi
 now_ms() { date +%s%3N; }
 # conf_ms KEY DEFAULT: a config value (ms) from $CONF, or the documented default.
 conf_ms() {
