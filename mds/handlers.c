@@ -503,14 +503,17 @@ static const struct {
 
 static int dispatch(mds_ctx *c, const rpc_msg *m, mds_reply_buf *b, const char **op_name)
 {
+    /* protocol errors (not a client's ordinary failures) are worth a warning */
     if (m->type >= N_OPS || !ops[m->type].fn) {
         snprintf(b->why, sizeof(b->why), "unknown MDS operation %u", m->type);
+        log_warn("request from %s: %s", m->peer ? m->peer : "?", b->why);
         return -EOPNOTSUPP;
     }
     *op_name = ops[m->type].name;
     Depfs__MdsRequest *q = depfs__mds_request__unpack(NULL, m->hdr_len, m->hdr);
     if (!q) {
         snprintf(b->why, sizeof(b->why), "malformed MdsRequest (%zu bytes)", m->hdr_len);
+        log_warn("%s from %s: %s", *op_name, m->peer ? m->peer : "?", b->why);
         return -EINVAL;
     }
     int rc = ops[m->type].fn(c, q, b);
