@@ -602,6 +602,7 @@ static depfs_t *fs_alloc(void)
     atomic_init(&fs->next_op_id, 0);
     atomic_init(&fs->cluster_refresh_ms, 0);
     atomic_init(&fs->cluster_epoch, 0);
+    atomic_init(&fs->mark_recheck_ms, 0);
     return fs;
 }
 

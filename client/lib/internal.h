@@ -75,6 +75,7 @@ struct depfs {
     bool default_from_mount;  /* default_n/k/su came from depfs_options: they
                                * beat the cluster default, not a directory's */
     _Atomic uint64_t cluster_refresh_ms; /* last MDS_CLUSTER (server states) */
+    _Atomic uint64_t mark_recheck_ms; /* last status-vector recheck (status.c) */
     _Atomic uint64_t cluster_epoch; /* newest cluster epoch the MDS told us;
                                      * stored after the states it goes with */
     pthread_mutex_t retired_lock;
@@ -177,11 +178,13 @@ void dc_stat_free(depfs_t *fs, Depfs__IoReply **out);
 #define DC_FAIL_EPOCH_UNKNOWN UINT64_MAX
 /* The mark was just set (caller holds s->lock). */
 void dc_status_note_failed(dc_server *s);
-/* One server of an MDS_CLUSTER reply (reply epoch `epoch`) sent at sent_ms. */
-void dc_status_apply(depfs_t *fs, dc_server *s, const Depfs__ServerInfo *si, uint64_t epoch,
+/* One server of an MDS_CLUSTER reply (reply epoch `epoch`) sent at sent_ms;
+ * true when it lifted the mark (caller holds s->lock). */
+bool dc_status_apply(depfs_t *fs, dc_server *s, const Depfs__ServerInfo *si, uint64_t epoch,
                      uint64_t sent_ms);
 /* The server is marked failed: ask the MDS again (at most once per
- * DC_MARK_RECHECK_MS per client); true while it stays marked. */
+ * DC_MARK_RECHECK_MS per client; the marks and a lifted server's state
+ * only, never the client's epoch); true while it stays marked. */
 bool dc_status_still_failed(depfs_t *fs, dc_server *s);
 
 /* ------------------------------------------------------- data path side */
