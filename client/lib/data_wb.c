@@ -14,6 +14,14 @@
  *            lock rounds as the requests allow, when full. Random small
  *            writes thus cost two round trips per round of ~28 stripes
  *            instead of two per write.
+ *   flight   a full scatter set is handed to a background thread (the
+ *            "flight") and written out while new writes fill a fresh set:
+ *            the writer does not wait for the servers. One flight at a
+ *            time; every other write-out of the inode (run, scatter,
+ *            large writes, flush, fsync, reads of buffered ranges, close,
+ *            truncate) first waits for it to land, so newer bytes never
+ *            land before older ones. Its error is kept in wb->err for the
+ *            next flush/fsync/close. Memory: at most two scatter sets.
  * Everything is written out before an overlapping read or write-through,
  * and on flush/fsync/close/truncate. A small write (under a stripe) that
  * overlaps the scatter set is merged into it, its bytes over the older ones
@@ -23,10 +31,12 @@
  * set first. Either way the newest bytes win. Handles opened
  * O_DIRECT/O_SYNC/O_DSYNC (and the recovery client) write through.
  * in->wb is set once (atomically) and freed by dc_wb_release; wb->lock
- * serializes everything else. */
+ * serializes everything else, except the flight's extents (wb->fl), which
+ * belong to the flight thread while wb->flying. */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "data_io.h"
@@ -45,6 +55,7 @@ typedef struct dc_wb_ext {
 
 typedef struct dc_wb {
     pthread_mutex_t lock;
+    pthread_cond_t landed; /* the flight finished */
     uint8_t *buf;
     uint64_t cap;    /* bytes */
     uint64_t off;    /* file offset of buf[0] */
@@ -52,6 +63,9 @@ typedef struct dc_wb {
     dc_wb_ext *sc;   /* scatter set: DC_WB_SCATTER_EXTENTS_MAX slots, sorted, disjoint */
     unsigned sc_n;
     uint64_t sc_bytes;
+    dc_wb_ext *fl;   /* the flight: a former scatter set being written out */
+    unsigned fl_n;
+    bool flying;
     void *ra;        /* read-ahead window (data_read.c), own lock */
     int err;         /* failure of a flush nobody could be told about yet */
 } dc_wb;
@@ -84,18 +98,23 @@ static dc_wb *dc_wb_get(dc_inode *in)
     fresh->cap = dc_wb_capacity(&in->lay);
     fresh->buf = malloc(fresh->cap);
     fresh->sc = calloc(DC_WB_SCATTER_EXTENTS_MAX, sizeof *fresh->sc);
-    if (fresh->buf == NULL || fresh->sc == NULL) {
+    fresh->fl = calloc(DC_WB_SCATTER_EXTENTS_MAX, sizeof *fresh->fl);
+    if (fresh->buf == NULL || fresh->sc == NULL || fresh->fl == NULL) {
+        free(fresh->fl);
         free(fresh->sc);
         free(fresh->buf);
         free(fresh);
         return NULL;
     }
     pthread_mutex_init(&fresh->lock, NULL);
+    pthread_cond_init(&fresh->landed, NULL);
     dc_wb *expected = NULL;
     if (__atomic_compare_exchange_n((dc_wb **)&in->wb, &expected, fresh, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE))
         return fresh;
+    pthread_cond_destroy(&fresh->landed);
     pthread_mutex_destroy(&fresh->lock);
+    free(fresh->fl);
     free(fresh->sc);
     free(fresh->buf);
     free(fresh);
@@ -110,12 +129,20 @@ bool dc_wb_enabled(const depfs_fh_t *fh)
 
 static bool dc_fh_sync(const depfs_fh_t *fh) { return (fh->flags & (O_SYNC | O_DSYNC)) != 0; }
 
+/* Wait until no flight is in the air. wb->lock held (released meanwhile). */
+static void dc_wb_wait_landed(dc_wb *wb)
+{
+    while (wb->flying)
+        pthread_cond_wait(&wb->landed, &wb->lock);
+}
+
 /* Write the run out and empty it (even on failure: the error is the
  * caller's to report). wb->lock held. */
 static int dc_wb_flush_run(depfs_t *fs, dc_inode *in, dc_wb *wb)
 {
     if (wb->len == 0)
         return 0;
+    dc_wb_wait_landed(wb); /* older bytes of this range may be in the air */
     int rc = dc_write_range(fs, in, wb->buf, wb->off, wb->len, false);
     if (rc < 0)
         log_warn("write-behind of inode %llu [%llu, +%llu) failed: %s",
@@ -127,12 +154,37 @@ static int dc_wb_flush_run(depfs_t *fs, dc_inode *in, dc_wb *wb)
 
 /* ---------------------------------------------------------- scatter set */
 
+static void dc_wb_exts_free(dc_wb_ext *x, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        free(x[i].data);
+}
+
 static void dc_wb_scatter_clear(dc_wb *wb)
 {
-    for (unsigned i = 0; i < wb->sc_n; i++)
-        free(wb->sc[i].data);
+    dc_wb_exts_free(wb->sc, wb->sc_n);
     wb->sc_n = 0;
     wb->sc_bytes = 0;
+}
+
+/* Write n buffered extents out (no lock needed: the caller owns them). */
+static int dc_wb_write_exts(depfs_t *fs, dc_inode *in, const dc_wb_ext *x, unsigned n)
+{
+    dc_wext *ext = malloc(n * sizeof *ext);
+    int rc = -ENOMEM;
+    uint64_t bytes = 0;
+    if (ext != NULL) {
+        for (unsigned i = 0; i < n; i++) {
+            ext[i] = (dc_wext){.off = x[i].off, .len = x[i].len, .data = x[i].data};
+            bytes += x[i].len;
+        }
+        rc = dc_write_extents(fs, in, ext, n, false);
+        free(ext);
+    }
+    if (rc < 0)
+        log_warn("write-behind of inode %llu (%u scattered extents, %llu bytes) failed: %s",
+                 (unsigned long long)in->ino, n, (unsigned long long)bytes, strerror(-rc));
+    return rc;
 }
 
 /* Write the scatter set out and empty it (even on failure). wb->lock held. */
@@ -140,19 +192,68 @@ static int dc_wb_flush_scatter(depfs_t *fs, dc_inode *in, dc_wb *wb)
 {
     if (wb->sc_n == 0)
         return 0;
-    dc_wext *ext = malloc(wb->sc_n * sizeof *ext);
-    int rc = -ENOMEM;
-    if (ext != NULL) {
-        for (unsigned i = 0; i < wb->sc_n; i++)
-            ext[i] = (dc_wext){.off = wb->sc[i].off, .len = wb->sc[i].len, .data = wb->sc[i].data};
-        rc = dc_write_extents(fs, in, ext, wb->sc_n, false);
-        free(ext);
-    }
-    if (rc < 0)
-        log_warn("write-behind of inode %llu (%u scattered extents, %llu bytes) failed: %s",
-                 (unsigned long long)in->ino, wb->sc_n, (unsigned long long)wb->sc_bytes,
-                 strerror(-rc));
+    dc_wb_wait_landed(wb);
+    int rc = dc_wb_write_exts(fs, in, wb->sc, wb->sc_n);
     dc_wb_scatter_clear(wb);
+    return rc;
+}
+
+typedef struct dc_wb_flight {
+    depfs_t *fs;
+    dc_inode *in;
+    dc_wb *wb;
+} dc_wb_flight;
+
+static void *dc_wb_flight_main(void *arg)
+{
+    dc_wb_flight f = *(dc_wb_flight *)arg;
+    free(arg);
+    dc_wb *wb = f.wb;
+    int rc = dc_wb_write_exts(f.fs, f.in, wb->fl, wb->fl_n);
+    pthread_mutex_lock(&wb->lock);
+    dc_wb_exts_free(wb->fl, wb->fl_n);
+    wb->fl_n = 0;
+    if (rc < 0 && wb->err == 0)
+        wb->err = rc; /* told by the next flush/fsync/close */
+    wb->flying = false;
+    pthread_cond_broadcast(&wb->landed);
+    pthread_mutex_unlock(&wb->lock);
+    return NULL;
+}
+
+/* Hand the (full) scatter set to a background flight and start an empty
+ * one; written out in place when no thread can be had. wb->lock held. */
+static int dc_wb_send_scatter(depfs_t *fs, dc_inode *in, dc_wb *wb)
+{
+    if (wb->sc_n == 0)
+        return 0;
+    dc_wb_wait_landed(wb);
+    dc_wb_flight *f = malloc(sizeof *f);
+    if (f == NULL)
+        return dc_wb_flush_scatter(fs, in, wb);
+    *f = (dc_wb_flight){.fs = fs, .in = in, .wb = wb};
+    dc_wb_ext *t = wb->fl;
+    wb->fl = wb->sc;
+    wb->fl_n = wb->sc_n;
+    wb->sc = t;
+    wb->sc_n = 0;
+    wb->sc_bytes = 0;
+    wb->flying = true;
+    pthread_attr_t at;
+    pthread_t th;
+    int rc = pthread_attr_init(&at);
+    if (rc == 0) {
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        rc = pthread_create(&th, &at, dc_wb_flight_main, f);
+        pthread_attr_destroy(&at);
+    }
+    if (rc == 0)
+        return 0;
+    free(f); /* no thread: write it out here */
+    wb->flying = false;
+    rc = dc_wb_write_exts(fs, in, wb->fl, wb->fl_n);
+    dc_wb_exts_free(wb->fl, wb->fl_n);
+    wb->fl_n = 0;
     return rc;
 }
 
@@ -243,7 +344,7 @@ static int dc_wb_retire_run(depfs_t *fs, dc_inode *in, dc_wb *wb)
         return dc_wb_flush_run(fs, in, wb);
     int rc = 0;
     if (!dc_wb_scatter_room(wb, wb->len))
-        rc = dc_wb_flush_scatter(fs, in, wb);
+        rc = dc_wb_send_scatter(fs, in, wb);
     if (rc == 0)
         rc = dc_wb_scatter_add(wb, wb->buf, wb->off, wb->len);
     if (rc == -ENOMEM)
@@ -255,6 +356,7 @@ static int dc_wb_retire_run(depfs_t *fs, dc_inode *in, dc_wb *wb)
 /* Everything out. wb->lock held. */
 static int dc_wb_flush_locked(depfs_t *fs, dc_inode *in, dc_wb *wb)
 {
+    dc_wb_wait_landed(wb);
     int rc = dc_wb_flush_run(fs, in, wb);
     int rc2 = dc_wb_flush_scatter(fs, in, wb);
     return rc < 0 ? rc : rc2;
@@ -312,7 +414,9 @@ static int dc_wb_write_buffered(depfs_t *fs, dc_inode *in, dc_wb *wb, const uint
         if (len < sb) {
             /* the run must not overlap the set: it ends here too */
             rc = dc_wb_retire_run(fs, in, wb);
-            if (rc == 0 && dc_wb_scatter_room(wb, len)) {
+            if (rc == 0 && !dc_wb_scatter_room(wb, len))
+                rc = dc_wb_send_scatter(fs, in, wb); /* no overlap left, then */
+            if (rc == 0 && dc_wb_scatter_overlaps(wb, off, len)) {
                 rc = dc_wb_scatter_add(wb, buf, off, len);
                 pthread_mutex_unlock(&wb->lock);
                 return rc;
@@ -325,6 +429,7 @@ static int dc_wb_write_buffered(depfs_t *fs, dc_inode *in, dc_wb *wb, const uint
         /* large write: whole stripes go straight from the caller's buffer */
         uint64_t direct_end = ((off + len) / sb) * sb;
         if (direct_end > off) {
+            dc_wb_wait_landed(wb);
             rc = dc_write_range(fs, in, buf, off, direct_end - off, false);
             buf += direct_end - off;
             len -= direct_end - off;
@@ -374,6 +479,7 @@ int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len)
     if (wb == NULL)
         return 0;
     pthread_mutex_lock(&wb->lock);
+    dc_wb_wait_landed(wb); /* the flight may hold bytes of the range */
     int rc = 0;
     if (wb->len > 0 && off < wb->off + wb->len && wb->off < off + len)
         rc = dc_wb_flush_run(fs, in, wb);
@@ -405,12 +511,17 @@ void dc_wb_release(dc_inode *in)
     dc_wb *wb = __atomic_exchange_n((dc_wb **)&in->wb, NULL, __ATOMIC_ACQ_REL);
     if (wb == NULL)
         return;
+    pthread_mutex_lock(&wb->lock);
+    dc_wb_wait_landed(wb); /* flushed before release, normally: then nothing flies */
+    pthread_mutex_unlock(&wb->lock);
     if (wb->len > 0 || wb->sc_n > 0)
         log_warn("inode %llu: %llu buffered bytes dropped (released without flush)",
                  (unsigned long long)in->ino, (unsigned long long)(wb->len + wb->sc_bytes));
     dc_wb_scatter_clear(wb);
     dc_ra_free(wb->ra);
+    pthread_cond_destroy(&wb->landed);
     pthread_mutex_destroy(&wb->lock);
+    free(wb->fl);
     free(wb->sc);
     free(wb->buf);
     free(wb);

@@ -768,6 +768,71 @@ START_TEST(test_overwrite_buffered)
 }
 END_TEST
 
+/* Enough scattered small writes that full scatter sets are written out in
+ * the background (the "flight") while later writes rewrite bytes of the set
+ * in the air and reads ask for ranges it holds: the newest bytes win, and
+ * content and parity are right at the end. */
+START_TEST(test_scatter_flight)
+{
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@8@6@4k:/flight", O_CREAT | O_RDWR, 0644, &fh), 0);
+    layout lay;
+    layout_of(fh, &lay);
+    const uint64_t region = 16u << 20; /* far more 4 KiB blocks than a set holds */
+    const unsigned writes = 10000, recent_max = 64;
+    /* reads of what was written `lag` writes ago, once the first full set
+     * (1024 extents: ~1280 writes here) is in the air and before it lands */
+    const unsigned lag = 1600, lag_reads = 1000;
+    uint64_t recent[64]; /* recent_max */
+    uint64_t *log_off = calloc(writes, sizeof *log_off);
+    ck_assert_ptr_nonnull(log_off);
+    unsigned nrecent = 0;
+    uint8_t *model = calloc(1, region), *tmp = malloc(region);
+    ck_assert_ptr_nonnull(model);
+    ck_assert_ptr_nonnull(tmp);
+    uint64_t size = 0;
+    for (unsigned i = 0; i < writes; i++) {
+        size_t len = 1 + rnd_below(3000);
+        uint64_t off = rnd_below(region - len + 1);
+        if (nrecent > 0 && rnd_below(5) == 0) /* bytes that may be in the air */
+            off = recent[rnd_below(nrecent)];
+        else if (nrecent < recent_max)
+            recent[nrecent++] = off;
+        else
+            recent[rnd_below(recent_max)] = off;
+        if (off + len > region)
+            len = region - off;
+        rnd_fill(tmp, len);
+        ck_assert_int_eq(depfs_write(fh, tmp, len, off), (ssize_t)len);
+        memcpy(model + off, tmp, len);
+        if (off + len > size)
+            size = off + len;
+        log_off[i] = off;
+        bool back = i >= lag && i < lag + lag_reads; /* likely in the first flight */
+        if (back || i % 2500 == 2499) { /* a read of a range a flight may hold */
+            uint64_t ro = back ? log_off[i - lag] : recent[rnd_below(nrecent)];
+            size_t rl = 1 + rnd_below(3000);
+            ssize_t n = depfs_read(fh, tmp, rl, ro);
+            uint64_t want = ro >= size ? 0 : (size - ro < rl ? size - ro : rl);
+            ck_assert_int_eq(n, (ssize_t)want);
+            ck_assert(memcmp(tmp, model + ro, want) == 0);
+        }
+    }
+    ck_assert_int_eq(depfs_fsync(fh), 0);
+    check_content(fh, model, size);
+    uint64_t ino = depfs_fh_ino(fh);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    uint64_t sb = layout_stripe_bytes(&lay);
+    scrub_clean(fs, ino, (size + sb - 1) / sb);
+    depfs_unmount(fs);
+    free(log_off);
+    free(model);
+    free(tmp);
+}
+END_TEST
+
 /* O_APPEND through write-behind, truncates landing on buffered data, and a
  * second handle reading while the first still buffers. */
 START_TEST(test_append_truncate_buffered)
@@ -835,6 +900,7 @@ static Suite *data_suite(void)
     tcase_add_test(tc, test_truncate_mid_stripe);
     tcase_add_test(tc, test_append_truncate_buffered);
     tcase_add_test(tc, test_overwrite_buffered);
+    tcase_add_test(tc, test_scatter_flight);
     tcase_add_test(tc, test_scrub_detects_parity_corruption);
     tcase_add_test(tc, test_concurrent_writers_parity);
     suite_add_tcase(s, tc);
