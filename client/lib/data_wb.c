@@ -31,8 +31,9 @@
  * set first. Either way the newest bytes win. Handles opened
  * O_DIRECT/O_SYNC/O_DSYNC (and the recovery client) write through.
  * in->wb is set once (atomically) and freed by dc_wb_release; wb->lock
- * serializes everything else, except the flight's extents (wb->fl), which
- * belong to the flight thread while wb->flying. */
+ * serializes everything else, except the flight's extents (wb->fl): the
+ * flight thread writes them out without the lock (nobody changes them
+ * while wb->flying) and frees them under it. */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +48,11 @@
 #define DC_WB_MAX_BYTES (64u << 20)
 #define DC_WB_SCATTER_EXTENTS_MAX 1024u
 #define DC_WB_SCATTER_BYTES_MAX (8u << 20)
+/* A flight is cut into this many lanes of whole stripes, written out at
+ * once: a set of random 4 KiB writes spans hundreds of stripes, and one
+ * lock round covers a few dozen, so one lane waits out round trip after
+ * round trip. Lanes never share a stripe: their locks do not meet. */
+#define DC_WB_FLIGHT_LANES 4u
 
 typedef struct dc_wb_ext {
     uint64_t off, len;
@@ -204,12 +210,70 @@ typedef struct dc_wb_flight {
     dc_wb *wb;
 } dc_wb_flight;
 
+typedef struct dc_wb_lane {
+    depfs_t *fs;
+    dc_inode *in;
+    const dc_wb_ext *x;
+    unsigned n;
+    int rc;
+} dc_wb_lane;
+
+static void *dc_wb_lane_main(void *arg)
+{
+    dc_wb_lane *l = arg;
+    l->rc = dc_wb_write_exts(l->fs, l->in, l->x, l->n);
+    return NULL;
+}
+
+/* Where the lane after extent index `from` may start: the first extent at
+ * or after `want` that shares no stripe with the one before it. */
+static unsigned dc_wb_lane_cut(const layout *lay, const dc_wb_ext *x, unsigned n, unsigned from,
+                               unsigned want)
+{
+    unsigned j = want > from ? want : from + 1;
+    while (j < n && layout_stripe_of(lay, x[j].off) ==
+                        layout_stripe_of(lay, x[j - 1].off + x[j - 1].len - 1))
+        j++;
+    return j;
+}
+
+/* Write n extents out in up to DC_WB_FLIGHT_LANES lanes at once. */
+static int dc_wb_write_lanes(depfs_t *fs, dc_inode *in, const dc_wb_ext *x, unsigned n)
+{
+    dc_wb_lane lane[DC_WB_FLIGHT_LANES];
+    pthread_t th[DC_WB_FLIGHT_LANES];
+    bool started[DC_WB_FLIGHT_LANES] = {false};
+    unsigned nl = 0, from = 0;
+    while (from < n && nl < DC_WB_FLIGHT_LANES) {
+        unsigned to = nl + 1 == DC_WB_FLIGHT_LANES
+                          ? n
+                          : dc_wb_lane_cut(&in->lay, x, n, from, (unsigned)((uint64_t)n * (nl + 1) /
+                                                                           DC_WB_FLIGHT_LANES));
+        lane[nl] = (dc_wb_lane){.fs = fs, .in = in, .x = x + from, .n = to - from};
+        from = to;
+        nl++;
+    }
+    for (unsigned i = 1; i < nl; i++) /* lane 0 runs here */
+        started[i] = pthread_create(&th[i], NULL, dc_wb_lane_main, &lane[i]) == 0;
+    dc_wb_lane_main(&lane[0]);
+    int rc = lane[0].rc;
+    for (unsigned i = 1; i < nl; i++) {
+        if (started[i])
+            pthread_join(th[i], NULL);
+        else
+            dc_wb_lane_main(&lane[i]); /* no thread: in turn */
+        if (rc == 0)
+            rc = lane[i].rc;
+    }
+    return rc;
+}
+
 static void *dc_wb_flight_main(void *arg)
 {
     dc_wb_flight f = *(dc_wb_flight *)arg;
     free(arg);
     dc_wb *wb = f.wb;
-    int rc = dc_wb_write_exts(f.fs, f.in, wb->fl, wb->fl_n);
+    int rc = dc_wb_write_lanes(f.fs, f.in, wb->fl, wb->fl_n);
     pthread_mutex_lock(&wb->lock);
     dc_wb_exts_free(wb->fl, wb->fl_n);
     wb->fl_n = 0;
@@ -257,13 +321,13 @@ static int dc_wb_send_scatter(depfs_t *fs, dc_inode *in, dc_wb *wb)
     return rc;
 }
 
-/* First extent whose end is after off (sc_n when none). */
-static unsigned dc_wb_scatter_find(const dc_wb *wb, uint64_t off)
+/* First of n sorted, disjoint extents whose end is after off (n when none). */
+static unsigned dc_wb_exts_find(const dc_wb_ext *x, unsigned n, uint64_t off)
 {
-    unsigned lo = 0, hi = wb->sc_n;
+    unsigned lo = 0, hi = n;
     while (lo < hi) {
         unsigned mid = lo + (hi - lo) / 2;
-        if (wb->sc[mid].off + wb->sc[mid].len <= off)
+        if (x[mid].off + x[mid].len <= off)
             lo = mid + 1;
         else
             hi = mid;
@@ -271,10 +335,20 @@ static unsigned dc_wb_scatter_find(const dc_wb *wb, uint64_t off)
     return lo;
 }
 
+static bool dc_wb_exts_overlap(const dc_wb_ext *x, unsigned n, uint64_t off, uint64_t len)
+{
+    unsigned i = dc_wb_exts_find(x, n, off);
+    return i < n && x[i].off < off + len;
+}
+
+static unsigned dc_wb_scatter_find(const dc_wb *wb, uint64_t off)
+{
+    return dc_wb_exts_find(wb->sc, wb->sc_n, off);
+}
+
 static bool dc_wb_scatter_overlaps(const dc_wb *wb, uint64_t off, uint64_t len)
 {
-    unsigned i = dc_wb_scatter_find(wb, off);
-    return i < wb->sc_n && wb->sc[i].off < off + len;
+    return dc_wb_exts_overlap(wb->sc, wb->sc_n, off, len);
 }
 
 /* The extent holding all of [off, off+len), or NULL. */
@@ -479,7 +553,10 @@ int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len)
     if (wb == NULL)
         return 0;
     pthread_mutex_lock(&wb->lock);
-    dc_wb_wait_landed(wb); /* the flight may hold bytes of the range */
+    /* the flight's extents stay put until it lands (its thread frees them
+     * under wb->lock): looking at them here is safe */
+    if (wb->flying && dc_wb_exts_overlap(wb->fl, wb->fl_n, off, len))
+        dc_wb_wait_landed(wb); /* it holds bytes of the range */
     int rc = 0;
     if (wb->len > 0 && off < wb->off + wb->len && wb->off < off + len)
         rc = dc_wb_flush_run(fs, in, wb);
