@@ -16,10 +16,14 @@
 #                          driver sources, the recipe and client/lib/depfs.h; CACHE=DIR
 #                          overrides this folder
 #   <hash>/romio-test/     ROMIO's test programs (sources) for tests/mpiio
+# The printed folder is BUILD/mpich/lib: hard links to <hash>/lib/libmpich*
+# plus BUILD's own libdepfs.so.0 (and BUILD/mpich/romio-test), so two build
+# dirs never share a libdepfs and pruning never pulls a library from under a
+# running program.
 # libdepfs.so.0 in the result is refreshed from BUILD/lib/libdepfs.so on every
 # run (libmpich finds it by rpath), so libdepfs fixes need no MPICH rebuild.
 #
-# Exit codes: 0 ok (last stdout line = lib folder), 77 MPICH source cannot be
+# Exit codes: 0 ok (last stdout line = lib folder, BUILD/mpich/lib), 77 MPICH source cannot be
 # had here (no deb-src / no network), 1 build failure (log path printed).
 set -euo pipefail
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -61,10 +65,27 @@ stage_libdepfs() {
   ln -sf libdepfs.so.0 "$dir/lib/libdepfs.so"
 }
 
+# BUILD/mpich/{lib,romio-test}: this build dir's own view of the result -
+# libmpich hard-linked from the cache (it survives pruning and is never
+# rewritten) beside a copy of BUILD's libdepfs, so callers with other build
+# dirs (an ASan build, say) refreshing the shared folder never swap the
+# libdepfs under this one's running programs. Prints the lib folder.
+publish() {
+  local dst="$BUILD/mpich" tmp="$BUILD/mpich.tmp.$$"
+  rm -rf "$tmp" && mkdir -p "$tmp/lib"
+  cp -al "$OUT"/lib/libmpich.so* "$tmp/lib/" 2>/dev/null || cp -a "$OUT"/lib/libmpich.so* "$tmp/lib/"
+  cp -al "$OUT/romio-test" "$tmp/romio-test" 2>/dev/null || cp -a "$OUT/romio-test" "$tmp/romio-test"
+  cp "$LIBDEPFS" "$tmp/lib/libdepfs.so.0"
+  ln -s libdepfs.so.0 "$tmp/lib/libdepfs.so"
+  touch "$tmp/lib/.complete"
+  rm -rf "$dst" && mv "$tmp" "$dst"
+  echo "$dst/lib"
+}
+
 if [ -f "$OUT/lib/.complete" ]; then
   stage_libdepfs "$OUT"
   say "reusing $OUT (hash unchanged)"
-  echo "$OUT/lib"
+  publish
   exit 0
 fi
 
@@ -147,5 +168,5 @@ prepare_tree
 build_tree
 install_result
 [ -n "${CACHE:-}" ] || prune_results
-say "libmpich.so.12 with the DePFS driver is in $OUT/lib"
-echo "$OUT/lib"
+say "libmpich.so.12 with the DePFS driver is in $OUT/lib (this build dir's view: $BUILD/mpich/lib)"
+publish
