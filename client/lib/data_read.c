@@ -70,18 +70,34 @@ typedef struct dc_dstripe {
 } dc_dstripe;
 
 /* The hull [ra, rb) of the unit columns the piece touches. */
-static void dc_degraded_range(const layout *lay, dc_dstripe *d)
+static void dc_piece_cols(const layout *lay, const stripe_piece *pc, uint32_t *ra, uint32_t *rb)
 {
-    d->ra = lay->su;
-    d->rb = 0;
+    *ra = lay->su;
+    *rb = 0;
     for (unsigned u = 0; u < lay->k; u++) {
         uint32_t a, b;
-        if (!dc_piece_unit_range(lay, &d->rs->pc, u, &a, &b))
+        if (!dc_piece_unit_range(lay, pc, u, &a, &b))
             continue;
-        d->ra = a < d->ra ? a : d->ra;
-        d->rb = b > d->rb ? b : d->rb;
+        *ra = a < *ra ? a : *ra;
+        *rb = b > *rb ? b : *rb;
     }
-    assert(d->ra < d->rb);
+    assert(*ra < *rb);
+}
+
+static void dc_degraded_range(const layout *lay, dc_dstripe *d)
+{
+    dc_piece_cols(lay, &d->rs->pc, &d->ra, &d->rb);
+}
+
+/* A piece the degraded stripe cache takes: its whole stripe lies in the
+ * file, the piece is part of it and spans at least half a unit's columns
+ * (a direct decode would fetch most of the stripe anyway). */
+static bool dc_piece_cacheable(const layout *lay, const stripe_piece *pc, uint64_t size)
+{
+    uint64_t sb = layout_stripe_bytes(lay);
+    uint32_t ra, rb;
+    dc_piece_cols(lay, pc, &ra, &rb);
+    return (pc->stripe + 1) * sb <= size && pc->len < sb && 2u * (rb - ra) >= lay->su;
 }
 
 /* Build LOCK+READ requests of any k usable units per degraded stripe
@@ -264,15 +280,11 @@ static void dc_dcache_drop(dc_dcache *dc)
     pthread_mutex_unlock(&dc->lock);
 }
 
-/* Worth caching: the handle is known, the whole stripe lies in the file,
- * the piece is part of it and spans at least half a unit's columns (the
- * direct decode would fetch most of the stripe anyway). */
+/* Worth caching: the handle is known and the piece is cacheable. */
 static bool dc_dcache_fits(const dc_dcache *dc, const layout *lay, const dc_dstripe *d,
                            uint64_t size)
 {
-    uint64_t sb = layout_stripe_bytes(lay);
-    return dc != NULL && dc->nslots > 0 && (d->rs->pc.stripe + 1) * sb <= size &&
-           d->rs->pc.len < sb && 2u * (d->rb - d->ra) >= lay->su;
+    return dc != NULL && dc->nslots > 0 && dc_piece_cacheable(lay, &d->rs->pc, size);
 }
 
 /* Serve d from the handle's slot of its stripe (DC_D_DONE), claim a slot to
@@ -541,15 +553,20 @@ static bool dc_piece_lost(const layout *lay, const dc_rstripe *r, uint32_t down)
 /* One request per server naming the wanted data bytes of every stripe
  * whose wanted units are all up; stripes with a wanted unit on a down
  * server are left to the decoding read (their surviving data would only
- * be fetched twice). */
+ * be fetched twice). So are cacheable pieces of stripes with lost data
+ * units when reads may be cached (`size` != 0): the stripe is decoded
+ * whole once for all its pieces, which would otherwise fetch its surviving
+ * units a second time. */
 static void dc_build_reads(const layout *lay, dc_rstripe *rs, unsigned nst, uint32_t down,
-                           dc_req *reqs)
+                           uint64_t size, dc_req *reqs)
 {
     memset(reqs, 0, sizeof(dc_req) * lay->n);
     for (unsigned i = 0; i < nst; i++) {
         dc_rstripe *r = &rs[i];
         r->used = 0;
-        r->degraded = dc_piece_lost(lay, r, down);
+        r->degraded = dc_piece_lost(lay, r, down) ||
+                      (size != 0 && dc_stripe_lost(lay, r->pc.stripe, down) &&
+                       dc_piece_cacheable(lay, &r->pc, size));
         for (unsigned u = 0; u < lay->k && !r->degraded; u++) {
             uint32_t a, b;
             if (!dc_piece_unit_range(lay, &r->pc, u, &a, &b))
@@ -578,7 +595,7 @@ static int dc_read_round(depfs_t *fs, dc_inode *in, const dc_rctx *cx, dc_rstrip
 {
     const layout *lay = &in->lay;
     uint32_t down = dc_down_mask(fs, lay);
-    dc_build_reads(lay, rs, nst, down, reqs);
+    dc_build_reads(lay, rs, nst, down, cx->fh != NULL ? cx->size : 0, reqs);
     dc_io_run(fs, in->ino, reqs, lay->n);
     uint32_t bad = down;
     for (unsigned p = 0; p < lay->n; p++)
