@@ -23,7 +23,7 @@ VG_EXIT=97
 VG_DEFAULT_TIME_FACTOR=10
 VG_LOG_PREAMBLE_LINES=7 # valgrind's banner and command line at the top of each log
 if [ "$DEPFS_VALGRIND" = 1 ]; then
-  command -v valgrind >/dev/null || { echo "FAIL: DEPFS_VALGRIND=1 but valgrind is not installed"; exit 1; }
+  command -v valgrind >/dev/null || { echo "FAIL: DEPFS_VALGRIND=1 but valgrind is not installed (make deps installs it)"; exit 1; }
   DEPFS_TIME_FACTOR=${DEPFS_TIME_FACTOR:-$VG_DEFAULT_TIME_FACTOR}
 else
   DEPFS_TIME_FACTOR=${DEPFS_TIME_FACTOR:-1}

@@ -27,6 +27,8 @@ ROMIO_TEST="$(dirname "$LIBDIR")/romio-test"
 log "libmpich with ad_depfs: $LIBDIR"
 
 cluster_up --servers 8
+# make asan: the MPI programs load the ASan-built libdepfs (lib.sh, san_host)
+[ -z "$DEPFS_SAN_PRELOAD" ] || export LD_PRELOAD="$DEPFS_SAN_PRELOAD" ASAN_OPTIONS=detect_leaks=0
 export DEPFS_CONF="$CONF"
 export DEPFS_MPIIO_LOCK_DIR="$DEPFS_STATE/locks"
 mkdir -p "$MNT/romio" "$MNT/mpiio"
