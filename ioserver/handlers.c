@@ -61,7 +61,8 @@
  *
  * Bounds (EINVAL with a message): at most IOS_MAX_EXTENTS extents, every
  * extent below IOS_MAX_LOCAL_BYTES without overflow, READ extents summing to
- * at most max_bulk_bytes, lock stripe_count >= 1 without overflow. */
+ * at most max_bulk_bytes, lock stripe_count >= 1 without overflow, at most
+ * CONFIG_MAX_IOSERVERS down_servers (each one a durable dirty record). */
 #include "handlers.h"
 
 #include <assert.h>
@@ -74,6 +75,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "config.h"
 #include "log.h"
 
 uint64_t ios_now_ms(void)
@@ -255,6 +257,11 @@ static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
                                              q->lock->stripe_count, owner_of(q->lock))) {
         rc = fail(res, -EPERM, "stripes %" PRIu64 "+%" PRIu64 " not locked by this owner",
                   q->lock->first_stripe, q->lock->stripe_count);
+        goto out;
+    }
+    if (q->n_down_servers > CONFIG_MAX_IOSERVERS) {
+        rc = fail(res, -EINVAL, "%zu down servers > max %u", q->n_down_servers,
+                  CONFIG_MAX_IOSERVERS);
         goto out;
     }
     if (q->n_down_servers) {

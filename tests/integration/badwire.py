@@ -232,6 +232,8 @@ def io_cases():
         ("read with an overflowing lock", IO_READ, FID + extent(0, 8) + lock(U64_MAX, 2), b""),
         ("write bulk != extents", IO_WRITE, FID + extent(0, 100), b"x" * 10),
         ("write without lock but unlock", IO_WRITE, FID + extent(0, 4) + f_int(4, 1), b"abcd"),
+        ("write naming 300 down servers", IO_WRITE,
+         FID + extent(0, 4) + b"".join(f_int(8, i) for i in range(300)), b"abcd"),
         ("truncate to 2^63", IO_TRUNCATE, FID + f_int(6, 1 << 63), b""),
         ("truncate without size", IO_TRUNCATE, FID, b""),
         ("stat with bulk", IO_STAT, FID, b"unexpected"),
