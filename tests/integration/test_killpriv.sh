@@ -28,7 +28,16 @@ umount_m2() {
   wait "$M2_PID" 2>/dev/null || true
   M2_PID=
 }
-trap 'rc=$?; umount_m2; (exit $rc); on_exit' EXIT
+# the debug client goes first, then lib.sh's on_exit with the test's status
+# (set +e: a failing "(exit rc)" would end the trap under errexit)
+killpriv_exit() {
+  local rc=$?
+  umount_m2
+  set +e
+  (exit "$rc")
+  on_exit
+}
+trap killpriv_exit EXIT
 
 as_nobody() { setpriv --reuid=$NOBODY_ID --regid=$NOBODY_ID --clear-groups "$@"; }
 # modes FILE: "KERNEL MDS", both as 4 octal digits
