@@ -141,7 +141,7 @@ vg_down_check() {
     echo "valgrind: $(grep "ignored SIGTERM" <<<"$out")"; bad=1
   fi
   for pid in $pids; do
-    log=$(ls "$VG_LOGS"/*."$pid".log 2>/dev/null | head -1)
+    log=$(ls "$VG_LOGS"/*."$pid".log 2>/dev/null | head -1 || true)
     if [ -z "$log" ]; then echo "valgrind: no log for daemon pid $pid"; bad=1; continue; fi
     if ! grep -q '== ERROR SUMMARY' "$log"; then
       echo "valgrind: $(basename "$log"): no exit summary (did not stop on SIGTERM)"; bad=1
@@ -172,7 +172,7 @@ vg_term() {
     sleep 0.1
   done
   [ "$VG_STARTED" = 1 ] || return 0
-  log=$(ls "$VG_LOGS"/*."$pid".log 2>/dev/null | head -1)
+  log=$(ls "$VG_LOGS"/*."$pid".log 2>/dev/null | head -1 || true)
   [ -n "$log" ] || fail "no valgrind log for $name (pid $pid)"
   grep -q '== ERROR SUMMARY' "$log" || fail "$name: valgrind log has no exit summary"
   ! grep -q 'Process terminating with default action' "$log" ||

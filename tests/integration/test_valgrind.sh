@@ -151,18 +151,25 @@ read -r -a servers <<<"$(file_servers /a/f)"
 v3=${servers[2]}
 log "a fake I/O server answering garbage in place of server $v3"
 "$LC" kill "$v3"
-python3 "$BADWIRE" fake-io "$(io_addr "$v3")" > "$W/fake.out" 2>&1 &
+v3_addr=$(io_addr "$v3")
+# timeout: the fake never outlives a failed test by long
+timeout "$(tscale 20)" python3 "$BADWIRE" fake-io "$v3_addr" > "$W/fake.out" 2>&1 &
 fake_pid=$!
+limit=$(( SECONDS + $(tscale 1) ))
+until (exec 3<>"/dev/tcp/${v3_addr%:*}/${v3_addr##*:}") 2>/dev/null; do
+  [ "$SECONDS" -lt "$limit" ] || fail "the fake I/O server does not listen on $v3_addr"
+  sleep 0.1
+done
 wait_state "$v3" down 30 >/dev/null || fail "server $v3 answering garbage is not marked down"
 check_all "with a server answering garbage"
 # now only the recovery daemon's prober asks it: let it get every kind twice
-want=$(( $(grep -c '^fake-io: ' "$W/fake.out") + 2 * FAKE_KINDS ))
+want=$(( $(grep -c '^fake-io: ' "$W/fake.out" || true) + 2 * FAKE_KINDS ))
 limit=$(( SECONDS + $(tscale 10) ))
 until [ "$(grep -c '^fake-io: ' "$W/fake.out")" -ge "$want" ]; do
   [ "$SECONDS" -lt "$limit" ] || fail "the recovery daemon stopped probing the fake server"
   sleep 0.2
 done
-grep -q "closing connection to $(io_addr "$v3")" "$DEPFS_STATE/logs/recovery.log" ||
+grep -q "closing connection to $v3_addr" "$DEPFS_STATE/logs/recovery.log" ||
   fail "the recovery daemon logged no bad reply from the fake server"
 kill -TERM $fake_pid; wait $fake_pid || true
 cat "$W/fake.out"
