@@ -31,8 +31,9 @@
  * With the bit granted, ops.c/setid.c clear the bits as the kernel asks.
  *
  * This file can go once the distribution's libfuse has
- * FUSE_CAP_HANDLE_KILLPRIV_V2 (libfuse 3.16) and passes the kill flags on
- * (fuse_file_info); op_init would then just want that capability. */
+ * FUSE_CAP_HANDLE_KILLPRIV_V2 (later 3.x releases; not Debian 12's 3.14)
+ * and hands the handlers the kill flags; op_init would then just want that
+ * capability. */
 #define FUSE_USE_VERSION 312
 #include "init_flags.h"
 
