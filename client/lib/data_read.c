@@ -8,9 +8,11 @@
  * as the same byte range of any k surviving units, under the stripe locks
  * (LOCK+READ) so no concurrent write is half seen, and only their lost
  * wanted data units are decoded. A piece spanning at least half a unit's
- * columns of a stripe instead decodes the whole stripe into the inode's
- * degraded stripe cache, which serves the handle's other reads of that
- * stripe (see "degraded stripe cache" below: FUSE reads 128 KiB at a time).
+ * columns of a stripe with lost data units (touching a lost unit or not)
+ * instead decodes the whole stripe, with the next few when the handle reads
+ * in order, into the inode's degraded stripe cache, which serves the
+ * handle's other reads of those stripes (see "degraded stripe cache"
+ * below: FUSE reads 128 KiB at a time).
  * Read-ahead: per inode, a window of whole stripes (DC_RA_STRIPES, at most
  * DC_RA_BYTES_MAX) read in one round over all servers when a handle reads
  * sequentially in small reads (< DC_RA_READ_BYTES_MAX); later reads of that
