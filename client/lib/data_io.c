@@ -3,7 +3,8 @@
  * request timeout, resend once what timed out, then mark the server failed
  * in the status vector. Replies are classified here, once: lock NACKs,
  * cluster epochs (a client behind refreshes from the MDS and resends, a
- * server behind counts as down), servers that refuse reads while they
+ * server behind is asked again until the epoch push reaches it, for at
+ * most one request timeout, then counts as down), servers that refuse reads while they
  * rebuild. Also the stripe-lock helpers (randomized growing
  * back-off, releasing granted locks) and round sizing. */
 #include <assert.h>
@@ -88,12 +89,21 @@ static void dc_req_check(const dc_req *r)
  * newer epoch), each after a refresh from the MDS. */
 #define DC_EPOCH_RETRIES_MAX 3u
 
+/* A server answering "server behind" may only be a moment away from the
+ * epoch push that follows every state change (depfs-recovery updates the
+ * MDS first, then pushes to the servers; a client refreshing in between
+ * sees the new epoch first). It is asked again every
+ * DC_SERVER_BEHIND_POLL_MS for up to one request timeout before it counts
+ * as down. */
+#define DC_SERVER_BEHIND_POLL_MS 20u
+
 typedef struct dc_pending {
     Depfs__Extent *ext_ptrs[DC_REQ_MAX_EXTENTS];
     Depfs__IoRequest msg;
     rpc_call *call;
     bool retry;
     uint64_t stale_epoch;     /* client behind: the epoch the server knows; 0 = not */
+    bool server_behind;       /* the server knows an older epoch than we sent */
 } dc_pending;
 
 static bool dc_is_conn_error(int err)
@@ -218,10 +228,7 @@ static void dc_classify(depfs_t *fs, dc_req *r, dc_pending *p, const Depfs__IoRe
         if (known > sent) {
             p->stale_epoch = known; /* we are behind: refresh and resend */
         } else {
-            log_warn("ioserver %u is behind cluster epoch %llu (knows %llu): treating it as down",
-                     r->server_id, (unsigned long long)sent, (unsigned long long)known);
-            dc_server_mark_failed(fs, r->server_id);
-            r->result = DC_ERR_DOWN;
+            p->server_behind = true; /* dc_io_run waits for the push, then marks it down */
         }
     } else if (r->result == -EIO && r->op == DEPFS__IO_OP__IO_READ && rep->has_state &&
                dc_state_refuses_reads(rep->state)) {
@@ -265,6 +272,7 @@ static void dc_attempt(depfs_t *fs, dc_req *reqs, dc_pending *pend, const bool *
         pend[i].retry = false;
         pend[i].call = NULL;
         pend[i].stale_epoch = 0;
+        pend[i].server_behind = false;
         int rc = dc_start_one(fs, &reqs[i], &pend[i]);
         if (rc == DC_ERR_DOWN) {
             reqs[i].result = DC_ERR_DOWN;
@@ -324,6 +332,7 @@ static bool dc_prepare(depfs_t *fs, uint64_t ino, uint64_t epoch, dc_req *r, dc_
     r->result = 0;
     r->reply_bulk = 0;
     p->stale_epoch = 0;
+    p->server_behind = false;
     if (!r->any_state && dc_server_is_down(fs, r->server_id)) {
         r->result = DC_ERR_DOWN;
         return false;
@@ -334,6 +343,49 @@ static bool dc_prepare(depfs_t *fs, uint64_t ino, uint64_t epoch, dc_req *r, dc_
     }
     dc_build_msg(r, ino, epoch, p);
     return true;
+}
+
+/* After a round, keep in `sent` the requests refused for an epoch mismatch
+ * and get ready to resend them: refresh from the MDS when we are behind
+ * (at most DC_EPOCH_RETRIES_MAX times), wait a little when a server is
+ * (until *behind_deadline_ms, then it counts as down). False: nothing to
+ * resend. */
+static bool dc_resend_plan(depfs_t *fs, dc_req *reqs, dc_pending *pend, bool *sent,
+                           unsigned nreq, unsigned *refreshes, uint64_t *behind_deadline_ms)
+{
+    uint64_t want = 0;
+    bool behind = false;
+    uint64_t now_ms = dc_now_ms();
+    if (*behind_deadline_ms == 0)
+        *behind_deadline_ms = now_ms + dc_timeout_ms(fs);
+    for (unsigned i = 0; i < nreq; i++) {
+        dc_pending *p = &pend[i];
+        sent[i] = sent[i] && reqs[i].result == -ESTALE && (p->stale_epoch != 0 || p->server_behind);
+        if (!sent[i])
+            continue;
+        if (p->stale_epoch != 0 && *refreshes >= DC_EPOCH_RETRIES_MAX) {
+            reqs[i].result = dc_stale_result(&reqs[i]);
+            sent[i] = false;
+        } else if (p->server_behind && now_ms >= *behind_deadline_ms) {
+            log_warn("ioserver %u is behind cluster epoch %llu: treating it as down",
+                     reqs[i].server_id, (unsigned long long)p->msg.cluster_epoch);
+            dc_server_mark_failed(fs, reqs[i].server_id);
+            reqs[i].result = DC_ERR_DOWN;
+            sent[i] = false;
+        } else if (p->stale_epoch > want) {
+            want = p->stale_epoch;
+        } else if (p->server_behind) {
+            behind = true;
+        }
+    }
+    if (want != 0) {
+        (*refreshes)++;
+        (void)dc_cluster_refresh_to(fs, want);
+    } else if (behind) {
+        struct timespec ts = {.tv_nsec = (long)DC_SERVER_BEHIND_POLL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return want != 0 || behind;
 }
 
 void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
@@ -356,22 +408,9 @@ void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
         sent[i] = dc_prepare(fs, ino, epoch, &reqs[i], &pend[i]);
     }
     dc_send(fs, reqs, pend, sent, nreq);
-    for (unsigned round = 0;; round++) {
-        uint64_t want = 0;
-        for (unsigned i = 0; i < nreq; i++) {
-            sent[i] = sent[i] && reqs[i].result == -ESTALE && pend[i].stale_epoch != 0;
-            if (sent[i] && pend[i].stale_epoch > want)
-                want = pend[i].stale_epoch;
-        }
-        if (want == 0)
-            break;
-        if (round >= DC_EPOCH_RETRIES_MAX) {
-            for (unsigned i = 0; i < nreq; i++)
-                if (sent[i])
-                    reqs[i].result = dc_stale_result(&reqs[i]);
-            break;
-        }
-        (void)dc_cluster_refresh_to(fs, want);
+    unsigned refreshes = 0;
+    uint64_t behind_deadline_ms = 0;
+    while (dc_resend_plan(fs, reqs, pend, sent, nreq, &refreshes, &behind_deadline_ms)) {
         epoch = atomic_load(&fs->cluster_epoch);
         for (unsigned i = 0; i < nreq; i++)
             if (sent[i])

@@ -214,7 +214,7 @@ static unsigned dc_live_servers(depfs_t *fs, uint32_t except, uint32_t *ids, uns
 }
 
 /* IO_SET_STATE to one server: the epoch (always) and a state (>= 0). */
-static int dc_push_state(depfs_t *fs, uint32_t id, uint64_t epoch, int state)
+int dc_push_state(depfs_t *fs, uint32_t id, uint64_t epoch, int state)
 {
     dc_ctl c;
     dc_ctl_init(&c, id, DEPFS__IO_OP__IO_SET_STATE, 0);
@@ -1098,7 +1098,7 @@ static int dc_rejoin_passes(depfs_t *fs, uint32_t server, dc_rj_progress *prog)
 }
 
 /* MDS_SET_SERVER_STATE(server, state); the new epoch in *epoch. */
-static int dc_mds_set_state(depfs_t *fs, uint32_t server, int state, uint64_t *epoch)
+int dc_mds_set_state(depfs_t *fs, uint32_t server, int state, uint64_t *epoch)
 {
     Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
     req.has_server_id = true;

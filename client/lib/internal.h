@@ -204,6 +204,12 @@ void dc_data_remove_async(depfs_t *fs, uint64_t ino, const layout *lay);
 void dc_data_remove_drain(depfs_t *fs);
 /* fsync every strip file of the file on its servers. */
 int dc_data_fsync(depfs_t *fs, dc_inode *in);
+/* The two steps of a state change as depfs-recovery makes it
+ * (data_rebuild.c): MDS_SET_SERVER_STATE, giving the new epoch in *epoch,
+ * then IO_SET_STATE to each running server, the epoch always and a state
+ * when state >= 0. depfs_set_server_state does both. */
+int dc_mds_set_state(depfs_t *fs, uint32_t server, int state, uint64_t *epoch);
+int dc_push_state(depfs_t *fs, uint32_t id, uint64_t epoch, int state);
 
 /* ------------------------------------------------ TEST ONLY (test_hooks.c) */
 /* Switches read once per process from the environment; see test_hooks.c. */
