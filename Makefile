@@ -129,7 +129,8 @@ unit: $(TEST_BINS)
 integration: all mpich
 	@BUILD=$(BUILD) tests/integration/run-all
 
-test: all mpich
+# tests/run-all builds the MPICH driver (cached) beside the first tests
+test: all
 	@BUILD=$(BUILD) tests/run-all
 
 # MPICH 4.0.2 with the DePFS ROMIO driver, built once into /var/cache/depfs-mpich
