@@ -19,7 +19,8 @@
  *           the INIT request's unique and whether the kernel offers
  *           FUSE_HANDLE_KILLPRIV_V2;
  *   writev  adds FUSE_HANDLE_KILLPRIV_V2 to that INIT's successful reply
- *           when it was offered. Nothing else in the reply changes.
+ *           when it was offered. Nothing else in the reply changes. Once
+ *           the reply is written it runs the dfuse_io_after_init hook.
  * Checked against libfuse 3.14.0 lib/fuse_lowlevel.c: custom_io only sets
  * se->io and se->fd (we pass the descriptor fuse_session_mount opened, so
  * unmount and destroy close it as before); every reply goes through
@@ -53,12 +54,20 @@ typedef struct dfuse_io_state {
     _Atomic uint64_t init_unique;  /* INIT request being answered, 0: none */
     _Atomic uint32_t init_offered; /* fuse_init_in.flags of that INIT */
     _Atomic bool killpriv_v2;      /* granted in the INIT reply written */
+    void (*after_init)(void *);    /* dfuse_io_after_init; set before the loop */
+    void *after_init_arg;
 } dfuse_io_state;
 
 static dfuse_io_state io_state;
 
 /* Kill flags of the request this thread is serving (set by io_read). */
 static _Thread_local bool req_kill_suidgid;
+
+void dfuse_io_after_init(void (*fn)(void *arg), void *arg)
+{
+    io_state.after_init = fn;
+    io_state.after_init_arg = arg;
+}
 
 bool dfuse_io_killpriv_v2(void)
 {
@@ -165,6 +174,8 @@ static ssize_t write_init_reply(int fd, const struct iovec *iov)
                  grant ? ": granted (set-id bits are cleared here, no per-write "
                          "security.capability lookups)"
                        : ": the kernel clears set-id bits itself");
+    if (n >= 0 && io_state.after_init != NULL)
+        io_state.after_init(io_state.after_init_arg); /* one INIT per session */
     errno = saved;
     return n;
 }

@@ -5,7 +5,7 @@
  *
  * Our -o options: config=PATH, layout=N@K[@SU] (the mount's default layout
  * for files created without an inherited directory layout), attr_timeout=S,
- * entry_timeout=S. The rest go to libfuse. We add fsname=depfs:CONFIG,
+ * entry_timeout=S, read_ahead_kb=KB (readahead.h). The rest go to libfuse. We add fsname=depfs:CONFIG,
  * subtype=depfs (mount shows type fuse.depfs), default_permissions,
  * max_read, and allow_other when run as root. */
 #define FUSE_USE_VERSION 312
@@ -21,6 +21,7 @@
 #include "label.h"
 #include "log.h"
 #include "ops.h"
+#include "readahead.h"
 
 #define DFUSE_PROG "depfs-fuse"
 #define DFUSE_DEFAULT_TIMEOUT_S 1.0
@@ -33,6 +34,7 @@ typedef struct dfuse_cmdline {
     char *layout;
     double attr_timeout_s;
     double entry_timeout_s;
+    unsigned read_ahead_kb;
     int have_fsname;
     int have_subtype;
     int have_allow_other;
@@ -46,6 +48,7 @@ static const struct fuse_opt dfuse_opt_spec[] = {
     DFUSE_OPT("layout=%s", layout),
     DFUSE_OPT("attr_timeout=%lf", attr_timeout_s),
     DFUSE_OPT("entry_timeout=%lf", entry_timeout_s),
+    DFUSE_OPT("read_ahead_kb=%u", read_ahead_kb),
     FUSE_OPT_KEY("fsname=", KEY_FSNAME),
     FUSE_OPT_KEY("subtype=", KEY_SUBTYPE),
     FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
@@ -74,8 +77,11 @@ static void usage(const char *prog)
            "    -o config=PATH         cluster config (default $DEPFS_CONF or %s)\n"
            "    -o layout=N@K[@SU]     default layout of new files (no directory layout)\n"
            "    -o attr_timeout=SECS   attribute cache time (default %.1f)\n"
-           "    -o entry_timeout=SECS  name cache time (default %.1f)\n\n",
-           prog, "/etc/depfs/depfs.conf", DFUSE_DEFAULT_TIMEOUT_S, DFUSE_DEFAULT_TIMEOUT_S);
+           "    -o entry_timeout=SECS  name cache time (default %.1f)\n"
+           "    -o read_ahead_kb=KB    kernel read-ahead window of the mount, set when\n"
+           "                           run as root (default %u; 0: the kernel's)\n\n",
+           prog, "/etc/depfs/depfs.conf", DFUSE_DEFAULT_TIMEOUT_S, DFUSE_DEFAULT_TIMEOUT_S,
+           DFUSE_READ_AHEAD_KB_DEFAULT);
     fuse_cmdline_help();
     fuse_lowlevel_help();
 }
@@ -107,6 +113,38 @@ static int add_default_opts(struct fuse_args *args, const dfuse_cmdline *cl)
     if (add_opt(args, "default_permissions") != 0 || add_opt(args, max_read) != 0)
         return -1;
     return 0;
+}
+
+/* The mount's read-ahead window (readahead.h), set once INIT is done. */
+typedef struct dfuse_ra_args {
+    const char *mountpoint;
+    unsigned kb;
+} dfuse_ra_args;
+
+static void apply_readahead(void *arg)
+{
+    const dfuse_ra_args *ra = arg;
+    int rc = dfuse_readahead_set(ra->mountpoint, ra->kb);
+    if (rc < 0)
+        log_warn("read-ahead window of %s: %s; the kernel's stays", ra->mountpoint,
+                 strerror(-rc));
+    else
+        log_info("read-ahead window of %s: %u KiB", ra->mountpoint, ra->kb);
+}
+
+/* Root only (sysfs); kb 0 leaves the kernel's window. */
+static void plan_readahead(const char *mountpoint, unsigned kb)
+{
+    static dfuse_ra_args ra; /* read by the hook, after this returns */
+    if (kb == 0)
+        return;
+    if (geteuid() != 0) {
+        log_info("not root: the kernel's read-ahead window stays (read_ahead_kb ignored)");
+        return;
+    }
+    ra.mountpoint = mountpoint;
+    ra.kb = kb;
+    dfuse_io_after_init(apply_readahead, &ra);
 }
 
 /* config= becomes absolute: the daemon changes directory to /. */
@@ -214,6 +252,7 @@ static int serve(struct fuse_args *args, const struct fuse_cmdline_opts *copts,
     /* before the loop reads INIT: see init_flags.c */
     if (dfuse_io_install(se) != 0)
         goto out;
+    plan_readahead(copts->mountpoint, cl->read_ahead_kb);
     fuse_daemonize(copts->foreground);
     if (!ctx.fs && connect_cluster(dopt, &ctx.fs) != 0)
         goto out;
@@ -246,7 +285,8 @@ int main(int argc, char *argv[])
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
     struct fuse_cmdline_opts copts;
     dfuse_cmdline cl = {.attr_timeout_s = DFUSE_DEFAULT_TIMEOUT_S,
-                        .entry_timeout_s = DFUSE_DEFAULT_TIMEOUT_S};
+                        .entry_timeout_s = DFUSE_DEFAULT_TIMEOUT_S,
+                        .read_ahead_kb = DFUSE_READ_AHEAD_KB_DEFAULT};
     depfs_options dopt;
     int rc = 1;
     memset(&copts, 0, sizeof(copts));
@@ -278,6 +318,11 @@ int main(int argc, char *argv[])
     if (check_timeout("attr_timeout", cl.attr_timeout_s) != 0 ||
         check_timeout("entry_timeout", cl.entry_timeout_s) != 0)
         goto out;
+    if (cl.read_ahead_kb > DFUSE_READ_AHEAD_KB_MAX) {
+        fprintf(stderr, "%s: read_ahead_kb must be within 0..%u\n", DFUSE_PROG,
+                DFUSE_READ_AHEAD_KB_MAX);
+        goto out;
+    }
     if (make_depfs_options(&cl, &dopt) != 0)
         goto out;
     /* a daemon's stderr is gone after the fork: print only what makes a

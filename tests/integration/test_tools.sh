@@ -2,13 +2,22 @@
 # test_tools - the ordinary tools a user reaches for behave on the mount as
 # on a local file system: cp, cat, ls -l, mkdir, mv, rm, ln, ln -s, chmod,
 # chown, touch, truncate, stat, df, dd (also O_DIRECT), mkfifo, sparse files,
-# rename over, fallocate, mmap, the mount's type. Ends with a clean scrub.
+# rename over, fallocate, mmap, the mount's type and read-ahead window. Ends
+# with a clean scrub.
 source "$(dirname "$0")/lib.sh"
 cluster_up --servers 8
 W="$DEPFS_STATE/work"; mkdir -p "$W"
 cd "$MNT"
 
 mount | grep -q " $MNT type fuse.depfs " || fail "mount type is not fuse.depfs: $(mount | grep "$MNT")"
+# depfs-fuse (root) widened the kernel's read-ahead window of its mount
+# (right after FUSE_INIT, on a loop thread: allow it a moment)
+for _ in $(seq 20); do
+    ra_kb=$(cat "/sys/class/bdi/$(mountpoint -d "$MNT")/read_ahead_kb")
+    [ "$ra_kb" != 16384 ] || break
+    sleep 0.1
+done
+[ "$ra_kb" = 16384 ] || fail "read-ahead window of the mount is $ra_kb KiB, not 16384"
 
 log "cp / cat / cmp"
 head -c 5000000 /dev/urandom > "$W/a"
