@@ -5,9 +5,9 @@
  *
  * Our -o options: config=PATH, layout=N@K[@SU] (the mount's default layout
  * for files created without an inherited directory layout), attr_timeout=S,
- * entry_timeout=S, read_ahead_kb=KB (readahead.h). The rest go to libfuse. We add fsname=depfs:CONFIG,
- * subtype=depfs (mount shows type fuse.depfs), default_permissions,
- * max_read, and allow_other when run as root. */
+ * entry_timeout=S, read_ahead_kb=KB (readahead.h). The rest go to libfuse.
+ * We add fsname=depfs:CONFIG, subtype=depfs (mount shows type fuse.depfs),
+ * default_permissions, max_read, and allow_other when run as root. */
 #define FUSE_USE_VERSION 312
 #include <errno.h>
 #include <limits.h>
