@@ -14,7 +14,8 @@
  * rounds (2 cores): 128 KiB 480-655, 1 MiB 806-869, 4 MiB 974-1172, 8 MiB
  * 871-1442, 16 MiB 779-1428 (most rounds 1260-1430), 32 MiB 852-1292. */
 #define DFUSE_READ_AHEAD_KB_DEFAULT 16384u
-/* Upper bound of -o read_ahead_kb (the kernel caps it lower by itself). */
+/* Upper bound of -o read_ahead_kb: a larger window only pins more page
+ * cache per sequential reader. */
 #define DFUSE_READ_AHEAD_KB_MAX (256u * 1024u)
 
 /* Writes KB to /sys/class/bdi/MAJ:MIN/read_ahead_kb of the FUSE mount at

@@ -12,7 +12,7 @@
  * instead decodes the whole stripe, with the next few when the handle reads
  * in order, into the inode's degraded stripe cache, which serves the
  * handle's other reads of those stripes (see "degraded stripe cache"
- * below: FUSE reads 128 KiB at a time).
+ * below: FUSE requests do not end at stripe edges).
  * Read-ahead: per inode, a window of whole stripes (DC_RA_STRIPES, at most
  * DC_RA_BYTES_MAX) read in one round over all servers when a handle reads
  * sequentially in small reads (< DC_RA_READ_BYTES_MAX); later reads of that
@@ -214,9 +214,11 @@ static int dc_degraded_decode(const layout *lay, const codec *cd, dc_dstripe *d)
 /* ------------------------------------------------- degraded stripe cache
  *
  * Decoding a lost unit's columns costs k units' worth of reads over those
- * columns. Through FUSE the kernel reads 128 KiB at a time, a third of an
- * 8@6 stripe of 64 KiB units, so decoding per request read each degraded
- * stripe about three times (2.25x the healthy bytes with 2 of 8 down) and
+ * columns. Through FUSE the kernel reads in read-ahead requests (128 KiB
+ * with its default window, a third of an 8@6 stripe of 64 KiB units; up to
+ * 1 MiB with the window depfs-fuse sets, 2.7 stripes, whose edge stripes
+ * two requests share), so decoding per request read each degraded stripe
+ * about three times at 128 KiB (2.25x the healthy bytes with 2 of 8 down) and
  * the requests of one stripe NACKed each other's stripe locks. Instead a
  * read whose piece of a degraded stripe spans at least half a unit's
  * columns fetches and decodes the WHOLE stripe (k units: what a healthy
