@@ -291,6 +291,14 @@ static int serve_one(rpc_replier *r)
         why = "bulk crc32c mismatch";
         goto bad;
     }
+    if (r->x->ops->peer_closed && r->x->ops->peer_closed(r->x)) {
+        /* the client gave up on us (it closes the connection when a request
+         * times out for good): a request queued before that close arrived
+         * too late to take effect, e.g. after this server was frozen */
+        log_info("dropping request type %u from %s: the client closed the connection",
+                 (unsigned)fh.type, r->x->peer);
+        return -ECONNRESET;
+    }
     msg = (rpc_msg){
         .type = fh.type,
         .req_id = fh.req_id,
@@ -696,6 +704,12 @@ void rpc_conn_close(rpc_conn *c)
     pthread_mutex_destroy(&c->send_m);
     pthread_mutex_destroy(&c->m);
     free(c);
+}
+
+void rpc_conn_abort(rpc_conn *c)
+{
+    if (c)
+        c->x->ops->shutdown(c->x); /* the reader sees it, fails every call */
 }
 
 bool rpc_conn_broken(const rpc_conn *c)

@@ -75,6 +75,11 @@ int rpc_conn_open(const char *transport, const char *address, const frame_limits
                   int connect_timeout_ms, rpc_conn **out);
 /* Fails every call in flight with -ECONNABORTED, joins the reader, frees. */
 void rpc_conn_close(rpc_conn *c);
+/* Closes the connection's stream now (the peer sees the close) but keeps c
+ * valid: calls in flight fail, rpc_conn_broken becomes true, and
+ * rpc_conn_close must still be called. Used when giving up on a server so
+ * that requests still queued at it are dropped, not acted on late. */
+void rpc_conn_abort(rpc_conn *c);
 /* true once the connection failed (peer closed, protocol error). */
 bool rpc_conn_broken(const rpc_conn *c);
 

@@ -4,6 +4,7 @@
  * Addresses are "HOST:PORT". Return convention: 0 or negative errno. */
 #ifndef DEPFS_TRANSPORT_H
 #define DEPFS_TRANSPORT_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/uio.h>
 
@@ -21,6 +22,12 @@ struct xport_ops {
     /* Optional (may be NULL): bound every later recv_all to timeout_ms
      * (-ETIMEDOUT when no byte arrives in time); 0 = wait forever. */
     int (*set_recv_timeout)(xport *x, unsigned timeout_ms);
+    /* Optional (may be NULL = never known): true once the peer has closed
+     * or reset the connection, even while bytes it sent before that are
+     * still unread. A server asks it before acting on a request: a client
+     * closes a connection when it gives up on the server, so a request
+     * still queued behind that close arrived too late to take effect. */
+    bool (*peer_closed)(xport *x);
     void (*close)(xport *x); /* frees x */
 };
 

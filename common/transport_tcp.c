@@ -172,6 +172,16 @@ static void tcp_shutdown(xport *x)
     (void)shutdown(t->fd, SHUT_RDWR);
 }
 
+/* POLLRDHUP: the peer's FIN has been received (queued data may remain);
+ * POLLHUP/POLLERR: reset or fully closed. */
+static bool tcp_peer_closed(xport *x)
+{
+    tcp_xport *t = (tcp_xport *)x;
+    struct pollfd p = { .fd = t->fd, .events = POLLRDHUP };
+
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 static void tcp_close(xport *x)
 {
     tcp_xport *t = (tcp_xport *)x;
@@ -187,6 +197,7 @@ static const struct xport_ops tcp_ops = {
     .recv_all = tcp_recv_all,
     .shutdown = tcp_shutdown,
     .set_recv_timeout = tcp_set_recv_timeout,
+    .peer_closed = tcp_peer_closed,
     .close = tcp_close,
 };
 

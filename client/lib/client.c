@@ -426,6 +426,9 @@ bool dc_server_is_down(depfs_t *fs, uint32_t id)
 
 static void server_mark_failed_locked(depfs_t *fs, dc_server *s)
 {
+    /* close the stream at once: what is still queued at a frozen or cut-off
+     * server must be dropped there, not acted on when it wakes up */
+    rpc_conn_abort(s->conn);
     retire_conn(fs, s->conn);
     s->conn = NULL;
     dc_status_note_failed(s);

@@ -301,6 +301,41 @@ START_TEST(test_timeout_then_free_drains_late_reply)
 }
 END_TEST
 
+/* A client that gives up on a server aborts the connection; requests it
+ * had queued behind a request the server is stuck on (a frozen server)
+ * must not take effect when the server gets to them. */
+START_TEST(test_requests_queued_before_abort_are_dropped)
+{
+    rpc_server *s = server_start(0);
+    rpc_conn *c = conn_open(s);
+    uint8_t *resp = malloc(SLOW_REPLY_BULK_BYTES);
+    atomic_store(&handled, 0);
+    rpc_call *slow = start_slow(c, 300, resp, SLOW_REPLY_BULK_BYTES);
+    char data[16] = "late";
+    struct iovec b = {.iov_base = data, .iov_len = sizeof(data)};
+    rpc_call *late[3];
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(rpc_call_start(c, T_ECHO, "x", 1, &b, 1, NULL, 0, &late[i]), 0);
+    usleep(50000); /* they are in the server's socket, behind the slow one */
+    rpc_conn_abort(c);
+    ck_assert_int_lt(rpc_call_wait(slow, WAIT_MS), 0);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_lt(rpc_call_wait(late[i], WAIT_MS), 0);
+        rpc_call_free(late[i]);
+    }
+    rpc_call_free(slow);
+    usleep(500000); /* the slow handler returns; the server reads the rest */
+    ck_assert_int_eq(atomic_load(&handled), 1);
+    ck_assert(rpc_conn_broken(c));
+    rpc_conn_close(c);
+    c = conn_open(s); /* the server goes on serving */
+    echo_ok(c);
+    rpc_conn_close(c);
+    rpc_server_stop(s);
+    free(resp);
+}
+END_TEST
+
 /* ------------------------------------------------ hostile input, server */
 
 /* Sends raw bytes on a fresh connection; expects the server to close it. */
@@ -603,6 +638,7 @@ int main(void)
     tcase_set_timeout(tc, 25);
     tcase_add_test(tc, test_pipelined_many_threads);
     tcase_add_test(tc, test_timeout_then_free_drains_late_reply);
+    tcase_add_test(tc, test_requests_queued_before_abort_are_dropped);
     tcase_add_test(tc, test_server_survives_garbage);
     tcase_add_test(tc, test_server_drops_stalled_frames);
     tcase_add_test(tc, test_server_stop_resets_calls);
