@@ -38,6 +38,8 @@ typedef struct lock_shard {
 
 struct ios_locks {
     size_t max_entries;
+    ios_lock_journal_fn journal; /* may be NULL */
+    void *journal_arg;
     atomic_size_t n_entries;
     atomic_uint_fast64_t granted, nacked, hold_ms_total, retried;
     lock_shard shards[LOCK_SHARDS];
@@ -125,6 +127,32 @@ static int range_check(uint64_t first, uint64_t count)
     if (count == 0 || first + count < first)
         return -EINVAL;
     return 0;
+}
+
+/* Tells the journal what `owner` holds in the file now (f may be NULL:
+ * nothing). Caller holds the shard mutex. */
+static void journal_owner(ios_locks *t, const file_node *f, uint64_t file_id,
+                          ios_lock_owner owner)
+{
+    if (!t->journal)
+        return;
+    uint64_t first = UINT64_MAX, end = 0;
+    for (size_t i = 0; f && i < f->n; i++) {
+        const lock_range *r = &f->v[i];
+        if (!same_owner(r->owner, owner))
+            continue;
+        if (r->first < first)
+            first = r->first;
+        if (r->end > end)
+            end = r->end;
+    }
+    t->journal(t->journal_arg, file_id, owner, end > 0, end > 0 ? first : 0, end);
+}
+
+void ios_locks_set_journal(ios_locks *t, ios_lock_journal_fn fn, void *arg)
+{
+    t->journal = fn;
+    t->journal_arg = arg;
 }
 
 int ios_locks_create(size_t max_entries, ios_locks **out)
@@ -240,6 +268,8 @@ int ios_locks_try(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count
         created = true;
     }
     rc = node_grant(t, f, first, end, owner, now_ms);
+    if (rc == 0)
+        journal_owner(t, f, file_id, owner);
 out:
     if (rc && created)
         node_unlink_free(bucket, f);
@@ -330,7 +360,124 @@ int ios_locks_release(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t c
         goto out;
     }
     node_cut(t, f, first, end, owner, now_ms);
+    journal_owner(t, f, file_id, owner);
     if (f->n == 0)
+        node_unlink_free(bucket, f);
+out:
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* Another owner's entry overlapping [first, end): its age decides. */
+static int take_over_check(const file_node *f, uint64_t first, uint64_t end,
+                           ios_lock_owner owner, uint64_t now_ms, uint64_t min_age_ms,
+                           size_t max_taken, size_t *conflicts, size_t *splits)
+{
+    *conflicts = *splits = 0;
+    for (size_t i = 0; f && i < f->n; i++) {
+        const lock_range *r = &f->v[i];
+        if (!overlaps(r, first, end) || same_owner(r->owner, owner))
+            continue;
+        if (now_ms < r->taken_ms || now_ms - r->taken_ms < min_age_ms)
+            return -EAGAIN;
+        (*conflicts)++;
+        if (r->first < first && r->end > end)
+            (*splits)++;
+    }
+    return *conflicts > max_taken ? -ENOLCK : 0;
+}
+
+int ios_locks_take_over(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                        ios_lock_owner owner, uint64_t now_ms, uint64_t min_age_ms,
+                        ios_lock_entry *taken, size_t max_taken, size_t *n_taken)
+{
+    *n_taken = 0;
+    int rc = range_check(first, count);
+    if (rc)
+        return rc;
+    uint64_t end = first + count;
+    file_node **bucket;
+    lock_shard *s = shard_of(t, file_id, &bucket);
+    size_t conflicts, splits;
+
+    pthread_mutex_lock(&s->mu);
+    file_node *f = node_find(bucket, file_id);
+    rc = take_over_check(f, first, end, owner, now_ms, min_age_ms, max_taken, &conflicts,
+                         &splits);
+    if (rc || conflicts == 0) {
+        pthread_mutex_unlock(&s->mu);
+        if (rc == 0) /* nothing to take over: an ordinary lock */
+            return ios_locks_try(t, file_id, first, count, owner, now_ms);
+        if (rc == -EAGAIN)
+            atomic_fetch_add(&t->nacked, 1);
+        return rc;
+    }
+    /* room for the splits and for our own entry, before changing anything
+     * (the orphans must not lose stripes that we then fail to hold) */
+    if (atomic_load(&t->n_entries) + splits + 1 > t->max_entries) {
+        rc = -ENOLCK;
+        goto out;
+    }
+    rc = entries_reserve(t, splits);
+    if (rc == 0 && (rc = node_reserve(f, splits + 1)) != 0)
+        atomic_fetch_sub(&t->n_entries, splits);
+    if (rc)
+        goto out;
+    for (size_t i = 0; i < f->n && *n_taken < conflicts; i++) {
+        const lock_range *r = &f->v[i];
+        if (!overlaps(r, first, end) || same_owner(r->owner, owner))
+            continue;
+        taken[(*n_taken)++] = (ios_lock_entry){
+            .file_id = file_id,
+            .first = r->first > first ? r->first : first,
+            .count = (r->end < end ? r->end : end) - (r->first > first ? r->first : first),
+            .owner = r->owner,
+            .taken_ms = r->taken_ms,
+        };
+    }
+    assert(*n_taken == conflicts);
+    for (size_t i = 0; i < *n_taken; i++) {
+        node_cut(t, f, first, end, taken[i].owner, now_ms);
+        journal_owner(t, f, file_id, taken[i].owner);
+    }
+    rc = node_grant(t, f, first, end, owner, now_ms);
+    assert(rc == 0 || rc == -ENOLCK); /* the array has room */
+    if (rc == 0)
+        journal_owner(t, f, file_id, owner);
+out:
+    if (f->n == 0)
+        node_unlink_free(bucket, f);
+    pthread_mutex_unlock(&s->mu);
+    if (rc == 0)
+        atomic_fetch_add(&t->granted, 1);
+    return rc;
+}
+
+int ios_locks_restore(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                      ios_lock_owner owner, uint64_t taken_ms)
+{
+    int rc = range_check(first, count);
+    if (rc)
+        return rc;
+    file_node **bucket;
+    lock_shard *s = shard_of(t, file_id, &bucket);
+
+    pthread_mutex_lock(&s->mu);
+    file_node *f = node_find(bucket, file_id);
+    bool created = false;
+    if (!f) {
+        f = calloc(1, sizeof(*f));
+        if (!f) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        f->file_id = file_id;
+        f->next = *bucket;
+        *bucket = f;
+        created = true;
+    }
+    rc = node_grant(t, f, first, first + count, owner, taken_ms);
+    if (rc && created)
         node_unlink_free(bucket, f);
 out:
     pthread_mutex_unlock(&s->mu);
@@ -377,6 +524,9 @@ size_t ios_locks_drop_file(ios_locks *t, uint64_t file_id, uint64_t now_ms)
             uint64_t taken_ms = f->v[i].taken_ms;
             atomic_fetch_add(&t->hold_ms_total, now_ms > taken_ms ? now_ms - taken_ms : 0);
         }
+        for (size_t i = 0; i < f->n; i++)
+            if (t->journal)
+                t->journal(t->journal_arg, file_id, f->v[i].owner, false, 0, 0);
         dropped = f->n;
         atomic_fetch_sub(&t->n_entries, dropped);
         f->n = 0;

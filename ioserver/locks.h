@@ -16,6 +16,7 @@
  * Return convention: 0 or negative errno. */
 #ifndef DEPFS_IOS_LOCKS_H
 #define DEPFS_IOS_LOCKS_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,6 +63,29 @@ int ios_locks_held_by(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t c
                       ios_lock_owner owner);
 /* Drops every entry of the file (file removed); returns how many. */
 size_t ios_locks_drop_file(ios_locks *t, uint64_t file_id, uint64_t now_ms);
+
+/* Recovery's lock: like try, but every conflicting entry of another owner
+ * held for at least min_age_ms (an orphan) loses the overlapping stripes
+ * to `owner`, all under one table mutex. The stripes each such owner lost
+ * go to taken[] (at most max_taken; more conflicts: -ENOLCK, nothing
+ * changed). -EAGAIN (nothing changed) when a conflicting entry is younger. */
+int ios_locks_take_over(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                        ios_lock_owner owner, uint64_t now_ms, uint64_t min_age_ms,
+                        ios_lock_entry *taken, size_t max_taken, size_t *n_taken);
+/* Re-creates an entry from the journal after a restart (no conflict check:
+ * the journal never held conflicting entries), held since taken_ms. */
+int ios_locks_restore(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                      ios_lock_owner owner, uint64_t taken_ms);
+
+/* The lock journal: called under the table's mutex after every change of
+ * what an owner holds in a file, with the span [first, end) covering all
+ * of it, or held=false when the owner holds nothing there any more. The
+ * ioserver keeps it as durable lock intents (state.h), so that stripes an
+ * interrupted write left locked are still known as in doubt after a crash
+ * and repaired by depfs-recovery. Set once, before the table is used. */
+typedef void (*ios_lock_journal_fn)(void *arg, uint64_t file_id, ios_lock_owner owner, bool held,
+                                    uint64_t first, uint64_t end);
+void ios_locks_set_journal(ios_locks *t, ios_lock_journal_fn fn, void *arg);
 
 /* Copies up to max entries with now_ms - taken_ms >= age_ms into out[];
  * returns how many were copied; *total (if non-NULL) gets how many exist. */

@@ -234,6 +234,104 @@ static void *race_worker(void *arg)
     return NULL;
 }
 
+/* Two orphans of different owners overlapping our range: both lose the
+ * overlapping stripes to the repair at once; a young lock is never taken. */
+START_TEST(take_over_only_stale_locks_of_any_owner)
+{
+    const ios_lock_owner a = { 1, 1 }, b = { 2, 1 }, rec = { 9, 1 }, young = { 3, 1 };
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 10, a, 100), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 12, 8, b, 200), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 30, 5, young, 5900), 0);
+    ios_lock_entry taken[4];
+    size_t n = 99;
+    /* the young lock blocks: nothing changes */
+    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 5, 30, rec, 6000, 5000, taken, 4, &n), -EAGAIN);
+    ck_assert_uint_eq(n, 0);
+    ck_assert(ios_locks_held_by(tbl, FILE_A, 0, 10, a));
+    /* stripes 5..19: a loses 5..9, b loses 12..19 */
+    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 5, 15, rec, 6000, 5000, taken, 4, &n), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(ios_locks_held_by(tbl, FILE_A, 5, 15, rec));
+    ck_assert(ios_locks_held_by(tbl, FILE_A, 0, 5, a));
+    ck_assert(!ios_locks_held_by(tbl, FILE_A, 5, 1, a));
+    ck_assert(!ios_locks_held_by(tbl, FILE_A, 12, 1, b));
+    bool seen_a = false, seen_b = false;
+    for (size_t i = 0; i < n; i++) {
+        if (taken[i].owner.client == 1) {
+            seen_a = true;
+            ck_assert_uint_eq(taken[i].first, 5);
+            ck_assert_uint_eq(taken[i].count, 5);
+        } else {
+            seen_b = true;
+            ck_assert_uint_eq(taken[i].first, 12);
+            ck_assert_uint_eq(taken[i].count, 8);
+        }
+    }
+    ck_assert(seen_a && seen_b);
+    /* nothing stale in the way: an ordinary lock */
+    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 100, 2, rec, 6000, 5000, taken, 4, &n), 0);
+    ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
+/* A take-over inside a longer orphan splits it; the orphan keeps the rest. */
+START_TEST(take_over_splits_a_longer_orphan)
+{
+    const ios_lock_owner a = { 1, 1 }, rec = { 9, 1 };
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 100, a, 0), 0);
+    ios_lock_entry taken[2];
+    size_t n;
+    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 40, 10, rec, 9000, 5000, taken, 2, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(ios_locks_held_by(tbl, FILE_A, 0, 40, a));
+    ck_assert(ios_locks_held_by(tbl, FILE_A, 50, 50, a));
+    ck_assert(ios_locks_held_by(tbl, FILE_A, 40, 10, rec));
+}
+END_TEST
+
+typedef struct jrec {
+    unsigned calls;
+    uint64_t file, client, first, end;
+    bool held;
+} jrec;
+
+static void jfn(void *arg, uint64_t file_id, ios_lock_owner owner, bool held, uint64_t first,
+                uint64_t end)
+{
+    jrec *j = arg;
+    j->calls++;
+    j->file = file_id;
+    j->client = owner.client;
+    j->held = held;
+    j->first = first;
+    j->end = end;
+}
+
+/* The journal sees each owner's span after every change. */
+START_TEST(journal_follows_the_owner_span)
+{
+    jrec j = {0};
+    const ios_lock_owner a = { 1, 1 };
+    ios_locks_set_journal(tbl, jfn, &j);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 10, 5, a, 0), 0);
+    ck_assert(j.held && j.first == 10 && j.end == 15);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 20, 5, a, 0), 0);
+    ck_assert(j.held && j.first == 10 && j.end == 25);
+    ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 10, 5, a, 0), 0);
+    ck_assert(j.held && j.first == 20 && j.end == 25);
+    ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 20, 5, a, 0), 0);
+    ck_assert(!j.held);
+    unsigned before = j.calls;
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 1, (ios_lock_owner){ 2, 2 }, 0), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 1, a, 0), -EAGAIN); /* a NACK: no entry */
+    ck_assert_uint_eq(j.calls, before + 1);
+    ck_assert_uint_eq(ios_locks_drop_file(tbl, FILE_A, 0), 1);
+    ck_assert(!j.held && j.client == 2);
+    ck_assert_int_eq(ios_locks_restore(tbl, FILE_A, 3, 4, a, 0), 0);
+    ck_assert(ios_locks_held_by(tbl, FILE_A, 3, 4, a));
+}
+END_TEST
+
 START_TEST(concurrent_mutual_exclusion)
 {
     pthread_t th[RACE_THREADS];
@@ -266,6 +364,9 @@ int main(void)
     tcase_add_test(tc, counters);
     tcase_add_test(tc, table_bound);
     tcase_add_test(tc, concurrent_mutual_exclusion);
+    tcase_add_test(tc, take_over_only_stale_locks_of_any_owner);
+    tcase_add_test(tc, take_over_splits_a_longer_orphan);
+    tcase_add_test(tc, journal_follows_the_owner_span);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
