@@ -31,7 +31,10 @@
  *              written. unlock releases the lock after the data is stored;
  *              sync fdatasyncs before the reply.
  * IO_LOCK      file_id, lock -> 0 or EAGAIN (NACK); ENOLCK when the table
- *              is full.
+ *              is full. With take_over_stale (recovery's orphan repair):
+ *              conflicting locks held >= lock_lease_ms lose the stripes to
+ *              this owner (EAGAIN if any conflicting lock is younger);
+ *              reply.stale_locks lists what each of them lost.
  * IO_UNLOCK    file_id, lock -> 0 (also when nothing was held); EPERM when
  *              only another owner holds those stripes. The recovery module
  *              releases an orphan by naming its owner (from the heartbeat).
@@ -52,9 +55,16 @@
  * IO_DIRTY     the dirty log ("file F changed while server S was down"):
  *   - sync=true: REJOIN (older form of IO_SET_STATE UP). This server's state
  *     becomes SERVER_UP, durably.
+ *   - dirty_action DIRTY_PROBE: down_servers = ids to check (at most
+ *     CONFIG_MAX_IOSERVERS): dirty_files = those with a record for file_id.
  *   - otherwise local_size = S, the server whose records are meant (<= 2^32-1):
- *     - unlock=true: CLEAR the record (S, file_id); absent is fine.
- *     - else LIST: dirty_files = ids recorded for S that are >= file_id
+ *     - DIRTY_CLAIM: mark the record (S, file_id) claimed (a rejoin is about
+ *       to rebuild the file on S); absent is fine. A WRITE naming S down
+ *       unclaims it again.
+ *     - DIRTY_CLEAR (or unlock=true): delete the record if still claimed;
+ *       EAGAIN when it was recorded again since the claim (it stays);
+ *       absent is fine.
+ *     - DIRTY_LIST (default): dirty_files = ids recorded for S that are >= file_id
  *       (a cursor; 0 = from the start), ascending, at most
  *       IOS_DIRTY_LIST_MAX. When more remain, reply.local_size is set to the
  *       cursor for the next call; when it is absent the listing is complete.
@@ -290,11 +300,65 @@ out:
     return rc;
 }
 
+/* Lock entries into reply.stale_locks (heartbeat: stale locks; IO_LOCK
+ * with take_over_stale: what was taken over). */
+static int fill_lock_entries(ios_result *res, const ios_lock_entry *v, size_t n, uint64_t now_ms)
+{
+    if (n == 0)
+        return 0;
+    res->stale = calloc(n, sizeof(*res->stale));
+    res->stale_specs = calloc(n, sizeof(*res->stale_specs));
+    res->stale_ptrs = calloc(n, sizeof(*res->stale_ptrs));
+    if (!res->stale || !res->stale_specs || !res->stale_ptrs)
+        return fail(res, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        Depfs__LockSpec *s = &res->stale_specs[i];
+        Depfs__LockEntry *e = &res->stale[i];
+        depfs__lock_spec__init(s);
+        s->first_stripe = v[i].first;
+        s->stripe_count = v[i].count;
+        s->owner_client = v[i].owner.client;
+        s->owner_op = v[i].owner.op;
+        depfs__lock_entry__init(e);
+        e->file_id = v[i].file_id;
+        e->lock = s;
+        e->age_ms = now_ms > v[i].taken_ms ? now_ms - v[i].taken_ms : 0;
+        res->stale_ptrs[i] = e;
+    }
+    res->reply.stale_locks = res->stale_ptrs;
+    res->reply.n_stale_locks = n;
+    return 0;
+}
+
+/* IO_LOCK take_over_stale (recovery): orphans lose the stripes to us. */
+static int do_take_over(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+{
+    ios_lock_entry taken[IOS_MAX_TAKE_OVER];
+    size_t n = 0;
+    uint64_t now_ms = ios_now_ms();
+    int rc = ios_locks_take_over(c->locks, q->file_id, q->lock->first_stripe,
+                                 q->lock->stripe_count, owner_of(q->lock), now_ms,
+                                 c->lock_lease_ms, taken, IOS_MAX_TAKE_OVER, &n);
+    if (rc == -EAGAIN)
+        return fail(res, rc, "stripes locked by another owner for less than the lease");
+    if (rc)
+        return fail(res, rc, "lock refused: %s", strerror(-rc));
+    for (size_t i = 0; i < n; i++)
+        log_info("file %016" PRIx64 " stripes [%" PRIu64 ",%" PRIu64 ") of client %" PRIu64
+                 " op %" PRIu64 " (held %" PRIu64 " ms) taken over by client %" PRIu64
+                 " for repair", q->file_id, taken[i].first, taken[i].first + taken[i].count,
+                 taken[i].owner.client, taken[i].owner.op, now_ms - taken[i].taken_ms,
+                 q->lock->owner_client);
+    return fill_lock_entries(res, taken, n, now_ms);
+}
+
 static int do_lock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     int rc = lock_check(q->lock, res);
     if (rc)
         return rc;
+    if (q->has_take_over_stale && q->take_over_stale)
+        return do_take_over(c, q, res);
     count_retry(c, q);
     rc = ios_locks_try(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
                        owner_of(q->lock), ios_now_ms());
@@ -389,36 +453,10 @@ static int do_heartbeat(ios_ctx *c, ios_result *res)
     uint64_t now_ms = ios_now_ms();
     size_t total = 0;
     size_t n = ios_locks_stale(c->locks, now_ms, c->lock_lease_ms, v, IOS_MAX_STALE_REPLY, &total);
-    int rc = 0;
     fill_lock_counters(c, &res->reply);
-    if (n) {
-        res->stale = calloc(n, sizeof(*res->stale));
-        res->stale_specs = calloc(n, sizeof(*res->stale_specs));
-        res->stale_ptrs = calloc(n, sizeof(*res->stale_ptrs));
-        if (!res->stale || !res->stale_specs || !res->stale_ptrs) {
-            rc = fail(res, -ENOMEM, "out of memory");
-            goto out;
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        Depfs__LockSpec *s = &res->stale_specs[i];
-        Depfs__LockEntry *e = &res->stale[i];
-        depfs__lock_spec__init(s);
-        s->first_stripe = v[i].first;
-        s->stripe_count = v[i].count;
-        s->owner_client = v[i].owner.client;
-        s->owner_op = v[i].owner.op;
-        depfs__lock_entry__init(e);
-        e->file_id = v[i].file_id;
-        e->lock = s;
-        e->age_ms = now_ms - v[i].taken_ms;
-        res->stale_ptrs[i] = e;
-    }
-    res->reply.stale_locks = res->stale_ptrs;
-    res->reply.n_stale_locks = n;
-    if (total > n)
+    int rc = fill_lock_entries(res, v, n, now_ms);
+    if (rc == 0 && total > n)
         log_warn("heartbeat: %zu stale locks, reporting %zu", total, n);
-out:
     free(v);
     return rc;
 }
@@ -459,6 +497,29 @@ static int do_set_state(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
     return 0;
 }
 
+/* DIRTY_PROBE: which of down_servers have a record for file_id. */
+static int do_dirty_probe(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+{
+    if (q->n_down_servers > CONFIG_MAX_IOSERVERS)
+        return fail(res, -EINVAL, "%zu servers to probe > max %u", q->n_down_servers,
+                    CONFIG_MAX_IOSERVERS);
+    uint32_t found[CONFIG_MAX_IOSERVERS];
+    size_t n = 0;
+    int rc = ios_dirty_probe(c->state, q->file_id, q->down_servers, q->n_down_servers, found, &n);
+    if (rc)
+        return fail(res, rc, "cannot read dirty records: %s", strerror(-rc));
+    if (n == 0)
+        return 0;
+    res->dirty = calloc(n, sizeof(*res->dirty));
+    if (!res->dirty)
+        return fail(res, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        res->dirty[i] = found[i];
+    res->reply.dirty_files = res->dirty;
+    res->reply.n_dirty_files = n;
+    return 0;
+}
+
 static int do_dirty(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     int rc;
@@ -469,15 +530,32 @@ static int do_dirty(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
         log_info("rejoin: server %u is up", c->server_id);
         return 0;
     }
+    Depfs__DirtyAction action = q->has_dirty_action ? q->dirty_action : DEPFS__DIRTY_ACTION__DIRTY_LIST;
+    if (q->has_unlock && q->unlock)
+        action = DEPFS__DIRTY_ACTION__DIRTY_CLEAR;
+    if (action == DEPFS__DIRTY_ACTION__DIRTY_PROBE)
+        return do_dirty_probe(c, q, res);
     if (!q->has_local_size || q->local_size > UINT32_MAX)
         return fail(res, -EINVAL, "local_size must name a server id");
     uint32_t server = (uint32_t)q->local_size;
-    if (q->has_unlock && q->unlock) {
-        rc = ios_dirty_clear(c->state, server, q->file_id);
+    if (action == DEPFS__DIRTY_ACTION__DIRTY_CLAIM) {
+        rc = ios_dirty_claim(c->state, server, q->file_id);
         if (rc)
-            return fail(res, rc, "cannot clear dirty record: %s", strerror(-rc));
+            return fail(res, rc, "cannot claim dirty record: %s", strerror(-rc));
         return 0;
     }
+    if (action == DEPFS__DIRTY_ACTION__DIRTY_CLEAR) {
+        bool kept = false;
+        rc = ios_dirty_clear(c->state, server, q->file_id, &kept);
+        if (rc)
+            return fail(res, rc, "cannot clear dirty record: %s", strerror(-rc));
+        if (kept)
+            return fail(res, -EAGAIN, "dirty record (%u, %016" PRIx64 ") was recorded again "
+                        "since it was claimed", server, q->file_id);
+        return 0;
+    }
+    if (action != DEPFS__DIRTY_ACTION__DIRTY_LIST)
+        return fail(res, -EINVAL, "unknown dirty action %d", (int)action);
     res->dirty = calloc(IOS_DIRTY_LIST_MAX, sizeof(*res->dirty));
     if (!res->dirty)
         return fail(res, -ENOMEM, "out of memory");

@@ -19,6 +19,7 @@
 #define IOS_MAX_LOCAL_BYTES (1ull << 50) /* strip file offsets stay below this */
 #define IOS_MAX_STALE_REPLY 1024u        /* lock entries per heartbeat reply */
 #define IOS_DIRTY_LIST_MAX 4096u         /* file ids per IO_DIRTY listing */
+#define IOS_MAX_TAKE_OVER 64u            /* orphan entries one take-over may displace */
 #define IOS_MESSAGE_BYTES 256u
 
 typedef struct ios_ctx {

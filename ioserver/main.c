@@ -23,6 +23,7 @@
 
 #include "config.h"
 #include "handlers.h"
+#include "lock_intents.h"
 #include "log.h"
 
 #define IOS_PROG "depfs-ioserver"
@@ -199,6 +200,15 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
         log_err("cannot create the lock table: %s", strerror(-rc));
         goto out;
     }
+    rc = ios_lock_intents_restore(ctx.locks, ctx.state, ios_now_ms(), ctx.lock_lease_ms);
+    if (rc < 0) {
+        log_err("cannot restore the lock intents: %s", strerror(-rc));
+        goto out;
+    }
+    if (rc > 0)
+        log_warn("%d lock intents left by a crash: their stripes stay locked until "
+                 "depfs-recovery repairs them", rc);
+    ios_lock_intents_attach(ctx.locks, ctx.state);
     if ((rc = apply_start_state(a, ctx.state)))
         goto out;
 

@@ -3,11 +3,17 @@
  * Keys:
  *   "S"                       -> u32 little-endian ServerState
  *   "E"                       -> u64 little-endian cluster epoch
- *   "D" + be32(server) + be64(file) -> empty  (dirty record)
+ *   "D" + be32(server) + be64(file) -> empty, or "C" once claimed (dirty record)
+ *   "L" + be64(file) + be64(client) + be64(op) -> le64 first, le64 end
+ *                              (lock intent: that owner holds stripes of
+ *                              [first, end) of the file)
  * Big-endian ids make LevelDB's byte order the numeric order, so a listing
  * walks one server's records in file id order. Dirty adds skip a put when
- * the record exists (a get costs no fsync); the mutex orders add against
- * clear so a clear can never swallow a record added after it. */
+ * the record exists unclaimed (a get costs no fsync); the mutex orders add
+ * against claim and clear, so a clear can never swallow a record added
+ * after the claim. Lock intents are written without waiting for the disk:
+ * they outlive a crash of the ioserver process (SIGKILL), as strip data
+ * written without a sync does; a power loss may lose the newest of both. */
 #include "state.h"
 
 #include <assert.h>
@@ -30,6 +36,11 @@
 #define DIRTY_SERVER_PREFIX_BYTES 5u
 #define STATE_VALUE_BYTES 4u
 #define STATE_DIR_MODE 0700
+#define DIRTY_CLAIMED "C"
+#define DIRTY_CLAIMED_BYTES 1u
+#define INTENT_PREFIX 'L'
+#define INTENT_KEY_BYTES 25u /* prefix + u64 file + u64 client + u64 op */
+#define INTENT_VALUE_BYTES 16u
 
 struct ios_state {
     kvstore *kv;
@@ -228,10 +239,11 @@ int ios_dirty_add(ios_state *st, const uint32_t *servers, size_t n_servers, uint
         dirty_key(key, servers[i], file_id);
         rc = kv_get(st->kv, key, sizeof(key), &val, &vlen);
         free(val);
-        if (rc == 0)
-            continue; /* already recorded and durable */
-        if (rc != -ENOENT)
+        if (rc == 0 && vlen == 0)
+            continue; /* already recorded, unclaimed, and durable */
+        if (rc != 0 && rc != -ENOENT)
             goto out;
+        /* absent, or claimed by a rejoin: (re)record it unclaimed */
         rc = 0;
         kv_batch_put(b, key, sizeof(key), "", 0);
         missing++;
@@ -270,12 +282,115 @@ int ios_dirty_list(ios_state *st, uint32_t server, uint64_t from, uint64_t *out,
     return 0;
 }
 
-int ios_dirty_clear(ios_state *st, uint32_t server, uint64_t file_id)
+int ios_dirty_claim(ios_state *st, uint32_t server, uint64_t file_id)
 {
     uint8_t key[DIRTY_KEY_BYTES];
+    void *val = NULL;
+    size_t vlen = 0;
     dirty_key(key, server, file_id);
     pthread_mutex_lock(&st->mu);
-    int rc = kv_delete(st->kv, key, sizeof(key));
+    int rc = kv_get(st->kv, key, sizeof(key), &val, &vlen);
+    free(val);
+    if (rc == 0)
+        rc = kv_put(st->kv, key, sizeof(key), DIRTY_CLAIMED, DIRTY_CLAIMED_BYTES);
     pthread_mutex_unlock(&st->mu);
     return rc == -ENOENT ? 0 : rc;
+}
+
+int ios_dirty_clear(ios_state *st, uint32_t server, uint64_t file_id, bool *kept)
+{
+    uint8_t key[DIRTY_KEY_BYTES];
+    void *val = NULL;
+    size_t vlen = 0;
+    dirty_key(key, server, file_id);
+    *kept = false;
+    pthread_mutex_lock(&st->mu);
+    int rc = kv_get(st->kv, key, sizeof(key), &val, &vlen);
+    bool claimed = rc == 0 && vlen == DIRTY_CLAIMED_BYTES &&
+                   memcmp(val, DIRTY_CLAIMED, DIRTY_CLAIMED_BYTES) == 0;
+    free(val);
+    if (rc == 0 && claimed)
+        rc = kv_delete(st->kv, key, sizeof(key));
+    else if (rc == 0)
+        *kept = true; /* recorded again since the claim: the next pass rebuilds */
+    pthread_mutex_unlock(&st->mu);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+int ios_dirty_probe(ios_state *st, uint64_t file_id, const uint32_t *servers, size_t n,
+                    uint32_t *out, size_t *n_out)
+{
+    *n_out = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t key[DIRTY_KEY_BYTES];
+        void *val = NULL;
+        size_t vlen = 0;
+        dirty_key(key, servers[i], file_id);
+        int rc = kv_get(st->kv, key, sizeof(key), &val, &vlen);
+        free(val);
+        if (rc == 0)
+            out[(*n_out)++] = servers[i];
+        else if (rc != -ENOENT)
+            return rc;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ lock intents */
+static void intent_key(uint8_t key[INTENT_KEY_BYTES], uint64_t file_id, uint64_t client,
+                       uint64_t op)
+{
+    key[0] = INTENT_PREFIX;
+    put_be64(key + 1, file_id);
+    put_be64(key + 9, client);
+    put_be64(key + 17, op);
+}
+
+int ios_intent_set(ios_state *st, uint64_t file_id, uint64_t client, uint64_t op, bool held,
+                   uint64_t first, uint64_t end)
+{
+    uint8_t key[INTENT_KEY_BYTES], val[INTENT_VALUE_BYTES];
+    intent_key(key, file_id, client, op);
+    kv_batch *b = kv_batch_new();
+    if (!b)
+        return -ENOMEM;
+    if (held) {
+        assert(first < end);
+        for (unsigned i = 0; i < 8; i++) {
+            val[i] = (uint8_t)(first >> (8 * i));
+            val[8 + i] = (uint8_t)(end >> (8 * i));
+        }
+        kv_batch_put(b, key, sizeof(key), val, sizeof(val));
+    } else {
+        kv_batch_delete(b, key, sizeof(key));
+    }
+    int rc = kv_batch_commit_nosync(st->kv, b);
+    kv_batch_free(b);
+    return rc;
+}
+
+int ios_intent_each(ios_state *st, ios_intent_fn fn, void *arg)
+{
+    uint8_t prefix[1] = { INTENT_PREFIX };
+    kv_iter *it = kv_iter_new(st->kv, prefix, sizeof(prefix), NULL, 0);
+    if (!it)
+        return -EIO;
+    const void *key, *val;
+    size_t klen, vlen, n = 0;
+    while (kv_iter_next(it, &key, &klen, &val, &vlen)) {
+        if (klen != INTENT_KEY_BYTES || vlen != INTENT_VALUE_BYTES)
+            continue; /* never written by this module */
+        const uint8_t *k = key, *v = val;
+        uint64_t first = 0, end = 0;
+        for (int i = 7; i >= 0; i--) {
+            first = (first << 8) | v[i];
+            end = (end << 8) | v[8 + i];
+        }
+        if (first >= end)
+            continue;
+        fn(arg, get_be64(k + 1), get_be64(k + 9), get_be64(k + 17), first, end);
+        n++;
+    }
+    kv_iter_free(it);
+    return (int)(n > INT_MAX ? INT_MAX : n);
 }

@@ -1,7 +1,8 @@
 /* state.h - the ioserver's own durable state in LevelDB (DATADIR/state):
  * its ServerState (UP / REBUILDING / RECONSTRUCTING), the newest cluster
  * epoch pushed to it (recovery/README.md "epochs"), and the dirty log, "file F changed while
- * server S was down" records, one key per (S, F). Every mutation is synced
+ * server S was down" records, one key per (S, F), and the lock intents of
+ * the stripe-lock table. Every mutation but the lock intents is synced
  * before it returns. Thread-safe. Return convention: 0 or negative errno. */
 #ifndef DEPFS_IOS_STATE_H
 #define DEPFS_IOS_STATE_H
@@ -35,7 +36,26 @@ int ios_dirty_add(ios_state *st, const uint32_t *servers, size_t n_servers, uint
  * last one returned. */
 int ios_dirty_list(ios_state *st, uint32_t server, uint64_t from, uint64_t *out, size_t max,
                    size_t *n_out, bool *more);
-/* Deletes the (server, file_id) record; absent is fine. */
-int ios_dirty_clear(ios_state *st, uint32_t server, uint64_t file_id);
+/* Claims the (server, file_id) record for a rebuild of the file on server
+ * (absent is fine: nothing to claim). A later ios_dirty_add unclaims it. */
+int ios_dirty_claim(ios_state *st, uint32_t server, uint64_t file_id);
+/* Deletes the (server, file_id) record if it is still claimed; *kept is
+ * true when it was recorded again since the claim (it stays). Absent is
+ * fine. */
+int ios_dirty_clear(ios_state *st, uint32_t server, uint64_t file_id, bool *kept);
+/* Which of servers[0..n) have a record for file_id (claimed or not): their
+ * ids into out[] (room for n), the count in *n_out. */
+int ios_dirty_probe(ios_state *st, uint64_t file_id, const uint32_t *servers, size_t n,
+                    uint32_t *out, size_t *n_out);
+
+/* Lock intents (the lock journal of locks.h): owner (client, op) holds
+ * stripes within [first, end) of file_id (held), or nothing (!held).
+ * Written without a sync (they outlive the process, like unsynced data). */
+int ios_intent_set(ios_state *st, uint64_t file_id, uint64_t client, uint64_t op, bool held,
+                   uint64_t first, uint64_t end);
+typedef void (*ios_intent_fn)(void *arg, uint64_t file_id, uint64_t client, uint64_t op,
+                              uint64_t first, uint64_t end);
+/* Calls fn for every intent stored (at startup); returns how many, or <0. */
+int ios_intent_each(ios_state *st, ios_intent_fn fn, void *arg);
 
 #endif

@@ -317,11 +317,86 @@ START_TEST(state_and_dirty_records_persist)
     ck_assert_int_eq(ios_dirty_list(s, 3, ids[0] + 1, ids, 8, &n, &more), 0);
     ck_assert_uint_eq(n, 2);
     ck_assert_uint_eq(ids[0], 42);
-    /* clear */
-    ck_assert_int_eq(ios_dirty_clear(s, 3, 42), 0);
-    ck_assert_int_eq(ios_dirty_clear(s, 3, 42), 0);
+    /* clear: only a claimed record goes */
+    bool kept;
+    ck_assert_int_eq(ios_dirty_clear(s, 3, 42, &kept), 0);
+    ck_assert(kept); /* never claimed */
+    ck_assert_int_eq(ios_dirty_claim(s, 3, 42), 0);
+    ck_assert_int_eq(ios_dirty_clear(s, 3, 42, &kept), 0);
+    ck_assert(!kept);
+    ck_assert_int_eq(ios_dirty_clear(s, 3, 42, &kept), 0); /* absent is fine */
+    ck_assert(!kept);
     ck_assert_int_eq(ios_dirty_list(s, 3, 0, ids, 8, &n, &more), 0);
     ck_assert_uint_eq(n, 2);
+    ios_state_close(s);
+}
+END_TEST
+
+/* A write that records (S, F) while a rejoin rebuilds F (after its claim)
+ * keeps the record: the rejoin's clear must not swallow it. */
+START_TEST(dirty_record_added_after_claim_survives_clear)
+{
+    ios_state *s;
+    char err[256];
+    ck_assert_int_eq(ios_state_open(tmpdir, &s, err, sizeof(err)), 0);
+    const uint32_t down[1] = { 5 };
+    bool kept;
+    ck_assert_int_eq(ios_dirty_add(s, down, 1, 9), 0);
+    ck_assert_int_eq(ios_dirty_claim(s, 5, 9), 0);
+    ck_assert_int_eq(ios_dirty_add(s, down, 1, 9), 0); /* the racing write */
+    ck_assert_int_eq(ios_dirty_clear(s, 5, 9, &kept), 0);
+    ck_assert(kept);
+    uint64_t ids[4];
+    size_t n;
+    bool more;
+    ck_assert_int_eq(ios_dirty_list(s, 5, 0, ids, 4, &n, &more), 0);
+    ck_assert_uint_eq(n, 1);
+    /* claimed records still count for a probe (the unit is not trusted yet) */
+    ck_assert_int_eq(ios_dirty_claim(s, 5, 9), 0);
+    const uint32_t probe[3] = { 4, 5, 6 };
+    uint32_t found[3];
+    ck_assert_int_eq(ios_dirty_probe(s, 9, probe, 3, found, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(found[0], 5);
+    ck_assert_int_eq(ios_dirty_clear(s, 5, 9, &kept), 0);
+    ck_assert(!kept);
+    ck_assert_int_eq(ios_dirty_probe(s, 9, probe, 3, found, &n), 0);
+    ck_assert_uint_eq(n, 0);
+    ios_state_close(s);
+}
+END_TEST
+
+static void intent_collect(void *arg, uint64_t file_id, uint64_t client, uint64_t op,
+                           uint64_t first, uint64_t end)
+{
+    uint64_t *v = arg;
+    v[0]++;
+    v[1] = file_id;
+    v[2] = client;
+    v[3] = op;
+    v[4] = first;
+    v[5] = end;
+}
+
+/* Lock intents outlive the process; a released one is gone. */
+START_TEST(lock_intents_persist)
+{
+    ios_state *s;
+    char err[256];
+    ck_assert_int_eq(ios_state_open(tmpdir, &s, err, sizeof(err)), 0);
+    ck_assert_int_eq(ios_intent_set(s, 77, 3, 4, true, 10, 20), 0);
+    ck_assert_int_eq(ios_intent_set(s, 78, 3, 5, true, 0, 1), 0);
+    ck_assert_int_eq(ios_intent_set(s, 78, 3, 5, false, 0, 0), 0);
+    ios_state_close(s);
+    ck_assert_int_eq(ios_state_open(tmpdir, &s, err, sizeof(err)), 0);
+    uint64_t v[6] = {0};
+    ck_assert_int_eq(ios_intent_each(s, intent_collect, v), 1);
+    ck_assert_uint_eq(v[0], 1);
+    ck_assert_uint_eq(v[1], 77);
+    ck_assert_uint_eq(v[2], 3);
+    ck_assert_uint_eq(v[3], 4);
+    ck_assert_uint_eq(v[4], 10);
+    ck_assert_uint_eq(v[5], 20);
     ios_state_close(s);
 }
 END_TEST
@@ -545,12 +620,36 @@ START_TEST(h_dirty_records_and_rebuild)
     ck_assert_uint_eq(res.reply.dirty_files[2], 12);
     ck_assert(!res.reply.has_local_size);
     ios_result_free(&res);
-    /* clear (4, 11) */
+    /* clear (4, 11): refused until claimed, then gone */
     req_init(&r, 11);
     r.q.has_local_size = 1;
     r.q.local_size = 4;
     r.q.has_unlock = r.q.unlock = 1;
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_DIRTY, NULL, 0), EAGAIN);
+    req_init(&r, 11);
+    r.q.has_local_size = 1;
+    r.q.local_size = 4;
+    r.q.has_dirty_action = 1;
+    r.q.dirty_action = DEPFS__DIRTY_ACTION__DIRTY_CLAIM;
     ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_DIRTY, NULL, 0), 0);
+    req_init(&r, 11);
+    r.q.has_local_size = 1;
+    r.q.local_size = 4;
+    r.q.has_dirty_action = 1;
+    r.q.dirty_action = DEPFS__DIRTY_ACTION__DIRTY_CLEAR;
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_DIRTY, NULL, 0), 0);
+    /* probe: which of 4, 5, 6 have (S, 12) */
+    const uint32_t probe[3] = { 4, 5, 6 };
+    req_init(&r, 12);
+    r.q.has_dirty_action = 1;
+    r.q.dirty_action = DEPFS__DIRTY_ACTION__DIRTY_PROBE;
+    r.q.down_servers = (uint32_t *)probe;
+    r.q.n_down_servers = 3;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_DIRTY, NULL, 0, &res), 0);
+    ck_assert_uint_eq(res.reply.n_dirty_files, 2);
+    ck_assert_uint_eq(res.reply.dirty_files[0], 4);
+    ck_assert_uint_eq(res.reply.dirty_files[1], 6);
+    ios_result_free(&res);
     req_init(&r, 0);
     r.q.has_local_size = 1;
     r.q.local_size = 4;
@@ -656,6 +755,8 @@ int main(void)
     tcase_add_test(tc, usage_and_fsync);
     tcase_add_test(tc, parallel_files);
     tcase_add_test(tc, state_and_dirty_records_persist);
+    tcase_add_test(tc, dirty_record_added_after_claim_survives_clear);
+    tcase_add_test(tc, lock_intents_persist);
     suite_add_tcase(s, tc);
     TCase *th = tcase_create("handlers");
     tcase_add_checked_fixture(th, hsetup, hteardown);

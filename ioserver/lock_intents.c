@@ -1,0 +1,53 @@
+/* lock_intents.c - the lock table's journal into the state store (see
+ * lock_intents.h). A failed write of an intent is logged: the lock itself
+ * stands, only its survival of a crash is lost. */
+#include "lock_intents.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "log.h"
+
+typedef struct restore_ctx {
+    ios_locks *t;
+    uint64_t taken_ms;
+    int err;
+} restore_ctx;
+
+static void restore_one(void *arg, uint64_t file_id, uint64_t client, uint64_t op,
+                        uint64_t first, uint64_t end)
+{
+    restore_ctx *r = arg;
+    ios_lock_owner owner = { .client = client, .op = op };
+    int rc = ios_locks_restore(r->t, file_id, first, end - first, owner, r->taken_ms);
+    if (rc && r->err == 0)
+        r->err = rc;
+    log_info("lock intent of client %" PRIu64 " op %" PRIu64 " on file %016" PRIx64
+             " stripes [%" PRIu64 ",%" PRIu64 ") left by a crash: held until repaired%s",
+             client, op, file_id, first, end, rc ? " (could not restore it!)" : "");
+}
+
+int ios_lock_intents_restore(ios_locks *t, ios_state *st, uint64_t now_ms, uint64_t lease_ms)
+{
+    restore_ctx r = { .t = t, .taken_ms = now_ms > lease_ms ? now_ms - lease_ms : 0 };
+    int n = ios_intent_each(st, restore_one, &r);
+    if (n < 0)
+        return n;
+    return r.err ? r.err : n;
+}
+
+static void journal(void *arg, uint64_t file_id, ios_lock_owner owner, bool held, uint64_t first,
+                    uint64_t end)
+{
+    int rc = ios_intent_set(arg, file_id, owner.client, owner.op, held, first, end);
+    if (rc)
+        log_warn("cannot store the lock intent of client %" PRIu64 " op %" PRIu64
+                 " on file %016" PRIx64 ": %s", owner.client, owner.op, file_id,
+                 strerror(-rc));
+}
+
+void ios_lock_intents_attach(ios_locks *t, ios_state *st)
+{
+    ios_locks_set_journal(t, journal, st);
+}
