@@ -178,7 +178,7 @@ static void collect_orphans(rec_ctx *c, const rec_obs *obs)
     for (unsigned i = 0; i < c->nservers; i++) {
         for (size_t j = 0; obs[i].answered && j < obs[i].n_stale; j++) {
             const rec_lock *l = &obs[i].stale[j];
-            if (self && l->client == self)
+            if (self && l->client == self && l->age_ms < REC_SELF_ORPHAN_AGE_MS)
                 continue; /* our own rebuild or repair holding stripes */
             size_t k;
             for (k = 0; k < n; k++)

@@ -35,6 +35,10 @@
 #define REC_RECENT_MAX 64u          /* orphan repairs remembered */
 #define REC_REJOIN_RETRY_MS 5000u    /* wait after a failed rejoin */
 #define REC_REJOIN_FINISH_GRACE_MS 15000u /* MDS UP but server not yet: a rejoin finishing */
+/* Our own locks are the rebuilds' and repairs' at work, except when one
+ * is this old: a repair that failed left the stripes in doubt locked by
+ * us (data_rebuild.c), and a later repair takes them over. */
+#define REC_SELF_ORPHAN_AGE_MS 60000u
 
 /* A stripe lock older than the lease, as a heartbeat reported it. */
 typedef struct rec_lock {

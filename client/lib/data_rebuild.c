@@ -44,6 +44,9 @@
 #define DC_WALK_DEPTH_MAX 1024u
 /* Orphan repair: lock rounds before giving up (-EBUSY). */
 #define DC_ORPHAN_ATTEMPTS_MAX 100u
+/* Orphan repair: stale lock ranges remembered per position (more: the
+ * whole range counts as held there). */
+#define DC_ORPHAN_TAKEN_MAX 16u
 #define DC_INOSET_MIN_SLOTS 1024u
 
 /* ================================================================ helpers */
@@ -257,6 +260,8 @@ static int dc_strip_extent(depfs_t *fs, const dc_target *t, uint32_t mask, uint6
     return rc;
 }
 
+static int dc_untrusted_mask(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t *untrusted);
+
 /* ================================================================ rebuild */
 
 typedef struct dc_rebuild {
@@ -268,6 +273,7 @@ typedef struct dc_rebuild {
     uint8_t *units;           /* n positions x batch x su, position-major */
     dc_req *reqs, *wreqs;
     uint32_t src_down;        /* positions not usable as sources this batch */
+    uint32_t untrusted;       /* positions whose units of the file may be stale */
     bool *skip;               /* per stripe of the batch: S's unit stays a hole */
     uint64_t done_bytes;
     depfs_progress_fn fn;
@@ -334,7 +340,7 @@ static int dc_rb_phase1(dc_rebuild *rb, uint64_t first, uint64_t count)
     unsigned restarts = 0;
     for (unsigned attempt = 0;; attempt++) {
         uint32_t reach = dc_reachable_mask(rb->fs, lay) | (1u << rb->spos);
-        rb->src_down = dc_down_mask(rb->fs, lay) & ~(1u << rb->spos);
+        rb->src_down = (dc_down_mask(rb->fs, lay) | rb->untrusted) & ~(1u << rb->spos);
         if (lay->n - 1 - dc_popcount32(rb->src_down) < lay->k) {
             dc_set_error("rebuild of inode %llu: fewer than k=%u other servers are up",
                          (unsigned long long)rb->t.ino, lay->k);
@@ -609,6 +615,11 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
                      strerror(-rc));
         return rc == DC_ERR_DOWN ? -EHOSTDOWN : rc;
     }
+    /* another server's units of this file may be stale too (it missed
+     * writes): never decode from them */
+    rc = dc_untrusted_mask(fs, lay, ino, &rb.untrusted);
+    if (rc < 0)
+        return rc;
     uint64_t max_bytes = 0;
     rc = dc_strip_extent(fs, &rb.t, dc_reachable_mask(fs, lay) & ~(1u << rb.spos), &max_bytes);
     if (rc < 0)
@@ -651,147 +662,262 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
 
 /* ========================================================== orphan repair */
 
+static int dc_dirty_record(depfs_t *fs, uint32_t server, uint64_t file);
+
+/* An orphan lock marks stripes an unfinished write left in doubt. The write
+ * protocol locks every server of a stripe it writes before it writes any,
+ * and a server drops the lock only once it stored its unit (WRITE+UNLOCK),
+ * so on a server where a stale lock is still held the write did not land,
+ * and on every other server the stripe holds the writer's new unit or an
+ * untouched one: the units outside the held positions are one consistent
+ * codeword (the new one). The repair therefore treats held positions and
+ * untrusted ones as erasures, decodes them from the rest and writes the
+ * held, trusted ones. With more erasures than n-k it falls back to
+ * recomputing parity from the data units (either content of a unit the
+ * unacknowledged write touched is allowed), which is only sound when every
+ * data unit is trusted; otherwise the stripes are left locked and the
+ * repair fails loudly (a client crash during a server outage, beyond what
+ * the units alone can tell). Stale locks of any owner on the range are
+ * taken over at once (IO_LOCK take_over_stale), so overlapping orphans of
+ * different owners cannot block each other. */
+
 typedef struct dc_orphan {
     depfs_t *fs;
     dc_target t;
     uint64_t first, count;
-    Depfs__LockSpec orphan;
-    dc_req *reqs;             /* our locks */
-    uint32_t reach;
+    uint64_t owner_client, owner_op; /* the orphan reported (for logs) */
+    Depfs__LockSpec mine;     /* our lock on [first, first+count) */
+    uint32_t held;            /* positions where we hold it */
+    uint32_t reach;           /* positions that answered */
+    uint32_t untrusted;       /* positions whose units may be stale */
+    /* per position, the stripes a stale lock held there (taken over) */
+    uint64_t taken_first[LAYOUT_MAX_N][DC_ORPHAN_TAKEN_MAX];
+    uint64_t taken_end[LAYOUT_MAX_N][DC_ORPHAN_TAKEN_MAX];
+    unsigned n_taken[LAYOUT_MAX_N];
+    bool taken_all[LAYOUT_MAX_N]; /* more than DC_ORPHAN_TAKEN_MAX: every stripe */
 } dc_orphan;
 
-/* Every position in `nacked` lists the orphan's lock among its stale
- * entries (so it, not a live writer, is what refused us there). */
-static bool dc_orphan_confirmed(dc_orphan *o, uint32_t nacked)
+/* Positions of the layout whose units of ino cannot be trusted now: failed
+ * or not UP (fresh from the MDS), or named in a dirty record for ino on
+ * any server of the layout (DIRTY_PROBE). *reach gets the positions that
+ * answered the probe. */
+static int dc_untrusted_mask(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t *untrusted)
 {
-    const layout *lay = &o->t.lay;
+    (void)dc_cluster_refresh(fs); /* a stale picture only makes us trust less */
+    uint32_t bad = ~dc_reachable_mask(fs, lay) & ((lay->n < 32 ? (1u << lay->n) : 0u) - 1u);
+    for (unsigned p = 0; p < lay->n; p++)
+        if (dc_server_state(fs, lay->servers[p]) != DEPFS__SERVER_STATE__SERVER_UP)
+            bad |= 1u << p;
     dc_ctl v[LAYOUT_MAX_N];
+    uint32_t ids[LAYOUT_MAX_N];
     unsigned n = 0;
     for (unsigned p = 0; p < lay->n; p++)
-        if ((nacked >> p) & 1u)
-            dc_ctl_init(&v[n++], lay->servers[p], DEPFS__IO_OP__IO_HEARTBEAT, 0);
-    dc_ctl_run(o->fs, v, n);
-    bool all = true;
-    for (unsigned i = 0; i < n && all; i++) {
-        bool found = false;
-        for (size_t e = 0; v[i].rep && e < v[i].rep->n_stale_locks && !found; e++) {
-            const Depfs__LockEntry *le = v[i].rep->stale_locks[e];
-            found = le->file_id == o->t.ino && le->lock &&
-                    le->lock->owner_client == o->orphan.owner_client &&
-                    le->lock->owner_op == o->orphan.owner_op &&
-                    le->lock->first_stripe <= o->first &&
-                    le->lock->first_stripe + le->lock->stripe_count >= o->first + o->count;
+        ids[p] = lay->servers[p];
+    for (unsigned p = 0; p < lay->n; p++) {
+        if ((bad >> p) & 1u && dc_server_state(fs, lay->servers[p]) ==
+                                   DEPFS__SERVER_STATE__SERVER_DOWN)
+            continue;
+        dc_ctl_init(&v[n], lay->servers[p], DEPFS__IO_OP__IO_DIRTY, ino);
+        v[n].req.has_dirty_action = true;
+        v[n].req.dirty_action = DEPFS__DIRTY_ACTION__DIRTY_PROBE;
+        v[n].req.n_down_servers = lay->n;
+        v[n].req.down_servers = ids;
+        n++;
+    }
+    dc_ctl_run(fs, v, n);
+    int rc = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (v[i].rc == DC_ERR_DOWN) {
+            int p = dc_pos_of(lay, v[i].server_id);
+            bad |= 1u << p;
+            continue;
         }
-        all = v[i].rc == 0 && found;
+        if (v[i].rc < 0) {
+            dc_set_error("dirty records of inode %llu on server %u: %s", (unsigned long long)ino,
+                         v[i].server_id, strerror(-v[i].rc));
+            rc = v[i].rc;
+            continue;
+        }
+        for (size_t j = 0; j < v[i].rep->n_dirty_files; j++) {
+            int p = dc_pos_of(lay, (uint32_t)v[i].rep->dirty_files[j]);
+            if (p >= 0)
+                bad |= 1u << p;
+        }
     }
     dc_ctl_free(v, n);
-    return all;
+    *untrusted = bad;
+    return rc;
 }
 
-/* Lock the stripes as ourselves wherever the orphan holds nothing; 0 once
- * every reachable position is held by us or by the orphan. */
+/* Lock [first, first+count) on every reachable position, taking over stale
+ * locks of any owner; remembers what each position's orphans held. */
 static int dc_orphan_lock(dc_orphan *o)
 {
     const layout *lay = &o->t.lay;
+    /* one op id for every attempt: what an attempt took over stays ours,
+     * and what it learnt of the orphans is kept for the next */
+    depfs__lock_spec__init(&o->mine);
+    o->mine.first_stripe = o->first;
+    o->mine.stripe_count = o->count;
+    o->mine.owner_client = depfs_client_id(o->fs);
+    o->mine.owner_op = dc_next_op_id(o->fs);
     for (unsigned attempt = 0;; attempt++) {
-        o->reach = dc_reachable_mask(o->fs, lay);
-        uint64_t op = dc_next_op_id(o->fs);
-        memset(o->reqs, 0, sizeof(dc_req) * lay->n);
+        uint32_t reach = dc_reachable_mask(o->fs, lay);
+        dc_ctl v[LAYOUT_MAX_N];
+        unsigned n = 0;
         for (unsigned p = 0; p < lay->n; p++) {
-            if (!((o->reach >> p) & 1u))
+            if (!((reach >> p) & 1u))
                 continue;
-            dc_req_init(&o->reqs[p], lay, p, DEPFS__IO_OP__IO_LOCK);
-            dc_req_set_lock(&o->reqs[p], o->first, o->count, depfs_client_id(o->fs), op);
-            o->reqs[p].lock_attempt = attempt;
-            o->reqs[p].any_state = true;
+            dc_ctl_init(&v[n], lay->servers[p], DEPFS__IO_OP__IO_LOCK, o->t.ino);
+            v[n].req.lock = &o->mine;
+            v[n].req.has_take_over_stale = v[n].req.take_over_stale = true;
+            v[n].req.has_lock_attempt = attempt > 0;
+            v[n].req.lock_attempt = attempt;
+            n++;
         }
-        dc_io_run(o->fs, o->t.ino, o->reqs, lay->n);
-        uint32_t nacked = 0;
+        dc_ctl_run(o->fs, v, n);
+        bool nack = false;
         int err = 0;
-        for (unsigned p = 0; p < lay->n; p++) {
-            int r = o->reqs[p].result;
-            if (!o->reqs[p].active || r == 0)
+        o->reach = 0;
+        for (unsigned i = 0; i < n; i++) {
+            unsigned p = (unsigned)dc_pos_of(lay, v[i].server_id);
+            if (v[i].rc == DC_ERR_DOWN)
                 continue;
-            if (r == -EAGAIN || r == -ENOLCK)
-                nacked |= 1u << p;
-            else if (r == DC_ERR_DOWN)
-                o->reach &= ~(1u << p);
-            else if (err == 0)
-                err = r;
+            o->reach |= 1u << p;
+            if (v[i].rc == -EAGAIN || v[i].rc == -ENOLCK) {
+                nack = true;
+            } else if (v[i].rc < 0) {
+                if (err == 0)
+                    err = v[i].rc;
+                dc_set_error("orphan repair of inode %llu: locking on server %u: %s",
+                             (unsigned long long)o->t.ino, v[i].server_id, strerror(-v[i].rc));
+            } else {
+                o->held |= 1u << p;
+                for (size_t e = 0; e < v[i].rep->n_stale_locks; e++) {
+                    const Depfs__LockSpec *l = v[i].rep->stale_locks[e]->lock;
+                    if (l == NULL)
+                        continue;
+                    if (o->n_taken[p] == DC_ORPHAN_TAKEN_MAX) {
+                        o->taken_all[p] = true;
+                        continue;
+                    }
+                    o->taken_first[p][o->n_taken[p]] = l->first_stripe;
+                    o->taken_end[p][o->n_taken[p]++] = l->first_stripe + l->stripe_count;
+                }
+            }
         }
-        if (err == 0 && (nacked == 0 || dc_orphan_confirmed(o, nacked)))
+        dc_ctl_free(v, n);
+        if (!nack && err == 0)
             return 0;
-        dc_io_unlock_granted(o->fs, o->t.ino, o->reqs, lay->n);
-        if (err != 0)
-            return err;
-        if (attempt + 1 >= DC_ORPHAN_ATTEMPTS_MAX) {
-            dc_set_error("orphan repair of inode %llu stripes %llu..: other writers hold them",
-                         (unsigned long long)o->t.ino, (unsigned long long)o->first);
-            return -EBUSY;
+        if (err != 0 || attempt + 1 >= DC_ORPHAN_ATTEMPTS_MAX) {
+            if (err == 0)
+                dc_set_error("orphan repair of inode %llu stripes %llu..: a live writer kept "
+                             "them locked", (unsigned long long)o->t.ino,
+                             (unsigned long long)o->first);
+            return err != 0 ? err : -EBUSY;
         }
+        /* a young lock: a live writer; ours (and what we took over) stay
+         * held meanwhile, the next attempt re-locks them as the same owner */
         dc_lock_backoff(attempt);
     }
 }
 
-/* Positions whose data units cannot be trusted: unreachable, an empty
- * replacement (RECONSTRUCTING), or REBUILDING with a dirty record for this
- * file on some other server (its units of this file may be stale). */
-static uint32_t dc_orphan_untrusted(dc_orphan *o)
+/* Positions where an orphan held stripe s (now ours). */
+static uint32_t dc_orphan_held_at(const dc_orphan *o, uint64_t s)
 {
-    const layout *lay = &o->t.lay;
-    uint32_t bad = ~o->reach & ((lay->n < 32 ? (1u << lay->n) : 0u) - 1u);
-    for (unsigned p = 0; p < lay->n; p++) {
-        if ((bad >> p) & 1u)
-            continue;
-        int st = dc_server_state(o->fs, lay->servers[p]);
-        if (st == DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING) {
-            bad |= 1u << p;
-        } else if (st == DEPFS__SERVER_STATE__SERVER_REBUILDING) {
-            uint32_t ids[CONFIG_MAX_IOSERVERS];
-            unsigned n = dc_live_servers(o->fs, lay->servers[p], ids, CONFIG_MAX_IOSERVERS);
-            dc_ctl *v = calloc(n ? n : 1, sizeof *v);
-            if (v == NULL) {
-                bad |= 1u << p;
-                continue;
-            }
-            for (unsigned i = 0; i < n; i++) {
-                dc_ctl_init(&v[i], ids[i], DEPFS__IO_OP__IO_DIRTY, o->t.ino);
-                v[i].req.has_local_size = true;
-                v[i].req.local_size = lay->servers[p];
-            }
-            dc_ctl_run(o->fs, v, n);
-            for (unsigned i = 0; i < n; i++)
-                if (v[i].rc == 0 && v[i].rep->n_dirty_files > 0 &&
-                    v[i].rep->dirty_files[0] == o->t.ino)
-                    bad |= 1u << p;
-            dc_ctl_free(v, n);
-            free(v);
-        }
+    uint32_t m = 0;
+    for (unsigned p = 0; p < o->t.lay.n; p++) {
+        bool in = o->taken_all[p];
+        for (unsigned e = 0; e < o->n_taken[p] && !in; e++)
+            in = o->taken_first[p][e] <= s && s < o->taken_end[p][e];
+        if (in)
+            m |= 1u << p;
     }
-    return bad;
+    return m;
 }
 
-/* Recompute and write the parity of stripes [first, first+count). */
-static int dc_orphan_parity(dc_orphan *o, uint64_t first, uint64_t count, uint8_t *units,
-                            uint64_t batch)
+typedef struct dc_orphan_batch {
+    uint64_t first, count, batch;
+    uint8_t *units;           /* n positions x batch x su */
+    uint32_t erase[DC_ROUND_STRIPES_MAX]; /* per stripe: positions not read */
+    uint32_t rewrite[DC_ROUND_STRIPES_MAX]; /* per stripe: positions to write */
+    bool by_parity[DC_ROUND_STRIPES_MAX];   /* fallback: parity from data */
+} dc_orphan_batch;
+
+static uint8_t *dc_ob_unit(const dc_orphan *o, const dc_orphan_batch *b, uint64_t s, unsigned pos)
+{
+    return b->units + ((uint64_t)pos * b->batch + (s - b->first)) * o->t.lay.su;
+}
+
+/* Decide, per stripe of the batch, what is read and what is rewritten. */
+static int dc_orphan_plan(dc_orphan *o, dc_orphan_batch *b)
 {
     const layout *lay = &o->t.lay;
-    dc_req rd[LAYOUT_MAX_N], wr[LAYOUT_MAX_N];
+    uint32_t all = (lay->n < 32 ? (1u << lay->n) : 0u) - 1u;
+    for (uint64_t s = b->first; s < b->first + b->count; s++) {
+        uint64_t i = s - b->first;
+        uint32_t held = dc_orphan_held_at(o, s) & ~o->untrusted;
+        uint32_t erase = held | o->untrusted | (all & ~o->reach);
+        b->by_parity[i] = false;
+        b->erase[i] = erase;
+        b->rewrite[i] = held;
+        if (held == 0)
+            continue; /* no write in doubt on a trusted unit: consistent */
+        if (dc_popcount32(erase) <= lay->n - lay->k)
+            continue;
+        uint32_t data = 0, parity = 0;
+        for (unsigned u = 0; u < lay->n; u++) {
+            if (u < lay->k)
+                data |= 1u << layout_unit_pos(lay, s, u);
+            else
+                parity |= 1u << layout_unit_pos(lay, s, u);
+        }
+        if ((data & (o->untrusted | (all & ~o->reach))) != 0) {
+            dc_set_error("orphan repair of inode %llu: stripe %llu has %u units in doubt or "
+                         "stale, more than n-k=%u, and a stale data unit: left locked",
+                         (unsigned long long)o->t.ino, (unsigned long long)s,
+                         dc_popcount32(erase), lay->n - lay->k);
+            return -EIO;
+        }
+        b->by_parity[i] = true;
+        b->erase[i] = parity;
+        b->rewrite[i] = parity & o->reach & ~o->untrusted;
+    }
+    return 0;
+}
+
+/* Read the units each stripe decodes from (k of the ones not erased). */
+static int dc_orphan_read(dc_orphan *o, dc_orphan_batch *b)
+{
+    const layout *lay = &o->t.lay;
+    dc_req rd[LAYOUT_MAX_N];
     memset(rd, 0, sizeof rd);
-    memset(wr, 0, sizeof wr);
-#define DC_OU(pos, s) (units + ((uint64_t)(pos) * batch + ((s) - first)) * lay->su)
-    for (uint64_t s = first; s < first + count; s++)
-        for (unsigned u = 0; u < lay->k; u++) {
+    bool any = false;
+    for (uint64_t s = b->first; s < b->first + b->count; s++) {
+        uint64_t i = s - b->first;
+        if (b->rewrite[i] == 0)
+            continue;
+        unsigned got = 0;
+        for (unsigned u = 0; u < lay->n && got < lay->k; u++) {
             unsigned pos = layout_unit_pos(lay, s, u);
+            if ((b->erase[i] >> pos) & 1u)
+                continue;
             if (!rd[pos].active) {
                 dc_req_init(&rd[pos], lay, pos, DEPFS__IO_OP__IO_READ);
-                rd[pos].ignore_locks = true;
+                rd[pos].ignore_locks = true; /* ours: we hold the stripes */
                 rd[pos].any_state = true;
             }
-            int rc = dc_req_add(&rd[pos], layout_local_offset(lay, s), lay->su, DC_OU(pos, s));
-            assert(rc == 0);
+            int rc = dc_req_add(&rd[pos], layout_local_offset(lay, s), lay->su,
+                                dc_ob_unit(o, b, s, pos));
+            assert(rc == 0); /* batch <= DC_ROUND_STRIPES_MAX extents */
             (void)rc;
+            got++;
+            any = true;
         }
+        assert(got == lay->k);
+    }
+    if (!any)
+        return 0;
     dc_io_run(o->fs, o->t.ino, rd, lay->n);
     for (unsigned p = 0; p < lay->n; p++)
         if (rd[p].active && rd[p].result != 0) {
@@ -799,111 +925,176 @@ static int dc_orphan_parity(dc_orphan *o, uint64_t first, uint64_t count, uint8_
                          (unsigned long long)o->t.ino, lay->servers[p], strerror(-rd[p].result));
             return rd[p].result == DC_ERR_DOWN ? -EIO : rd[p].result;
         }
-    for (uint64_t s = first; s < first + count; s++) {
-        uint8_t *data[LAYOUT_MAX_N], *par[LAYOUT_MAX_N];
+    return 0;
+}
+
+/* Rebuild the rewritten units of every stripe from the ones read. */
+static int dc_orphan_compute(dc_orphan *o, dc_orphan_batch *b)
+{
+    const layout *lay = &o->t.lay;
+    for (uint64_t s = b->first; s < b->first + b->count; s++) {
+        uint64_t i = s - b->first;
+        if (b->rewrite[i] == 0)
+            continue;
+        uint8_t *units[LAYOUT_MAX_N];
+        bool present[LAYOUT_MAX_N];
+        unsigned got = 0;
         for (unsigned u = 0; u < lay->n; u++) {
             unsigned pos = layout_unit_pos(lay, s, u);
-            if (u < lay->k)
-                data[u] = DC_OU(pos, s);
-            else
-                par[u - lay->k] = DC_OU(pos, s);
+            units[u] = dc_ob_unit(o, b, s, pos);
+            present[u] = got < lay->k && !((b->erase[i] >> pos) & 1u);
+            got += present[u];
         }
-        codec_encode(o->t.cd, lay->su, data, par);
-        for (unsigned u = lay->k; u < lay->n; u++) {
-            unsigned pos = layout_unit_pos(lay, s, u);
-            if (!((o->reach >> pos) & 1u))
+        if (b->by_parity[i]) {
+            codec_encode(o->t.cd, lay->su, units, units + lay->k);
+            continue;
+        }
+        int rc = codec_decode(o->t.cd, lay->su, units, present);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Write the rewritten units (the stripes stay locked by us). Servers that
+ * cannot be reached get dirty records on the others. */
+static int dc_orphan_write(dc_orphan *o, dc_orphan_batch *b)
+{
+    const layout *lay = &o->t.lay;
+    uint32_t all = (lay->n < 32 ? (1u << lay->n) : 0u) - 1u;
+    dc_req wr[LAYOUT_MAX_N];
+    memset(wr, 0, sizeof wr);
+    bool any = false;
+    for (uint64_t s = b->first; s < b->first + b->count; s++) {
+        uint64_t i = s - b->first;
+        for (unsigned p = 0; p < lay->n; p++) {
+            if (!((b->rewrite[i] >> p) & 1u))
                 continue;
-            if (!wr[pos].active) {
-                dc_req_init(&wr[pos], lay, pos, DEPFS__IO_OP__IO_WRITE);
-                wr[pos].ignore_locks = true;
-                wr[pos].any_state = true;
-                wr[pos].sync = true;
+            assert((o->held >> p) & 1u);
+            if (!wr[p].active) {
+                dc_req_init(&wr[p], lay, p, DEPFS__IO_OP__IO_WRITE);
+                wr[p].ignore_locks = true; /* held by us, under another op id */
+                wr[p].any_state = true;
+                wr[p].sync = true;
                 for (unsigned q = 0; q < lay->n; q++)
-                    if (!((o->reach >> q) & 1u))
-                        wr[pos].down[wr[pos].n_down++] = lay->servers[q];
+                    if ((all & ~o->reach) >> q & 1u)
+                        wr[p].down[wr[p].n_down++] = lay->servers[q];
             }
-            int rc = dc_req_add(&wr[pos], layout_local_offset(lay, s), lay->su, DC_OU(pos, s));
+            int rc = dc_req_add(&wr[p], layout_local_offset(lay, s), lay->su,
+                                dc_ob_unit(o, b, s, p));
             assert(rc == 0);
             (void)rc;
+            any = true;
         }
     }
-#undef DC_OU
+    if (!any)
+        return 0;
     dc_io_run(o->fs, o->t.ino, wr, lay->n);
     for (unsigned p = 0; p < lay->n; p++)
-        if (wr[p].active && wr[p].result != 0 && wr[p].result != DC_ERR_DOWN) {
-            dc_set_error("orphan repair of inode %llu: writing parity to server %u: %s",
+        if (wr[p].active && wr[p].result != 0) {
+            dc_set_error("orphan repair of inode %llu: writing server %u: %s",
                          (unsigned long long)o->t.ino, lay->servers[p], strerror(-wr[p].result));
-            return wr[p].result;
+            return wr[p].result == DC_ERR_DOWN ? -EIO : wr[p].result;
         }
     return 0;
 }
 
-/* Release the orphan's lock where it holds it (where ours was refused),
- * then ours. */
-static void dc_orphan_release(dc_orphan *o)
+/* Servers out of reach may hold the orphan's lock and a half-written unit:
+ * record them dirty for the file on the others, so their rejoin rebuilds it
+ * (and their lock is repaired again once they answer). */
+static int dc_orphan_mark_unreachable(dc_orphan *o)
+{
+    const layout *lay = &o->t.lay;
+    int rc = 0;
+    for (unsigned p = 0; p < lay->n && rc == 0; p++)
+        if (!((o->reach >> p) & 1u))
+            rc = dc_dirty_record(o->fs, lay->servers[p], o->t.ino);
+    return rc;
+}
+
+/* Release our lock: everywhere after a repair, or (keep_in_doubt) only
+ * where no orphan held anything, so that the positions still in doubt stay
+ * locked and are reported (by age) for a later repair. */
+static void dc_orphan_unlock(dc_orphan *o, bool keep_in_doubt)
 {
     const layout *lay = &o->t.lay;
     dc_req un[LAYOUT_MAX_N];
     memset(un, 0, sizeof un);
     for (unsigned p = 0; p < lay->n; p++) {
-        if (!((o->reach >> p) & 1u) || (o->reqs[p].active && o->reqs[p].result == 0))
+        if (!((o->held >> p) & 1u))
+            continue;
+        if (keep_in_doubt && (o->n_taken[p] > 0 || o->taken_all[p]))
             continue;
         dc_req_init(&un[p], lay, p, DEPFS__IO_OP__IO_UNLOCK);
         un[p].has_lock = true;
-        un[p].lock = o->orphan;
+        un[p].lock = o->mine;
         un[p].any_state = true;
     }
     dc_io_run(o->fs, o->t.ino, un, lay->n);
-    for (unsigned p = 0; p < lay->n; p++)
-        if (un[p].active && un[p].result != 0)
-            log_warn("orphan repair of inode %llu: releasing the orphan lock on server %u: %s",
-                     (unsigned long long)o->t.ino, lay->servers[p], strerror(-un[p].result));
-    dc_io_unlock_granted(o->fs, o->t.ino, o->reqs, lay->n);
 }
 
 static int dc_orphan_repair(dc_orphan *o)
 {
     const layout *lay = &o->t.lay;
-    int rc = dc_orphan_lock(o);
+    int rc = dc_untrusted_mask(o->fs, lay, o->t.ino, &o->untrusted);
     if (rc < 0)
         return rc;
-    uint32_t untrusted = dc_orphan_untrusted(o);
-    uint64_t max_bytes = 0;
-    if (rc == 0)
-        rc = dc_strip_extent(o->fs, &o->t, o->reach, &max_bytes);
-    uint64_t end = o->first + o->count, have = dc_div_up(max_bytes, lay->su);
-    if (end > have)
-        end = have > o->first ? have : o->first; /* past every strip: zeros, parity zeros */
-    uint64_t batch = dc_round_stripes(o->fs, lay);
-    uint8_t *units = rc == 0 && end > o->first ? malloc((uint64_t)lay->n * batch * lay->su) : NULL;
-    if (rc == 0 && end > o->first && units == NULL)
+    rc = dc_orphan_lock(o);
+    if (rc < 0) {
+        dc_orphan_unlock(o, true);
+        return rc;
+    }
+    dc_orphan_batch b = {.batch = dc_round_stripes(o->fs, lay)};
+    if (b.batch > DC_ROUND_STRIPES_MAX)
+        b.batch = DC_ROUND_STRIPES_MAX;
+    b.units = malloc((uint64_t)lay->n * b.batch * lay->su);
+    if (b.units == NULL)
         rc = -ENOMEM;
-    for (uint64_t s = o->first; s < end && rc == 0; s += batch) {
-        uint64_t count = end - s < batch ? end - s : batch;
-        for (uint64_t x = s; x < s + count && rc == 0; x++)
-            for (unsigned u = 0; u < lay->k; u++)
-                if ((untrusted >> layout_unit_pos(lay, x, u)) & 1u) {
-                    dc_set_error("orphan repair of inode %llu: stripe %llu's data unit on "
-                                 "server %u is unavailable or stale; retry when it is back",
-                                 (unsigned long long)o->t.ino, (unsigned long long)x,
-                                 layout_unit_server(lay, x, u));
-                    rc = -EIO;
-                    break;
-                }
+    bool in_doubt = false;
+    for (uint64_t s = o->first; s < o->first + o->count && rc == 0; s += b.batch) {
+        b.first = s;
+        b.count = o->first + o->count - s < b.batch ? o->first + o->count - s : b.batch;
+        rc = dc_orphan_plan(o, &b);
+        for (uint64_t i = 0; i < b.count && rc == 0; i++)
+            in_doubt |= b.rewrite[i] != 0;
         if (rc == 0)
-            rc = dc_orphan_parity(o, s, count, units, batch);
+            rc = dc_orphan_read(o, &b);
+        if (rc == 0)
+            rc = dc_orphan_compute(o, &b);
+        if (rc == 0)
+            rc = dc_orphan_write(o, &b);
     }
-    free(units);
-    if (rc == 0) {
-        dc_orphan_release(o);
-        log_info("repaired orphan lock of client %llu op %llu on inode %llu stripes %llu+%llu",
-                 (unsigned long long)o->orphan.owner_client,
-                 (unsigned long long)o->orphan.owner_op, (unsigned long long)o->t.ino,
-                 (unsigned long long)o->first, (unsigned long long)o->count);
-    } else {
-        dc_io_unlock_granted(o->fs, o->t.ino, o->reqs, lay->n); /* the orphan's stays */
-    }
+    free(b.units);
+    if (rc == 0 && o->reach != ((lay->n < 32 ? (1u << lay->n) : 0u) - 1u))
+        rc = dc_orphan_mark_unreachable(o);
+    /* on failure the positions in doubt stay locked by us, so no write
+     * builds on them; depfs-recovery repairs its own stale locks too, and
+     * that later repair takes them over (with more servers back) */
+    dc_orphan_unlock(o, rc < 0);
+    if (rc == 0)
+        log_info("repaired orphan lock of client %llu op %llu on inode %llu stripes %llu+%llu "
+                 "(%s; untrusted positions %#x)", (unsigned long long)o->owner_client,
+                 (unsigned long long)o->owner_op, (unsigned long long)o->t.ino,
+                 (unsigned long long)o->first, (unsigned long long)o->count,
+                 in_doubt ? "units in doubt rewritten" : "nothing in doubt", o->untrusted);
     return rc;
+}
+
+/* Release a stale lock of a removed file wherever it may be held. */
+static void dc_orphan_release_everywhere(depfs_t *fs, uint64_t ino, const Depfs__LockSpec *l)
+{
+    uint32_t ids[CONFIG_MAX_IOSERVERS];
+    unsigned n = dc_live_servers(fs, UINT32_MAX, ids, CONFIG_MAX_IOSERVERS);
+    dc_ctl *v = calloc(n ? n : 1, sizeof *v);
+    if (v == NULL)
+        return;
+    for (unsigned i = 0; i < n; i++) {
+        dc_ctl_init(&v[i], ids[i], DEPFS__IO_OP__IO_UNLOCK, ino);
+        v[i].req.lock = (Depfs__LockSpec *)l;
+    }
+    dc_ctl_run(fs, v, n);
+    dc_ctl_free(v, n);
+    free(v);
 }
 
 int depfs_repair_orphan_lock(depfs_t *fs, uint64_t ino, uint64_t first_stripe,
@@ -911,20 +1102,27 @@ int depfs_repair_orphan_lock(depfs_t *fs, uint64_t ino, uint64_t first_stripe,
 {
     if (fs == NULL || stripe_count == 0 || first_stripe + stripe_count < first_stripe)
         return -EINVAL;
-    dc_orphan o = {.fs = fs, .first = first_stripe, .count = stripe_count};
-    depfs__lock_spec__init(&o.orphan);
-    o.orphan.first_stripe = first_stripe;
-    o.orphan.stripe_count = stripe_count;
-    o.orphan.owner_client = owner_client;
-    o.orphan.owner_op = owner_op;
-    int rc = dc_target_load(fs, ino, &o.t);
-    if (rc < 0)
-        return rc;
-    o.reqs = calloc(o.t.lay.n, sizeof *o.reqs);
-    if (o.reqs == NULL)
+    dc_orphan *o = calloc(1, sizeof *o);
+    if (o == NULL)
         return -ENOMEM;
-    rc = dc_orphan_repair(&o);
-    free(o.reqs);
+    o->fs = fs;
+    o->first = first_stripe;
+    o->count = stripe_count;
+    o->owner_client = owner_client;
+    o->owner_op = owner_op;
+    int rc = dc_target_load(fs, ino, &o->t);
+    if (rc == -ENOENT) {
+        Depfs__LockSpec l;
+        depfs__lock_spec__init(&l);
+        l.first_stripe = first_stripe;
+        l.stripe_count = stripe_count;
+        l.owner_client = owner_client;
+        l.owner_op = owner_op;
+        dc_orphan_release_everywhere(fs, ino, &l);
+    } else if (rc == 0) {
+        rc = dc_orphan_repair(o);
+    }
+    free(o);
     return rc;
 }
 
@@ -1000,9 +1198,12 @@ static int dc_dirty_list(depfs_t *fs, uint32_t server, dc_idvec *out)
     return rc;
 }
 
-/* Clear (unlock=true) or re-record (an empty WRITE naming S down) the dirty
- * record (S, file) on every live server. */
-static int dc_dirty_mark(depfs_t *fs, uint32_t server, uint64_t file, bool clear)
+/* Claim or clear (DIRTY_CLAIM / DIRTY_CLEAR, recovery/README.md) the dirty
+ * record (S, file) on every live server, or record it (an empty WRITE
+ * naming S down: dc_dirty_record). A clear refused because a write recorded
+ * the file again since the claim (-EAGAIN) is no error: the next pass
+ * rebuilds it once more. */
+static int dc_dirty_act(depfs_t *fs, uint32_t server, uint64_t file, int action)
 {
     uint32_t ids[CONFIG_MAX_IOSERVERS];
     unsigned n = dc_live_servers(fs, server, ids, CONFIG_MAX_IOSERVERS);
@@ -1011,12 +1212,12 @@ static int dc_dirty_mark(depfs_t *fs, uint32_t server, uint64_t file, bool clear
         return -ENOMEM;
     uint32_t down = server;
     for (unsigned i = 0; i < n; i++) {
-        if (clear) {
+        if (action >= 0) {
             dc_ctl_init(&v[i], ids[i], DEPFS__IO_OP__IO_DIRTY, file);
             v[i].req.has_local_size = true;
             v[i].req.local_size = server;
-            v[i].req.has_unlock = true;
-            v[i].req.unlock = true;
+            v[i].req.has_dirty_action = true;
+            v[i].req.dirty_action = (Depfs__DirtyAction)action;
         } else {
             dc_ctl_init(&v[i], ids[i], DEPFS__IO_OP__IO_WRITE, file);
             v[i].req.n_down_servers = 1;
@@ -1025,16 +1226,28 @@ static int dc_dirty_mark(depfs_t *fs, uint32_t server, uint64_t file, bool clear
     }
     dc_ctl_run(fs, v, n);
     int rc = 0;
-    for (unsigned i = 0; i < n; i++)
-        if (v[i].rc < 0 && v[i].rc != DC_ERR_DOWN && rc == 0) {
-            dc_set_error("%s dirty record (%u, %llu) on server %u: %s",
-                         clear ? "clearing" : "re-recording", server, (unsigned long long)file,
-                         ids[i], strerror(-v[i].rc));
-            rc = v[i].rc;
-        }
+    for (unsigned i = 0; i < n; i++) {
+        if (v[i].rc >= 0 || v[i].rc == DC_ERR_DOWN || rc != 0)
+            continue;
+        if (v[i].rc == -EAGAIN && action == DEPFS__DIRTY_ACTION__DIRTY_CLEAR)
+            continue;
+        dc_set_error("%s dirty record (%u, %llu) on server %u: %s",
+                     action == DEPFS__DIRTY_ACTION__DIRTY_CLAIM   ? "claiming"
+                     : action == DEPFS__DIRTY_ACTION__DIRTY_CLEAR ? "clearing"
+                                                                   : "recording",
+                     server, (unsigned long long)file, ids[i], strerror(-v[i].rc));
+        rc = v[i].rc;
+    }
     dc_ctl_free(v, n);
     free(v);
     return rc;
+}
+
+#define DC_DIRTY_RECORD (-1)
+
+static int dc_dirty_record(depfs_t *fs, uint32_t server, uint64_t file)
+{
+    return dc_dirty_act(fs, server, file, DC_DIRTY_RECORD);
 }
 
 /* Progress of a rejoin across files: bytes of earlier files + this one. */
@@ -1052,9 +1265,12 @@ static int dc_rj_progress_fn(void *arg, uint64_t bytes_done)
     return p->fn ? p->fn(p->arg, p->base + bytes_done) : 0;
 }
 
+/* Claim the file's records, rebuild it on S, clear what is still claimed:
+ * the records stay (and keep S's units of the file untrusted for orphan
+ * repair and other rebuilds) until the rebuild is done. */
 static int dc_rejoin_file(depfs_t *fs, uint32_t server, uint64_t file, dc_rj_progress *prog)
 {
-    int rc = dc_dirty_mark(fs, server, file, true);
+    int rc = dc_dirty_act(fs, server, file, DEPFS__DIRTY_ACTION__DIRTY_CLAIM);
     if (rc < 0)
         return rc;
     prog->last = 0;
@@ -1068,13 +1284,9 @@ static int dc_rejoin_file(depfs_t *fs, uint32_t server, uint64_t file, dc_rj_pro
         rc = c.rc == -ENOENT ? 0 : c.rc;
         dc_ctl_free(&c, 1);
     }
-    if (rc < 0) {
-        char why[256];
-        snprintf(why, sizeof why, "%s", depfs_last_error());
-        (void)dc_dirty_mark(fs, server, file, false); /* keep it for the next try */
-        dc_set_error("%s", why);
-    }
-    return rc;
+    if (rc == 0)
+        rc = dc_dirty_act(fs, server, file, DEPFS__DIRTY_ACTION__DIRTY_CLEAR);
+    return rc; /* on failure the records stay for the next try */
 }
 
 /* Dirty passes until no live server holds a record for `server`. */
