@@ -464,14 +464,17 @@ static void dc_build_phase2(dc_wround *w, dc_req *reqs)
 }
 
 /* Survivors record dirty records for servers that failed during phase 2:
- * an IO_WRITE without extents naming them. Best effort. */
-static void dc_notify_dirty(dc_wround *w, uint32_t failed)
+ * an IO_WRITE without extents naming them. The write is acknowledged only
+ * if every survivor that answers stored them (a failed server's unit of
+ * these stripes is stale, and only the records make recovery rebuild it);
+ * survivors that fail now are added to *failed. */
+static int dc_notify_dirty(dc_wround *w, uint32_t *failed)
 {
     const layout *lay = w->lay;
     dc_req *reqs = calloc(lay->n, sizeof *reqs);
     if (reqs == NULL)
-        return;
-    uint32_t all_down = failed | w->down;
+        return -ENOMEM;
+    uint32_t all_down = *failed | w->down;
     for (unsigned p = 0; p < lay->n; p++) {
         if ((all_down >> p) & 1u)
             continue;
@@ -481,7 +484,36 @@ static void dc_notify_dirty(dc_wround *w, uint32_t failed)
                 reqs[p].down[reqs[p].n_down++] = lay->servers[q];
     }
     dc_io_run(w->fs, w->in->ino, reqs, lay->n);
+    int rc = 0;
+    unsigned stored = 0;
+    for (unsigned p = 0; p < lay->n; p++) {
+        if (!reqs[p].active)
+            continue;
+        if (reqs[p].result == DC_ERR_DOWN) {
+            *failed |= 1u << p;
+        } else if (reqs[p].result < 0 && rc == 0) {
+            rc = reqs[p].result;
+            dc_set_error("write of inode %llu: server %u cannot record the failed servers: %s",
+                         (unsigned long long)w->in->ino, lay->servers[p], strerror(-rc));
+        } else if (reqs[p].result == 0) {
+            stored++;
+        }
+    }
     free(reqs);
+    if (rc == 0 && stored == 0) {
+        dc_set_error("write of inode %llu: no surviving server recorded the failed ones",
+                     (unsigned long long)w->in->ino);
+        rc = -EIO;
+    }
+    return rc;
+}
+
+/* A phase-2 refusal that left the server's unit untouched: the server
+ * checked the request before storing anything (lock not held, stale epoch
+ * or plan, bad request). Any other error may have stored part of the unit. */
+static bool dc_write_not_applied(int result)
+{
+    return result == -EPERM || result == -ESTALE || result == -EINVAL || result == -EAGAIN;
 }
 
 /* 0, -EAGAIN when a server no longer knew our lock (the recovery module
@@ -533,12 +565,18 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
             err = reqs[p].result;
     }
     if (err != 0 || lost_lock) {
-        /* make sure no lock of ours stays behind where the write failed */
+        /* release our lock where the write was refused before it stored
+         * anything; where it may have stored part of the unit the lock
+         * stays: the stripes are in doubt, and depfs-recovery repairs them
+         * once the lock outlives its lease (an orphan lock) */
         for (unsigned p = 0; p < lay->n; p++)
-            reqs[p].result = reqs[p].active && reqs[p].result < 0 && reqs[p].result != DC_ERR_DOWN
-                                 ? 0
-                                 : 1;
+            reqs[p].result = reqs[p].active && dc_write_not_applied(reqs[p].result) ? 0 : 1;
         dc_io_unlock_granted(w->fs, w->in->ino, reqs, lay->n);
+    }
+    if (failed != 0) {
+        int rc = dc_notify_dirty(w, &failed);
+        if (rc < 0 && err == 0)
+            err = rc;
     }
     if (err != 0) {
         dc_set_error("write of inode %llu: a server refused the write: %s",
@@ -546,7 +584,6 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
         return err;
     }
     if (failed != 0) {
-        dc_notify_dirty(w, failed);
         if (dc_popcount32(failed | w->down) > lay->n - lay->k) {
             dc_set_error("write of inode %llu: servers failed during the write; more than "
                          "n-k units of a stripe are lost",
