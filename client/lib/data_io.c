@@ -442,6 +442,44 @@ void dc_io_unlock_granted(depfs_t *fs, uint64_t ino, const dc_req *reqs, unsigne
     free(un);
 }
 
+int dc_record_down(depfs_t *fs, uint64_t ino, const layout *lay, uint32_t *down)
+{
+    dc_req *reqs = calloc(lay->n, sizeof *reqs);
+    if (reqs == NULL)
+        return -ENOMEM;
+    for (unsigned p = 0; p < lay->n; p++) {
+        if ((*down >> p) & 1u)
+            continue;
+        dc_req_init(&reqs[p], lay, p, DEPFS__IO_OP__IO_WRITE);
+        for (unsigned q = 0; q < lay->n; q++)
+            if ((*down >> q) & 1u)
+                reqs[p].down[reqs[p].n_down++] = lay->servers[q];
+    }
+    dc_io_run(fs, ino, reqs, lay->n);
+    int rc = 0;
+    unsigned stored = 0;
+    for (unsigned p = 0; p < lay->n; p++) {
+        if (!reqs[p].active)
+            continue;
+        if (reqs[p].result == DC_ERR_DOWN) {
+            *down |= 1u << p;
+        } else if (reqs[p].result < 0 && rc == 0) {
+            rc = reqs[p].result;
+            dc_set_error("inode %llu: server %u cannot record the servers that missed a change: "
+                         "%s", (unsigned long long)ino, lay->servers[p], strerror(-rc));
+        } else if (reqs[p].result == 0) {
+            stored++;
+        }
+    }
+    free(reqs);
+    if (rc == 0 && stored == 0) {
+        dc_set_error("inode %llu: no surviving server recorded the servers that missed a change",
+                     (unsigned long long)ino);
+        rc = -EIO;
+    }
+    return rc;
+}
+
 /* ------------------------------------------------------------- helpers */
 
 static uint64_t dc_rand_next(void)

@@ -83,6 +83,13 @@ void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq);
  * result 0); failures are ignored (the lease/recovery cleans up). */
 void dc_io_unlock_granted(depfs_t *fs, uint64_t ino, const dc_req *reqs, unsigned nreq);
 
+/* The servers at the positions in *down missed a change of file ino:
+ * every other server of the layout stores the dirty records (server, ino)
+ * (an IO_WRITE without extents naming them), so that their rejoin rebuilds
+ * the file. Servers that fail now are added to *down. 0 once every
+ * answering server stored them (and at least one did); else an error. */
+int dc_record_down(depfs_t *fs, uint64_t ino, const layout *lay, uint32_t *down);
+
 /* Sleep a randomized, growing back-off for lock attempt `attempt` (0-based). */
 void dc_lock_backoff(unsigned attempt);
 

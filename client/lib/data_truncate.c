@@ -46,14 +46,18 @@ static int dc_truncate_strips(depfs_t *fs, dc_inode *in, uint64_t new_size)
     }
     dc_io_run(fs, in->ino, reqs, lay->n);
     int rc = 0;
-    unsigned down = 0;
+    uint32_t down = 0;
     for (unsigned p = 0; p < lay->n; p++) {
         if (reqs[p].result == DC_ERR_DOWN)
-            down++;
+            down |= 1u << p;
         else if (reqs[p].result < 0 && reqs[p].result != -ENOENT && rc == 0)
             rc = reqs[p].result;
     }
-    if (rc == 0 && down > lay->n - lay->k)
+    /* a server that missed the cut keeps bytes past the new end, which a
+     * later extension would read back: its rejoin must rebuild the file */
+    if (rc == 0 && down != 0)
+        rc = dc_record_down(fs, in->ino, lay, &down);
+    if (rc == 0 && dc_popcount32(down) > lay->n - lay->k)
         rc = -EIO;
     free(reqs);
     return rc;

@@ -463,48 +463,14 @@ static void dc_build_phase2(dc_wround *w, dc_req *reqs)
     }
 }
 
-/* Survivors record dirty records for servers that failed during phase 2:
- * an IO_WRITE without extents naming them. The write is acknowledged only
- * if every survivor that answers stored them (a failed server's unit of
- * these stripes is stale, and only the records make recovery rebuild it);
- * survivors that fail now are added to *failed. */
+/* Survivors record dirty records for servers that failed during phase 2
+ * (and for the ones the round already wrote around): the write is
+ * acknowledged only once they hold them. */
 static int dc_notify_dirty(dc_wround *w, uint32_t *failed)
 {
-    const layout *lay = w->lay;
-    dc_req *reqs = calloc(lay->n, sizeof *reqs);
-    if (reqs == NULL)
-        return -ENOMEM;
-    uint32_t all_down = *failed | w->down;
-    for (unsigned p = 0; p < lay->n; p++) {
-        if ((all_down >> p) & 1u)
-            continue;
-        dc_req_init(&reqs[p], lay, p, DEPFS__IO_OP__IO_WRITE);
-        for (unsigned q = 0; q < lay->n; q++)
-            if ((all_down >> q) & 1u)
-                reqs[p].down[reqs[p].n_down++] = lay->servers[q];
-    }
-    dc_io_run(w->fs, w->in->ino, reqs, lay->n);
-    int rc = 0;
-    unsigned stored = 0;
-    for (unsigned p = 0; p < lay->n; p++) {
-        if (!reqs[p].active)
-            continue;
-        if (reqs[p].result == DC_ERR_DOWN) {
-            *failed |= 1u << p;
-        } else if (reqs[p].result < 0 && rc == 0) {
-            rc = reqs[p].result;
-            dc_set_error("write of inode %llu: server %u cannot record the failed servers: %s",
-                         (unsigned long long)w->in->ino, lay->servers[p], strerror(-rc));
-        } else if (reqs[p].result == 0) {
-            stored++;
-        }
-    }
-    free(reqs);
-    if (rc == 0 && stored == 0) {
-        dc_set_error("write of inode %llu: no surviving server recorded the failed ones",
-                     (unsigned long long)w->in->ino);
-        rc = -EIO;
-    }
+    uint32_t down = *failed | w->down;
+    int rc = dc_record_down(w->fs, w->in->ino, w->lay, &down);
+    *failed |= down & ~w->down;
     return rc;
 }
 

@@ -317,6 +317,42 @@ START_TEST(test_dirty_rejoin)
 }
 END_TEST
 
+/* A truncate while a server is down: the server keeps the cut bytes, so it
+ * must be recorded dirty for the file; after an extension and its rejoin
+ * the cut range reads as zeros (before, the rejoin rebuilt nothing and the
+ * returning server's old bytes came back). */
+START_TEST(test_truncate_while_down)
+{
+    size_t stripe = 4 * 4096, size = 10 * stripe, cut = 2 * stripe;
+    uint8_t *model = calloc(1, size);
+    depfs_t *fs = mount_fs();
+    uint64_t ino = write_file(fs, "depfs@6@4@4k:/cut", model, 0, size);
+    depfs_layout_info li;
+    layout_of(fs, ino, &li);
+    unsigned S = li.servers[0];
+    td_ios_kill(&g_cl, S);
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "/cut", O_RDWR, 0, &fh), 0);
+    int rc = depfs_ftruncate(fh, cut);
+    ck_assert_msg(rc == 0, "truncate: %s (%s)", strerror(-rc), depfs_last_error());
+    ck_assert_int_eq(depfs_ftruncate(fh, size), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    memset(model + cut, 0, size - cut);
+    depfs_unmount(fs);
+
+    ck_assert(td_ios_start(&g_cl, S, "--rebuild"));
+    fs = mount_fs();
+    rc = depfs_server_rejoin(fs, S, NULL, NULL);
+    ck_assert_msg(rc == 0, "rejoin: %s (%s)", strerror(-rc), depfs_last_error());
+    depfs_unmount(fs);
+    fs = mount_fs();
+    check_content(fs, "/cut", model, size);
+    scrub_clean(fs, ino);
+    depfs_unmount(fs);
+    free(model);
+}
+END_TEST
+
 /* ---------------------------------------------------------- file walk */
 
 typedef struct walk_seen {
@@ -713,6 +749,7 @@ int main(void)
     Suite *s = suite_create("client_rebuild");
     suite_add_tcase(s, own_cluster("rebuild_file", test_rebuild_deleted_strip));
     suite_add_tcase(s, own_cluster("dirty_rejoin", test_dirty_rejoin));
+    suite_add_tcase(s, own_cluster("truncate_while_down", test_truncate_while_down));
     suite_add_tcase(s, own_cluster("files_on_server", test_files_on_server));
     suite_add_tcase(s, own_cluster("orphan", test_orphan_repair));
     suite_add_tcase(s, own_cluster("orphan_stale_server", test_orphan_on_stale_server));
