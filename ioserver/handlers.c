@@ -74,6 +74,7 @@
  * at most max_bulk_bytes, lock stripe_count >= 1 without overflow, at most
  * CONFIG_MAX_IOSERVERS down_servers (each one a durable dirty record). */
 #include "handlers.h"
+#include "stall.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -632,6 +633,7 @@ void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
 {
     memset(res, 0, sizeof(*res));
     depfs__io_reply__init(&res->reply);
+    ios_stall_check(c->stall); /* a stalled server acts on nothing as UP */
     Depfs__IoRequest *q = depfs__io_request__unpack(NULL, hdr_len, hdr);
     if (!q)
         fail(res, -EINVAL, "malformed IoRequest header (%zu bytes)", hdr_len);
@@ -641,6 +643,8 @@ void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
     res->reply.state = ios_state_get(c->state);
     res->reply.has_cluster_epoch = 1;
     res->reply.cluster_epoch = ios_state_epoch(c->state);
+    if (ios_state_stalled(c->state))
+        res->reply.has_stalled = res->reply.stalled = 1;
 
     int err = res->reply.err;
     if (err == ESTALE || (err == EIO && ios_state_refuses_reads(res->reply.state)))

@@ -29,6 +29,7 @@ typedef struct ios_ctx {
     ios_state *state;
     uint32_t max_bulk_bytes; /* bound on READ reply bulk */
     unsigned lock_lease_ms;  /* heartbeat reports locks at least this old */
+    struct ios_stall *stall; /* stall detection (NULL: none) */
 } ios_ctx;
 
 /* Everything a reply owns; ios_result_free releases it. */

@@ -24,6 +24,7 @@
 #include "config.h"
 #include "handlers.h"
 #include "lock_intents.h"
+#include "stall.h"
 #include "log.h"
 
 #define IOS_PROG "depfs-ioserver"
@@ -220,6 +221,11 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* a gap of one request timeout: clients give up on a server after two */
+    if ((rc = ios_stall_start(ctx.state, me->id, cfg->request_timeout_ms, &ctx.stall))) {
+        log_err("cannot start the stall detector: %s", strerror(-rc));
+        goto out;
+    }
     rpc_server_opts o = { .transport = cfg->transport, .address = me->address,
                           .limits = { .max_header_bytes = cfg->max_header_bytes,
                                       .max_bulk_bytes = cfg->max_bulk_bytes },
@@ -236,6 +242,7 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
     log_info("signal %d: stopping", sig);
     rpc_server_stop(srv);
 out:
+    ios_stall_stop(ctx.stall);
     ios_locks_free(ctx.locks);
     ios_state_close(ctx.state);
     ios_strips_close(ctx.strips);

@@ -47,6 +47,7 @@ struct ios_state {
     pthread_mutex_t mu;
     uint32_t server_state; /* cached; written through */
     uint64_t epoch;        /* cached; written through */
+    bool stalled;          /* demoted itself after a stall (stall.h) */
 };
 
 static void put_be32(uint8_t *p, uint32_t v)
@@ -210,6 +211,31 @@ int ios_state_raise_epoch(ios_state *st, uint64_t e, uint64_t *now)
     return rc;
 }
 
+int ios_state_demote_stalled(ios_state *st)
+{
+    static const uint8_t val[STATE_VALUE_BYTES] = { DEPFS__SERVER_STATE__SERVER_REBUILDING };
+    int rc = 0;
+    pthread_mutex_lock(&st->mu);
+    if (st->server_state == DEPFS__SERVER_STATE__SERVER_UP) {
+        rc = kv_put(st->kv, STATE_KEY, strlen(STATE_KEY), val, sizeof(val));
+        if (rc == 0) {
+            st->server_state = DEPFS__SERVER_STATE__SERVER_REBUILDING;
+            st->stalled = true;
+            rc = 1;
+        }
+    }
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
+bool ios_state_stalled(ios_state *st)
+{
+    pthread_mutex_lock(&st->mu);
+    bool v = st->stalled;
+    pthread_mutex_unlock(&st->mu);
+    return v;
+}
+
 int ios_state_set(ios_state *st, uint32_t server_state)
 {
     assert(server_state != DEPFS__SERVER_STATE__SERVER_DOWN);
@@ -218,8 +244,10 @@ int ios_state_set(ios_state *st, uint32_t server_state)
                                        (uint8_t)(server_state >> 24) };
     pthread_mutex_lock(&st->mu);
     int rc = kv_put(st->kv, STATE_KEY, strlen(STATE_KEY), val, sizeof(val));
-    if (rc == 0)
+    if (rc == 0) {
         st->server_state = server_state;
+        st->stalled = false; /* recovery has taken it in hand */
+    }
     pthread_mutex_unlock(&st->mu);
     return rc;
 }

@@ -19,7 +19,8 @@
  *   answers REBUILDING or RECONSTRUCTING while the MDS says UP: a rejoin is
  *   between its steps 2 and 4 (MDS UP before the server); left alone for
  *   REC_REJOIN_FINISH_GRACE_MS, then treated as above. A server whose store
- *   never saw an epoch (epoch 0: a fresh data dir) gets no grace.
+ *   never saw an epoch (epoch 0: a fresh data dir) gets no grace, nor one
+ *   that demoted itself after a stall (IoReply.stalled).
  *
  * Then: stale locks -> orphan repairs; servers behind the MDS epoch get it;
  * rebuild progress and degraded file counts go to the MDS. */
@@ -89,8 +90,8 @@ static void demote(rec_ctx *c, rec_server *s, const char *why)
  * that may be a rejoin finishing elsewhere. */
 static bool finishing_grace(rec_server *s, const rec_obs *o, uint64_t now_ms)
 {
-    if (o->epoch == 0)
-        return false;
+    if (o->epoch == 0 || o->stalled)
+        return false; /* a fresh store, or it demoted itself: no rejoin of ours */
     if (!s->finishing_since_ms)
         s->finishing_since_ms = now_ms;
     if (now_ms - s->finishing_since_ms < REC_REJOIN_FINISH_GRACE_MS)

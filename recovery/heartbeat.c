@@ -49,7 +49,7 @@ rpc_conn *rec_conn(rec_ctx *c, rpc_conn **slot, const char *address)
 /* One IO_HEARTBEAT with one retry. On success fills state/epoch and, when
  * locks is non-NULL, up to REC_MAX_STALE_LOCKS stale lock entries. */
 static int heartbeat(rec_ctx *c, rpc_conn **slot, const char *address, uint32_t *state,
-                     uint64_t *epoch, rec_lock *locks, size_t *n_locks)
+                     uint64_t *epoch, bool *stalled, rec_lock *locks, size_t *n_locks)
 {
     Depfs__IoRequest req = DEPFS__IO_REQUEST__INIT;
     int rv = -ETIMEDOUT;
@@ -66,6 +66,8 @@ static int heartbeat(rec_ctx *c, rpc_conn **slot, const char *address, uint32_t 
         if (rv == 0) {
             *state = rep->has_state ? rep->state : DEPFS__SERVER_STATE__SERVER_UP;
             *epoch = rep->has_cluster_epoch ? rep->cluster_epoch : 0;
+            if (stalled)
+                *stalled = rep->has_stalled && rep->stalled;
             size_t n = 0;
             for (size_t i = 0; locks && i < rep->n_stale_locks && n < REC_MAX_STALE_LOCKS; i++) {
                 const Depfs__LockEntry *e = rep->stale_locks[i];
@@ -90,7 +92,7 @@ static int heartbeat(rec_ctx *c, rpc_conn **slot, const char *address, uint32_t 
 
 int rec_probe_now(rec_ctx *c, rec_server *s, uint32_t *state, uint64_t *epoch)
 {
-    int rv = heartbeat(c, &s->ctl, s->address, state, epoch, NULL, NULL);
+    int rv = heartbeat(c, &s->ctl, s->address, state, epoch, NULL, NULL, NULL);
     if (rv == 0) { /* newer than the prober's picture */
         pthread_mutex_lock(&c->mu);
         s->obs.state = *state;
@@ -180,10 +182,12 @@ static void probe_round(rec_ctx *c, rec_server *s, bool scan)
 {
     uint32_t state = 0;
     uint64_t epoch = 0, scan_ms = 0;
+    bool stalled = false;
     size_t n_locks = 0;
     rec_lock *locks = calloc(REC_MAX_STALE_LOCKS, sizeof(*locks));
     rec_dirty *dirty = NULL;
-    int rv = locks ? heartbeat(c, &s->conn, s->address, &state, &epoch, locks, &n_locks)
+    int rv = locks ? heartbeat(c, &s->conn, s->address, &state, &epoch, &stalled, locks,
+                               &n_locks)
                    : -ENOMEM;
     if (rv == 0 && scan) {
         scan_ms = rec_now_ms();
@@ -198,6 +202,7 @@ static void probe_round(rec_ctx *c, rec_server *s, bool scan)
     if (rv == 0) {
         o->state = state;
         o->epoch = epoch;
+        o->stalled = stalled;
         o->last_ok_ms = rec_now_ms();
         free(o->stale);
         o->stale = locks;

@@ -58,6 +58,7 @@ typedef struct rec_obs {
     bool answered;         /* the last heartbeat was answered */
     uint32_t state;        /* ServerState the server reported */
     uint64_t epoch;        /* epoch it knows */
+    bool stalled;          /* it demoted itself after a stall (ioserver/stall.h) */
     uint64_t last_ok_ms;   /* monotonic time of its last answer */
     rec_lock *stale;       /* REC_MAX_STALE_LOCKS entries */
     size_t n_stale;

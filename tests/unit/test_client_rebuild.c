@@ -353,6 +353,31 @@ START_TEST(test_truncate_while_down)
 }
 END_TEST
 
+/* A server frozen (SIGSTOP) while a writer writes around it comes back
+ * with stale units and still believes it is UP; a reader whose picture of
+ * the cluster is as old serves itself from it right away. The server must
+ * see it did not run, demote itself and refuse the read (the reader then
+ * decodes): the reader gets the new bytes, never the stale ones. */
+START_TEST(test_stalled_server_serves_no_stale_reads)
+{
+    size_t size = 8 * 6 * 4096;
+    uint8_t *model = calloc(1, size);
+    depfs_t *w = mount_fs(), *r = mount_fs();
+    uint64_t ino = write_file(w, "depfs@8@6@4k:/frozen", model, 0, size);
+    check_content(r, "/frozen", model, size); /* r knows the file, S is UP for it */
+    depfs_layout_info li;
+    layout_of(w, ino, &li);
+    unsigned S = li.servers[0];
+    ck_assert_int_eq(kill(g_cl.ios[S], SIGSTOP), 0);
+    write_file(w, "/frozen", model, 0, size); /* times out on S, writes around it */
+    ck_assert_int_eq(kill(g_cl.ios[S], SIGCONT), 0);
+    check_content(r, "/frozen", model, size);
+    depfs_unmount(r);
+    depfs_unmount(w);
+    free(model);
+}
+END_TEST
+
 /* ---------------------------------------------------------- file walk */
 
 typedef struct walk_seen {
@@ -750,6 +775,7 @@ int main(void)
     suite_add_tcase(s, own_cluster("rebuild_file", test_rebuild_deleted_strip));
     suite_add_tcase(s, own_cluster("dirty_rejoin", test_dirty_rejoin));
     suite_add_tcase(s, own_cluster("truncate_while_down", test_truncate_while_down));
+    suite_add_tcase(s, own_cluster("stalled_server", test_stalled_server_serves_no_stale_reads));
     suite_add_tcase(s, own_cluster("files_on_server", test_files_on_server));
     suite_add_tcase(s, own_cluster("orphan", test_orphan_repair));
     suite_add_tcase(s, own_cluster("orphan_stale_server", test_orphan_on_stale_server));
