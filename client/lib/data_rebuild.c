@@ -697,16 +697,18 @@ typedef struct dc_orphan {
     bool taken_all[LAYOUT_MAX_N]; /* more than DC_ORPHAN_TAKEN_MAX: every stripe */
 } dc_orphan;
 
-/* Positions of the layout whose units of ino cannot be trusted now: failed
- * or not UP (fresh from the MDS), or named in a dirty record for ino on
- * any server of the layout (DIRTY_PROBE). *reach gets the positions that
- * answered the probe. */
+/* Positions of the layout whose units of ino cannot be trusted now:
+ * unreachable, an empty replacement (RECONSTRUCTING), or named in a dirty
+ * record for ino on any server of the layout (DIRTY_PROBE). A server that
+ * is back but still REBUILDING holds current units of every file no write
+ * went around it for: a write around a server stores the dirty records
+ * before any data, so without a record nothing of ino was missed there. */
 static int dc_untrusted_mask(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t *untrusted)
 {
-    (void)dc_cluster_refresh(fs); /* a stale picture only makes us trust less */
+    (void)dc_cluster_refresh(fs);
     uint32_t bad = ~dc_reachable_mask(fs, lay) & ((lay->n < 32 ? (1u << lay->n) : 0u) - 1u);
     for (unsigned p = 0; p < lay->n; p++)
-        if (dc_server_state(fs, lay->servers[p]) != DEPFS__SERVER_STATE__SERVER_UP)
+        if (dc_server_state(fs, lay->servers[p]) == DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING)
             bad |= 1u << p;
     dc_ctl v[LAYOUT_MAX_N];
     uint32_t ids[LAYOUT_MAX_N];

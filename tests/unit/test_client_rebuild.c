@@ -650,6 +650,56 @@ START_TEST(test_orphans_overlap)
 }
 END_TEST
 
+/* Every server SIGKILLed in the middle of a write: the writer held stripes
+ * 1..2 on every server and its new data unit reached one server only. The
+ * lock intents bring the locks back on restart (a writer of those stripes
+ * is refused until they are repaired), and the repair leaves them
+ * consistent. Before, the restarted servers held no locks and the stripes
+ * stayed inconsistent until someone ran scrub. */
+START_TEST(test_intents_survive_a_crash_of_every_server)
+{
+    depfs_t *fs = mount_fs();
+    size_t size = 5 * 4 * 4096;
+    uint8_t *model = calloc(1, size);
+    uint64_t ino = write_file(fs, "depfs@6@4@4k:/crash", model, 0, size);
+    depfs_layout_info li;
+    layout_of(fs, ino, &li);
+    layout lay = layout_from(&li);
+    const uint64_t first = 1, count = 2;
+    for (unsigned p = 0; p < li.n; p++)
+        orphan_lock(li.servers[p], ino, first, count);
+    uint8_t fresh[4096];
+    rnd_fill(fresh, sizeof fresh);
+    raw_unit_write(layout_unit_server(&lay, first, 1), ino, layout_local_offset(&lay, first),
+                   fresh, sizeof fresh);
+    memcpy(model + first * 4 * 4096 + 4096, fresh, sizeof fresh);
+    depfs_unmount(fs);
+    for (unsigned i = 0; i < T_SERVERS; i++)
+        td_ios_kill(&g_cl, i);
+    for (unsigned i = 0; i < T_SERVERS; i++)
+        ck_assert(td_ios_start(&g_cl, i, NULL));
+    /* the locks are back: another owner is refused on every server */
+    for (unsigned p = 0; p < li.n; p++) {
+        Depfs__LockSpec l = DEPFS__LOCK_SPEC__INIT;
+        l.first_stripe = first;
+        l.stripe_count = 1;
+        l.owner_client = 5;
+        l.owner_op = 5;
+        Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
+        q.file_id = ino;
+        q.lock = &l;
+        ck_assert_int_eq(raw_call(li.servers[p], DEPFS__IO_OP__IO_LOCK, &q, NULL, 0), EAGAIN);
+    }
+    fs = mount_fs();
+    int rc = depfs_repair_orphan_lock(fs, ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP);
+    ck_assert_msg(rc == 0, "repair: %s (%s)", strerror(-rc), depfs_last_error());
+    scrub_clean(fs, ino);
+    check_content(fs, "/crash", model, size);
+    depfs_unmount(fs);
+    free(model);
+}
+END_TEST
+
 /* ------------------------------------------------------- cluster epochs */
 
 /* A client that mounted before two state changes writes: every server
@@ -780,6 +830,7 @@ int main(void)
     suite_add_tcase(s, own_cluster("orphan", test_orphan_repair));
     suite_add_tcase(s, own_cluster("orphan_stale_server", test_orphan_on_stale_server));
     suite_add_tcase(s, own_cluster("orphans_overlap", test_orphans_overlap));
+    suite_add_tcase(s, own_cluster("intents_crash", test_intents_survive_a_crash_of_every_server));
     suite_add_tcase(s, own_cluster("reconstruct_cli", test_reconstruct_cli));
     suite_add_tcase(s, own_cluster("epoch_refresh", test_epoch_refresh));
     SRunner *sr = srunner_create(s);
