@@ -114,3 +114,15 @@ netns_cluster_up() {
   log "cluster up: MDS 127.0.0.1:${NETNS_PORTS[0]}, server $s at $NETNS_IP:${NETNS_PORTS[$((s + 1))]} inside $NETNS_NS"
   wait_all_up 30
 }
+
+# netns_restart ID: start I/O server ID again with its recorded command line
+# (local-cluster restart refuses a command that starts with ip(8)).
+netns_restart() {
+  local name="ioserver-$1" cmd
+  cmd=$(cat "$DEPFS_STATE/pids/$name.cmd") || fail "no recorded command for $name"
+  eval "local -a argv=($cmd)"
+  echo "=== $(date '+%F %T') starting: ${argv[*]}" >>"$DEPFS_STATE/logs/$name.log"
+  _netns_start "$name" "${argv[@]}"
+  local _i
+  for _i in $(seq 200); do [ -s "$DEPFS_STATE/pids/$name.pid" ] && break; sleep 0.05; done
+}
