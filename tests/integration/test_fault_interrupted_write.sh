@@ -194,7 +194,7 @@ part_full_dir() {
   dd if=/dev/zero of="$dir/filler" bs=64k status=none 2>/dev/null || true
   log "[full-dir] server $FULL_ID's data dir (tmpfs ${TMPFS_MB} MiB) is full: $(df -h --output=used,avail "$dir" | tail -1)"
   python3 "$TORN" write "$MNT/d/f" "$WORK/ref" --pending "$WORK/pending" --mode extend --min 100000 \
-    --max 700000 --max-writes 400 --seed 7 >"$WORK/writer.out" 2>&1 &
+    --max 700000 --max-writes 100 --seed 7 >"$WORK/writer.out" 2>&1 &
   local wl=$! deadline=$((SECONDS + 120))
   while kill -0 "$wl" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
   kill -0 "$wl" 2>/dev/null && { kill -9 "$wl"; echo "writer: killed, still running 120 s after the dir filled up" >>"$WORK/writer.out"; }
