@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "crc32c.h"
 #include "log.h"
 #include "transport.h"
@@ -40,17 +41,6 @@ static void cond_init_monotonic(pthread_cond_t *cv)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(cv, &ca);
     pthread_condattr_destroy(&ca);
-}
-
-static void deadline_after(struct timespec *ts, int timeout_ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += timeout_ms / 1000;
-    ts->tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
 }
 
 /* Sums iov lengths; -EINVAL on a bad count, -EMSGSIZE over max_bytes. */
@@ -855,7 +845,7 @@ int rpc_call_wait(rpc_call *call, int timeout_ms)
     if (!c)
         return call->result;
     if (timeout_ms >= 0)
-        deadline_after(&deadline, timeout_ms);
+        deadline = clock_deadline_after_ms((uint64_t)timeout_ms);
     pthread_mutex_lock(&c->m);
     while (call->state != CALL_DONE) {
         enum call_state st = call->state;

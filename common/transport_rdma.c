@@ -31,6 +31,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define RDMA_CHUNK_BYTES (64u << 10)
@@ -103,14 +104,6 @@ static int rdma_require_device(const char *what, const char *addr)
     log_err("rdma: cannot %s %s: no RDMA device (ibv_get_device_list found none)", what,
             addr ? addr : "(null)");
     return -ENODEV;
-}
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int set_nonblock(int fd)
@@ -245,11 +238,7 @@ static void wait_progress(rdma_xport *c)
     void *cq_ctx;
 
     if (c->poller) { /* someone else blocks on the channel; wait for news */
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += RDMA_WAIT_SLICE_MS * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
+        struct timespec ts = clock_deadline_after_ms(RDMA_WAIT_SLICE_MS);
         pthread_cond_timedwait(&c->cv, &c->m, &ts);
         return;
     }
@@ -511,7 +500,7 @@ static int wait_cm_event(struct rdma_event_channel *ch, enum rdma_cm_event_type 
     for (;;) {
         struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
         struct rdma_cm_event *ev;
-        long long left_ms = deadline_ms - now_ms();
+        long long left_ms = deadline_ms - (long long)clock_now_ms();
         int got, status;
 
         if (left_ms <= 0)
@@ -570,7 +559,7 @@ int xport_rdma_connect(const char *addr, int timeout_ms, xport **out)
     struct rdma_addrinfo *res = NULL;
     struct rdma_conn_param param;
     rdma_xport *c = NULL;
-    long long deadline_ms = now_ms() + (timeout_ms > 0 ? timeout_ms : RDMA_CM_TIMEOUT_MS);
+    long long deadline_ms = (long long)clock_now_ms() + (timeout_ms > 0 ? timeout_ms : RDMA_CM_TIMEOUT_MS);
     int rc;
 
     rc = rdma_require_device("connect to", addr);
@@ -651,7 +640,7 @@ static int rdma_accept_id(struct rdma_cm_id *id, xport **out)
         rc = -errno;
         goto fail;
     }
-    rc = wait_cm_event(c->ech, RDMA_CM_EVENT_ESTABLISHED, now_ms() + RDMA_ACCEPT_TIMEOUT_MS);
+    rc = wait_cm_event(c->ech, RDMA_CM_EVENT_ESTABLISHED, (long long)clock_now_ms() + RDMA_ACCEPT_TIMEOUT_MS);
     if (rc < 0)
         goto fail;
     c->connected = true;

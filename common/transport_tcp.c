@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define TCP_SOCKBUF_BYTES (4 << 20)
@@ -81,14 +82,6 @@ static int tcp_resolve(const char *addr, int passive, struct addrinfo **res)
         return -EHOSTUNREACH;
     }
     return 0;
-}
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ------------------------------------------------------- stream ops */
@@ -373,7 +366,7 @@ static int tcp_connect_one(const struct addrinfo *ai, long long deadline_ms)
         }
         for (;;) {
             struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-            long long left_ms = deadline_ms - now_ms();
+            long long left_ms = deadline_ms - (long long)clock_now_ms();
             int err = 0;
             socklen_t el = sizeof(err);
             int n;
@@ -418,7 +411,7 @@ int xport_tcp_connect(const char *addr, int timeout_ms, xport **out)
     rc = tcp_resolve(addr, 0, &res);
     if (rc < 0)
         return rc;
-    deadline_ms = now_ms() + (timeout_ms > 0 ? timeout_ms : TCP_CONNECT_DEFAULT_TIMEOUT_MS);
+    deadline_ms = (long long)clock_now_ms() + (timeout_ms > 0 ? timeout_ms : TCP_CONNECT_DEFAULT_TIMEOUT_MS);
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         fd = tcp_connect_one(ai, deadline_ms);
         if (fd >= 0) {

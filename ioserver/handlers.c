@@ -86,15 +86,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "config.h"
 #include "log.h"
-
-uint64_t ios_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static const char *op_name(uint16_t type)
 {
@@ -213,7 +207,7 @@ static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
             goto out;
         count_retry(c, q);
         rc = ios_locks_try(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
-                           owner_of(q->lock), ios_now_ms());
+                           owner_of(q->lock), clock_now_ms());
         if (rc) {
             fail(res, rc, rc == -EAGAIN ? "stripes locked by another owner" : "lock refused");
             goto out;
@@ -236,7 +230,7 @@ static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 out:
     if (rc && locked) /* the caller gets no data: do not leave the lock behind */
         ios_locks_release(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
-                          owner_of(q->lock), ios_now_ms());
+                          owner_of(q->lock), clock_now_ms());
     if (rc) {
         free(res->bulk);
         res->bulk = NULL;
@@ -292,7 +286,7 @@ static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
     }
     if (q->has_unlock && q->unlock) {
         rc = ios_locks_release(c->locks, q->file_id, q->lock->first_stripe,
-                               q->lock->stripe_count, owner_of(q->lock), ios_now_ms());
+                               q->lock->stripe_count, owner_of(q->lock), clock_now_ms());
         if (rc)
             fail(res, rc, "data stored but unlock failed: %s", strerror(-rc));
     }
@@ -336,7 +330,7 @@ static int do_take_over(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     ios_lock_entry taken[IOS_MAX_TAKE_OVER];
     size_t n = 0;
-    uint64_t now_ms = ios_now_ms();
+    uint64_t now_ms = clock_now_ms();
     int rc = ios_locks_take_over(c->locks, q->file_id, q->lock->first_stripe,
                                  q->lock->stripe_count, owner_of(q->lock), now_ms,
                                  c->lock_lease_ms, taken, IOS_MAX_TAKE_OVER, &n);
@@ -362,7 +356,7 @@ static int do_lock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
         return do_take_over(c, q, res);
     count_retry(c, q);
     rc = ios_locks_try(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
-                       owner_of(q->lock), ios_now_ms());
+                       owner_of(q->lock), clock_now_ms());
     if (rc == -EAGAIN)
         return fail(res, rc, "stripes locked by another owner");
     if (rc)
@@ -376,7 +370,7 @@ static int do_unlock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
     if (rc)
         return rc;
     rc = ios_locks_release(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
-                           owner_of(q->lock), ios_now_ms());
+                           owner_of(q->lock), clock_now_ms());
     if (rc == -EPERM)
         return fail(res, rc, "stripes held by another owner");
     if (rc)
@@ -400,7 +394,7 @@ static int do_truncate(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 static int do_remove(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     int rc = ios_strips_remove(c->strips, q->file_id);
-    ios_locks_drop_file(c->locks, q->file_id, ios_now_ms());
+    ios_locks_drop_file(c->locks, q->file_id, clock_now_ms());
     if (rc)
         return fail(res, rc, "remove failed: %s", strerror(-rc));
     return 0;
@@ -451,7 +445,7 @@ static int do_heartbeat(ios_ctx *c, ios_result *res)
     ios_lock_entry *v = calloc(IOS_MAX_STALE_REPLY, sizeof(*v));
     if (!v)
         return fail(res, -ENOMEM, "out of memory");
-    uint64_t now_ms = ios_now_ms();
+    uint64_t now_ms = clock_now_ms();
     size_t total = 0;
     size_t n = ios_locks_stale(c->locks, now_ms, c->lock_lease_ms, v, IOS_MAX_STALE_REPLY, &total);
     fill_lock_counters(c, &res->reply);

@@ -54,6 +54,5 @@ void ios_result_free(ios_result *res);
 void ios_handle(void *ctx, const rpc_msg *req, rpc_replier *r);
 
 /* CLOCK_MONOTONIC in milliseconds (lock timestamps). */
-uint64_t ios_now_ms(void);
 
 #endif

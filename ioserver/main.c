@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "config.h"
 #include "handlers.h"
 #include "lock_intents.h"
@@ -201,7 +202,7 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
         log_err("cannot create the lock table: %s", strerror(-rc));
         goto out;
     }
-    rc = ios_lock_intents_restore(ctx.locks, ctx.state, ios_now_ms(), ctx.lock_lease_ms);
+    rc = ios_lock_intents_restore(ctx.locks, ctx.state, clock_now_ms(), ctx.lock_lease_ms);
     if (rc < 0) {
         log_err("cannot restore the lock intents: %s", strerror(-rc));
         goto out;

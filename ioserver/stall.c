@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "depfs.pb-c.h"
 #include "handlers.h"
 #include "log.h"
@@ -38,7 +39,7 @@ static void demote(ios_stall *w, uint64_t gap_ms)
 /* The gap since the last tick; a stall demotes and restarts the count. */
 static void observe(ios_stall *w)
 {
-    uint64_t now_ms = ios_now_ms(), last = atomic_load(&w->last_tick_ms);
+    uint64_t now_ms = clock_now_ms(), last = atomic_load(&w->last_tick_ms);
     if (now_ms > last && now_ms - last > w->stall_ms &&
         atomic_compare_exchange_strong(&w->last_tick_ms, &last, now_ms))
         demote(w, now_ms - last);
@@ -51,7 +52,7 @@ static void *ticker(void *arg)
     while (!atomic_load(&w->stop)) {
         nanosleep(&ts, NULL);
         observe(w);
-        uint64_t now_ms = ios_now_ms(), last = atomic_load(&w->last_tick_ms);
+        uint64_t now_ms = clock_now_ms(), last = atomic_load(&w->last_tick_ms);
         if (now_ms > last)
             atomic_compare_exchange_strong(&w->last_tick_ms, &last, now_ms);
     }
@@ -66,7 +67,7 @@ int ios_stall_start(ios_state *st, uint32_t server_id, uint64_t stall_ms, ios_st
     w->st = st;
     w->server_id = server_id;
     w->stall_ms = stall_ms;
-    atomic_init(&w->last_tick_ms, ios_now_ms());
+    atomic_init(&w->last_tick_ms, clock_now_ms());
     atomic_init(&w->stop, false);
     int rc = pthread_create(&w->thr, NULL, ticker, w);
     if (rc) {

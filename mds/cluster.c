@@ -10,11 +10,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "store_keys.h"
 
-#define MS_PER_S 1000u
-#define NS_PER_MS 1000000u
 
 struct mds_cluster {
     kvstore *kv;
@@ -100,16 +99,9 @@ void mds_cluster_close(mds_cluster *c)
     free(c);
 }
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * MS_PER_S + (uint64_t)ts.tv_nsec / NS_PER_MS;
-}
-
 unsigned mds_cluster_servers(mds_cluster *c, mds_server *out, unsigned max, uint64_t *epoch)
 {
-    uint64_t now_ms = mono_ms();
+    uint64_t now_ms = clock_now_ms();
     pthread_mutex_lock(&c->lock);
     for (unsigned i = 0; i < c->n_servers && i < max; i++) {
         out[i] = c->servers[i];
@@ -207,7 +199,7 @@ int mds_cluster_set_rate(mds_cluster *c, uint32_t id, uint64_t rate_bps)
     mds_server *s = find_server(c, id);
     if (s) {
         s->progress.rebuild_rate_bps = rate_bps;
-        s->progress.rate_ms = mono_ms();
+        s->progress.rate_ms = clock_now_ms();
     }
     pthread_mutex_unlock(&c->lock);
     return s ? 0 : -ENOENT;

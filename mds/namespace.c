@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clock.h"
 #include "codec.h"
 #include "label.h"
 #include "layout.h"
@@ -37,13 +38,6 @@ int ns_fail(char *why, int err, const char *fmt, ...)
         va_end(ap);
     }
     return -err;
-}
-
-int64_t ns_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 void mds_ns_params_from_config(const depfs_config *cfg, mds_ns_params *p)
@@ -382,7 +376,7 @@ static int create_root(mds_ns *ns, char *why)
 {
     ns_txn t;
     mds_inode root = { 0 };
-    int64_t now = ns_now_ns();
+    int64_t now = clock_real_ns();
 
     root.ino = MDS_ROOT_INO;
     root.mode = NS_ROOT_MODE;
@@ -565,7 +559,7 @@ static int make_node(mds_ns *ns, const mds_new *nw, uint32_t mode, bool return_e
         rc = ns_fail(why, EMLINK, "too many subdirectories");
         goto out;
     }
-    int64_t now = ns_now_ns();
+    int64_t now = clock_real_ns();
     init_child(ns, &parent, nw, mode, now, &child);
     if (S_ISREG(mode)) {
         rc = choose_layout(ns, nw, &parent, child.ino, &child.lay, why);
@@ -671,7 +665,7 @@ int mds_ns_unlink(mds_ns *ns, uint64_t parent, const char *name, mds_removed *rm
     rc = ns_txn_begin(ns, &t);
     if (rc < 0)
         goto out;
-    int64_t now = ns_now_ns();
+    int64_t now = clock_real_ns();
     del_dirent(&t, parent, name, seq);
     dir.mtime_ns = dir.ctime_ns = now;
     ns_put_inode(&t, &dir);
@@ -724,7 +718,7 @@ int mds_ns_rmdir(mds_ns *ns, uint64_t parent, const char *name, char *why)
     rc = ns_txn_begin(ns, &t);
     if (rc < 0)
         goto out;
-    int64_t now = ns_now_ns();
+    int64_t now = clock_real_ns();
     del_dirent(&t, parent, name, seq);
     assert(dir.nlink > 2);
     dir.nlink--;
@@ -844,7 +838,7 @@ static void move_dir_links(mds_inode *d, mds_inode *from, mds_inode *to)
 static int rename_apply(ns_txn *t, rn_ctx *c, const char *sname, const char *dname, unsigned flags,
                         mds_removed *rm)
 {
-    int64_t now = ns_now_ns();
+    int64_t now = clock_real_ns();
     int rc = 0;
 
     if (flags & MDS_RENAME_EXCHANGE) {
@@ -959,7 +953,7 @@ int mds_ns_link(mds_ns *ns, uint64_t ino, uint64_t new_parent, const char *new_n
     rc = ns_txn_begin(ns, &t);
     if (rc < 0)
         goto out;
-    int64_t now = ns_now_ns();
+    int64_t now = clock_real_ns();
     in.nlink++;
     in.ctime_ns = now;
     ns_put_inode(&t, &in);
@@ -1111,7 +1105,7 @@ static void set_size(ns_txn *t, mds_inode *in, uint64_t size)
 
 static int apply_setattr(ns_txn *t, mds_inode *in, uint32_t mask, const mds_setattr_in *a, char *why)
 {
-    int64_t now = ns_now_ns();
+    int64_t now = clock_real_ns();
     if (mask & MDS_SET_SIZE) {
         int rc = check_regular(in, why);
         if (rc < 0)
@@ -1186,7 +1180,7 @@ int mds_ns_extend(mds_ns *ns, uint64_t ino, uint64_t size, bool has_mtime, int64
     if (size > in.size)
         set_size(&t, &in, size);
     in.may_have_data = true; /* an extend reports written data, whatever the size */
-    in.mtime_ns = has_mtime ? mtime_ns : ns_now_ns();
+    in.mtime_ns = has_mtime ? mtime_ns : clock_real_ns();
     if (in.ctime_ns < in.mtime_ns)
         in.ctime_ns = in.mtime_ns;
     ns_put_inode(&t, &in);

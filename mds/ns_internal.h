@@ -34,7 +34,6 @@ int ns_settle(mds_ns *ns, int rc, char *why);
 
 /* Sets why (may be NULL) and returns -err. */
 int ns_fail(char *why, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int64_t ns_now_ns(void);
 
 int ns_load_inode(mds_ns *ns, uint64_t ino, mds_inode *out, char *why);
 void ns_put_inode(ns_txn *t, const mds_inode *in);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "label.h"
 #include "layout.h"
 
@@ -178,7 +179,7 @@ int mds_ns_setxattr(mds_ns *ns, uint64_t ino, const char *name, const void *valu
         ns_txn_abort(&t);
         goto out;
     }
-    in.ctime_ns = ns_now_ns();
+    in.ctime_ns = clock_real_ns();
     ns_put_inode(&t, &in);
     rc = ns_txn_commit(&t);
     if (rc < 0)
@@ -345,7 +346,7 @@ int mds_ns_removexattr(mds_ns *ns, uint64_t ino, const char *name, char *why)
         ns_txn_abort(&t);
         goto out;
     }
-    in.ctime_ns = ns_now_ns();
+    in.ctime_ns = clock_real_ns();
     ns_put_inode(&t, &in);
     rc = ns_txn_commit(&t);
     if (rc < 0)

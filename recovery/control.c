@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "depfs.pb-c.h"
 #include "log.h"
 
@@ -159,11 +160,11 @@ unsigned rec_push_epoch(rec_ctx *c, uint64_t epoch)
                                        NULL, 0, &calls[i]) != 0)
             calls[i] = NULL;
     }
-    uint64_t deadline_ms = rec_now_ms() + c->cfg->request_timeout_ms;
+    uint64_t deadline_ms = clock_now_ms() + c->cfg->request_timeout_ms;
     for (unsigned i = 0; i < c->nservers; i++) {
         if (!calls[i])
             continue;
-        uint64_t now_ms = rec_now_ms();
+        uint64_t now_ms = clock_now_ms();
         int left_ms = deadline_ms > now_ms ? (int)(deadline_ms - now_ms) : 0;
         Depfs__IoReply *rep = NULL;
         if (rpc_call_wait(calls[i], left_ms) == 0 &&

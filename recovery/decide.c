@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "depfs.pb-c.h"
 #include "log.h"
 
@@ -62,7 +63,7 @@ static int set_mds(rec_ctx *c, rec_server *s, uint32_t state, const char *why)
 
 static void mark_down(rec_ctx *c, rec_server *s, const rec_obs *o)
 {
-    uint64_t now_ms = rec_now_ms();
+    uint64_t now_ms = clock_now_ms();
     if (set_mds(c, s, DOWN, "no answer to heartbeats") != 0)
         return;
     uint64_t bound_ms = c->cfg->heartbeat_period_ms + 2ull * c->cfg->request_timeout_ms;
@@ -116,7 +117,7 @@ static void check_false_suspicion(rec_ctx *c, rec_server *s, uint64_t now_ms)
 
 static void decide_server(rec_ctx *c, rec_server *s, const rec_obs *o, uint32_t mstate)
 {
-    uint64_t now_ms = rec_now_ms();
+    uint64_t now_ms = clock_now_ms();
     if (o->probes == 0)
         return; /* no heartbeat done yet */
     if (!o->answered) {

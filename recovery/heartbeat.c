@@ -13,15 +13,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "depfs.pb-c.h"
 #include "log.h"
-
-uint64_t rec_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 const char *rec_state_name(uint32_t s)
 {
@@ -190,7 +184,7 @@ static void probe_round(rec_ctx *c, rec_server *s, bool scan)
                                &n_locks)
                    : -ENOMEM;
     if (rv == 0 && scan) {
-        scan_ms = rec_now_ms();
+        scan_ms = clock_now_ms();
         dirty = scan_dirty(c, s);
     }
     pthread_mutex_lock(&c->mu);
@@ -203,7 +197,7 @@ static void probe_round(rec_ctx *c, rec_server *s, bool scan)
         o->state = state;
         o->epoch = epoch;
         o->stalled = stalled;
-        o->last_ok_ms = rec_now_ms();
+        o->last_ok_ms = clock_now_ms();
         free(o->stale);
         o->stale = locks;
         o->n_stale = n_locks;
@@ -224,10 +218,10 @@ static void probe_round(rec_ctx *c, rec_server *s, bool scan)
 /* Sleeps until the monotonic time deadline_ms or until stopping. */
 static void wait_until(rec_ctx *c, uint64_t deadline_ms)
 {
-    struct timespec ts = { .tv_sec = (time_t)(deadline_ms / 1000u),
-                           .tv_nsec = (long)(deadline_ms % 1000u) * 1000000L };
+    struct timespec ts = { .tv_sec = (time_t)(deadline_ms / CLOCK_MS_PER_S),
+                           .tv_nsec = (long)(deadline_ms % CLOCK_MS_PER_S * CLOCK_NS_PER_MS) };
     pthread_mutex_lock(&c->mu);
-    while (!c->stopping && rec_now_ms() < deadline_ms)
+    while (!c->stopping && clock_now_ms() < deadline_ms)
         if (pthread_cond_timedwait(&c->cond, &c->mu, &ts) == ETIMEDOUT)
             break;
     pthread_mutex_unlock(&c->mu);
@@ -237,13 +231,13 @@ static void *prober_main(void *arg)
 {
     rec_server *s = arg;
     rec_ctx *c = s->ctx;
-    uint64_t next_ms = rec_now_ms();
+    uint64_t next_ms = clock_now_ms();
     for (uint64_t n = 0; !c->stopping; n++) {
         probe_round(c, s, c->once || n % REC_DIRTY_SCAN_EVERY == 0);
         if (c->once)
             break;
         next_ms += c->cfg->heartbeat_period_ms;
-        uint64_t now_ms = rec_now_ms();
+        uint64_t now_ms = clock_now_ms();
         if (next_ms < now_ms)
             next_ms = now_ms; /* a slow round: go again at once */
         wait_until(c, next_ms);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "config.h"
 #include "log.h"
 #include "rec.h"
@@ -54,12 +55,7 @@ static int parse_level(const char *s, enum dlog_level *out)
 /* Waits for a prober's news or the period, waking on a stop request. */
 static void wait_for_news(rec_ctx *c, unsigned period_ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t deadline_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
-                           (uint64_t)period_ms * 1000000u;
-    ts.tv_sec = (time_t)(deadline_ns / 1000000000u);
-    ts.tv_nsec = (long)(deadline_ns % 1000000000u);
+    struct timespec ts = clock_deadline_after_ms(period_ms);
     pthread_mutex_lock(&c->mu);
     while (!c->wake && !stop_requested)
         if (pthread_cond_timedwait(&c->cond, &c->mu, &ts) == ETIMEDOUT)

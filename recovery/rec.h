@@ -131,7 +131,6 @@ typedef struct rec_mds_server {
     uint32_t state;
 } rec_mds_server;
 
-uint64_t rec_now_ms(void);
 const char *rec_state_name(uint32_t state);
 
 /* heartbeat.c */

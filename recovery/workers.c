@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 
 int rec_fs_ensure(rec_ctx *c)
@@ -48,10 +49,10 @@ static void *rejoin_main(void *arg)
 {
     rec_server *s = arg;
     rec_ctx *c = s->ctx;
-    uint64_t t0_ms = rec_now_ms();
+    uint64_t t0_ms = clock_now_ms();
     log_info("ioserver %u: rejoin started", s->id);
     int rv = depfs_server_rejoin(c->fs, s->id, rejoin_progress, s);
-    uint64_t took_ms = rec_now_ms() - t0_ms;
+    uint64_t took_ms = clock_now_ms() - t0_ms;
     pthread_mutex_lock(&c->mu);
     uint64_t done = s->rejoin_done_bytes;
     if (rv)
@@ -60,7 +61,7 @@ static void *rejoin_main(void *arg)
     else
         log_info("ioserver %u: rejoined (UP) in %" PRIu64 " ms, %" PRIu64 " bytes rebuilt",
                  s->id, took_ms, done);
-    s->rejoin_retry_after_ms = rv ? rec_now_ms() + REC_REJOIN_RETRY_MS : 0;
+    s->rejoin_retry_after_ms = rv ? clock_now_ms() + REC_REJOIN_RETRY_MS : 0;
     s->rejoin_running = false;
     c->wake = true;
     pthread_cond_broadcast(&c->cond);
@@ -82,7 +83,7 @@ void rec_rejoin_start(rec_ctx *c, rec_server *s)
     if (c->stopping || rec_fs_ensure(c) != 0)
         return;
     pthread_mutex_lock(&c->mu);
-    if (s->rejoin_running || rec_now_ms() < s->rejoin_retry_after_ms) {
+    if (s->rejoin_running || clock_now_ms() < s->rejoin_retry_after_ms) {
         pthread_mutex_unlock(&c->mu);
         return;
     }
@@ -139,7 +140,7 @@ void rec_orphan_queue(rec_ctx *c, const rec_orphan *o)
 {
     pthread_mutex_lock(&c->mu);
     if ((c->repair_busy && same_orphan(&c->repairing, o)) ||
-        recently_handled(c, o, rec_now_ms()))
+        recently_handled(c, o, clock_now_ms()))
         goto out;
     for (size_t i = 0; i < c->queue_len; i++)
         if (same_orphan(&c->queue[i], o))
@@ -157,9 +158,9 @@ out:
 
 static void repair_one(rec_ctx *c, const rec_orphan *o)
 {
-    uint64_t t0_ms = rec_now_ms();
+    uint64_t t0_ms = clock_now_ms();
     int rv = depfs_repair_orphan_lock(c->fs, o->file_id, o->first, o->count, o->client, o->op);
-    uint64_t took_ms = rec_now_ms() - t0_ms;
+    uint64_t took_ms = clock_now_ms() - t0_ms;
     uint64_t until_ms;
     if (rv == 0 || rv == -ENOENT) {
         log_info("orphan lock of client %" PRIu64 " op %" PRIu64 " on file %" PRIu64
@@ -168,14 +169,14 @@ static void repair_one(rec_ctx *c, const rec_orphan *o)
                  o->first, o->first + o->count, took_ms, o->age_ms,
                  rv ? "; the file is gone" : "");
         /* a heartbeat taken before the release may still report it */
-        until_ms = rec_now_ms() + 2ull * c->cfg->heartbeat_period_ms + c->cfg->request_timeout_ms;
+        until_ms = clock_now_ms() + 2ull * c->cfg->heartbeat_period_ms + c->cfg->request_timeout_ms;
     } else {
         log_warn("orphan lock of client %" PRIu64 " op %" PRIu64 " on file %" PRIu64
                  " stripes [%" PRIu64 ",%" PRIu64 "): repair failed after %" PRIu64
                  " ms: %s (%s); retry in %u ms", o->client, o->op, o->file_id, o->first,
                  o->first + o->count, took_ms, strerror(-rv), depfs_last_error(),
                  REC_REJOIN_RETRY_MS);
-        until_ms = rec_now_ms() + REC_REJOIN_RETRY_MS;
+        until_ms = clock_now_ms() + REC_REJOIN_RETRY_MS;
     }
     pthread_mutex_lock(&c->mu);
     remember(c, o, until_ms);
@@ -222,9 +223,7 @@ void rec_workers_drain(rec_ctx *c)
             rejoining |= c->servers[i].rejoin_running;
         if (!rejoining && !c->repair_busy && c->queue_len == 0)
             break;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += 1;
+        struct timespec ts = clock_deadline_after_ms(CLOCK_MS_PER_S);
         pthread_cond_timedwait(&c->repair_cond, &c->mu, &ts);
     }
     pthread_mutex_unlock(&c->mu);

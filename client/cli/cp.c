@@ -6,6 +6,7 @@
  * file's layout (k * su, at least CP_CHUNK_MIN_BYTES), so every write but the
  * last one is a set of full stripes: no read-modify-write, no pre-read.
  * Napkin math: 8@6@64k -> 384 KiB stripes -> 11 stripes (4.1 MiB) a chunk. */
+#include "clock.h"
 #include "cli.h"
 
 #include <errno.h>
@@ -348,9 +349,7 @@ static int ends_close(cp_end *src, cp_end *dst)
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)clock_now_ns() / CLOCK_NS_PER_S;
 }
 
 static int cp_run(const char *config_path, const char *src_arg, const char *dst_arg, bool verbose)

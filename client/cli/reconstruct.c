@@ -12,6 +12,7 @@
  * state is RECONSTRUCTING meanwhile (set here if the server says so and the
  * MDS does not know yet) and UP after the rejoin, which clears the
  * progress. */
+#include "clock.h"
 #include "cli.h"
 #include "config.h"
 
@@ -35,7 +36,6 @@
 #define RC_BAR_WIDTH 30u
 #define RC_BYTES_PER_MB 1e6
 #define RC_MS_PER_S 1000u
-#define RC_NS_PER_MS 1000000ull
 #define RC_BURST_S 0.25        /* token bucket depth: this many seconds of rate */
 #define RC_SERVER_STATUS_MAX 1024u
 #define RC_PERCENT 100.0
@@ -75,21 +75,6 @@ typedef struct rc_ctx {
     int first_err;
     char first_err_text[256];
 } rc_ctx;
-
-static uint64_t rc_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * RC_MS_PER_S + (uint64_t)ts.tv_nsec / RC_NS_PER_MS;
-}
-
-static void rc_sleep_ms(uint64_t ms)
-{
-    struct timespec ts = {.tv_sec = (time_t)(ms / RC_MS_PER_S),
-                          .tv_nsec = (long)(ms % RC_MS_PER_S) * (long)RC_NS_PER_MS};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 static void rc_usage(FILE *out)
 {
@@ -227,7 +212,7 @@ static void rc_throttle(rc_ctx *c, uint64_t n)
     if (c->rate_bps <= 0)
         return;
     pthread_mutex_lock(&c->lock);
-    uint64_t now_ms = rc_now_ms();
+    uint64_t now_ms = clock_now_ms();
     double burst = c->rate_bps * RC_BURST_S;
     c->tokens += (double)(now_ms - c->tokens_ms) * c->rate_bps / RC_MS_PER_S;
     if (c->tokens > burst)
@@ -237,7 +222,7 @@ static void rc_throttle(rc_ctx *c, uint64_t n)
     double debt = c->tokens < 0 ? -c->tokens : 0;
     pthread_mutex_unlock(&c->lock);
     if (debt > 0)
-        rc_sleep_ms((uint64_t)(debt * RC_MS_PER_S / c->rate_bps));
+        clock_sleep_ms((uint64_t)(debt * RC_MS_PER_S / c->rate_bps));
 }
 
 typedef struct rc_file_progress {
@@ -310,7 +295,7 @@ static void rc_report(rc_ctx *c, bool tty, bool final)
     uint64_t done = atomic_load(&c->bytes_done), total = c->total_bytes;
     if (done > total)
         total = done;
-    double secs = (double)(rc_now_ms() - c->start_ms) / RC_MS_PER_S;
+    double secs = (double)(clock_now_ms() - c->start_ms) / RC_MS_PER_S;
     double mbps = secs > 0 ? (double)done / RC_BYTES_PER_MB / secs : 0;
     double frac = total ? (double)done / (double)total : 1.0;
     unsigned eta_s = mbps > 0 ? (unsigned)((double)(total - done) / RC_BYTES_PER_MB / mbps) : 0;
@@ -338,7 +323,7 @@ static void rc_report(rc_ctx *c, bool tty, bool final)
  * RC_RATE_EMA_NEW) over earlier ones; 0 (unknown) at the first report. */
 static uint64_t rc_rate_bps(rc_ctx *c, uint64_t done)
 {
-    uint64_t now_ms = rc_now_ms();
+    uint64_t now_ms = clock_now_ms();
     if (c->pub_ms != 0 && now_ms > c->pub_ms) {
         double recent = (double)(done - c->pub_done) * RC_MS_PER_S / (double)(now_ms - c->pub_ms);
         c->pub_rate = c->pub_rate > 0 ? RC_RATE_EMA_NEW * recent + (1.0 - RC_RATE_EMA_NEW) * c->pub_rate
@@ -376,18 +361,18 @@ static int rc_run_workers(rc_ctx *c, unsigned jobs)
     if (started == 0)
         return -EAGAIN;
     bool tty = isatty(STDERR_FILENO);
-    uint64_t period_ms = tty ? RC_TTY_PERIOD_MS : RC_LINE_PERIOD_MS, last_ms = rc_now_ms();
+    uint64_t period_ms = tty ? RC_TTY_PERIOD_MS : RC_LINE_PERIOD_MS, last_ms = clock_now_ms();
     uint64_t published_ms = last_ms;
     rc_publish(c, true);
     while (atomic_load(&c->workers_left) > 0) {
-        rc_sleep_ms(RC_TTY_PERIOD_MS);
-        if (rc_now_ms() - last_ms >= period_ms) {
+        clock_sleep_ms(RC_TTY_PERIOD_MS);
+        if (clock_now_ms() - last_ms >= period_ms) {
             rc_report(c, tty, false);
-            last_ms = rc_now_ms();
+            last_ms = clock_now_ms();
         }
-        if (rc_now_ms() - published_ms >= RC_PUBLISH_PERIOD_MS) {
+        if (clock_now_ms() - published_ms >= RC_PUBLISH_PERIOD_MS) {
             rc_publish(c, true);
-            published_ms = rc_now_ms();
+            published_ms = clock_now_ms();
         }
     }
     for (unsigned i = 0; i < started; i++)
@@ -506,7 +491,7 @@ static int rc_finish(rc_ctx *c, const char *state_path)
         c->state = NULL;
     }
     unlink(state_path);
-    double secs = (double)(rc_now_ms() - c->start_ms) / RC_MS_PER_S;
+    double secs = (double)(clock_now_ms() - c->start_ms) / RC_MS_PER_S;
     uint64_t bytes = atomic_load(&c->bytes_done);
     printf("reconstructed server %u: %zu files, %" PRIu64 " bytes in %.1f s (%.1f MB/s); it is up\n",
            c->server, c->nfiles, bytes, secs,
@@ -534,7 +519,7 @@ int cli_cmd_reconstruct(int argc, char **argv, const char *config_path)
         goto out;
     if (rc_check_server(c.fs, server) < 0 || rc_state_open(&c, state_path, restart) < 0)
         goto out;
-    c.start_ms = c.tokens_ms = rc_now_ms();
+    c.start_ms = c.tokens_ms = clock_now_ms();
     int rc = depfs_files_on_server(c.fs, server, rc_collect, &c);
     if (rc < 0) {
         cli_err_rc(rc, "listing the files on server %u", server);

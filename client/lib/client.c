@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <assert.h>
+#include "clock.h"
 #include "internal.h"
 #include "label.h"
 #include "log.h"
@@ -31,8 +32,6 @@
  * (every call on it has given up by then), plus a fixed margin. */
 #define DC_RETIRE_GRACE_TIMEOUTS 4u
 #define DC_RETIRE_GRACE_EXTRA_MS 10000u
-#define DC_NS_PER_MS 1000000ull
-#define DC_MS_PER_S 1000ull
 #define DC_NS_PER_S 1000000000ll
 #define DC_STAT_BLKSIZE (64u * 1024)
 #define DC_STAT_BLOCK_BYTES 512u
@@ -56,25 +55,6 @@ void dc_set_error(const char *fmt, ...)
 }
 
 const char *depfs_last_error(void) { return dc_err; }
-
-/* ------------------------------------------------------------- clocks */
-
-static uint64_t clock_ns(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * (uint64_t)DC_NS_PER_S + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t dc_now_ms(void) { return clock_ns(CLOCK_MONOTONIC) / DC_NS_PER_MS; }
-int64_t dc_now_ns_real(void) { return (int64_t)clock_ns(CLOCK_REALTIME); }
-
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = { .tv_sec = ms / DC_MS_PER_S, .tv_nsec = (long)(ms % DC_MS_PER_S) * (long)DC_NS_PER_MS };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 /* ------------------------------------------------------ conversions */
 
@@ -233,7 +213,7 @@ static int mds_conn_get(depfs_t *fs, rpc_conn *failed, rpc_conn **out)
         fs->mds = NULL;
         if (dc_now_ms() + DC_MDS_RECONNECT_PAUSE_MS >= deadline_ms)
             break;
-        sleep_ms(DC_MDS_RECONNECT_PAUSE_MS);
+        clock_sleep_ms(DC_MDS_RECONNECT_PAUSE_MS);
     }
     *out = fs->mds;
     pthread_mutex_unlock(&fs->mds_lock);

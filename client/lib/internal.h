@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "clock.h"
 #include "codec.h"
 #include "config.h"
 #include "depfs.h"
@@ -94,8 +95,8 @@ struct depfs_fh {
 /* ------------------------------------------------------------ core side */
 /* Human-readable error for depfs_last_error() (thread-local). */
 void dc_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-uint64_t dc_now_ms(void);     /* CLOCK_MONOTONIC */
-int64_t dc_now_ns_real(void); /* CLOCK_REALTIME */
+static inline uint64_t dc_now_ms(void) { return clock_now_ms(); }          /* clock.h */
+static inline int64_t dc_now_ns_real(void) { return clock_real_ns(); }     /* clock.h */
 
 /* One MDS round trip. Returns -reply->err when the MDS refused (the reply
  * is still returned for its message), or a transport error. The caller
