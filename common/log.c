@@ -3,6 +3,7 @@
  * write(2) under a mutex, so lines from different threads never interleave. */
 #include "log.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,8 +26,7 @@ static pthread_once_t log_env_once = PTHREAD_ONCE_INIT;
 
 static const char *const level_names[] = { "ERR", "WARN", "INFO", "DEBUG" };
 
-/* "err|warn|info|debug" (any case, also "error"/"warning" and 0..3). */
-static int level_from_string(const char *s, enum dlog_level *out)
+int dlog_level_parse(const char *s, enum dlog_level *out)
 {
     static const struct { const char *name; enum dlog_level level; } names[] = {
         { "err", DLOG_ERR },   { "error", DLOG_ERR }, { "warn", DLOG_WARN },
@@ -40,7 +40,7 @@ static int level_from_string(const char *s, enum dlog_level *out)
             return 0;
         }
     }
-    return -1;
+    return -EINVAL;
 }
 
 /* Programs (and tests) that never call dlog_init still honour the env var. */
@@ -49,7 +49,7 @@ static void log_env_default(void)
     const char *env = getenv(LOG_LEVEL_ENV);
     enum dlog_level env_level;
 
-    if (env && *env && level_from_string(env, &env_level) == 0)
+    if (env && *env && dlog_level_parse(env, &env_level) == 0)
         log_level = env_level;
 }
 
@@ -58,7 +58,7 @@ void dlog_init(const char *progname, enum dlog_level level)
     const char *env = getenv(LOG_LEVEL_ENV);
     enum dlog_level env_level;
 
-    if (env && *env && level_from_string(env, &env_level) == 0)
+    if (env && *env && dlog_level_parse(env, &env_level) == 0)
         level = env_level;
     pthread_once(&log_env_once, log_env_default);
     pthread_mutex_lock(&log_lock);

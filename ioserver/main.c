@@ -23,13 +23,13 @@
 
 #include "clock.h"
 #include "config.h"
+#include "daemon.h"
 #include "handlers.h"
 #include "lock_intents.h"
 #include "stall.h"
 #include "log.h"
 
 #define IOS_PROG "depfs-ioserver"
-#define DATA_DIR_MODE 0700
 #define FDS_RESERVED 256u /* sockets, LevelDB files, logs */
 
 typedef struct ios_args {
@@ -49,18 +49,6 @@ static void usage(FILE *f)
                "  --reconstruct  replacement node (empty data dir): RECONSTRUCTING until\n"
                "                 `depfs reconstruct ID` has rebuilt every unit\n",
             IOS_PROG);
-}
-
-static int parse_level(const char *s, enum dlog_level *out)
-{
-    static const char *names[] = { "err", "warn", "info", "debug" };
-    for (int i = 0; i < 4; i++) {
-        if (strcmp(s, names[i]) == 0) {
-            *out = (enum dlog_level)i;
-            return 0;
-        }
-    }
-    return -EINVAL;
 }
 
 static int parse_args(int argc, char **argv, ios_args *a)
@@ -95,7 +83,7 @@ static int parse_args(int argc, char **argv, ios_args *a)
         case 'r': a->rebuild = 1; break;
         case 'R': a->reconstruct = 1; break;
         case 'l':
-            if (parse_level(optarg, &a->level)) {
+            if (dlog_level_parse(optarg, &a->level)) {
                 fprintf(stderr, "%s: bad --log-level '%s'\n", IOS_PROG, optarg);
                 return -EINVAL;
             }
@@ -112,25 +100,6 @@ static int parse_args(int argc, char **argv, ios_args *a)
         usage(stderr);
         return -EINVAL;
     }
-    return 0;
-}
-
-/* mkdir -p for the data directory. */
-static int make_dirs(const char *path)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-        return -ENAMETOOLONG;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, DATA_DIR_MODE) != 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(buf, DATA_DIR_MODE) != 0 && errno != EEXIST)
-        return -errno;
     return 0;
 }
 
@@ -185,7 +154,7 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
                     .lock_lease_ms = cfg->lock_lease_ms };
     rpc_server *srv = NULL;
     char err[512];
-    int rc = make_dirs(me->data_dir);
+    int rc = daemon_make_dirs(me->data_dir);
     if (rc) {
         log_err("cannot create data dir %s: %s", me->data_dir, strerror(-rc));
         return rc;
@@ -216,11 +185,7 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
 
     /* block the stop signals in every thread; main waits for them */
     sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    daemon_block_stop_signals(&stop);
 
     /* a gap of one request timeout: clients give up on a server after two */
     if ((rc = ios_stall_start(ctx.state, me->id, cfg->request_timeout_ms, &ctx.stall))) {
@@ -254,14 +219,10 @@ int main(int argc, char **argv)
 {
     ios_args a;
     static depfs_config cfg; /* large: keep it off the stack */
-    char err[512];
     if (parse_args(argc, argv, &a))
         return 2;
-    dlog_init(IOS_PROG, a.level);
-    if (config_load(a.config_path, &cfg, err, sizeof(err))) {
-        log_err("config: %s", err);
+    if (daemon_start(IOS_PROG, a.level, a.config_path, &cfg) < 0)
         return 1;
-    }
     const ioserver_conf *me = config_ioserver(&cfg, a.id);
     if (!me) {
         log_err("config %s has no ioserver with id %u", cfg.path, a.id);

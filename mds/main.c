@@ -14,13 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #include "cluster.h"
 #include "config.h"
+#include "daemon.h"
 #include "handlers.h"
 #include "kvstore.h"
 #include "log.h"
@@ -30,7 +30,6 @@
 
 #define MDS_PROG "depfs-mds"
 #define MDS_ERR_MAX 512u
-#define MDS_DIR_MODE 0700
 
 typedef struct mds_args {
     const char *config_path;
@@ -51,18 +50,6 @@ typedef struct mds_daemon {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: %s --config PATH [--foreground] [--log-level err|warn|info|debug]\n", MDS_PROG);
-}
-
-static int parse_level(const char *s, enum dlog_level *out)
-{
-    static const char *const names[] = { "err", "warn", "info", "debug" };
-    for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        if (!strcasecmp(s, names[i])) {
-            *out = (enum dlog_level)i;
-            return 0;
-        }
-    }
-    return -EINVAL;
 }
 
 static int parse_args(int argc, char **argv, mds_args *a)
@@ -86,7 +73,7 @@ static int parse_args(int argc, char **argv, mds_args *a)
             a->foreground = true;
             break;
         case 'l':
-            if (parse_level(optarg, &a->level) < 0) {
+            if (dlog_level_parse(optarg, &a->level) < 0) {
                 fprintf(stderr, "%s: bad log level '%s'\n", MDS_PROG, optarg);
                 return -EINVAL;
             }
@@ -107,25 +94,6 @@ static int parse_args(int argc, char **argv, mds_args *a)
     return 0;
 }
 
-/* mkdir -p */
-static int make_dirs(const char *path)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-        return -ENAMETOOLONG;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, MDS_DIR_MODE) < 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(buf, MDS_DIR_MODE) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
-}
-
 static int open_store(mds_daemon *d)
 {
     char err[MDS_ERR_MAX];
@@ -136,7 +104,7 @@ static int open_store(mds_daemon *d)
         log_err("config %s: mds_data_dir is not set", d->cfg.path);
         return -EINVAL;
     }
-    rc = make_dirs(d->cfg.mds_data_dir);
+    rc = daemon_make_dirs(d->cfg.mds_data_dir);
     if (rc < 0) {
         log_err("cannot create %s: %s", d->cfg.mds_data_dir, strerror(-rc));
         return rc;
@@ -254,20 +222,15 @@ int main(int argc, char **argv)
 {
     mds_args args;
     mds_daemon d;
-    char err[MDS_ERR_MAX];
     sigset_t set;
     int ready_fd = -1;
     int rc;
 
     if (parse_args(argc, argv, &args) < 0)
         return 2;
-    dlog_init(MDS_PROG, args.level);
     memset(&d, 0, sizeof(d));
-    rc = config_load(args.config_path, &d.cfg, err, sizeof(err));
-    if (rc < 0) {
-        log_err("%s", err);
+    if (daemon_start(MDS_PROG, args.level, args.config_path, &d.cfg) < 0)
         return 1;
-    }
     if (!args.foreground) {
         ready_fd = detach();
         if (ready_fd < 0) {
@@ -276,11 +239,7 @@ int main(int argc, char **argv)
         }
     }
     /* Block the stop signals in every thread; main collects them. */
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    daemon_block_stop_signals(&set);
 
     rc = open_store(&d);
     if (rc == 0)

@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "daemon.h"
 #include "log.h"
 #include "rec.h"
 
@@ -38,18 +39,6 @@ static void usage(FILE *f)
                "come back, and repairs the orphan locks of dead clients.\n"
                "Run one per cluster. --once: one round, then wait for its work and exit.\n",
             REC_PROG);
-}
-
-static int parse_level(const char *s, enum dlog_level *out)
-{
-    static const char *names[] = { "err", "warn", "info", "debug" };
-    for (int i = 0; i < 4; i++) {
-        if (strcmp(s, names[i]) == 0) {
-            *out = (enum dlog_level)i;
-            return 0;
-        }
-    }
-    return -EINVAL;
 }
 
 /* Waits for a prober's news or the period, waking on a stop request. */
@@ -106,7 +95,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--once")) {
             once = true;
         } else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
-            if (parse_level(argv[++i], &level)) {
+            if (dlog_level_parse(argv[++i], &level)) {
                 fprintf(stderr, "%s: bad --log-level '%s'\n", REC_PROG, argv[i]);
                 return 2;
             }
@@ -118,13 +107,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    dlog_init(REC_PROG, level);
     static depfs_config cfg; /* large: keep it off the stack */
-    char err[512];
-    if (config_load(config_path, &cfg, err, sizeof(err)) != 0) {
-        log_err("%s", err);
+    if (daemon_start(REC_PROG, level, config_path, &cfg) < 0)
         return 1;
-    }
     struct sigaction sa = { .sa_handler = on_signal };
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);

@@ -1,0 +1,28 @@
+/* daemon.h - what every DePFS daemon (depfs-mds, depfs-ioserver,
+ * depfs-recovery) does before its own work: start logging at the level its
+ * command line asked for (log.h dlog_level_parse; DEPFS_LOG_LEVEL still
+ * overrides), load the cluster config, create its data directories, and
+ * route SIGTERM/SIGINT to the thread that waits for them.
+ * Return convention: 0 or a negative errno. */
+#ifndef DEPFS_DAEMON_H
+#define DEPFS_DAEMON_H
+#include <signal.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "log.h"
+
+#define DAEMON_DIR_MODE 0700 /* data directories: the daemon's user only */
+
+/* dlog_init(prog, level), then config_load(config_path) into cfg; a config
+ * error is logged ("config: <reason>") and returned. */
+int daemon_start(const char *prog, enum dlog_level level, const char *config_path,
+                 depfs_config *cfg);
+/* mkdir -p path with DAEMON_DIR_MODE; existing directories are fine. */
+int daemon_make_dirs(const char *path);
+/* Blocks SIGTERM and SIGINT in the calling thread and every thread it starts
+ * later (one thread collects them with sigwait(stop)), ignores SIGPIPE (a
+ * peer that went away is an error return, not a death). */
+void daemon_block_stop_signals(sigset_t *stop);
+
+#endif
