@@ -89,6 +89,7 @@
 #include "clock.h"
 #include "config.h"
 #include "log.h"
+#include "wire.h"
 
 static const char *op_name(uint16_t type)
 {
@@ -456,17 +457,6 @@ static int do_heartbeat(ios_ctx *c, ios_result *res)
     return rc;
 }
 
-static const char *state_name(uint32_t s)
-{
-    switch (s) {
-    case DEPFS__SERVER_STATE__SERVER_UP: return "UP";
-    case DEPFS__SERVER_STATE__SERVER_DOWN: return "DOWN";
-    case DEPFS__SERVER_STATE__SERVER_REBUILDING: return "REBUILDING";
-    case DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING: return "RECONSTRUCTING";
-    default: return "?";
-    }
-}
-
 static int do_set_state(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     int rc;
@@ -479,7 +469,7 @@ static int do_set_state(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
         if (want != old) {
             if ((rc = ios_state_set(c->state, want)))
                 return fail(res, rc, "cannot store server state: %s", strerror(-rc));
-            log_info("server %u: %s -> %s", c->server_id, state_name(old), state_name(want));
+            log_info("server %u: %s -> %s", c->server_id, depfs_state_name(old), depfs_state_name(want));
         }
     }
     if (q->has_cluster_epoch) {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "depfs.pb-c.h"
+#include "layout.h"
 #include "locks.h"
 #include "rpc.h"
 #include "state.h"
@@ -21,6 +22,16 @@
 #define IOS_DIRTY_LIST_MAX 4096u         /* file ids per IO_DIRTY listing */
 #define IOS_MAX_TAKE_OVER 64u            /* orphan entries one take-over may displace */
 #define IOS_MESSAGE_BYTES 256u
+/* the sum of a request's extent lengths cannot overflow 64 bits */
+_Static_assert(IOS_MAX_LOCAL_BYTES <= UINT64_MAX / IOS_MAX_EXTENTS,
+               "IOS_MAX_EXTENTS x IOS_MAX_LOCAL_BYTES must fit in 64 bits");
+/* a file offset (k x a local offset) fits in off_t for every layout */
+_Static_assert(IOS_MAX_LOCAL_BYTES <= INT64_MAX / LAYOUT_MAX_N,
+               "LAYOUT_MAX_N x IOS_MAX_LOCAL_BYTES must fit in off_t");
+/* the largest local size ends on a unit boundary of every stripe unit size */
+_Static_assert(IOS_MAX_LOCAL_BYTES % LAYOUT_MAX_SU == 0, "IOS_MAX_LOCAL_BYTES % LAYOUT_MAX_SU");
+/* a client request carries one iovec per extent: it must fit the server's limit */
+_Static_assert(RPC_MAX_IOV <= IOS_MAX_EXTENTS, "RPC_MAX_IOV > IOS_MAX_EXTENTS");
 
 typedef struct ios_ctx {
     uint32_t server_id;

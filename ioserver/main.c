@@ -27,6 +27,7 @@
 #include "handlers.h"
 #include "lock_intents.h"
 #include "stall.h"
+#include "wire.h"
 #include "log.h"
 
 #define IOS_PROG "depfs-ioserver"
@@ -120,16 +121,6 @@ static unsigned fd_budget(void)
                                                   : (unsigned)usable;
 }
 
-static const char *state_name(uint32_t s)
-{
-    switch (s) {
-    case DEPFS__SERVER_STATE__SERVER_UP: return "UP";
-    case DEPFS__SERVER_STATE__SERVER_REBUILDING: return "REBUILDING";
-    case DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING: return "RECONSTRUCTING";
-    default: return "?";
-    }
-}
-
 /* --rebuild / --reconstruct, stored durably before the first request. A
  * RECONSTRUCTING server stays so across plain restarts: only a finished
  * reconstruction may bring it up, never a --rebuild (its data is partial). */
@@ -144,7 +135,7 @@ static int apply_start_state(const ios_args *a, ios_state *st)
         return 0;
     int rc = ios_state_set(st, want);
     if (rc)
-        log_err("cannot store state %s: %s", state_name(want), strerror(-rc));
+        log_err("cannot store state %s: %s", depfs_state_name(want), strerror(-rc));
     return rc;
 }
 
@@ -202,7 +193,7 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
     }
     uint32_t state = ios_state_get(ctx.state);
     log_info("server %u listening on %s, data %s, state %s, epoch %llu", me->id, me->address,
-             me->data_dir, state_name(state), (unsigned long long)ios_state_epoch(ctx.state));
+             me->data_dir, depfs_state_name(state), (unsigned long long)ios_state_epoch(ctx.state));
     int sig = 0;
     sigwait(&stop, &sig);
     log_info("signal %d: stopping", sig);

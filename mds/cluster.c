@@ -25,17 +25,6 @@ struct mds_cluster {
     uint32_t default_su;
 };
 
-const char *mds_server_state_name(uint32_t state)
-{
-    switch (state) {
-    case MDS_SERVER_UP: return "up";
-    case MDS_SERVER_DOWN: return "down";
-    case MDS_SERVER_REBUILDING: return "rebuilding";
-    case MDS_SERVER_RECONSTRUCTING: return "reconstructing";
-    default: return "unknown";
-    }
-}
-
 static void load_state(mds_cluster *c, mds_server *s)
 {
     uint8_t key[MDS_KEY_MAX];
@@ -43,7 +32,7 @@ static void load_state(mds_cluster *c, mds_server *s)
     size_t vlen = 0;
     if (kv_get(c->kv, key, mds_key_server(key, s->id), &val, &vlen) == 0 && vlen == 4) {
         uint32_t st = mds_get_u32le(val);
-        if (st <= MDS_SERVER_STATE_MAX)
+        if (st <= DEPFS_SERVER_STATE_MAX)
             s->state = st;
     }
     free(val);
@@ -75,11 +64,11 @@ int mds_cluster_open(kvstore *kv, const depfs_config *cfg, mds_cluster **out)
         s->id = cfg->ioservers[i].id;
         memcpy(s->address, cfg->ioservers[i].address, sizeof(s->address));
         s->address[sizeof(s->address) - 1] = '\0';
-        s->state = MDS_SERVER_UP;
+        s->state = DEPFS_SERVER_UP;
         load_state(c, s);
-        if (s->state != MDS_SERVER_UP)
+        if (s->state != DEPFS_SERVER_UP)
             log_info("ioserver %u (%s) remembered as %s", s->id, s->address,
-                     mds_server_state_name(s->state));
+                     depfs_state_name(s->state));
     }
     c->epoch = load_epoch(kv);
     if (c->epoch)
@@ -150,7 +139,7 @@ static int store_change(mds_cluster *c, uint32_t id, uint32_t state, uint64_t ep
 int mds_cluster_set_state(mds_cluster *c, uint32_t id, uint32_t state, uint64_t *epoch)
 {
     int rc = 0;
-    if (state > MDS_SERVER_STATE_MAX)
+    if (state > DEPFS_SERVER_STATE_MAX)
         return -EINVAL;
     pthread_mutex_lock(&c->lock);
     mds_server *s = find_server(c, id);
@@ -164,7 +153,7 @@ int mds_cluster_set_state(mds_cluster *c, uint32_t id, uint32_t state, uint64_t 
         goto out;
     c->epoch++;
     log_info("ioserver %u (%s): %s -> %s, cluster epoch %llu", id, s->address,
-             mds_server_state_name(s->state), mds_server_state_name(state),
+             depfs_state_name(s->state), depfs_state_name(state),
              (unsigned long long)c->epoch);
     s->state = state;
     s->state_epoch = c->epoch;

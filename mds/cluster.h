@@ -11,12 +11,8 @@
 #include <stdint.h>
 #include "config.h"
 #include "kvstore.h"
+#include "wire.h" /* DEPFS_SERVER_* states, depfs_state_name */
 
-#define MDS_SERVER_UP 0u
-#define MDS_SERVER_DOWN 1u
-#define MDS_SERVER_REBUILDING 2u
-#define MDS_SERVER_RECONSTRUCTING 3u
-#define MDS_SERVER_STATE_MAX MDS_SERVER_RECONSTRUCTING
 
 /* Progress of a rebuild or reconstruction, as last reported. */
 typedef struct mds_progress {
@@ -60,6 +56,5 @@ int mds_cluster_set_progress(mds_cluster *c, uint32_t id, const uint64_t *done_b
 /* Replaces the reported rebuild rate (bytes/s). -ENOENT. */
 int mds_cluster_set_rate(mds_cluster *c, uint32_t id, uint64_t rate_bps);
 void mds_cluster_default_layout(const mds_cluster *c, unsigned *n, unsigned *k, uint32_t *su);
-const char *mds_server_state_name(uint32_t state);
 
 #endif

@@ -171,14 +171,14 @@ static int op_getattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 
 static int op_setattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
-    const uint32_t value_bits = MDS_SET_MODE | MDS_SET_UID | MDS_SET_GID | MDS_SET_ATIME |
-                                MDS_SET_MTIME | MDS_SET_CTIME;
+    const uint32_t value_bits = DEPFS_SET_MODE | DEPFS_SET_UID | DEPFS_SET_GID | DEPFS_SET_ATIME |
+                                DEPFS_SET_MTIME | DEPFS_SET_CTIME;
     mds_setattr_in in = { 0 };
     mds_inode out;
     NEED(q->has_ino, "ino");
     NEED(q->has_set_mask, "set_mask");
     NEED(q->attr || !(q->set_mask & value_bits), "attr");
-    NEED(q->attr || q->has_size || !(q->set_mask & MDS_SET_SIZE), "attr.size");
+    NEED(q->attr || q->has_size || !(q->set_mask & DEPFS_SET_SIZE), "attr.size");
     if (q->attr) {
         in.mode = q->attr->mode;
         in.uid = q->attr->uid;

@@ -1106,28 +1106,28 @@ static void set_size(ns_txn *t, mds_inode *in, uint64_t size)
 static int apply_setattr(ns_txn *t, mds_inode *in, uint32_t mask, const mds_setattr_in *a, char *why)
 {
     int64_t now = clock_real_ns();
-    if (mask & MDS_SET_SIZE) {
+    if (mask & DEPFS_SET_SIZE) {
         int rc = check_regular(in, why);
         if (rc < 0)
             return rc;
         set_size(t, in, a->size);
         in->mtime_ns = now;
     }
-    if (mask & MDS_SET_MODE)
+    if (mask & DEPFS_SET_MODE)
         in->mode = (in->mode & S_IFMT) | (a->mode & NS_PERM_MASK);
-    if (mask & MDS_SET_UID)
+    if (mask & DEPFS_SET_UID)
         in->uid = a->uid;
-    if (mask & MDS_SET_GID)
+    if (mask & DEPFS_SET_GID)
         in->gid = a->gid;
-    if (mask & MDS_SET_ATIME_NOW)
+    if (mask & DEPFS_SET_ATIME_NOW)
         in->atime_ns = now;
-    else if (mask & MDS_SET_ATIME)
+    else if (mask & DEPFS_SET_ATIME)
         in->atime_ns = a->atime_ns;
-    if (mask & MDS_SET_MTIME_NOW)
+    if (mask & DEPFS_SET_MTIME_NOW)
         in->mtime_ns = now;
-    else if (mask & MDS_SET_MTIME)
+    else if (mask & DEPFS_SET_MTIME)
         in->mtime_ns = a->mtime_ns;
-    in->ctime_ns = (mask & MDS_SET_CTIME) ? a->ctime_ns : now;
+    in->ctime_ns = (mask & DEPFS_SET_CTIME) ? a->ctime_ns : now;
     return 0;
 }
 

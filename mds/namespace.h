@@ -16,6 +16,7 @@
 #include "config.h"
 #include "kvstore.h"
 #include "store_keys.h"
+#include "wire.h" /* DEPFS_SET_* setattr bits */
 
 #define MDS_ROOT_INO 1u
 #define MDS_WHY_MAX 256u
@@ -30,16 +31,7 @@
 #define MDS_XATTR_CREATE 1u
 #define MDS_XATTR_REPLACE 2u
 
-/* setattr mask (== proto SetMask == FUSE_SET_ATTR_*). */
-#define MDS_SET_MODE 1u
-#define MDS_SET_UID 2u
-#define MDS_SET_GID 4u
-#define MDS_SET_SIZE 8u
-#define MDS_SET_ATIME 16u
-#define MDS_SET_MTIME 32u
-#define MDS_SET_ATIME_NOW 128u
-#define MDS_SET_MTIME_NOW 256u
-#define MDS_SET_CTIME 1024u
+/* setattr mask: DEPFS_SET_* (wire.h; == proto SetMask == FUSE_SET_ATTR_*). */
 
 typedef struct mds_ns mds_ns;
 

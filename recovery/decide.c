@@ -33,6 +33,7 @@
 #include "clock.h"
 #include "depfs.pb-c.h"
 #include "log.h"
+#include "wire.h"
 
 enum { UP = DEPFS__SERVER_STATE__SERVER_UP,
        DOWN = DEPFS__SERVER_STATE__SERVER_DOWN,
@@ -46,11 +47,11 @@ static int set_mds(rec_ctx *c, rec_server *s, uint32_t state, const char *why)
     int rv = rec_mds_set_state(c, s->id, state, &epoch);
     if (rv) {
         log_warn("ioserver %u is %s (%s) but the MDS could not be told: %s; will retry", s->id,
-                 rec_state_name(state), why, strerror(-rv));
+                 depfs_state_name(state), why, strerror(-rv));
         return rv;
     }
     log_info("ioserver %u (%s): %s -> %s (%s), cluster epoch %llu", s->id, s->address,
-             s->mds_known ? rec_state_name(s->mds_state) : "?", rec_state_name(state), why,
+             s->mds_known ? depfs_state_name(s->mds_state) : "?", depfs_state_name(state), why,
              (unsigned long long)epoch);
     s->mds_state = state;
     s->mds_known = true;
@@ -98,7 +99,7 @@ static bool finishing_grace(rec_server *s, const rec_obs *o, uint64_t now_ms)
     if (now_ms - s->finishing_since_ms < REC_REJOIN_FINISH_GRACE_MS)
         return true;
     log_warn("ioserver %u reports %s for %u ms while the MDS says UP: no rejoin is finishing",
-             s->id, rec_state_name(o->state), REC_REJOIN_FINISH_GRACE_MS);
+             s->id, depfs_state_name(o->state), REC_REJOIN_FINISH_GRACE_MS);
     return false;
 }
 

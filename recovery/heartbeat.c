@@ -17,17 +17,6 @@
 #include "depfs.pb-c.h"
 #include "log.h"
 
-const char *rec_state_name(uint32_t s)
-{
-    switch (s) {
-    case DEPFS__SERVER_STATE__SERVER_UP: return "UP";
-    case DEPFS__SERVER_STATE__SERVER_DOWN: return "DOWN";
-    case DEPFS__SERVER_STATE__SERVER_REBUILDING: return "REBUILDING";
-    case DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING: return "RECONSTRUCTING";
-    default: return "?";
-    }
-}
-
 rpc_conn *rec_conn(rec_ctx *c, rpc_conn **slot, const char *address)
 {
     if (*slot && rpc_conn_broken(*slot)) {

@@ -131,7 +131,6 @@ typedef struct rec_mds_server {
     uint32_t state;
 } rec_mds_server;
 
-const char *rec_state_name(uint32_t state);
 
 /* heartbeat.c */
 int rec_init(rec_ctx *c, const depfs_config *cfg, bool once);

@@ -44,7 +44,6 @@
 #define RC_RATE_EMA_NEW 0.5        /* weight of the latest period in the reported rate */
 
 /* server states as depfs_server_status gives them (depfs.h) */
-enum { RC_STATE_UP = 0, RC_STATE_RECONSTRUCTING = 3 };
 
 typedef struct rc_file {
     uint64_t ino, size, unit_bytes; /* unit_bytes: what the server holds of it */
@@ -389,10 +388,10 @@ static int rc_run_workers(rc_ctx *c, unsigned jobs)
  * `depfs status` see the reconstruction from the start. */
 static void rc_mds_reconstructing(depfs_t *fs, const depfs_server_status *st)
 {
-    if (!st->reachable || st->state != RC_STATE_RECONSTRUCTING ||
-        st->mds_state == RC_STATE_RECONSTRUCTING)
+    if (!st->reachable || st->state != DEPFS_SERVER_RECONSTRUCTING ||
+        st->mds_state == DEPFS_SERVER_RECONSTRUCTING)
         return;
-    int rc = depfs_set_server_state(fs, st->id, RC_STATE_RECONSTRUCTING);
+    int rc = depfs_set_server_state(fs, st->id, DEPFS_SERVER_RECONSTRUCTING);
     if (rc < 0)
         fprintf(stderr, "%s: reconstruct server %u: cannot set its MDS state: %s (%s)\n", CLI_PROG,
                 st->id, strerror(-rc), depfs_last_error());
@@ -410,7 +409,7 @@ static int rc_check_server(depfs_t *fs, uint32_t server)
         if (v[i].id != server)
             continue;
         rc = 0;
-        if (v[i].state == RC_STATE_UP && v[i].reachable) {
+        if (v[i].state == DEPFS_SERVER_UP && v[i].reachable) {
             cli_err("I/O server %u is up; reconstruct a replacement started with "
                     "'depfs-ioserver --id %u --reconstruct' on an empty data directory",
                     server, server);

@@ -5,6 +5,7 @@
  * depfs_cluster_status, plus cluster totals. */
 #include "cli.h"
 #include "json.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -17,7 +18,6 @@
 #define SIZE_TEXT_MAX 32u
 #define BYTES_PER_KIB 1024.0
 
-enum { SERVER_UP = 0, SERVER_DOWN = 1, SERVER_REBUILDING = 2, SERVER_RECONSTRUCTING = 3 };
 #define PERCENT 100.0
 #define RECOVERY_TEXT_MAX 192u /* fits the longest recovery_text with SPEED_TEXT_MAX */
 #define SPEED_TEXT_MAX 64u
@@ -51,17 +51,6 @@ static void status_usage(FILE *out)
             CLI_PROG);
 }
 
-static const char *state_name(int state)
-{
-    switch (state) {
-    case SERVER_UP: return "up";
-    case SERVER_DOWN: return "down";
-    case SERVER_REBUILDING: return "rebuilding";
-    case SERVER_RECONSTRUCTING: return "reconstructing";
-    default: return "unknown";
-    }
-}
-
 /* 1536 -> "1.5K", like df -h. */
 static void human_bytes(char *buf, size_t len, uint64_t bytes)
 {
@@ -81,10 +70,10 @@ static void human_bytes(char *buf, size_t len, uint64_t bytes)
 static void add_totals(status_totals *t, const depfs_server_status *s)
 {
     t->servers++;
-    t->up += s->state == SERVER_UP;
-    t->down += s->state == SERVER_DOWN;
-    t->rebuilding += s->state == SERVER_REBUILDING;
-    t->reconstructing += s->state == SERVER_RECONSTRUCTING;
+    t->up += s->state == DEPFS_SERVER_UP;
+    t->down += s->state == DEPFS_SERVER_DOWN;
+    t->rebuilding += s->state == DEPFS_SERVER_REBUILDING;
+    t->reconstructing += s->state == DEPFS_SERVER_RECONSTRUCTING;
     t->reachable += s->reachable;
     t->degraded_files += s->degraded_files;
     t->bytes_used += s->bytes_used;
@@ -147,7 +136,7 @@ static void print_text(const depfs_server_status *v, unsigned n, const status_to
         human_bytes(freeb, sizeof(freeb), s->bytes_free);
         recovery_text(rec, sizeof(rec), s);
         printf("%-4u %-22s %-14s %-14s %-5s %9s %9s %10llu %8llu %8llu %6llu %10llu  %s\n", s->id,
-               s->address, state_name(s->state), state_name(s->mds_state),
+               s->address, depfs_state_name(s->state), depfs_state_name(s->mds_state),
                s->reachable ? "yes" : "no", used, freeb,
                (unsigned long long)s->locks_granted, (unsigned long long)s->locks_nacked,
                (unsigned long long)s->locks_retried, (unsigned long long)s->locks_held,
@@ -186,8 +175,8 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
         cli_json_begin_object(&j, NULL);
         cli_json_uint(&j, "id", s->id);
         cli_json_string(&j, "address", s->address);
-        cli_json_string(&j, "state", state_name(s->state));
-        cli_json_string(&j, "mds_state", state_name(s->mds_state));
+        cli_json_string(&j, "state", depfs_state_name(s->state));
+        cli_json_string(&j, "mds_state", depfs_state_name(s->mds_state));
         cli_json_bool(&j, "reachable", s->reachable);
         cli_json_uint(&j, "degraded_files", s->degraded_files);
         cli_json_uint(&j, "rebuild_done_bytes", s->rebuild_done_bytes);

@@ -26,7 +26,9 @@ extern "C" {
 
 #define DEPFS_ROOT_INO 1u
 #define DEPFS_MAX_GROUPS 64u
-#define DEPFS_MAX_SERVERS_PER_FILE 32u
+#define DEPFS_MAX_SERVERS_PER_FILE 32u  /* n of a layout at most */
+#define DEPFS_STRIPE_UNIT_ALIGN 512u     /* stripe units are multiples of this */
+#define DEPFS_STRIPE_UNIT_MAX (16u * 1024 * 1024)
 #define DEPFS_LAYOUT_XATTR "user.depfs.layout"
 
 typedef struct depfs depfs_t;
@@ -151,16 +153,22 @@ typedef struct depfs_scrub_report {
  * and compares. With repair, rewrites bad parity from data. */
 int depfs_scrub_ino(depfs_t *fs, uint64_t ino, bool repair, depfs_scrub_report *rep);
 
+/* Server states (depfs_server_status, depfs_set_server_state). */
+#define DEPFS_SERVER_UP 0
+#define DEPFS_SERVER_DOWN 1
+#define DEPFS_SERVER_REBUILDING 2
+#define DEPFS_SERVER_RECONSTRUCTING 3
+
 typedef struct depfs_server_status {
     uint32_t id;
     char address[128];
-    int state;                  /* 0 up, 1 down, 2 rebuilding, 3 reconstructing: the
-                                 * server's own word when reachable, else the MDS's */
+    int state;                  /* DEPFS_SERVER_*: the server's own word when
+                                 * reachable, else the MDS's */
     bool reachable;
     uint64_t bytes_used, bytes_free;
     uint64_t locks_granted, locks_nacked, locks_held, lock_hold_ms_total;
     uint64_t locks_retried;     /* lock requests that were retries after a NACK */
-    int mds_state;              /* the state the MDS holds for it (same codes) */
+    int mds_state;              /* the state the MDS holds for it (DEPFS_SERVER_*) */
     uint64_t degraded_files;    /* files with units missing there (from the MDS) */
     uint64_t rebuild_done_bytes, rebuild_total_bytes; /* rebuild progress (MDS) */
     uint64_t rebuild_rate_bps;  /* rebuild bytes/s as last reported (0 = unknown) */
@@ -172,7 +180,7 @@ int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max);
  * cluster epoch), then this client's view refreshed and a new epoch pushed
  * to every server that runs, as depfs-recovery does. For tools that drive
  * a server's life cycle (`depfs reconstruct`). */
-int depfs_set_server_state(depfs_t *fs, uint32_t server_id, int state);
+int depfs_set_server_state(depfs_t *fs, uint32_t server_id, int state); /* DEPFS_SERVER_* */
 /* Publishes a rebuild's progress of server_id to the MDS, where every
  * `depfs status` sees it: bytes done of total and the current rate
  * (bytes/s, 0 = unknown). Progress only: never changes the state. */

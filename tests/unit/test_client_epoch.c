@@ -25,7 +25,7 @@
 #define T_FILE_BYTES (256u * 1024u)
 #define T_OTHER 2u                 /* the server the state change is about */
 #define T_PUSH_DELAY_US 200000u    /* < the 1000 ms request timeout */
-#define T_STATE_DOWN 1
+#define T_STATE_DOWN DEPFS_SERVER_DOWN
 
 static td_cluster g_cl;
 

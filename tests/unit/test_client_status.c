@@ -32,8 +32,8 @@
 #define T_OTHER 2u           /* a server whose state changes meanwhile */
 #define T_RECHECK_WAIT_US 1200000u /* > the client's recheck period (1 s) */
 #define T_UP_WAIT_ROUNDS 5u  /* rechecks allowed before "promptly" fails */
-#define T_STATE_UP 0
-#define T_STATE_DOWN 1
+#define T_STATE_UP DEPFS_SERVER_UP
+#define T_STATE_DOWN DEPFS_SERVER_DOWN
 
 static td_cluster g_cl;
 

@@ -530,8 +530,8 @@ START_TEST(test_setattr_extend)
     uint64_t d = new_dir(ROOT, "d");
     mds_setattr_in a = { .mode = 04711, .uid = 7, .gid = 8, .atime_ns = 1000, .mtime_ns = 2000 };
     int64_t ctime_before = attr_of(f).ctime_ns;
-    ck_assert_int_eq(mds_ns_setattr(ns, f, MDS_SET_MODE | MDS_SET_UID | MDS_SET_GID | MDS_SET_ATIME |
-                                               MDS_SET_MTIME, &a, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, f, DEPFS_SET_MODE | DEPFS_SET_UID | DEPFS_SET_GID | DEPFS_SET_ATIME |
+                                               DEPFS_SET_MTIME, &a, &in, why), 0);
     ck_assert_uint_eq(in.mode, S_IFREG | 04711);
     ck_assert_uint_eq(in.uid, 7);
     ck_assert_uint_eq(in.gid, 8);
@@ -540,15 +540,15 @@ START_TEST(test_setattr_extend)
     ck_assert_int_ge(in.ctime_ns, ctime_before);
     in = attr_of(f);
     ck_assert_int_eq(in.mtime_ns, 2000);
-    ck_assert_int_eq(mds_ns_setattr(ns, f, MDS_SET_MTIME_NOW, &a, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, f, DEPFS_SET_MTIME_NOW, &a, &in, why), 0);
     ck_assert_int_gt(in.mtime_ns, 2000);
     a.ctime_ns = 5;
-    ck_assert_int_eq(mds_ns_setattr(ns, f, MDS_SET_CTIME, &a, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, f, DEPFS_SET_CTIME, &a, &in, why), 0);
     ck_assert_int_eq(in.ctime_ns, 5);
     /* sizes and the logical-bytes counter */
     uint64_t files, bytes;
     a.size = 1000;
-    ck_assert_int_eq(mds_ns_setattr(ns, f, MDS_SET_SIZE, &a, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, f, DEPFS_SET_SIZE, &a, &in, why), 0);
     ck_assert_uint_eq(in.size, 1000);
     mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(bytes, 1000);
@@ -563,7 +563,7 @@ START_TEST(test_setattr_extend)
     ck_assert_uint_eq(bytes, 4196);
     ck_assert_uint_eq(files, 4);
     a.size = 10;
-    ck_assert_int_eq(mds_ns_setattr(ns, f, MDS_SET_SIZE, &a, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, f, DEPFS_SET_SIZE, &a, &in, why), 0);
     mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(bytes, 110);
     mds_removed rm;
@@ -572,9 +572,9 @@ START_TEST(test_setattr_extend)
     ck_assert_uint_eq(bytes, 10);
     ck_assert_uint_eq(files, 3);
     /* errors */
-    ck_assert_int_eq(mds_ns_setattr(ns, d, MDS_SET_SIZE, &a, &in, why), -EISDIR);
+    ck_assert_int_eq(mds_ns_setattr(ns, d, DEPFS_SET_SIZE, &a, &in, why), -EISDIR);
     ck_assert_int_eq(mds_ns_extend(ns, d, 10, false, 0, &in, why), -EISDIR);
-    ck_assert_int_eq(mds_ns_setattr(ns, 31337, MDS_SET_MODE, &a, &in, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_setattr(ns, 31337, DEPFS_SET_MODE, &a, &in, why), -ENOENT);
 }
 END_TEST
 
@@ -583,7 +583,7 @@ START_TEST(test_setgid_dir)
     mds_setattr_in a = { .mode = 02775, .gid = 555 };
     mds_inode in;
     uint64_t d = new_dir(ROOT, "sg");
-    ck_assert_int_eq(mds_ns_setattr(ns, d, MDS_SET_MODE | MDS_SET_GID, &a, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, d, DEPFS_SET_MODE | DEPFS_SET_GID, &a, &in, why), 0);
     uint64_t f = new_file(d, "f");
     ck_assert_uint_eq(attr_of(f).gid, 555);
     ck_assert_uint_eq(attr_of(f).mode & S_ISGID, 0);
@@ -797,16 +797,16 @@ START_TEST(test_cluster_states)
     ck_assert_int_eq(mds_cluster_open(kv, &cfg, &cl), 0);
     ck_assert_uint_eq(mds_cluster_servers(cl, srv, 4, &epoch), 3);
     ck_assert_uint_eq(epoch, 0);
-    ck_assert_uint_eq(srv[1].state, MDS_SERVER_UP);
-    ck_assert_int_eq(mds_cluster_set_state(cl, 2, MDS_SERVER_DOWN, &epoch), 0);
+    ck_assert_uint_eq(srv[1].state, DEPFS_SERVER_UP);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 2, DEPFS_SERVER_DOWN, &epoch), 0);
     ck_assert_uint_eq(epoch, 1);
     /* the same state again: no new epoch */
-    ck_assert_int_eq(mds_cluster_set_state(cl, 2, MDS_SERVER_DOWN, &epoch), 0);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 2, DEPFS_SERVER_DOWN, &epoch), 0);
     ck_assert_uint_eq(epoch, 1);
-    ck_assert_int_eq(mds_cluster_set_state(cl, 9, MDS_SERVER_DOWN, NULL), -ENOENT);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 9, DEPFS_SERVER_DOWN, NULL), -ENOENT);
     ck_assert_int_eq(mds_cluster_set_state(cl, 2, 7, NULL), -EINVAL);
     ck_assert_uint_eq(mds_cluster_epoch(cl), 1);
-    ck_assert_int_eq(mds_cluster_set_state(cl, 3, MDS_SERVER_RECONSTRUCTING, &epoch), 0);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 3, DEPFS_SERVER_RECONSTRUCTING, &epoch), 0);
     ck_assert_uint_eq(epoch, 2);
     /* progress: in memory, partial updates, zeroed by a state change */
     uint64_t done = 100, total = 1000, degraded = 7;
@@ -817,7 +817,7 @@ START_TEST(test_cluster_states)
     ck_assert_uint_eq(srv[2].progress.rebuild_done_bytes, 100);
     ck_assert_uint_eq(srv[2].progress.rebuild_total_bytes, 1000);
     ck_assert_uint_eq(srv[2].progress.degraded_files, 7);
-    ck_assert_int_eq(mds_cluster_set_state(cl, 3, MDS_SERVER_REBUILDING, &epoch), 0);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 3, DEPFS_SERVER_REBUILDING, &epoch), 0);
     ck_assert_uint_eq(epoch, 3);
     mds_cluster_servers(cl, srv, 4, NULL);
     ck_assert_uint_eq(srv[2].progress.rebuild_done_bytes, 0);
@@ -829,11 +829,11 @@ START_TEST(test_cluster_states)
     ck_assert_int_eq(mds_cluster_open(kv, &cfg, &cl), 0);
     ck_assert_uint_eq(mds_cluster_servers(cl, srv, 4, &epoch), 3);
     ck_assert_uint_eq(epoch, 3);
-    ck_assert_uint_eq(srv[1].state, MDS_SERVER_DOWN);
-    ck_assert_uint_eq(srv[2].state, MDS_SERVER_REBUILDING);
+    ck_assert_uint_eq(srv[1].state, DEPFS_SERVER_DOWN);
+    ck_assert_uint_eq(srv[2].state, DEPFS_SERVER_REBUILDING);
     ck_assert_str_eq(srv[1].address, "127.0.0.1:7001");
-    ck_assert_uint_eq(srv[0].state, MDS_SERVER_UP);
-    ck_assert_int_eq(mds_cluster_set_state(cl, 2, MDS_SERVER_UP, &epoch), 0);
+    ck_assert_uint_eq(srv[0].state, DEPFS_SERVER_UP);
+    ck_assert_int_eq(mds_cluster_set_state(cl, 2, DEPFS_SERVER_UP, &epoch), 0);
     ck_assert_uint_eq(epoch, 4);
     mds_cluster_close(cl);
 }
@@ -990,7 +990,7 @@ START_TEST(test_rpc_handlers)
     Depfs__MdsRequest ss = DEPFS__MDS_REQUEST__INIT;
     ss.has_server_id = ss.has_server_state = true;
     ss.server_id = 11;
-    ss.server_state = MDS_SERVER_REBUILDING;
+    ss.server_state = DEPFS_SERVER_REBUILDING;
     r = call(conn, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, &ss);
     ck_assert_int_eq(r->err, 0);
     ck_assert(r->has_cluster_epoch);
@@ -1009,7 +1009,7 @@ START_TEST(test_rpc_handlers)
     ck_assert_uint_eq(r->cluster_epoch, epoch0 + 1);
     depfs__mds_reply__free_unpacked(r, NULL);
     r = call(conn, DEPFS__MDS_OP__MDS_CLUSTER, &empty);
-    ck_assert_uint_eq(r->servers[1]->state, MDS_SERVER_REBUILDING);
+    ck_assert_uint_eq(r->servers[1]->state, DEPFS_SERVER_REBUILDING);
     ck_assert_uint_eq(r->servers[1]->rebuild_done_bytes, 5);
     ck_assert_uint_eq(r->servers[1]->rebuild_total_bytes, 50);
     ck_assert_uint_eq(r->servers[1]->degraded_files, 3);
@@ -1058,9 +1058,9 @@ START_TEST(test_may_have_data)
     ck_assert(rm.has_layout && rm.may_have_data);
     /* truncate up and back down: sticky */
     f = new_file(ROOT, "trunc");
-    ck_assert_int_eq(mds_ns_setattr(ns, f, MDS_SET_SIZE, &sa, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
     sa.size = 0;
-    ck_assert_int_eq(mds_ns_setattr(ns, f, MDS_SET_SIZE, &sa, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
     ck_assert(in.may_have_data);
     ck_assert(unlink_of(ROOT, "trunc").may_have_data);
     /* rename over a target: the target's flag comes back */

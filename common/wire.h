@@ -1,0 +1,27 @@
+/* wire.h - the C names of DePFS's wire values, in one place.
+ *
+ * proto/depfs.proto is the source of every value that crosses the wire.
+ * The ones applications see (setattr bits DEPFS_SET_*, server states
+ * DEPFS_SERVER_*, per-file limits) are mirrored in the public depfs.h, which
+ * cannot include protobuf headers; the rest of DePFS (MDS, I/O servers,
+ * recovery, CLI) uses those same names through this header and nothing
+ * else. wire.c ties every mirror to its protobuf value, and the limits that
+ * depend on each other, with _Static_assert: a drift fails the build.
+ *
+ * Limits keep living in the header of the module that enforces them
+ * (layout.h stripe units and n, frame.h frame sizes, config.h servers); the
+ * relations between them are checked in wire.c (and, for the I/O server's
+ * own limits, next to them in ioserver/handlers.h). */
+#ifndef DEPFS_WIRE_H
+#define DEPFS_WIRE_H
+#include <stdint.h>
+
+#include "depfs.h"
+
+#define DEPFS_SERVER_STATE_MAX DEPFS_SERVER_RECONSTRUCTING
+
+/* "up", "down", "rebuilding", "reconstructing"; "unknown" for other values.
+ * The one spelling of server states in logs, `depfs status` and JSON. */
+const char *depfs_state_name(uint32_t state);
+
+#endif
