@@ -928,3 +928,14 @@ int rpc_call_msg(rpc_conn *c, uint16_t type, const ProtobufCMessage *msg,
     rpc_call_free(call);
     return rc;
 }
+
+bool rpc_err_is_transport(int err)
+{
+    switch (-err) {
+    case ECONNRESET: case ECONNABORTED: case EPIPE: case ENOTCONN: case ECONNREFUSED:
+    case EPROTO: case EHOSTUNREACH: case ENETUNREACH: case EBADF: case ESHUTDOWN:
+        return true;
+    default:
+        return false;
+    }
+}

@@ -11,6 +11,7 @@
  * Return convention: 0 or negative errno. */
 #ifndef DEPFS_RPC_H
 #define DEPFS_RPC_H
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -82,6 +83,16 @@ void rpc_conn_close(rpc_conn *c);
 void rpc_conn_abort(rpc_conn *c);
 /* true once the connection failed (peer closed, protocol error). */
 bool rpc_conn_broken(const rpc_conn *c);
+
+/* The one test of "the call failed because of the connection, not because
+ * of the request" (err: a negative errno from this module or a transport):
+ * reset, aborted, closed, refused, unreachable, or broken by a protocol
+ * error. The caller drops or reconnects the connection and may retry the
+ * request elsewhere. -ETIMEDOUT is NOT one: the connection may be fine and
+ * the peer only slow or stalled; a caller that treats a silent peer like a
+ * lost one says so at its call site with rpc_err_is_timeout. */
+bool rpc_err_is_transport(int err);
+static inline bool rpc_err_is_timeout(int err) { return err == -ETIMEDOUT; }
 
 /* Sends a request. resp_iov says where the reply bulk lands (may be NULL/0
  * when no bulk is expected); a larger reply bulk fails the call -EMSGSIZE. */

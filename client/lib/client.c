@@ -224,12 +224,6 @@ static int mds_conn_get(depfs_t *fs, rpc_conn *failed, rpc_conn **out)
     return 0;
 }
 
-static bool conn_error(int rc)
-{
-    return rc == -ECONNRESET || rc == -ECONNABORTED || rc == -EPIPE || rc == -EPROTO ||
-           rc == -ENOTCONN || rc == -ECONNREFUSED;
-}
-
 int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depfs__MdsReply **reply)
 {
     assert(fs && req && reply);
@@ -253,7 +247,8 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
             *reply = (Depfs__MdsReply *)m;
             break;
         }
-        if (conn_error(rc) || rpc_conn_broken(c))
+        /* a timeout keeps the connection: the MDS may only be slow */
+        if (rpc_err_is_transport(rc) || rpc_conn_broken(c))
             failed = c;
         log_debug("libdepfs: %s attempt %u failed: %s", mds_op_name(op), attempt + 1, strerror(-rc));
     }

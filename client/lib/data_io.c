@@ -106,13 +106,6 @@ typedef struct dc_pending {
     bool server_behind;       /* the server knows an older epoch than we sent */
 } dc_pending;
 
-static bool dc_is_conn_error(int err)
-{
-    return err == -ETIMEDOUT || err == -ECONNRESET || err == -ECONNABORTED || err == -EPIPE ||
-           err == -ENOTCONN || err == -ECONNREFUSED || err == -EPROTO || err == -EHOSTUNREACH ||
-           err == -ENETUNREACH || err == -EBADF || err == -ESHUTDOWN;
-}
-
 /* The lock/write path carries the client's cluster epoch. */
 static bool dc_epoch_guarded(const dc_req *r)
 {
@@ -278,7 +271,7 @@ static void dc_attempt(depfs_t *fs, dc_req *reqs, dc_pending *pend, const bool *
             reqs[i].result = DC_ERR_DOWN;
         } else if (rc < 0) {
             reqs[i].result = rc;
-            pend[i].retry = dc_is_conn_error(rc);
+            pend[i].retry = rpc_err_is_transport(rc) || rpc_err_is_timeout(rc);
             rpc_call_free(pend[i].call);
             pend[i].call = NULL;
         }
@@ -294,7 +287,8 @@ static void dc_attempt(depfs_t *fs, dc_req *reqs, dc_pending *pend, const bool *
             dc_finish_one(fs, &reqs[i], &pend[i]);
         } else {
             reqs[i].result = rc;
-            pend[i].retry = dc_is_conn_error(rc);
+            /* a server silent for a request timeout is retried like a lost one */
+            pend[i].retry = rpc_err_is_transport(rc) || rpc_err_is_timeout(rc);
         }
         rpc_call_free(pend[i].call);
         pend[i].call = NULL;

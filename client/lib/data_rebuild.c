@@ -181,7 +181,7 @@ static void dc_ctl_run(depfs_t *fs, dc_ctl *v, unsigned n)
         if (rc == 0) {
             v[i].rep = (Depfs__IoReply *)m;
             v[i].rc = v[i].rep->err > 0 ? -v[i].rep->err : v[i].rep->err;
-        } else if (rc == -ETIMEDOUT || rc == -ECONNRESET || rc == -ECONNABORTED) {
+        } else if (rpc_err_is_transport(rc) || rpc_err_is_timeout(rc)) { /* silent = down */
             dc_server_mark_failed(fs, v[i].server_id);
             v[i].rc = DC_ERR_DOWN;
         }
