@@ -10,13 +10,14 @@
 #include <string.h>
 #include <strings.h>
 
+#include "depfs.h" /* depfs_label_parse, depfs_layout_spec_parse: the public face */
 #include "layout.h"
 
 #define LABEL_PREFIX "depfs"
 #define LABEL_PREFIX_LEN (sizeof(LABEL_PREFIX) - 1)
 #define LABEL_SPEC_MAX 64u        /* longest N@K@SU accepted */
 #define LABEL_NUM_MAX 1000000000u /* n, k above this are "too large" */
-#define SU_ALIGN_BYTES 512u
+#define SU_ALIGN_BYTES DEPFS_STRIPE_UNIT_ALIGN
 #define KIB 1024ull
 
 __attribute__((format(printf, 3, 4)))
@@ -154,13 +155,37 @@ static int parse_label_spec(const char *spec, size_t len, depfs_label *out, char
     return label_parse_spec(buf, &out->n, &out->k, &out->su, err, err_len);
 }
 
+/* s starts with "depfs:" or "depfs@" (any case). */
+static bool has_label_prefix(const char *s)
+{
+    return s && strncasecmp(s, LABEL_PREFIX, LABEL_PREFIX_LEN) == 0 &&
+           (s[LABEL_PREFIX_LEN] == ':' || s[LABEL_PREFIX_LEN] == '@');
+}
+
+/* The label of s (has_label_prefix): its layout, and the path after ':'
+ * (not checked). */
+static int parse_label_prefix(const char *s, depfs_label *out, char *err, size_t err_len)
+{
+    const char *p = s + LABEL_PREFIX_LEN;
+    const char *colon = strchr(p, ':');
+    if (!colon)
+        return fail(err, err_len, "missing ':' after the label in '%s'", s);
+    if (*p == '@') {
+        int rc = parse_label_spec(p + 1, (size_t)(colon - p - 1), out, err, err_len);
+        if (rc)
+            return rc;
+    }
+    out->has_label = true;
+    out->path = colon + 1;
+    return 0;
+}
+
 int label_parse(const char *s, depfs_label *out, char *err, size_t err_len)
 {
     memset(out, 0, sizeof(*out));
     if (!s || *s == '\0')
         return fail(err, err_len, "empty path");
-    if (strncasecmp(s, LABEL_PREFIX, LABEL_PREFIX_LEN) != 0 ||
-        (s[LABEL_PREFIX_LEN] != ':' && s[LABEL_PREFIX_LEN] != '@')) {
+    if (!has_label_prefix(s)) {
         if (s[0] == '/') {
             out->path = s;
             return 0;
@@ -172,20 +197,38 @@ int label_parse(const char *s, depfs_label *out, char *err, size_t err_len)
         return fail(err, err_len, "path '%s' must start with '/' or a depfs label", s);
     }
 
-    const char *p = s + LABEL_PREFIX_LEN;
-    const char *colon = strchr(p, ':');
-    if (!colon)
-        return fail(err, err_len, "missing ':' after the label in '%s'", s);
-    if (*p == '@') {
-        int rc = parse_label_spec(p + 1, (size_t)(colon - p - 1), out, err, err_len);
-        if (rc)
-            return rc;
+    int rc = parse_label_prefix(s, out, err, err_len);
+    if (rc)
+        return rc;
+    if (out->path[0] != '/') {
+        const char *path = out->path;
+        memset(out, 0, sizeof(*out));
+        return fail(err, err_len, "path after ':' must start with '/': '%s'", path);
     }
-    if (colon[1] != '/')
-        return fail(err, err_len, "path after ':' must start with '/': '%s'", colon + 1);
-    out->has_label = true;
-    out->path = colon + 1;
     return 0;
+}
+
+int depfs_label_parse(const char *s, unsigned *n, unsigned *k, uint32_t *su, const char **path,
+                      char *err, size_t err_len)
+{
+    depfs_label lab;
+    memset(&lab, 0, sizeof(lab));
+    if (!has_label_prefix(s))
+        return 0;
+    int rc = parse_label_prefix(s, &lab, err, err_len);
+    if (rc)
+        return rc;
+    *n = lab.n;
+    *k = lab.k;
+    *su = lab.su;
+    *path = lab.path;
+    return 1;
+}
+
+int depfs_layout_spec_parse(const char *spec, unsigned *n, unsigned *k, uint32_t *su, char *err,
+                            size_t err_len)
+{
+    return label_parse_spec(spec, n, k, su, err, err_len);
 }
 
 int label_check_cluster(unsigned n, unsigned servers, char *err, size_t err_len)

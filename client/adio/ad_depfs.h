@@ -17,12 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ADIOI_DEPFS_LABEL_WORD "depfs"
-#define ADIOI_DEPFS_LABEL_WORD_LEN 5
 #define ADIOI_DEPFS_ERR_LEN 256
-#define ADIOI_DEPFS_MAX_N DEPFS_MAX_SERVERS_PER_FILE
-#define ADIOI_DEPFS_SU_ALIGN_BYTES 512u
-#define ADIOI_DEPFS_MAX_SU_BYTES (64u * 1024u * 1024u)
 
 /* info keys the driver owns (ADIOI_GEN_SetInfo drops unknown hints) */
 #define ADIOI_DEPFS_HINT_N "depfs_n"
@@ -53,7 +48,8 @@ typedef struct ADIOI_DEPFS_File {
     int defer_flush;            /* >0 inside a strided/collective call */
 } ADIOI_DEPFS_File;
 
-/* ---- prefix/label handling (ad_depfs_prefix.c) ---- */
+/* ---- prefix/label handling (ad_depfs_prefix.c; the grammar and its
+ * checks are libdepfs's depfs_label_parse and depfs_layout_spec_parse) ---- */
 int ADIOI_DEPFS_Is_label(const char *name);
 int ADIOI_DEPFS_Prefix(const char *name);
 int ADIOI_DEPFS_Forced(void);

@@ -10,16 +10,14 @@
  * (e.g. from MPI_File_delete) only ever matches the same path.
  *
  * Grammar (prefix case-insensitive): depfs:PATH | depfs@N@K:PATH |
- * depfs@N@K@SU:PATH, SU in bytes with an optional k/K/m/M suffix. */
+ * depfs@N@K@SU:PATH, SU in bytes with an optional k/K/m/M suffix. The
+ * parsing and its limits are libdepfs's (depfs_label_parse), so a label
+ * means the same here as in the CLI and the library. */
 #include "ad_depfs.h"
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-
-#define ADIOI_DEPFS_MAX_LABEL_FIELD 32
 
 static struct {
     int valid;
@@ -27,36 +25,13 @@ static struct {
     ADIOI_DEPFS_Layout layout;
 } pending;
 
+/* a label, good or bad (a bad one is reported by ADIOI_DEPFS_Prefix) */
 int ADIOI_DEPFS_Is_label(const char *name)
 {
-    if (name == NULL || strncasecmp(name, ADIOI_DEPFS_LABEL_WORD, ADIOI_DEPFS_LABEL_WORD_LEN))
-        return 0;
-    return name[ADIOI_DEPFS_LABEL_WORD_LEN] == ':' || name[ADIOI_DEPFS_LABEL_WORD_LEN] == '@';
-}
-
-/* "123" -> 123 (with k/m suffix when allow_suffix); -1 on junk or overflow */
-static long long parse_number(const char *s, size_t len, int allow_suffix)
-{
-    unsigned long long v = 0, mult = 1;
-    size_t i;
-    if (len == 0)
-        return -1;
-    if (allow_suffix && len > 1) {
-        char c = (char) tolower((unsigned char) s[len - 1]);
-        if (c == 'k' || c == 'm') {
-            mult = c == 'k' ? 1024ull : 1024ull * 1024ull;
-            len--;
-        }
-    }
-    for (i = 0; i < len; i++) {
-        if (!isdigit((unsigned char) s[i]))
-            return -1;
-        v = v * 10 + (unsigned) (s[i] - '0');
-        if (v > UINT32_MAX)
-            return -1;
-    }
-    v *= mult;
-    return v > UINT32_MAX ? -1 : (long long) v;
+    ADIOI_DEPFS_Layout unused;
+    const char *path;
+    return name != NULL &&
+        depfs_label_parse(name, &unused.n, &unused.k, &unused.su, &path, NULL, 0) != 0;
 }
 
 int ADIOI_DEPFS_Check_layout(const ADIOI_DEPFS_Layout *l, char *err, size_t err_len)
@@ -65,82 +40,35 @@ int ADIOI_DEPFS_Check_layout(const ADIOI_DEPFS_Layout *l, char *err, size_t err_
         snprintf(err, err_len, "k (%u) > n (%u)", l->k, l->n);
         return -EINVAL;
     }
-    if (l->n > ADIOI_DEPFS_MAX_N) {
-        snprintf(err, err_len, "n (%u) > %u", l->n, (unsigned) ADIOI_DEPFS_MAX_N);
+    if (l->n > DEPFS_MAX_SERVERS_PER_FILE) {
+        snprintf(err, err_len, "n (%u) > %u", l->n, (unsigned) DEPFS_MAX_SERVERS_PER_FILE);
         return -EINVAL;
     }
-    if (l->su && (l->su % ADIOI_DEPFS_SU_ALIGN_BYTES || l->su > ADIOI_DEPFS_MAX_SU_BYTES)) {
+    if (l->su && (l->su % DEPFS_STRIPE_UNIT_ALIGN || l->su > DEPFS_STRIPE_UNIT_MAX)) {
         snprintf(err, err_len, "stripe unit %u is not a multiple of %u up to %u",
-                 (unsigned) l->su, ADIOI_DEPFS_SU_ALIGN_BYTES, ADIOI_DEPFS_MAX_SU_BYTES);
+                 (unsigned) l->su, DEPFS_STRIPE_UNIT_ALIGN, DEPFS_STRIPE_UNIT_MAX);
         return -EINVAL;
     }
     return 0;
 }
 
-/* "N@K" or "N@K@SU" (len bytes of spec) */
-static int parse_fields(const char *spec, size_t len, ADIOI_DEPFS_Layout *out, char *err,
-                        size_t err_len)
-{
-    static const char *const names[] = { "N", "K", "SU" };
-    const char *p = spec, *end = spec + len;
-    long long v[3] = { 0, 0, 0 };
-    int nfields = 0;
-
-    while (p <= end && nfields < 3) {
-        const char *at = memchr(p, '@', (size_t) (end - p));
-        const char *fe = at ? at : end;
-        v[nfields] = parse_number(p, (size_t) (fe - p), nfields == 2);
-        if (v[nfields] <= 0) {
-            snprintf(err, err_len, "%s '%.*s' is not a positive number", names[nfields],
-                     (int) ((fe - p) > ADIOI_DEPFS_MAX_LABEL_FIELD ? ADIOI_DEPFS_MAX_LABEL_FIELD
-                            : (fe - p)), p);
-            return -EINVAL;
-        }
-        nfields++;
-        if (!at)
-            break;
-        p = at + 1;
-        if (nfields == 3) {
-            snprintf(err, err_len, "junk after SU: '@%.*s'", (int) (end - p), p);
-            return -EINVAL;
-        }
-    }
-    if (nfields < 2) {
-        snprintf(err, err_len, "expected N@K or N@K@SU, got '%.*s'", (int) len, spec);
-        return -EINVAL;
-    }
-    out->n = (unsigned) v[0];
-    out->k = (unsigned) v[1];
-    out->su = (uint32_t) v[2];
-    return ADIOI_DEPFS_Check_layout(out, err, err_len);
-}
-
 int ADIOI_DEPFS_Parse_spec(const char *spec, ADIOI_DEPFS_Layout *out, char *err, size_t err_len)
 {
     memset(out, 0, sizeof(*out));
-    return parse_fields(spec, strlen(spec), out, err, err_len);
+    return depfs_layout_spec_parse(spec, &out->n, &out->k, &out->su, err, err_len);
 }
 
 int ADIOI_DEPFS_Parse_label(const char *name, ADIOI_DEPFS_Layout *out, const char **path,
                             char *err, size_t err_len)
 {
-    const char *colon, *spec;
+    int rc;
     memset(out, 0, sizeof(*out));
-    if (!ADIOI_DEPFS_Is_label(name)) {
+    rc = name ? depfs_label_parse(name, &out->n, &out->k, &out->su, path, err, err_len) : 0;
+    if (rc == 0) {
         snprintf(err, err_len, "not a DePFS label (expected depfs:, depfs@N@K: or depfs@N@K@SU:)");
         return -EINVAL;
     }
-    colon = strchr(name, ':');
-    if (!colon) {
-        snprintf(err, err_len, "missing ':' after the label");
-        return -EINVAL;
-    }
-    *path = colon + 1;
-    spec = name + ADIOI_DEPFS_LABEL_WORD_LEN;
-    if (spec == colon)
-        return 0;       /* depfs: - default layout */
-    spec++;     /* past '@' */
-    return parse_fields(spec, (size_t) (colon - spec), out, err, err_len);
+    return rc < 0 ? rc : 0;
 }
 
 void ADIOI_DEPFS_Clear_pending(void)

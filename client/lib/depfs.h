@@ -142,6 +142,18 @@ int depfs_resolve(depfs_t *fs, const char *path, uint64_t *ino, struct stat *st)
 int depfs_mkdir_path(depfs_t *fs, const char *path, mode_t mode);
 int depfs_unlink_path(depfs_t *fs, const char *path);
 
+/* Resiliency labels without a mount (the MPI-IO driver's file names):
+ * "depfs:PATH", "depfs@N@K:PATH", "depfs@N@K@SU:PATH", prefix in any case,
+ * SU a size such as 65536, 64k or 1m. Returns 1 with the layout in *n, *k,
+ * *su (0 = not given) and *path pointing after the ':' (not checked) when
+ * s starts with a label; 0 when it does not; -EINVAL with the bad part named
+ * in err ("k (9) > n (8)") for a bad label. */
+int depfs_label_parse(const char *s, unsigned *n, unsigned *k, uint32_t *su, const char **path,
+                      char *err, size_t err_len);
+/* "N@K" or "N@K@SU" (hints, $DEPFS_LAYOUT, xattrs): 0 or -EINVAL with err. */
+int depfs_layout_spec_parse(const char *spec, unsigned *n, unsigned *k, uint32_t *su, char *err,
+                            size_t err_len);
+
 /* ---------------------------------------------------------- admin/checks */
 typedef struct depfs_scrub_report {
     uint64_t stripes_checked;

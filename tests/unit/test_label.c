@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "depfs.h"
 #include "label.h"
 #include "layout.h"
 
@@ -182,6 +183,34 @@ START_TEST(test_parse_size)
 }
 END_TEST
 
+/* The public parser the MPI-IO driver uses: labels only, path unchecked. */
+START_TEST(test_public_label_parse)
+{
+    unsigned n = 99, k = 99;
+    uint32_t su = 99;
+    const char *path = NULL;
+    char err[256];
+
+    ck_assert_int_eq(depfs_label_parse("DePFS@4@2@64k:rel", &n, &k, &su, &path, err, sizeof err), 1);
+    ck_assert_uint_eq(n, 4);
+    ck_assert_uint_eq(k, 2);
+    ck_assert_uint_eq(su, 65536);
+    ck_assert_str_eq(path, "rel");
+    ck_assert_int_eq(depfs_label_parse("depfs@4@2:", &n, &k, &su, &path, err, sizeof err), 1);
+    ck_assert_str_eq(path, "");
+    ck_assert_int_eq(depfs_label_parse("depfs:/x", &n, &k, &su, &path, err, sizeof err), 1);
+    ck_assert_uint_eq(n + k + su, 0);
+    ck_assert_int_eq(depfs_label_parse("/plain", &n, &k, &su, &path, err, sizeof err), 0);
+    ck_assert_int_eq(depfs_label_parse("depfs@4@6:/x", &n, &k, &su, &path, err, sizeof err), -EINVAL);
+    ck_assert_str_eq(err, "k (6) > n (4)");
+    ck_assert_int_eq(depfs_label_parse("depfs@8@x:/x", &n, &k, &su, &path, NULL, 0), -EINVAL);
+    ck_assert_int_eq(depfs_label_parse("depfs@8@6@32m:/x", &n, &k, &su, &path, NULL, 0), -EINVAL);
+    ck_assert_int_eq(depfs_layout_spec_parse("8@6@1m", &n, &k, &su, err, sizeof err), 0);
+    ck_assert_uint_eq(su, DEPFS_STRIPE_UNIT_MAX / 16);
+    ck_assert_int_eq(depfs_layout_spec_parse("8", &n, &k, &su, err, sizeof err), -EINVAL);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("label");
@@ -191,6 +220,7 @@ int main(void)
     tcase_add_test(tc, test_spec);
     tcase_add_test(tc, test_cluster_check);
     tcase_add_test(tc, test_parse_size);
+    tcase_add_test(tc, test_public_label_parse);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
