@@ -50,19 +50,31 @@ typedef struct dc_req {
     uint64_t local_size;
     unsigned n_down;
     uint32_t down[LAYOUT_MAX_N];
+    const Depfs__IoRequest *ctl;  /* control request (recovery): sent as it is
+                                   * (the fields above but op, server and
+                                   * any_state unused); epoch added when guarded */
+    bool keep_reply;              /* keep the unpacked reply in `reply` */
     /* outcome of dc_io_run */
     int result;                   /* 0, -EAGAIN (lock NACK), DC_ERR_DOWN, -errno */
     uint64_t reply_bulk;
+    Depfs__IoReply *reply;        /* with keep_reply: the last reply (or NULL);
+                                   * the caller frees it (dc_req_free_reply) */
 } dc_req;
 
 /* Set req up for (op, server at layout position pos); clears everything. */
 void dc_req_init(dc_req *r, const layout *lay, unsigned pos, uint16_t op);
+/* A control request `msg` to server id (any state), its reply kept. */
+void dc_req_init_ctl(dc_req *r, uint32_t server_id, uint16_t op, const Depfs__IoRequest *msg);
+void dc_req_free_reply(dc_req *r);
 /* Append `len` bytes at local offset `local_off` whose memory is `buf`
  * (merging with the previous extent/segment when contiguous). -E2BIG when
  * the request is full (callers size rounds so it never is). */
 int dc_req_add(dc_req *r, uint64_t local_off, uint64_t len, void *buf);
 void dc_req_set_lock(dc_req *r, uint64_t first_stripe, uint64_t count, uint64_t owner_client,
                      uint64_t owner_op);
+
+/* At most this many requests in one dc_io_run (one per server). */
+#define DC_IO_MAX_REQS CONFIG_MAX_IOSERVERS
 
 /* Run every active request in parallel: start all, wait with the request
  * timeout, resend the ones that timed out or lost their connection once,
@@ -78,6 +90,20 @@ void dc_req_set_lock(dc_req *r, uint64_t first_stripe, uint64_t count, uint64_t 
  * refused by a REBUILDING/RECONSTRUCTING server: DC_ERR_DOWN (the first is
  * marked failed; the second is only treated as down from then on). */
 void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq);
+
+/* Control requests (STAT, HEARTBEAT, DIRTY, SET_STATE, LOCK with take-over)
+ * to several servers at once, each reply kept for the caller: rep NULL when
+ * the server did not answer; rc 0, -err of the reply, or DC_ERR_DOWN. */
+typedef struct dc_ctl {
+    uint32_t server_id;
+    uint16_t op;
+    Depfs__IoRequest req;
+    Depfs__IoReply *rep;
+    int rc;
+} dc_ctl;
+void dc_ctl_init(dc_ctl *c, uint32_t server_id, uint16_t op, uint64_t file_id);
+void dc_ctl_run(depfs_t *fs, dc_ctl *v, unsigned n);
+void dc_ctl_free(dc_ctl *v, unsigned n);
 
 /* Send IO_UNLOCK for every request that holds a granted lock (has_lock,
  * result 0); failures are ignored (the lease/recovery cleans up). */

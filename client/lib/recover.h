@@ -33,19 +33,6 @@ int dc_server_state(depfs_t *fs, uint32_t id);
  * for the MDS; returns how many ids were written (at most max). */
 unsigned dc_live_servers(depfs_t *fs, uint32_t except, uint32_t *ids, unsigned max);
 
-/* Control requests (STAT, HEARTBEAT, DIRTY, SET_STATE, LOCK with take-over)
- * to several servers at once, each reply kept for the caller: rep NULL when
- * the server did not answer; rc 0, -err of the reply, or DC_ERR_DOWN. */
-typedef struct dc_ctl {
-    uint32_t server_id;
-    uint16_t op;
-    Depfs__IoRequest req;
-    Depfs__IoReply *rep;
-    int rc;
-} dc_ctl;
-void dc_ctl_init(dc_ctl *c, uint32_t server_id, uint16_t op, uint64_t file_id);
-void dc_ctl_run(depfs_t *fs, dc_ctl *v, unsigned n);
-void dc_ctl_free(dc_ctl *v, unsigned n);
 
 /* Longest strip file (bytes) of the file among the positions in mask. */
 int dc_strip_extent(depfs_t *fs, const dc_target *t, uint32_t mask, uint64_t *max_bytes);

@@ -85,58 +85,8 @@ int dc_server_state(depfs_t *fs, uint32_t id)
     return st;
 }
 
-void dc_ctl_init(dc_ctl *c, uint32_t server_id, uint16_t op, uint64_t file_id)
-{
-    memset(c, 0, sizeof *c);
-    c->server_id = server_id;
-    c->op = op;
-    depfs__io_request__init(&c->req);
-    c->req.file_id = file_id;
-}
 
-void dc_ctl_run(depfs_t *fs, dc_ctl *v, unsigned n)
-{
-    rpc_call **calls = calloc(n ? n : 1, sizeof *calls);
-    if (calls == NULL) {
-        for (unsigned i = 0; i < n; i++)
-            v[i].rc = -ENOMEM;
-        return;
-    }
-    for (unsigned i = 0; i < n; i++) {
-        v[i].rep = NULL;
-        rpc_conn *c = dc_server_conn_any(fs, v[i].server_id);
-        v[i].rc = c ? rpc_call_start_msg(c, v[i].op, &v[i].req.base, NULL, 0, NULL, 0, &calls[i])
-                    : DC_ERR_DOWN;
-    }
-    for (unsigned i = 0; i < n; i++) {
-        if (v[i].rc < 0 || calls[i] == NULL)
-            continue;
-        ProtobufCMessage *m = NULL;
-        int rc = rpc_call_wait(calls[i], (int)fs->cfg.request_timeout_ms);
-        if (rc == 0)
-            rc = rpc_call_unpack(calls[i], &depfs__io_reply__descriptor, &m);
-        v[i].rc = rc;
-        if (rc == 0) {
-            v[i].rep = (Depfs__IoReply *)m;
-            v[i].rc = v[i].rep->err > 0 ? -v[i].rep->err : v[i].rep->err;
-        } else if (rc == -ETIMEDOUT || rc == -ECONNRESET || rc == -ECONNABORTED) {
-            dc_server_mark_failed(fs, v[i].server_id);
-            v[i].rc = DC_ERR_DOWN;
-        }
-    }
-    for (unsigned i = 0; i < n; i++)
-        rpc_call_free(calls[i]);
-    free(calls);
-}
 
-void dc_ctl_free(dc_ctl *v, unsigned n)
-{
-    for (unsigned i = 0; i < n; i++) {
-        if (v[i].rep)
-            depfs__io_reply__free_unpacked(v[i].rep, NULL);
-        v[i].rep = NULL;
-    }
-}
 
 /* Cluster servers other than `except` that are not failed locally or DOWN
  * for the MDS; returns how many ids were written (at most max). */

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "data_io.h"
 #include "log.h"
 
 /* A client with a server marked failed asks the MDS at most this often
@@ -19,56 +19,39 @@
 #define DC_MARK_RECHECK_MS 1000u
 #define DC_STATUS_ERR_MAX 512u /* depfs_last_error() text kept across the recheck */
 
-static Depfs__IoReply *stat_collect(depfs_t *fs, const dc_server *s, rpc_call *call)
-{
-    if (!call)
-        return NULL;
-    ProtobufCMessage *m = NULL;
-    int rc = rpc_call_wait(call, (int)fs->cfg.request_timeout_ms);
-    if (rc == 0)
-        rc = rpc_call_unpack(call, &depfs__io_reply__descriptor, &m);
-    rpc_call_free(call);
-    if (rc < 0) {
-        log_warn("libdepfs: IO_STAT to server %u (%s): %s", s->id, s->address, strerror(-rc));
-        dc_server_mark_failed(fs, s->id);
-        return NULL;
-    }
-    Depfs__IoReply *rep = (Depfs__IoReply *)m;
-    if (rep->err != 0) {
-        log_warn("libdepfs: IO_STAT to server %u refused: %s", s->id,
-                 rep->message ? rep->message : strerror(rep->err));
-        depfs__io_reply__free_unpacked(rep, NULL);
-        return NULL;
-    }
-    return rep;
-}
-
 void dc_stat_servers(depfs_t *fs, Depfs__IoReply **out)
 {
     if (fs->nservers == 0)
         return;
-    rpc_call **calls = calloc(fs->nservers, sizeof *calls);
-    Depfs__IoRequest req = DEPFS__IO_REQUEST__INIT;
-    req.file_id = 0;
+    dc_ctl *v = calloc(fs->nservers, sizeof *v);
+    unsigned *index = calloc(fs->nservers, sizeof *index);
+    unsigned n = 0;
     for (unsigned i = 0; i < fs->nservers; i++) {
         out[i] = NULL;
-        if (!calls)
-            continue;
         /* servers the MDS calls rebuilding still answer IO_STAT; only a
          * local failure mark skips one */
-        if (atomic_load(&fs->servers[i].down_until_ms) > dc_now_ms())
+        if (v == NULL || index == NULL || atomic_load(&fs->servers[i].down_until_ms) > dc_now_ms())
             continue;
-        rpc_conn *c = dc_server_conn_any(fs, fs->servers[i].id);
-        if (!c)
-            continue;
-        if (rpc_call_start_msg(c, DEPFS__IO_OP__IO_STAT, &req.base, NULL, 0, NULL, 0, &calls[i]) < 0) {
-            calls[i] = NULL;
-            dc_server_mark_failed(fs, fs->servers[i].id);
+        dc_ctl_init(&v[n], fs->servers[i].id, DEPFS__IO_OP__IO_STAT, 0);
+        index[n++] = i;
+    }
+    dc_ctl_run(fs, v, n);
+    for (unsigned j = 0; j < n; j++) {
+        const dc_server *s = &fs->servers[index[j]];
+        if (v[j].rc == 0) {
+            out[index[j]] = v[j].rep;
+            v[j].rep = NULL;
+        } else if (v[j].rep != NULL) {
+            log_warn("libdepfs: IO_STAT to server %u refused: %s", s->id,
+                     v[j].rep->message ? v[j].rep->message : strerror(-v[j].rc));
+        } else {
+            log_warn("libdepfs: IO_STAT to server %u (%s): %s", s->id, s->address,
+                     strerror(-v[j].rc));
         }
     }
-    for (unsigned i = 0; calls && i < fs->nservers; i++)
-        out[i] = stat_collect(fs, &fs->servers[i], calls[i]);
-    free(calls);
+    dc_ctl_free(v, n);
+    free(v);
+    free(index);
 }
 
 void dc_stat_free(depfs_t *fs, Depfs__IoReply **out)
