@@ -147,12 +147,19 @@ bool dc_wb_enabled(const depfs_fh_t *fh);
 int dc_wb_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len);
 /* Flush the inode's write-behind buffer if it overlaps [off, off+len). */
 int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len);
-/* The inode's read-ahead slot (in the data path's per-inode state, created
- * on demand; NULL when out of memory). */
-void **dc_wb_ra_slot(dc_inode *in);
-/* Read-ahead (data_read.c): drop the cached window (every write, flush,
- * truncate and close of this client does); free it (inode released). */
+/* Read-ahead (data_read.c): drop the cached window and degraded stripes
+ * (every write, flush, truncate and close of this client does: see
+ * data_cache.c); free them (inode released). */
 void dc_ra_drop(dc_inode *in);
-void dc_ra_free(void *ra);
+void dc_ra_free(dc_inode *in);
+/* The read engine: [off, off+len) of the handle's file (already clamped to
+ * size, the file's size) into buf: read-ahead window, write-behind bytes
+ * of the range flushed, then striped or degraded reads. 0 or -errno. */
+int dc_read(depfs_fh_t *fh, uint8_t *buf, uint64_t off, uint64_t len, uint64_t size);
+/* data_cache.c: the entry points' and engines' way to write, flush and
+ * release an inode's cached bytes (write-behind and read-ahead together). */
+int dc_data_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len);
+int dc_data_flush(depfs_t *fs, dc_inode *in);
+void dc_data_release(depfs_t *fs, dc_inode *in);
 
 #endif

@@ -207,7 +207,7 @@ static int dc_scrub_target(depfs_t *fs, uint64_t ino, layout *lay, uint64_t *siz
     *size = (uint64_t)st.st_size;
     dc_inode *in = dc_inode_find(fs, ino);
     if (in != NULL) {
-        rc = dc_wb_flush(fs, in);
+        rc = dc_data_flush(fs, in);
         if (rc < 0)
             return rc;
         pthread_mutex_lock(&in->lock);

@@ -1,9 +1,8 @@
-/* data_truncate.c - the data side of truncate and of removing a file:
- * zero the cut part of the last kept stripe through the normal write path
- * (stripe locks, parity fixed), shorten every strip file, and remove every
- * strip file when the file's last link goes - inline, or in the background
- * (a bounded queue drained by a worker thread that lives while there is
- * work; depfs_unmount drains it). */
+/* data_truncate.c - the truncate engine: zero the cut part of the last kept
+ * stripe through the normal write path (stripe locks, parity fixed),
+ * shorten every strip file (servers that miss it are recorded dirty), and
+ * the whole sequence setattr and ftruncate share (flush, data side, MDS
+ * size, local size). */
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
@@ -12,7 +11,6 @@
 #include "data_io.h"
 #include "log.h"
 
-#define DC_RM_QUEUE_MAX 256u /* queued removals (all mounts); more: inline */
 
 /* Zero [from, to) through the stripe-lock write path, in bounded chunks. */
 static int dc_zero_range(depfs_t *fs, dc_inode *in, uint64_t from, uint64_t to)
@@ -65,7 +63,7 @@ static int dc_truncate_strips(depfs_t *fs, dc_inode *in, uint64_t new_size)
 
 int dc_data_truncate(depfs_t *fs, dc_inode *in, uint64_t old_size, uint64_t new_size)
 {
-    int rc = dc_wb_flush(fs, in);
+    int rc = dc_data_flush(fs, in);
     if (rc < 0)
         return rc;
     if (new_size >= old_size)
@@ -89,133 +87,41 @@ int dc_data_truncate(depfs_t *fs, dc_inode *in, uint64_t old_size, uint64_t new_
     return rc;
 }
 
-int dc_data_remove(depfs_t *fs, uint64_t ino, const layout *lay)
+/* The truncate sequence shared by setattr and ftruncate: flush -> data
+ * side -> MDS size -> local size. */
+int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size)
 {
-    dc_req *reqs = calloc(lay->n, sizeof *reqs);
-    if (reqs == NULL)
-        return -ENOMEM;
-    for (unsigned p = 0; p < lay->n; p++)
-        dc_req_init(&reqs[p], lay, p, DEPFS__IO_OP__IO_REMOVE);
-    dc_io_run(fs, ino, reqs, lay->n);
-    int rc = 0;
-    for (unsigned p = 0; p < lay->n; p++)
-        if (reqs[p].result < 0 && reqs[p].result != -ENOENT && reqs[p].result != DC_ERR_DOWN &&
-            rc == 0)
-            rc = reqs[p].result;
+    int rc = dc_data_flush(fs, in);
+    if (rc == 0)
+        rc = dc_inode_commit_size(fs, in);
     if (rc < 0)
-        dc_set_error("removing the strip files of inode %llu: %s", (unsigned long long)ino,
-                     strerror(-rc));
-    free(reqs);
-    return rc;
-}
+        return rc;
+    pthread_mutex_lock(&in->lock);
+    uint64_t old_size = in->size > mds_size ? in->size : mds_size;
+    pthread_mutex_unlock(&in->lock);
 
-/* ------------------------------------------------- background removal
- *
- * unlink returns once the MDS has committed; the n IO_REMOVE round trips
- * run here afterwards. A client that dies with removals queued leaves
- * orphan strip files on the servers (the MDS no longer knows the inode);
- * a scrub of strip files without an inode would reclaim them. */
-
-typedef struct dc_rm_job {
-    struct dc_rm_job *next;
-    depfs_t *fs;
-    uint64_t ino;
-    layout lay;
-} dc_rm_job;
-
-static struct {
-    pthread_mutex_t m;
-    pthread_cond_t done_cv;   /* a job finished */
-    dc_rm_job *head, **tail;
-    unsigned queued;
-    dc_rm_job *running;       /* the job the worker is on, or NULL */
-    bool worker;              /* a worker thread exists */
-} dc_rmq = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, &dc_rmq.head, 0, NULL, false };
-
-static void dc_rm_run(const dc_rm_job *j)
-{
-    int rc = dc_data_remove(j->fs, j->ino, &j->lay);
+    rc = dc_data_truncate(fs, in, old_size, new_size);
     if (rc < 0)
-        log_warn("libdepfs: removing data of file %llu: %s", (unsigned long long)j->ino,
-                 strerror(-rc));
-}
-
-static void *dc_rm_worker(void *arg)
-{
-    (void)arg;
-    pthread_mutex_lock(&dc_rmq.m);
-    while (dc_rmq.head) {
-        dc_rm_job *j = dc_rmq.head;
-        dc_rmq.head = j->next;
-        if (!dc_rmq.head)
-            dc_rmq.tail = &dc_rmq.head;
-        dc_rmq.queued--;
-        dc_rmq.running = j;
-        pthread_mutex_unlock(&dc_rmq.m);
-        dc_rm_run(j);
-        pthread_mutex_lock(&dc_rmq.m);
-        dc_rmq.running = NULL;
-        free(j);
-        pthread_cond_broadcast(&dc_rmq.done_cv);
-    }
-    dc_rmq.worker = false; /* idle: exit; the next enqueue starts another */
-    pthread_cond_broadcast(&dc_rmq.done_cv);
-    pthread_mutex_unlock(&dc_rmq.m);
-    return NULL;
-}
-
-/* Under dc_rmq.m. */
-static bool dc_rm_start_worker_locked(void)
-{
-    pthread_attr_t at;
-    pthread_t thr;
-    if (dc_rmq.worker)
-        return true;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&thr, &at, dc_rm_worker, NULL);
-    pthread_attr_destroy(&at);
-    dc_rmq.worker = rc == 0;
-    return dc_rmq.worker;
-}
-
-void dc_data_remove_async(depfs_t *fs, uint64_t ino, const layout *lay)
-{
-    dc_rm_job *j = calloc(1, sizeof(*j));
-    if (j) {
-        j->fs = fs;
-        j->ino = ino;
-        j->lay = *lay;
-        pthread_mutex_lock(&dc_rmq.m);
-        if (dc_rmq.queued < DC_RM_QUEUE_MAX && dc_rm_start_worker_locked()) {
-            *dc_rmq.tail = j;
-            dc_rmq.tail = &j->next;
-            dc_rmq.queued++;
-            pthread_mutex_unlock(&dc_rmq.m);
-            return;
-        }
-        pthread_mutex_unlock(&dc_rmq.m);
-        free(j);
-    }
-    dc_rm_job inline_job = { .fs = fs, .ino = ino, .lay = *lay }; /* full: back pressure */
-    dc_rm_run(&inline_job);
-}
-
-/* Under dc_rmq.m: a job of fs queued or running. */
-static bool dc_rm_pending_locked(const depfs_t *fs)
-{
-    if (dc_rmq.running && dc_rmq.running->fs == fs)
-        return true;
-    for (const dc_rm_job *j = dc_rmq.head; j; j = j->next)
-        if (j->fs == fs)
-            return true;
-    return false;
-}
-
-void dc_data_remove_drain(depfs_t *fs)
-{
-    pthread_mutex_lock(&dc_rmq.m);
-    while (dc_rm_pending_locked(fs))
-        pthread_cond_wait(&dc_rmq.done_cv, &dc_rmq.m);
-    pthread_mutex_unlock(&dc_rmq.m);
+        return rc;
+    Depfs__Attr a = DEPFS__ATTR__INIT;
+    a.ino = in->ino;
+    a.size = new_size;
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = in->ino;
+    req.has_set_mask = 1;
+    req.set_mask = DEPFS_SET_SIZE;
+    req.attr = &a;
+    Depfs__MdsReply *rep = NULL;
+    rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_SETATTR, &req, &rep);
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&in->lock);
+    in->size = new_size;
+    in->size_dirty = false;
+    in->size_gen++;
+    pthread_mutex_unlock(&in->lock);
+    return 0;
 }

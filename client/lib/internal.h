@@ -47,7 +47,8 @@ typedef struct dc_inode {
                                * while the getattr was in flight */
     int64_t mtime_ns;         /* last local write time, sent with the size */
     unsigned refs;            /* open handles */
-    void *wb;                 /* write-behind state, owned by the data path */
+    struct dc_wb *wb;         /* write-behind state (data_wb.c) */
+    struct dc_ra *ra;         /* read-ahead window and degraded stripe cache (data_read.c) */
     struct dc_inode *next;    /* hash chain in depfs.inodes */
     bool unlinked;            /* last link removed while open here: strip
                                * files go at the last close (core side) */
@@ -78,6 +79,10 @@ struct depfs {
     _Atomic uint64_t mark_recheck_ms; /* last status-vector recheck (status.c) */
     _Atomic uint64_t cluster_epoch; /* newest cluster epoch the MDS told us;
                                      * stored after the states it goes with */
+    /* frees the data path's state of an inode (and its strip files when it
+     * was unlinked while open) when the last reference goes; set by
+     * depfs_mount, so the core never calls into the layers above it */
+    void (*inode_released)(depfs_t *fs, dc_inode *in);
     pthread_mutex_t retired_lock;
     struct dc_retired *retired; /* failed connections, closed after a grace
                                  * period (others may still hold the pointer) */
@@ -91,10 +96,17 @@ struct depfs_fh {
                                * inode->size (under inode->lock), ignoring off. */
 };
 
+#define DC_NS_PER_SEC 1000000000ll
+#define DC_BLOCK_BYTES 512u /* st_blocks unit */
+
 /* ------------------------------------------------------------ core side */
 /* Human-readable error for depfs_last_error() (thread-local). */
 void dc_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t dc_now_ms(void);     /* CLOCK_MONOTONIC */
+void dc_sleep_ms(unsigned ms);
+/* Failed connections: closed once no call can still use them (all: now). */
+void dc_retire_conn(depfs_t *fs, rpc_conn *c);
+void dc_retired_reap(depfs_t *fs, bool all);
 int64_t dc_now_ns_real(void); /* CLOCK_REALTIME */
 
 /* One MDS round trip. Returns -reply->err when the MDS refused (the reply
@@ -113,8 +125,8 @@ void dc_server_mark_failed(depfs_t *fs, uint32_t id);
 bool dc_server_is_down(depfs_t *fs, uint32_t id);
 
 /* Inode table: get creates the entry (refs+1) from the layout and size the
- * caller read from the MDS; put drops a ref and frees at zero (after the
- * data path's dc_wb_release). */
+ * caller read from the MDS; put drops a ref and frees at zero (after
+ * fs->inode_released). */
 dc_inode *dc_inode_get(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t mds_size);
 dc_inode *dc_inode_find(depfs_t *fs, uint64_t ino); /* no ref change; NULL if not open */
 void dc_inode_put(depfs_t *fs, dc_inode *in);
@@ -155,7 +167,10 @@ bool dc_inode_local_size(depfs_t *fs, uint64_t ino, uint64_t *size, int64_t *mti
 /* The MDS removed the inode's last link: if it is open here, defer the data
  * removal to the last close and return true. */
 bool dc_inode_mark_unlinked(depfs_t *fs, uint64_t ino);
-void dc_inodes_flush_all(depfs_t *fs); /* unmount */
+/* Unmount: every inode taken out of the table, chained by `next`; each is
+ * then freed with dc_inode_free. */
+dc_inode *dc_inodes_detach_all(depfs_t *fs);
+void dc_inode_free(depfs_t *fs, dc_inode *in);
 /* Attr (+ layout) of a reply as a stat, with this client's uncommitted size
  * and mtime when the inode is open here. */
 void dc_reply_to_stat(depfs_t *fs, const Depfs__MdsReply *rep, struct stat *st);
@@ -163,6 +178,9 @@ void dc_reply_to_stat(depfs_t *fs, const Depfs__MdsReply *rep, struct stat *st);
  * new_size: flush, data side, MDS size, local size. */
 int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size);
 void dc_layout_to_info(const layout *l, depfs_layout_info *out);
+/* MDS_GETXATTR: the value's length, copied into value when size > 0
+ * (-ERANGE when it does not fit); name not checked. */
+ssize_t dc_xattr_get(depfs_t *fs, uint64_t ino, const char *name, void *value, size_t size);
 /* MDS_GETATTR; caller frees *rep. */
 int dc_getattr_rep(depfs_t *fs, uint64_t ino, Depfs__MdsReply **rep);
 /* The caller's credentials into a request (cr NULL: this process's). */

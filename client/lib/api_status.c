@@ -1,11 +1,8 @@
-/* status.c - libdepfs core: asking every I/O server for its state, usage
- * and lock counters (IO_STAT, all servers in parallel, rebuilding ones
- * too), with the MDS's state and rebuild progress of each, for
- * depfs_cluster_status and the raw-bytes part of depfs_statfs; publishing
- * rebuild progress (depfs reconstruct);
- * the status vector's failure marks against the cluster view (lifted when
- * the MDS declares a marked server UP by a state change newer than the
- * failure, internal.h). */
+/* api_status.c - libdepfs entry points: asking every I/O server for its
+ * state, usage and lock counters (IO_STAT, all servers in parallel,
+ * rebuilding ones too), with the MDS's state and rebuild progress of each,
+ * for depfs_cluster_status and the raw-bytes part of depfs_statfs;
+ * publishing rebuild progress (depfs reconstruct). */
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
@@ -14,10 +11,6 @@
 #include "data_io.h"
 #include "log.h"
 
-/* A client with a server marked failed asks the MDS at most this often
- * whether the cluster has declared it up again. */
-#define DC_MARK_RECHECK_MS 1000u
-#define DC_STATUS_ERR_MAX 512u /* depfs_last_error() text kept across the recheck */
 
 void dc_stat_servers(depfs_t *fs, Depfs__IoReply **out)
 {
@@ -145,80 +138,3 @@ int depfs_report_progress(depfs_t *fs, uint32_t server_id, uint64_t done_bytes,
     return rc;
 }
 
-/* ------------------------------------------- status vector vs cluster view */
-
-void dc_status_note_failed(dc_server *s)
-{
-    if (atomic_load(&s->down_until_ms) > dc_now_ms())
-        return; /* marked already: it has been failing since then */
-    atomic_store(&s->fail_epoch, DC_FAIL_EPOCH_UNKNOWN);
-    atomic_store(&s->failed_ms, dc_now_ms());
-}
-
-/* The first reply sent after the mark fixes the failure's epoch: a server
- * the cluster already calls non-UP failed at or after the epoch of that
- * change; one it still calls UP, at or before the reply's epoch. Any later
- * change of that server to UP has a newer state_epoch (caller holds s->lock). */
-bool dc_status_apply(depfs_t *fs, dc_server *s, const Depfs__ServerInfo *si, uint64_t epoch,
-                     uint64_t sent_ms)
-{
-    (void)fs;
-    uint64_t failed_ms = atomic_load(&s->failed_ms);
-    if (atomic_load(&s->down_until_ms) <= dc_now_ms() || failed_ms >= sent_ms)
-        return false; /* not marked, or this reply may predate the failure */
-    bool up = si->state == DEPFS__SERVER_STATE__SERVER_UP;
-    uint64_t state_epoch = si->has_state_epoch ? si->state_epoch : 0;
-    uint64_t fail_epoch = atomic_load(&s->fail_epoch);
-    if (fail_epoch == DC_FAIL_EPOCH_UNKNOWN) {
-        atomic_store(&s->fail_epoch, up ? epoch : state_epoch);
-        return false;
-    }
-    if (!up || state_epoch <= fail_epoch)
-        return false;
-    atomic_store(&s->down_until_ms, 0);
-    atomic_store(&s->failed_ms, 0);
-    log_info("libdepfs: I/O server %u (%s) is up again at cluster epoch %llu (it failed here at "
-             "epoch %llu or later): using it again",
-             s->id, s->address, (unsigned long long)state_epoch, (unsigned long long)fail_epoch);
-    return true;
-}
-
-/* MDS_CLUSTER for the marks only. The client's epoch is left alone on
- * purpose: right after depfs-recovery changes a state the MDS has the new
- * epoch before the servers do, and a client that adopted it then would
- * find every server "behind" and treat it as failed. A lifted server's
- * state becomes UP (its requests carry our older epoch: servers that know
- * the new one answer "client behind", and the client refreshes and redoes
- * them as always). */
-static void dc_status_recheck(depfs_t *fs)
-{
-    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
-    Depfs__MdsReply *rep = NULL;
-    char saved[DC_STATUS_ERR_MAX];
-    snprintf(saved, sizeof saved, "%s", depfs_last_error());
-    uint64_t sent_ms = dc_now_ms();
-    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_CLUSTER, &req, &rep);
-    for (size_t i = 0; rc == 0 && i < rep->n_servers; i++) {
-        dc_server *s = dc_server_by_id(fs, rep->servers[i]->id);
-        if (s == NULL)
-            continue;
-        pthread_mutex_lock(&s->lock);
-        if (dc_status_apply(fs, s, rep->servers[i],
-                            rep->has_cluster_epoch ? rep->cluster_epoch : 0, sent_ms))
-            s->state = DEPFS__SERVER_STATE__SERVER_UP;
-        pthread_mutex_unlock(&s->lock);
-    }
-    if (rep)
-        depfs__mds_reply__free_unpacked(rep, NULL);
-    dc_set_error("%s", saved); /* best effort: the caller's error text stays */
-}
-
-bool dc_status_still_failed(depfs_t *fs, dc_server *s)
-{
-    uint64_t now_ms = dc_now_ms();
-    uint64_t last_ms = atomic_load(&fs->mark_recheck_ms);
-    if (now_ms - last_ms >= DC_MARK_RECHECK_MS &&
-        atomic_compare_exchange_strong(&fs->mark_recheck_ms, &last_ms, now_ms))
-        dc_status_recheck(fs);
-    return atomic_load(&s->down_until_ms) > dc_now_ms();
-}
