@@ -1,12 +1,12 @@
 /* api_data.c - libdepfs entry points of the data path: depfs_read,
  * depfs_write, depfs_flush and depfs_fsync check the handle and the range
- * once and hand the bytes to the engines (data_cache.c keeps the client's
- * cached bytes coherent; data_read.c, data_wb.c and data_write.c move
+ * once and hand the bytes to the engines (eng_cache.c keeps the client's
+ * cached bytes coherent; eng_read.c, eng_wb.c and eng_write.c move
  * them). O_APPEND writes go at the inode's size (under its lock). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include "data_io.h"
+#include "engines.h"
 
 /* Largest file size (off_t). */
 #define DC_MAX_FILE_BYTES ((uint64_t)INT64_MAX)

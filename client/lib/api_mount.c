@@ -10,11 +10,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "data_io.h"
+#include "engines.h"
 #include "label.h"
 #include "log.h"
 
-uint64_t depfs_client_id(const depfs_t *fs) { return fs->client_id; }
 
 static int mount_register(depfs_t *fs)
 {

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "data_io.h"
+#include "api.h"
 #include "log.h"
 
 

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "internal.h"
+#include "core.h"
 #include "label.h"
 #include "log.h"
 

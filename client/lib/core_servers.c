@@ -2,7 +2,7 @@
  * client's status vector (lazy I/O server connections, failure marking with
  * expiry; server states and the cluster epoch from the MDS, refreshed on
  * demand; failure marks lifted when the MDS declares a marked server UP by
- * a state change newer than the failure, internal.h). */
+ * a state change newer than the failure, core.h). */
 #include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "internal.h"
+#include "core.h"
 #include "label.h"
 #include "log.h"
 

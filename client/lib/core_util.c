@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "internal.h"
+#include "core.h"
 #include "label.h"
 #include "log.h"
 
@@ -205,3 +205,5 @@ void dc_layout_to_info(const layout *l, depfs_layout_info *out)
     for (unsigned i = 0; i < l->n && i < DEPFS_MAX_SERVERS_PER_FILE && i < LAYOUT_MAX_N; i++)
         out->servers[i] = l->servers[i];
 }
+
+uint64_t depfs_client_id(const depfs_t *fs) { return fs->client_id; }

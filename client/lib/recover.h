@@ -1,12 +1,12 @@
 /* recover.h - private to libdepfs's recovery operations (recover_*.c, the
  * public entry points are in depfs.h "recovery operations"): what they
  * share, implemented in recover_common.c. Built on the data path's request
- * fan-out (data_io.h) and the core (internal.h); nothing else uses it. */
+ * fan-out (io_fanout.h) and the core (core.h); nothing else uses it. */
 #ifndef DEPFS_CLIENT_RECOVER_H
 #define DEPFS_CLIENT_RECOVER_H
 #include <stdbool.h>
 #include <stdint.h>
-#include "data_io.h"
+#include "io_fanout.h"
 
 /* A file as the recovery sees it: layout, size, codec. */
 typedef struct dc_target {
@@ -47,5 +47,13 @@ int dc_untrusted_mask(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t *un
 #define DC_DIRTY_RECORD (-1)
 int dc_dirty_act(depfs_t *fs, uint32_t server, uint64_t file, int action);
 int dc_dirty_record(depfs_t *fs, uint32_t server, uint64_t file);
+
+/* The two steps of a state change as depfs-recovery makes it
+ * (recover_common.c): MDS_SET_SERVER_STATE, giving the new epoch in *epoch,
+ * then IO_SET_STATE to each running server, the epoch always and a state
+ * when state >= 0. depfs_set_server_state does both. */
+int dc_mds_set_state(depfs_t *fs, uint32_t server, int state, uint64_t *epoch);
+int dc_push_state(depfs_t *fs, uint32_t id, uint64_t epoch, int state);
+
 
 #endif

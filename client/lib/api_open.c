@@ -1,14 +1,14 @@
-/* open.c - libdepfs core: file handles. create (with a requested layout),
+/* api_open.c - libdepfs entry points: file handles. create (with a requested layout),
  * open by inode (O_TRUNC), close (flush, then drop the inode), fstat,
- * ftruncate, and the truncate sequence shared with setattr
- * (flush -> data side -> MDS size -> local size). O_APPEND is honoured by
- * the data path (depfs_write), see internal.h. */
+ * ftruncate (the truncate sequence itself is the truncate engine
+ * dc_truncate: flush, data side, MDS size, local size). O_APPEND is honoured by
+ * the data path (depfs_write), see core.h. */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include "data_io.h"
+#include "engines.h"
 #include "label.h"
 #include "log.h"
 

@@ -1,4 +1,4 @@
-/* inodes.c - libdepfs core: the table of inodes open in this client (hash
+/* core_inodes.c - libdepfs core: the table of inodes open in this client (hash
  * by ino, refcounted by open handles), the size this client grew a file to
  * and its commit to the MDS (MDS_EXTEND), and deferred data removal of
  * files unlinked while open here.
@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "core.h"
 #include "log.h"
 
 static unsigned bucket_of(uint64_t ino)

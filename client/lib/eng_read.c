@@ -1,4 +1,4 @@
-/* data_read.c - the read engine (dc_read): striped reads with degraded-mode
+/* eng_read.c - the read engine (dc_read): striped reads with degraded-mode
  * decoding, the read-ahead window and the degraded stripe cache.
  *
  * Fault-free: per round of stripes, one vectored IO_READ per server naming
@@ -28,7 +28,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "data_io.h"
+#include "engines.h"
 #include "log.h"
 
 typedef struct dc_rstripe {

@@ -1,4 +1,4 @@
-/* data_truncate.c - the truncate engine: zero the cut part of the last kept
+/* eng_truncate.c - the truncate engine: zero the cut part of the last kept
  * stripe through the normal write path (stripe locks, parity fixed),
  * shorten every strip file (servers that miss it are recorded dirty), and
  * the whole sequence setattr and ftruncate share (flush, data side, MDS
@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "data_io.h"
+#include "engines.h"
 #include "log.h"
 
 

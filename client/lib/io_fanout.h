@@ -1,14 +1,15 @@
-/* data_io.h - private to the libdepfs data path (data_*.c): one I/O request
- * per server (dc_req), the parallel fan-out that runs a set of them with
- * timeouts, one retry and failure marking, stripe-lock helpers (back-off,
- * releasing what was granted), and the write/read entry points the data
- * files share. Nothing here is used outside client/lib/data_*.c. */
-#ifndef DEPFS_CLIENT_DATA_IO_H
-#define DEPFS_CLIENT_DATA_IO_H
+/* io_fanout.h - libdepfs's one request fan-out (io_fanout.c), the layer
+ * between the engines (engines.h) and the core (core.h): one I/O request per
+ * server (dc_req), the parallel fan-out that runs a set of them with
+ * timeouts, one retry and failure marking, control requests whose replies
+ * the caller reads (dc_ctl), stripe-lock helpers (back-off, releasing what
+ * was granted) and round sizing. */
+#ifndef DEPFS_CLIENT_IO_FANOUT_H
+#define DEPFS_CLIENT_IO_FANOUT_H
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
-#include "internal.h"
+#include "core.h"
 
 /* A request can name at most this many extents / memory segments. */
 #define DC_REQ_MAX_EXTENTS RPC_MAX_IOV
@@ -125,41 +126,5 @@ unsigned dc_popcount32(uint32_t v);
 
 /* Stripes per read/write round for this layout and the frame limits. */
 uint64_t dc_round_stripes(const depfs_t *fs, const layout *lay);
-
-/* ---- entry points shared between the data files */
-/* Write [off, off+len) through the stripe-lock protocol (no write-behind,
- * no size update). */
-int dc_write_range(depfs_t *fs, dc_inode *in, const uint8_t *buf, uint64_t off, uint64_t len,
-                   bool sync);
-/* One extent of new bytes: data[0] is file byte off. */
-typedef struct dc_wext {
-    uint64_t off, len;
-    const uint8_t *data;
-} dc_wext;
-/* Write n extents (ascending, non-overlapping) through the stripe-lock
- * protocol, as few rounds as the request limits allow. */
-int dc_write_extents(depfs_t *fs, dc_inode *in, const dc_wext *ext, unsigned n, bool sync);
-/* Read [off, off+len) (already clamped to the size) into buf. */
-int dc_read_range(depfs_t *fs, dc_inode *in, uint8_t *buf, uint64_t off, uint64_t len);
-/* Write-behind: true when this handle buffers writes. */
-bool dc_wb_enabled(const depfs_fh_t *fh);
-/* Buffer (or write through) one write; handles flush-before rules. */
-int dc_wb_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len);
-/* Flush the inode's write-behind buffer if it overlaps [off, off+len). */
-int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len);
-/* Read-ahead (data_read.c): drop the cached window and degraded stripes
- * (every write, flush, truncate and close of this client does: see
- * data_cache.c); free them (inode released). */
-void dc_ra_drop(dc_inode *in);
-void dc_ra_free(dc_inode *in);
-/* The read engine: [off, off+len) of the handle's file (already clamped to
- * size, the file's size) into buf: read-ahead window, write-behind bytes
- * of the range flushed, then striped or degraded reads. 0 or -errno. */
-int dc_read(depfs_fh_t *fh, uint8_t *buf, uint64_t off, uint64_t len, uint64_t size);
-/* data_cache.c: the entry points' and engines' way to write, flush and
- * release an inode's cached bytes (write-behind and read-ahead together). */
-int dc_data_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len);
-int dc_data_flush(depfs_t *fs, dc_inode *in);
-void dc_data_release(depfs_t *fs, dc_inode *in);
 
 #endif

@@ -1,4 +1,4 @@
-/* data_io.c - the data path's fan-out: build one IoRequest per server, send
+/* io_fanout.c - the data path's fan-out: build one IoRequest per server, send
  * them all at once on the servers' pipelined connections, wait with the
  * request timeout, resend once what timed out, then mark the server failed
  * in the status vector. Replies are classified here, once: lock NACKs,
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "data_io.h"
+#include "io_fanout.h"
 #include "log.h"
 
 void dc_req_init(dc_req *r, const layout *lay, unsigned pos, uint16_t op)

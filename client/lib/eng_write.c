@@ -1,4 +1,4 @@
-/* data_write.c - depfs_write and the stripe-lock write protocol.
+/* eng_write.c - the stripe-lock write protocol (dc_write_range, dc_write_extents).
  *
  * A write (one range, or the sorted extents of a write-behind flush) is cut
  * into stripe pieces and processed in rounds of a bounded number of pieces
@@ -21,7 +21,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "data_io.h"
+#include "engines.h"
 #include "log.h"
 
 typedef enum { DC_W_FULL, DC_W_RMW, DC_W_RECON, DC_W_DECODE } dc_wmethod;

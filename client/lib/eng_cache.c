@@ -1,6 +1,6 @@
-/* data_cache.c - what this client caches of an inode's bytes, kept
- * coherent: the write-behind buffer (data_wb.c) and the read-ahead window
- * with the degraded stripe cache (data_read.c). Every write, flush, fsync,
+/* eng_cache.c - what this client caches of an inode's bytes, kept
+ * coherent: the write-behind buffer (eng_wb.c) and the read-ahead window
+ * with the degraded stripe cache (eng_read.c). Every write, flush, fsync,
  * truncate and close forgets the window, so a read never sees bytes older
  * than a write of the same client; the last reference frees both (and the
  * strip files of a file unlinked while open here). The layers above call
@@ -8,7 +8,7 @@
  * invalidation. */
 #include <errno.h>
 #include <string.h>
-#include "data_io.h"
+#include "engines.h"
 #include "log.h"
 
 int dc_data_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len)

@@ -1,4 +1,4 @@
-/* namespace.c - libdepfs core: the inode-number namespace API (lookup,
+/* api_namespace.c - libdepfs entry points: the inode-number namespace API (lookup,
  * getattr/setattr, mknod/mkdir/symlink/readlink/link, unlink/rmdir/rename
  * with removal of the data of a file whose last link went away, readdir,
  * statfs, xattrs including the layout xattr, depfs_get_layout).
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/limits.h>
-#include "data_io.h"
+#include "api.h"
 #include "label.h"
 #include "log.h"
 

@@ -1,4 +1,4 @@
-/* data_remove.c - removing every strip file of a file whose last link went
+/* eng_remove.c - removing every strip file of a file whose last link went
  * away: inline, or in the background (a bounded queue drained by a worker
  * thread that lives while there is work; depfs_unmount drains it). */
 #include <assert.h>
@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "data_io.h"
+#include "engines.h"
 #include "log.h"
 
 #define DC_RM_QUEUE_MAX 256u /* queued removals (all mounts); more: inline */

@@ -1,5 +1,5 @@
-/* data_wb.c - write-behind and durability: per-inode aggregation of
- * writes (dc_wb_*), depfs_flush, depfs_fsync and dc_data_fsync.
+/* eng_wb.c - write-behind and durability: per-inode aggregation of
+ * writes (dc_wb_*) and dc_data_fsync (fsync of every strip file).
  *
  * Two parts, never overlapping each other:
  *   run      one contiguous run [off, off+len) of an inode's bytes (the
@@ -40,7 +40,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "data_io.h"
+#include "engines.h"
 #include "log.h"
 
 #define DC_WB_MIN_STRIPES 4u
