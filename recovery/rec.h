@@ -37,7 +37,7 @@
 #define REC_REJOIN_FINISH_GRACE_MS 15000u /* MDS UP but server not yet: a rejoin finishing */
 /* Our own locks are the rebuilds' and repairs' at work, except when one
  * is this old: a repair that failed left the stripes in doubt locked by
- * us (data_rebuild.c), and a later repair takes them over. */
+ * us (recover_orphan.c), and a later repair takes them over. */
 #define REC_SELF_ORPHAN_AGE_MS 60000u
 
 /* A stripe lock older than the lease, as a heartbeat reported it. */

@@ -29,7 +29,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include "depfs.h"
-#include "internal.h"
+#include "core.h"
 
 #define N_IOS 4u
 #define WAIT_PORT_MS 10000u

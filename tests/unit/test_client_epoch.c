@@ -2,7 +2,7 @@
  * servers (depfs-recovery updates the MDS, then pushes the new epoch to
  * every server). A client that refreshed its view in between sends the new
  * epoch to servers that still know the old one: they answer "server
- * behind". The client must wait for the push (client/lib/data_io.c), not
+ * behind". The client must wait for the push (client/lib/io_fanout.c), not
  * mark every server failed, which on a 4@2 file with one server down would
  * fail the write with EIO. Real daemons (tests/unit/daemons.h: depfs-mds
  * and 4 depfs-ioserver, request_timeout_ms = 1000). */
@@ -18,7 +18,7 @@
 
 #include "daemons.h"
 #include "depfs.h"
-#include "internal.h"
+#include "recover.h"
 
 #define T_SERVERS 4u
 #define T_TEST_TIMEOUT_S 60

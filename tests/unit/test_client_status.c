@@ -1,5 +1,5 @@
 /* test_client_status.c - libdepfs's status vector against the cluster view
- * (client/lib/status.c), with real daemons (tests/unit/daemons.h: depfs-mds
+ * (client/lib/core_servers.c), with real daemons (tests/unit/daemons.h: depfs-mds
  * and 4 depfs-ioserver; server_down_expiry_ms = 60 s there):
  *   - a client reading a file while one of its servers is SIGKILLed marks
  *     that server failed;
@@ -23,7 +23,7 @@
 
 #include "daemons.h"
 #include "depfs.h"
-#include "internal.h"
+#include "core.h"
 
 #define T_SERVERS 4u
 #define T_TEST_TIMEOUT_S 60

@@ -1,14 +1,14 @@
-/* open.c - libdepfs core: file handles. create (with a requested layout),
+/* api_open.c - libdepfs entry points: file handles. create (with a requested layout),
  * open by inode (O_TRUNC), close (flush, then drop the inode), fstat,
- * ftruncate, and the truncate sequence shared with setattr
- * (flush -> data side -> MDS size -> local size). O_APPEND is honoured by
- * the data path (depfs_write), see internal.h. */
+ * ftruncate (the truncate sequence itself is the truncate engine
+ * dc_truncate: flush, data side, MDS size, local size). O_APPEND is honoured by
+ * the data path (depfs_write), see core.h. */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "engines.h"
 #include "label.h"
 #include "log.h"
 
@@ -18,41 +18,6 @@ static void free_rep(Depfs__MdsReply *rep)
         depfs__mds_reply__free_unpacked(rep, NULL);
 }
 
-int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size)
-{
-    int rc = dc_wb_flush(fs, in);
-    if (rc == 0)
-        rc = dc_inode_commit_size(fs, in);
-    if (rc < 0)
-        return rc;
-    pthread_mutex_lock(&in->lock);
-    uint64_t old_size = in->size > mds_size ? in->size : mds_size;
-    pthread_mutex_unlock(&in->lock);
-
-    rc = dc_data_truncate(fs, in, old_size, new_size);
-    if (rc < 0)
-        return rc;
-    Depfs__Attr a = DEPFS__ATTR__INIT;
-    a.ino = in->ino;
-    a.size = new_size;
-    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
-    req.has_ino = 1;
-    req.ino = in->ino;
-    req.has_set_mask = 1;
-    req.set_mask = DEPFS_SET_SIZE;
-    req.attr = &a;
-    Depfs__MdsReply *rep = NULL;
-    rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_SETATTR, &req, &rep);
-    free_rep(rep);
-    if (rc < 0)
-        return rc;
-    pthread_mutex_lock(&in->lock);
-    in->size = new_size;
-    in->size_dirty = false;
-    in->size_gen++;
-    pthread_mutex_unlock(&in->lock);
-    return 0;
-}
 
 /* An open handle on the file described by rep (attr + layout). */
 static int open_finish(depfs_t *fs, const Depfs__MdsReply *rep, int flags, depfs_fh_t **out)
@@ -100,7 +65,7 @@ static int open_finish(depfs_t *fs, const Depfs__MdsReply *rep, int flags, depfs
 /* The mount default applies only where no directory layout is inherited. */
 static bool parent_has_layout(depfs_t *fs, uint64_t parent)
 {
-    return depfs_getxattr(fs, parent, DEPFS_LAYOUT_XATTR, NULL, 0) >= 0;
+    return dc_xattr_get(fs, parent, DEPFS_LAYOUT_XATTR, NULL, 0) >= 0;
 }
 
 static int create_want(depfs_t *fs, uint64_t parent, const depfs_layout_info *want,

@@ -1,4 +1,4 @@
-/* data_scrub.c - depfs_scrub_ino: the parity consistency check.
+/* eng_scrub.c - depfs_scrub_ino: the parity consistency check.
  *
  * For every stripe up to the file size, read all n units (whole stripe
  * units; a batch of stripes per request, under LOCK+READ of those stripes),
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "data_io.h"
+#include "engines.h"
 #include "log.h"
 
 typedef struct dc_scrub {
@@ -171,51 +171,40 @@ static int dc_scrub_batch(dc_scrub *sc, uint64_t first, uint64_t count)
     return dc_scrub_finish(sc, first, count);
 }
 
-static void dc_layout_from_info(const depfs_layout_info *li, layout *lay)
-{
-    memset(lay, 0, sizeof *lay);
-    lay->n = li->n;
-    lay->k = li->k;
-    lay->su = li->stripe_unit;
-    lay->version = li->version;
-    lay->codec_version = li->codec_version;
-    for (unsigned i = 0; i < li->n && i < LAYOUT_MAX_N; i++)
-        lay->servers[i] = li->servers[i];
-}
-
 /* Size and layout of the file, flushing this client's buffered writes. */
 static int dc_scrub_target(depfs_t *fs, uint64_t ino, layout *lay, uint64_t *size)
 {
-    struct stat st;
-    int rc = depfs_getattr(fs, ino, &st);
+    Depfs__MdsReply *rep = NULL;
+    int rc = dc_getattr_rep(fs, ino, &rep);
     if (rc < 0)
-        return rc;
-    if (!S_ISREG(st.st_mode)) {
+        goto out;
+    if (!S_ISREG(rep->attr->mode) || rep->layout == NULL) {
         dc_set_error("scrub: inode %llu is not a regular file", (unsigned long long)ino);
-        return -EINVAL;
+        rc = -EINVAL;
+        goto out;
     }
-    depfs_layout_info li;
-    rc = depfs_get_layout(fs, ino, &li);
-    if (rc < 0)
-        return rc;
-    dc_layout_from_info(&li, lay);
+    dc_layout_from_pb(rep->layout, lay);
     char why[128];
     if (layout_validate(lay, why, sizeof why) < 0) {
         dc_set_error("scrub: inode %llu has a bad layout: %s", (unsigned long long)ino, why);
-        return -EINVAL;
+        rc = -EINVAL;
+        goto out;
     }
-    *size = (uint64_t)st.st_size;
+    *size = rep->attr->size;
     dc_inode *in = dc_inode_find(fs, ino);
     if (in != NULL) {
-        rc = dc_wb_flush(fs, in);
+        rc = dc_data_flush(fs, in);
         if (rc < 0)
-            return rc;
+            goto out;
         pthread_mutex_lock(&in->lock);
         if (in->size > *size)
             *size = in->size;
         pthread_mutex_unlock(&in->lock);
     }
-    return 0;
+out:
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
+    return rc;
 }
 
 int depfs_scrub_ino(depfs_t *fs, uint64_t ino, bool repair, depfs_scrub_report *rep)

@@ -1,4 +1,5 @@
-/* data_read.c - depfs_read: striped reads with degraded-mode decoding.
+/* eng_read.c - the read engine (dc_read): striped reads with degraded-mode
+ * decoding, the read-ahead window and the degraded stripe cache.
  *
  * Fault-free: per round of stripes, one vectored IO_READ per server naming
  * exactly the data bytes wanted; the reply bulk lands straight in the
@@ -27,7 +28,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "data_io.h"
+#include "engines.h"
 #include "log.h"
 
 typedef struct dc_rstripe {
@@ -660,7 +661,9 @@ int dc_read_range(depfs_t *fs, dc_inode *in, uint8_t *buf, uint64_t off, uint64_
 #define DC_RA_BYTES_MAX (16u << 20)
 #define DC_RA_READ_BYTES_MAX (64u << 10)
 
-typedef struct dc_ra {
+typedef struct dc_ra dc_ra;
+static void dc_ra_destroy(dc_ra *ra);
+struct dc_ra {
     pthread_mutex_t lock;
     const depfs_fh_t *owner;  /* handle whose reads filled the window */
     uint64_t off, len;        /* cached window [off, off+len); len 0: none */
@@ -668,7 +671,7 @@ typedef struct dc_ra {
     uint64_t cap;
     uint8_t *buf;
     dc_dcache dc;             /* degraded stripes (own lock) */
-} dc_ra;
+};
 
 static uint64_t dc_ra_capacity(const layout *lay)
 {
@@ -681,10 +684,8 @@ static uint64_t dc_ra_capacity(const layout *lay)
 
 static dc_ra *dc_ra_get(dc_inode *in)
 {
-    void **slot = dc_wb_ra_slot(in);
-    if (slot == NULL)
-        return NULL;
-    dc_ra *ra = __atomic_load_n((dc_ra **)slot, __ATOMIC_ACQUIRE);
+    dc_ra **slot = &in->ra;
+    dc_ra *ra = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (ra != NULL)
         return ra;
     dc_ra *fresh = calloc(1, sizeof *fresh);
@@ -694,10 +695,10 @@ static dc_ra *dc_ra_get(dc_inode *in)
     pthread_mutex_init(&fresh->lock, NULL);
     dc_dcache_init(&fresh->dc, &in->lay);
     dc_ra *expected = NULL;
-    if (__atomic_compare_exchange_n((dc_ra **)slot, &expected, fresh, false, __ATOMIC_ACQ_REL,
+    if (__atomic_compare_exchange_n(slot, &expected, fresh, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE))
         return fresh;
-    dc_ra_free(fresh);
+    dc_ra_destroy(fresh);
     return expected;
 }
 
@@ -709,8 +710,7 @@ static dc_dcache *dc_dcache_of(dc_inode *in)
 
 void dc_ra_drop(dc_inode *in)
 {
-    void **slot = __atomic_load_n(&in->wb, __ATOMIC_ACQUIRE) != NULL ? dc_wb_ra_slot(in) : NULL;
-    dc_ra *ra = slot != NULL ? __atomic_load_n((dc_ra **)slot, __ATOMIC_ACQUIRE) : NULL;
+    dc_ra *ra = __atomic_load_n(&in->ra, __ATOMIC_ACQUIRE);
     if (ra == NULL)
         return;
     pthread_mutex_lock(&ra->lock);
@@ -720,15 +720,19 @@ void dc_ra_drop(dc_inode *in)
     dc_dcache_drop(&ra->dc);
 }
 
-void dc_ra_free(void *p)
+static void dc_ra_destroy(dc_ra *ra)
 {
-    dc_ra *ra = p;
-    if (ra == NULL)
-        return;
     pthread_mutex_destroy(&ra->lock);
     dc_dcache_destroy(&ra->dc);
     free(ra->buf);
     free(ra);
+}
+
+void dc_ra_free(dc_inode *in)
+{
+    dc_ra *ra = __atomic_exchange_n(&in->ra, NULL, __ATOMIC_ACQ_REL);
+    if (ra != NULL)
+        dc_ra_destroy(ra);
 }
 
 /* Serve [off, off+len) (within size) from the window, filling it first when
@@ -781,35 +785,18 @@ static int dc_ra_read(depfs_fh_t *fh, uint8_t *buf, uint64_t off, uint64_t len, 
     return rc;
 }
 
-ssize_t depfs_read(depfs_fh_t *fh, void *buf, size_t len, uint64_t off)
+
+int dc_read(depfs_fh_t *fh, uint8_t *buf, uint64_t off, uint64_t len, uint64_t size)
 {
-    if (fh == NULL || fh->inode == NULL)
-        return -EBADF;
-    if ((fh->flags & O_ACCMODE) == O_WRONLY)
-        return -EBADF;
-    if (len == 0)
-        return 0;
-    if (buf == NULL)
-        return -EFAULT;
-    if (len > SSIZE_MAX)
-        len = SSIZE_MAX;
     depfs_t *fs = fh->fs;
     dc_inode *in = fh->inode;
-    pthread_mutex_lock(&in->lock);
-    uint64_t size = in->size;
-    pthread_mutex_unlock(&in->lock);
-    if (off >= size)
-        return 0;
-    if (len > size - off)
-        len = (size_t)(size - off);
     int rc = dc_ra_read(fh, buf, off, len, size);
     if (rc != 0)
-        return rc < 0 ? rc : (ssize_t)len;
+        return rc < 0 ? rc : 0;
     rc = dc_wb_flush_range(fs, in, off, len);
     if (rc < 0)
         return rc;
     bool cache = !dc_test_hooks_get()->read_ahead_off && !(fh->flags & O_DIRECT);
     const dc_rctx cx = {.fh = cache ? fh : NULL, .size = size};
-    rc = dc_read_range_cx(fs, in, &cx, buf, off, len);
-    return rc < 0 ? rc : (ssize_t)len;
+    return dc_read_range_cx(fs, in, &cx, buf, off, len);
 }

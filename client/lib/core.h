@@ -1,14 +1,11 @@
-/* internal.h - libdepfs internals shared by its files (not installed).
- *
- * Ownership inside client/lib:
- *   client.c, inodes.c, namespace.c, open.c, path.c, status.c -> the "core":
- *       mount, connections, the server status vector, MDS calls, inode
- *       table, namespace ops, open/create/close, setattr, path API, status.
- *   data_*.c (read, write, locks, write-behind, truncate, scrub) -> the
- *       "data path": striping, encode/decode, stripe locks.
+/* core.h - the libdepfs core (core_*.c; not installed): the mount's state,
+ * the MDS connection and calls, the server table with the status vector,
+ * the inode table, errors, clocks and codecs. The lowest layer of
+ * client/lib: it calls nothing above it (docs/ARCHITECTURE.md); the data
+ * path's state of an inode is freed through fs->inode_released.
  * Return convention: 0 or negative errno, as in depfs.h. */
-#ifndef DEPFS_CLIENT_INTERNAL_H
-#define DEPFS_CLIENT_INTERNAL_H
+#ifndef DEPFS_CLIENT_CORE_H
+#define DEPFS_CLIENT_CORE_H
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -48,7 +45,8 @@ typedef struct dc_inode {
                                * while the getattr was in flight */
     int64_t mtime_ns;         /* last local write time, sent with the size */
     unsigned refs;            /* open handles */
-    void *wb;                 /* write-behind state, owned by the data path */
+    struct dc_wb *wb;         /* write-behind state (eng_wb.c) */
+    struct dc_ra *ra;         /* read-ahead window and degraded stripe cache (eng_read.c) */
     struct dc_inode *next;    /* hash chain in depfs.inodes */
     bool unlinked;            /* last link removed while open here: strip
                                * files go at the last close (core side) */
@@ -79,6 +77,10 @@ struct depfs {
     _Atomic uint64_t mark_recheck_ms; /* last status-vector recheck (status.c) */
     _Atomic uint64_t cluster_epoch; /* newest cluster epoch the MDS told us;
                                      * stored after the states it goes with */
+    /* frees the data path's state of an inode (and its strip files when it
+     * was unlinked while open) when the last reference goes; set by
+     * depfs_mount, so the core never calls into the layers above it */
+    void (*inode_released)(depfs_t *fs, dc_inode *in);
     pthread_mutex_t retired_lock;
     struct dc_retired *retired; /* failed connections, closed after a grace
                                  * period (others may still hold the pointer) */
@@ -92,11 +94,16 @@ struct depfs_fh {
                                * inode->size (under inode->lock), ignoring off. */
 };
 
+#define DC_NS_PER_SEC 1000000000ll
+#define DC_BLOCK_BYTES 512u /* st_blocks unit */
+
 /* ------------------------------------------------------------ core side */
 /* Human-readable error for depfs_last_error() (thread-local). */
 void dc_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static inline uint64_t dc_now_ms(void) { return clock_now_ms(); }          /* clock.h */
-static inline int64_t dc_now_ns_real(void) { return clock_real_ns(); }     /* clock.h */
+static inline uint64_t dc_now_ms(void) { return clock_now_ms(); } /* clock.h */
+/* Failed connections: closed once no call can still use them (all: now). */
+void dc_retire_conn(depfs_t *fs, rpc_conn *c);
+void dc_retired_reap(depfs_t *fs, bool all);
 
 /* One MDS round trip. Returns -reply->err when the MDS refused (the reply
  * is still returned for its message), or a transport error. The caller
@@ -114,8 +121,8 @@ void dc_server_mark_failed(depfs_t *fs, uint32_t id);
 bool dc_server_is_down(depfs_t *fs, uint32_t id);
 
 /* Inode table: get creates the entry (refs+1) from the layout and size the
- * caller read from the MDS; put drops a ref and frees at zero (after the
- * data path's dc_wb_release). */
+ * caller read from the MDS; put drops a ref and frees at zero (after
+ * fs->inode_released). */
 dc_inode *dc_inode_get(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t mds_size);
 dc_inode *dc_inode_find(depfs_t *fs, uint64_t ino); /* no ref change; NULL if not open */
 void dc_inode_put(depfs_t *fs, dc_inode *in);
@@ -156,22 +163,21 @@ bool dc_inode_local_size(depfs_t *fs, uint64_t ino, uint64_t *size, int64_t *mti
 /* The MDS removed the inode's last link: if it is open here, defer the data
  * removal to the last close and return true. */
 bool dc_inode_mark_unlinked(depfs_t *fs, uint64_t ino);
-void dc_inodes_flush_all(depfs_t *fs); /* unmount */
+/* Unmount: every inode taken out of the table, chained by `next`; each is
+ * then freed with dc_inode_free. */
+dc_inode *dc_inodes_detach_all(depfs_t *fs);
+void dc_inode_free(depfs_t *fs, dc_inode *in);
 /* Attr (+ layout) of a reply as a stat, with this client's uncommitted size
  * and mtime when the inode is open here. */
 void dc_reply_to_stat(depfs_t *fs, const Depfs__MdsReply *rep, struct stat *st);
-/* Truncate an inode (held by the caller) whose MDS size was mds_size to
- * new_size: flush, data side, MDS size, local size. */
-int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size);
 void dc_layout_to_info(const layout *l, depfs_layout_info *out);
+/* MDS_GETXATTR: the value's length, copied into value when size > 0
+ * (-ERANGE when it does not fit); name not checked. */
+ssize_t dc_xattr_get(depfs_t *fs, uint64_t ino, const char *name, void *value, size_t size);
 /* MDS_GETATTR; caller frees *rep. */
 int dc_getattr_rep(depfs_t *fs, uint64_t ino, Depfs__MdsReply **rep);
 /* The caller's credentials into a request (cr NULL: this process's). */
 void dc_req_cred(Depfs__MdsRequest *req, const depfs_cred *cr, uint32_t groups[DEPFS_MAX_GROUPS]);
-/* IO_STAT on every server in parallel; out[i] for servers[i] (NULL when
- * unreachable), freed with dc_stat_free. */
-void dc_stat_servers(depfs_t *fs, Depfs__IoReply **out);
-void dc_stat_free(depfs_t *fs, Depfs__IoReply **out);
 /* Status vector against the cluster view (status.c): a failure mark is
  * lifted as soon as the MDS declares the server UP by a state change newer
  * than the failure; a server that stays dead keeps its mark (and costs no
@@ -188,32 +194,8 @@ bool dc_status_apply(depfs_t *fs, dc_server *s, const Depfs__ServerInfo *si, uin
  * only, never the client's epoch); true while it stays marked. */
 bool dc_status_still_failed(depfs_t *fs, dc_server *s);
 
-/* ------------------------------------------------------- data path side */
-/* Write back any buffered data of the inode (stripes with parity). */
-int dc_wb_flush(depfs_t *fs, dc_inode *in);
-/* Free write-behind state (after a flush). */
-void dc_wb_release(dc_inode *in);
-/* Data side of a truncate from old_size to new_size: zero the cut part of
- * the last kept stripe with its parity fixed under the stripe lock, and
- * shorten every strip file. The core updates the MDS size. */
-int dc_data_truncate(depfs_t *fs, dc_inode *in, uint64_t old_size, uint64_t new_size);
-/* Remove every strip file of a file whose last link went away. */
-int dc_data_remove(depfs_t *fs, uint64_t ino, const layout *lay);
-/* The same in the background (bounded queue, inline when full); failures
- * are logged. depfs_unmount drains the mount's removals before it frees fs. */
-void dc_data_remove_async(depfs_t *fs, uint64_t ino, const layout *lay);
-void dc_data_remove_drain(depfs_t *fs);
-/* fsync every strip file of the file on its servers. */
-int dc_data_fsync(depfs_t *fs, dc_inode *in);
-/* The two steps of a state change as depfs-recovery makes it
- * (data_rebuild.c): MDS_SET_SERVER_STATE, giving the new epoch in *epoch,
- * then IO_SET_STATE to each running server, the epoch always and a state
- * when state >= 0. depfs_set_server_state does both. */
-int dc_mds_set_state(depfs_t *fs, uint32_t server, int state, uint64_t *epoch);
-int dc_push_state(depfs_t *fs, uint32_t id, uint64_t epoch, int state);
-
-/* ------------------------------------------------ TEST ONLY (test_hooks.c) */
-/* Switches read once per process from the environment; see test_hooks.c. */
+/* ------------------------------------------------ TEST ONLY (core_test_hooks.c) */
+/* Switches read once per process from the environment; see core_test_hooks.c. */
 typedef enum { DC_PAUSE_NONE, DC_PAUSE_AFTER_LOCK, DC_PAUSE_BETWEEN_WRITES } dc_pause_point;
 typedef struct dc_test_hooks {
     bool no_locks;            /* DEPFS_TEST_NO_LOCKS=1: writes take no stripe locks */

@@ -1,4 +1,4 @@
-/* data_io.c - the data path's fan-out: build one IoRequest per server, send
+/* io_fanout.c - the data path's fan-out: build one IoRequest per server, send
  * them all at once on the servers' pipelined connections, wait with the
  * request timeout, resend once what timed out, then mark the server failed
  * in the status vector. Replies are classified here, once: lock NACKs,
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "data_io.h"
+#include "io_fanout.h"
 #include "log.h"
 
 void dc_req_init(dc_req *r, const layout *lay, unsigned pos, uint16_t op)
@@ -23,6 +23,24 @@ void dc_req_init(dc_req *r, const layout *lay, unsigned pos, uint16_t op)
     r->pos = pos;
     r->server_id = lay->servers[pos];
     r->op = op;
+}
+
+void dc_req_init_ctl(dc_req *r, uint32_t server_id, uint16_t op, const Depfs__IoRequest *msg)
+{
+    memset(r, 0, sizeof *r);
+    r->active = true;
+    r->server_id = server_id;
+    r->op = op;
+    r->any_state = true;
+    r->ctl = msg;
+    r->keep_reply = true;
+}
+
+void dc_req_free_reply(dc_req *r)
+{
+    if (r->reply)
+        depfs__io_reply__free_unpacked(r->reply, NULL);
+    r->reply = NULL;
 }
 
 int dc_req_add(dc_req *r, uint64_t local_off, uint64_t len, void *buf)
@@ -111,6 +129,8 @@ static bool dc_epoch_guarded(const dc_req *r)
 {
     switch (r->op) {
     case DEPFS__IO_OP__IO_READ:
+        if (r->ctl != NULL)
+            return r->ctl->lock != NULL && !(r->ctl->has_ignore_locks && r->ctl->ignore_locks);
         return r->has_lock && !r->ignore_locks;
     case DEPFS__IO_OP__IO_LOCK:
     case DEPFS__IO_OP__IO_WRITE:
@@ -124,6 +144,14 @@ static bool dc_epoch_guarded(const dc_req *r)
 static void dc_build_msg(const dc_req *r, uint64_t ino, uint64_t epoch, dc_pending *p)
 {
     Depfs__IoRequest *m = &p->msg;
+    if (r->ctl != NULL) {
+        *m = *r->ctl; /* shallow: the caller's arrays outlive the call */
+        if (dc_epoch_guarded(r) && !m->has_cluster_epoch) {
+            m->has_cluster_epoch = true;
+            m->cluster_epoch = epoch;
+        }
+        return;
+    }
     depfs__io_request__init(m);
     m->file_id = ino;
     for (size_t i = 0; i < r->n_ext; i++)
@@ -246,6 +274,11 @@ static void dc_finish_one(depfs_t *fs, dc_req *r, dc_pending *p)
     r->reply_bulk = rpc_call_reply_bulk_len(p->call);
     if (r->result == 0 && r->op == DEPFS__IO_OP__IO_READ && r->reply_bulk < r->bytes)
         dc_zero_tail(r, r->reply_bulk);
+    if (r->keep_reply) {
+        dc_req_free_reply(r); /* an earlier attempt's */
+        r->reply = rep;
+        return;
+    }
     protobuf_c_message_free_unpacked(&rep->base, NULL);
 }
 
@@ -299,7 +332,7 @@ static void dc_attempt(depfs_t *fs, dc_req *reqs, dc_pending *pend, const bool *
  * timed out or lost its connection, then mark those servers failed. */
 static void dc_send(depfs_t *fs, dc_req *reqs, dc_pending *pend, const bool *sent, unsigned nreq)
 {
-    bool todo[LAYOUT_MAX_N] = {0};
+    bool todo[DC_IO_MAX_REQS] = {0};
     dc_attempt(fs, reqs, pend, sent, nreq);
     bool again = false;
     for (unsigned i = 0; i < nreq; i++) {
@@ -384,9 +417,9 @@ static bool dc_resend_plan(depfs_t *fs, dc_req *reqs, dc_pending *pend, bool *se
 
 void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
 {
-    assert(nreq <= LAYOUT_MAX_N);
+    assert(nreq <= DC_IO_MAX_REQS);
     dc_pending *pend = calloc(nreq ? nreq : 1, sizeof *pend);
-    bool sent[LAYOUT_MAX_N] = {0};
+    bool sent[DC_IO_MAX_REQS] = {0};
     if (pend == NULL) {
         for (unsigned i = 0; i < nreq; i++)
             reqs[i].result = -ENOMEM;
@@ -416,7 +449,7 @@ void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
 
 void dc_io_unlock_granted(depfs_t *fs, uint64_t ino, const dc_req *reqs, unsigned nreq)
 {
-    assert(nreq <= LAYOUT_MAX_N);
+    assert(nreq <= DC_IO_MAX_REQS);
     dc_req *un = calloc(nreq ? nreq : 1, sizeof *un);
     if (un == NULL)
         return; /* the servers' lock lease and the recovery module clean up */
@@ -472,6 +505,51 @@ int dc_record_down(depfs_t *fs, uint64_t ino, const layout *lay, uint32_t *down)
         rc = -EIO;
     }
     return rc;
+}
+
+/* ---------------------------------------------------- control requests */
+
+void dc_ctl_init(dc_ctl *c, uint32_t server_id, uint16_t op, uint64_t file_id)
+{
+    memset(c, 0, sizeof *c);
+    c->server_id = server_id;
+    c->op = op;
+    depfs__io_request__init(&c->req);
+    c->req.file_id = file_id;
+}
+
+void dc_ctl_run(depfs_t *fs, dc_ctl *v, unsigned n)
+{
+    assert(n <= DC_IO_MAX_REQS);
+    if (n == 0)
+        return;
+    dc_req *reqs = calloc(n, sizeof *reqs);
+    if (reqs == NULL) {
+        for (unsigned i = 0; i < n; i++)
+            v[i].rc = -ENOMEM;
+        return;
+    }
+    for (unsigned i = 0; i < n; i++)
+        dc_req_init_ctl(&reqs[i], v[i].server_id, v[i].op, &v[i].req);
+    dc_io_run(fs, v[0].req.file_id, reqs, n);
+    for (unsigned i = 0; i < n; i++) {
+        v[i].rc = reqs[i].result;
+        v[i].rep = reqs[i].result == DC_ERR_DOWN ? NULL : reqs[i].reply;
+        if (v[i].rep == NULL)
+            dc_req_free_reply(&reqs[i]);
+        else if (v[i].rc == 0 && v[i].rep->err != 0)
+            v[i].rc = v[i].rep->err > 0 ? -v[i].rep->err : v[i].rep->err;
+    }
+    free(reqs);
+}
+
+void dc_ctl_free(dc_ctl *v, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (v[i].rep)
+            depfs__io_reply__free_unpacked(v[i].rep, NULL);
+        v[i].rep = NULL;
+    }
 }
 
 /* ------------------------------------------------------------- helpers */

@@ -1,14 +1,15 @@
-/* data_io.h - private to the libdepfs data path (data_*.c): one I/O request
- * per server (dc_req), the parallel fan-out that runs a set of them with
- * timeouts, one retry and failure marking, stripe-lock helpers (back-off,
- * releasing what was granted), and the write/read entry points the data
- * files share. Nothing here is used outside client/lib/data_*.c. */
-#ifndef DEPFS_CLIENT_DATA_IO_H
-#define DEPFS_CLIENT_DATA_IO_H
+/* io_fanout.h - libdepfs's one request fan-out (io_fanout.c), the layer
+ * between the engines (engines.h) and the core (core.h): one I/O request per
+ * server (dc_req), the parallel fan-out that runs a set of them with
+ * timeouts, one retry and failure marking, control requests whose replies
+ * the caller reads (dc_ctl), stripe-lock helpers (back-off, releasing what
+ * was granted) and round sizing. */
+#ifndef DEPFS_CLIENT_IO_FANOUT_H
+#define DEPFS_CLIENT_IO_FANOUT_H
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
-#include "internal.h"
+#include "core.h"
 
 /* A request can name at most this many extents / memory segments. */
 #define DC_REQ_MAX_EXTENTS RPC_MAX_IOV
@@ -50,19 +51,31 @@ typedef struct dc_req {
     uint64_t local_size;
     unsigned n_down;
     uint32_t down[LAYOUT_MAX_N];
+    const Depfs__IoRequest *ctl;  /* control request (recovery): sent as it is
+                                   * (the fields above but op, server and
+                                   * any_state unused); epoch added when guarded */
+    bool keep_reply;              /* keep the unpacked reply in `reply` */
     /* outcome of dc_io_run */
     int result;                   /* 0, -EAGAIN (lock NACK), DC_ERR_DOWN, -errno */
     uint64_t reply_bulk;
+    Depfs__IoReply *reply;        /* with keep_reply: the last reply (or NULL);
+                                   * the caller frees it (dc_req_free_reply) */
 } dc_req;
 
 /* Set req up for (op, server at layout position pos); clears everything. */
 void dc_req_init(dc_req *r, const layout *lay, unsigned pos, uint16_t op);
+/* A control request `msg` to server id (any state), its reply kept. */
+void dc_req_init_ctl(dc_req *r, uint32_t server_id, uint16_t op, const Depfs__IoRequest *msg);
+void dc_req_free_reply(dc_req *r);
 /* Append `len` bytes at local offset `local_off` whose memory is `buf`
  * (merging with the previous extent/segment when contiguous). -E2BIG when
  * the request is full (callers size rounds so it never is). */
 int dc_req_add(dc_req *r, uint64_t local_off, uint64_t len, void *buf);
 void dc_req_set_lock(dc_req *r, uint64_t first_stripe, uint64_t count, uint64_t owner_client,
                      uint64_t owner_op);
+
+/* At most this many requests in one dc_io_run (one per server). */
+#define DC_IO_MAX_REQS CONFIG_MAX_IOSERVERS
 
 /* Run every active request in parallel: start all, wait with the request
  * timeout, resend the ones that timed out or lost their connection once,
@@ -78,6 +91,20 @@ void dc_req_set_lock(dc_req *r, uint64_t first_stripe, uint64_t count, uint64_t 
  * refused by a REBUILDING/RECONSTRUCTING server: DC_ERR_DOWN (the first is
  * marked failed; the second is only treated as down from then on). */
 void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq);
+
+/* Control requests (STAT, HEARTBEAT, DIRTY, SET_STATE, LOCK with take-over)
+ * to several servers at once, each reply kept for the caller: rep NULL when
+ * the server did not answer; rc 0, -err of the reply, or DC_ERR_DOWN. */
+typedef struct dc_ctl {
+    uint32_t server_id;
+    uint16_t op;
+    Depfs__IoRequest req;
+    Depfs__IoReply *rep;
+    int rc;
+} dc_ctl;
+void dc_ctl_init(dc_ctl *c, uint32_t server_id, uint16_t op, uint64_t file_id);
+void dc_ctl_run(depfs_t *fs, dc_ctl *v, unsigned n);
+void dc_ctl_free(dc_ctl *v, unsigned n);
 
 /* Send IO_UNLOCK for every request that holds a granted lock (has_lock,
  * result 0); failures are ignored (the lease/recovery cleans up). */
@@ -99,34 +126,5 @@ unsigned dc_popcount32(uint32_t v);
 
 /* Stripes per read/write round for this layout and the frame limits. */
 uint64_t dc_round_stripes(const depfs_t *fs, const layout *lay);
-
-/* ---- entry points shared between the data files */
-/* Write [off, off+len) through the stripe-lock protocol (no write-behind,
- * no size update). */
-int dc_write_range(depfs_t *fs, dc_inode *in, const uint8_t *buf, uint64_t off, uint64_t len,
-                   bool sync);
-/* One extent of new bytes: data[0] is file byte off. */
-typedef struct dc_wext {
-    uint64_t off, len;
-    const uint8_t *data;
-} dc_wext;
-/* Write n extents (ascending, non-overlapping) through the stripe-lock
- * protocol, as few rounds as the request limits allow. */
-int dc_write_extents(depfs_t *fs, dc_inode *in, const dc_wext *ext, unsigned n, bool sync);
-/* Read [off, off+len) (already clamped to the size) into buf. */
-int dc_read_range(depfs_t *fs, dc_inode *in, uint8_t *buf, uint64_t off, uint64_t len);
-/* Write-behind: true when this handle buffers writes. */
-bool dc_wb_enabled(const depfs_fh_t *fh);
-/* Buffer (or write through) one write; handles flush-before rules. */
-int dc_wb_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len);
-/* Flush the inode's write-behind buffer if it overlaps [off, off+len). */
-int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len);
-/* The inode's read-ahead slot (in the data path's per-inode state, created
- * on demand; NULL when out of memory). */
-void **dc_wb_ra_slot(dc_inode *in);
-/* Read-ahead (data_read.c): drop the cached window (every write, flush,
- * truncate and close of this client does); free it (inode released). */
-void dc_ra_drop(dc_inode *in);
-void dc_ra_free(void *ra);
 
 #endif

@@ -1,4 +1,4 @@
-/* data_write.c - depfs_write and the stripe-lock write protocol.
+/* eng_write.c - the stripe-lock write protocol (dc_write_range, dc_write_extents).
  *
  * A write (one range, or the sorted extents of a write-behind flush) is cut
  * into stripe pieces and processed in rounds of a bounded number of pieces
@@ -21,7 +21,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "data_io.h"
+#include "engines.h"
 #include "log.h"
 
 typedef enum { DC_W_FULL, DC_W_RMW, DC_W_RECON, DC_W_DECODE } dc_wmethod;
@@ -726,39 +726,4 @@ int dc_write_range(depfs_t *fs, dc_inode *in, const uint8_t *buf, uint64_t off, 
     return dc_write_extents(fs, in, &one, 1, sync);
 }
 
-/* ---------------------------------------------------------- public entry */
 
-#define DC_MAX_FILE_BYTES ((uint64_t)INT64_MAX)
-
-ssize_t depfs_write(depfs_fh_t *fh, const void *buf, size_t len, uint64_t off)
-{
-    if (fh == NULL || fh->inode == NULL)
-        return -EBADF;
-    if ((fh->flags & O_ACCMODE) == O_RDONLY)
-        return -EBADF;
-    if (len == 0)
-        return 0;
-    if (buf == NULL)
-        return -EFAULT;
-    if (len > SSIZE_MAX)
-        len = SSIZE_MAX;
-    dc_inode *in = fh->inode;
-    if (fh->flags & O_APPEND) {
-        pthread_mutex_lock(&in->lock);
-        off = in->size;
-        pthread_mutex_unlock(&in->lock);
-    }
-    if (off > DC_MAX_FILE_BYTES || len > DC_MAX_FILE_BYTES - off)
-        return -EFBIG;
-    int rc = dc_wb_write(fh, buf, off, len);
-    if (rc < 0)
-        return rc;
-    pthread_mutex_lock(&in->lock);
-    if (off + len > in->size)
-        in->size = off + len;
-    in->size_dirty = true;
-    in->size_gen++;
-    in->mtime_ns = dc_now_ns_real();
-    pthread_mutex_unlock(&in->lock);
-    return (ssize_t)len;
-}

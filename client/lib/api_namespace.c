@@ -1,4 +1,4 @@
-/* namespace.c - libdepfs core: the inode-number namespace API (lookup,
+/* api_namespace.c - libdepfs entry points: the inode-number namespace API (lookup,
  * getattr/setattr, mknod/mkdir/symlink/readlink/link, unlink/rmdir/rename
  * with removal of the data of a file whose last link went away, readdir,
  * statfs, xattrs including the layout xattr, depfs_get_layout).
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/limits.h>
-#include "internal.h"
+#include "api.h"
 #include "label.h"
 #include "log.h"
 
@@ -21,8 +21,6 @@
 #define DC_XATTR_SIZE_MAX 65536u
 #define DC_STATFS_FRSIZE 4096u
 #define DC_STATFS_FILES_SPARE (1ull << 32)
-#define DC_NS_PER_SEC 1000000000ll
-#define DC_BLOCK_BYTES 512u /* st_blocks unit */
 
 /* ----------------------------------------------------------- helpers */
 
@@ -46,67 +44,8 @@ static int check_name(const char *name)
     return 0;
 }
 
-void dc_req_cred(Depfs__MdsRequest *req, const depfs_cred *cr, uint32_t groups[DEPFS_MAX_GROUPS])
-{
-    req->has_uid = req->has_gid = 1;
-    req->n_groups = 0;
-    req->groups = groups;
-    if (cr) {
-        req->uid = cr->uid;
-        req->gid = cr->gid;
-        unsigned n = cr->ngroups < DEPFS_MAX_GROUPS ? cr->ngroups : DEPFS_MAX_GROUPS;
-        for (unsigned i = 0; i < n; i++)
-            groups[i] = cr->groups[i];
-        req->n_groups = n;
-        return;
-    }
-    req->uid = geteuid();
-    req->gid = getegid();
-    gid_t g[DEPFS_MAX_GROUPS];
-    int n = getgroups(DEPFS_MAX_GROUPS, g);
-    for (int i = 0; i < n; i++)
-        groups[i] = g[i];
-    req->n_groups = n > 0 ? (size_t)n : 0;
-}
 
-void dc_reply_to_stat(depfs_t *fs, const Depfs__MdsReply *rep, struct stat *st)
-{
-    if (!st)
-        return;
-    dc_attr_to_stat(rep->attr, st);
-    if (rep->layout && rep->layout->k && rep->layout->stripe_unit)
-        st->st_blksize = (blksize_t)((uint64_t)rep->layout->k * rep->layout->stripe_unit);
-    if (!rep->attr || !S_ISREG(st->st_mode))
-        return;
-    uint64_t size;
-    int64_t mtime_ns;
-    if (!dc_inode_local_size(fs, rep->attr->ino, &size, &mtime_ns))
-        return;
-    if (size > (uint64_t)st->st_size) {
-        st->st_size = (off_t)size;
-        st->st_blocks = (blkcnt_t)((size + DC_BLOCK_BYTES - 1) / DC_BLOCK_BYTES);
-    }
-    if (mtime_ns > rep->attr->mtime_ns) {
-        st->st_mtim.tv_sec = (time_t)(mtime_ns / DC_NS_PER_SEC);
-        st->st_mtim.tv_nsec = (long)(mtime_ns % DC_NS_PER_SEC);
-    }
-}
 
-int dc_getattr_rep(depfs_t *fs, uint64_t ino, Depfs__MdsReply **rep)
-{
-    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
-    req.has_ino = 1;
-    req.ino = ino;
-    uint64_t gen = dc_inode_size_gen(fs, ino);
-    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_GETATTR, &req, rep);
-    if (rc == 0 && !(*rep)->attr) {
-        dc_set_error("MDS_GETATTR: reply without attributes");
-        rc = -EPROTO;
-    }
-    if (rc == 0 && S_ISREG((*rep)->attr->mode))
-        dc_inode_adopt_mds_size(fs, ino, gen, (*rep)->attr->size);
-    return rc;
-}
 
 /* One call whose reply carries an attr to return as a stat. */
 static int call_stat(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, struct stat *st)
@@ -552,7 +491,7 @@ static int flush_open(depfs_t *fs, uint64_t ino)
     dc_inode *in = dc_inode_hold(fs, ino);
     if (!in)
         return 0;
-    int rc = dc_wb_flush(fs, in);
+    int rc = dc_data_flush(fs, in);
     if (rc == 0)
         rc = dc_inode_commit_size(fs, in);
     dc_inode_put(fs, in);
@@ -594,28 +533,7 @@ ssize_t depfs_getxattr(depfs_t *fs, uint64_t ino, const char *name, void *value,
     int rc = check_xattr_name(name);
     if (rc < 0)
         return rc;
-    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
-    req.has_ino = 1;
-    req.ino = ino;
-    req.xattr_name = (char *)name;
-    Depfs__MdsReply *rep = NULL;
-    ssize_t ret = dc_mds_call(fs, DEPFS__MDS_OP__MDS_GETXATTR, &req, &rep);
-    if (ret < 0)
-        goto out;
-    size_t len = rep->has_xattr_value ? rep->xattr_value.len : 0;
-    if (size == 0) {
-        ret = (ssize_t)len;
-    } else if (len > size) {
-        dc_set_error("xattr value of %zu bytes does not fit %zu", len, size);
-        ret = -ERANGE;
-    } else {
-        if (len)
-            memcpy(value, rep->xattr_value.data, len);
-        ret = (ssize_t)len;
-    }
-out:
-    free_rep(rep);
-    return ret;
+    return dc_xattr_get(fs, ino, name, value, size);
 }
 
 ssize_t depfs_listxattr(depfs_t *fs, uint64_t ino, char *list, size_t size)
@@ -665,19 +583,7 @@ int depfs_removexattr(depfs_t *fs, uint64_t ino, const char *name)
 
 /* ---------------------------------------------------------------- layout */
 
-static void layout_to_info(const layout *l, depfs_layout_info *out)
-{
-    memset(out, 0, sizeof *out);
-    out->n = l->n;
-    out->k = l->k;
-    out->stripe_unit = l->su;
-    out->version = l->version;
-    out->codec_version = l->codec_version;
-    for (unsigned i = 0; i < l->n && i < DEPFS_MAX_SERVERS_PER_FILE && i < LAYOUT_MAX_N; i++)
-        out->servers[i] = l->servers[i];
-}
 
-void dc_layout_to_info(const layout *l, depfs_layout_info *out) { layout_to_info(l, out); }
 
 /* A directory without a layout in its getattr: its xattr, else the mount's
  * default. */
@@ -718,7 +624,7 @@ int depfs_get_layout(depfs_t *fs, uint64_t ino, depfs_layout_info *out)
     if (rep->layout && rep->layout->n) {
         layout l;
         dc_layout_from_pb(rep->layout, &l);
-        layout_to_info(&l, out);
+        dc_layout_to_info(&l, out);
     } else if (S_ISDIR(rep->attr->mode)) {
         rc = dir_layout(fs, ino, out);
     } else {

@@ -1,93 +1,15 @@
-/* data_truncate.c - the data side of truncate and of removing a file:
- * zero the cut part of the last kept stripe through the normal write path
- * (stripe locks, parity fixed), shorten every strip file, and remove every
- * strip file when the file's last link goes - inline, or in the background
- * (a bounded queue drained by a worker thread that lives while there is
- * work; depfs_unmount drains it). */
+/* eng_remove.c - removing every strip file of a file whose last link went
+ * away: inline, or in the background (a bounded queue drained by a worker
+ * thread that lives while there is work; depfs_unmount drains it). */
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "data_io.h"
+#include "engines.h"
 #include "log.h"
 
 #define DC_RM_QUEUE_MAX 256u /* queued removals (all mounts); more: inline */
-
-/* Zero [from, to) through the stripe-lock write path, in bounded chunks. */
-static int dc_zero_range(depfs_t *fs, dc_inode *in, uint64_t from, uint64_t to)
-{
-    assert(from <= to);
-    uint64_t chunk_max = layout_stripe_bytes(&in->lay);
-    uint8_t *zeros = calloc(1, chunk_max);
-    if (zeros == NULL)
-        return -ENOMEM;
-    int rc = 0;
-    for (uint64_t at = from; at < to && rc == 0;) {
-        uint64_t n = to - at < chunk_max ? to - at : chunk_max;
-        rc = dc_write_range(fs, in, zeros, at, n, false);
-        at += n;
-    }
-    free(zeros);
-    return rc;
-}
-
-static int dc_truncate_strips(depfs_t *fs, dc_inode *in, uint64_t new_size)
-{
-    const layout *lay = &in->lay;
-    dc_req *reqs = calloc(lay->n, sizeof *reqs);
-    if (reqs == NULL)
-        return -ENOMEM;
-    for (unsigned p = 0; p < lay->n; p++) {
-        dc_req_init(&reqs[p], lay, p, DEPFS__IO_OP__IO_TRUNCATE);
-        reqs[p].has_local_size = true;
-        reqs[p].local_size = layout_local_size(lay, new_size, p);
-        reqs[p].ignore_locks = fs->ignore_locks;
-    }
-    dc_io_run(fs, in->ino, reqs, lay->n);
-    int rc = 0;
-    uint32_t down = 0;
-    for (unsigned p = 0; p < lay->n; p++) {
-        if (reqs[p].result == DC_ERR_DOWN)
-            down |= 1u << p;
-        else if (reqs[p].result < 0 && reqs[p].result != -ENOENT && rc == 0)
-            rc = reqs[p].result;
-    }
-    /* a server that missed the cut keeps bytes past the new end, which a
-     * later extension would read back: its rejoin must rebuild the file */
-    if (rc == 0 && down != 0)
-        rc = dc_record_down(fs, in->ino, lay, &down);
-    if (rc == 0 && dc_popcount32(down) > lay->n - lay->k)
-        rc = -EIO;
-    free(reqs);
-    return rc;
-}
-
-int dc_data_truncate(depfs_t *fs, dc_inode *in, uint64_t old_size, uint64_t new_size)
-{
-    int rc = dc_wb_flush(fs, in);
-    if (rc < 0)
-        return rc;
-    if (new_size >= old_size)
-        return 0; /* growing: holes read as zeros, nothing to store */
-    uint64_t sb = layout_stripe_bytes(&in->lay);
-    if (new_size % sb != 0) {
-        uint64_t stripe_end = (new_size / sb + 1) * sb;
-        uint64_t to = old_size < stripe_end ? old_size : stripe_end;
-        rc = dc_zero_range(fs, in, new_size, to);
-        if (rc < 0) {
-            dc_set_error("truncate of inode %llu to %llu: zeroing the cut stripe failed: %s",
-                         (unsigned long long)in->ino, (unsigned long long)new_size,
-                         strerror(-rc));
-            return rc;
-        }
-    }
-    rc = dc_truncate_strips(fs, in, new_size);
-    if (rc < 0)
-        dc_set_error("truncate of inode %llu to %llu: shortening strip files failed: %s",
-                     (unsigned long long)in->ino, (unsigned long long)new_size, strerror(-rc));
-    return rc;
-}
 
 int dc_data_remove(depfs_t *fs, uint64_t ino, const layout *lay)
 {

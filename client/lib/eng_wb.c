@@ -1,5 +1,5 @@
-/* data_wb.c - write-behind and durability: per-inode aggregation of
- * writes (dc_wb_*), depfs_flush, depfs_fsync and dc_data_fsync.
+/* eng_wb.c - write-behind and durability: per-inode aggregation of
+ * writes (dc_wb_*) and dc_data_fsync (fsync of every strip file).
  *
  * Two parts, never overlapping each other:
  *   run      one contiguous run [off, off+len) of an inode's bytes (the
@@ -40,7 +40,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "data_io.h"
+#include "engines.h"
 #include "log.h"
 
 #define DC_WB_MIN_STRIPES 4u
@@ -72,7 +72,6 @@ typedef struct dc_wb {
     dc_wb_ext *fl;   /* the flight: a former scatter set being written out */
     unsigned fl_n;
     bool flying;
-    void *ra;        /* read-ahead window (data_read.c), own lock */
     int err;         /* failure of a flush nobody could be told about yet */
 } dc_wb;
 
@@ -534,17 +533,7 @@ static int dc_wb_write_any(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uin
 
 int dc_wb_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len)
 {
-    int rc = dc_wb_write_any(fh, buf, off, len);
-    /* after the bytes are buffered or landed (and with wb->lock released:
-     * a read-ahead fill holds its lock while it flushes the buffer) */
-    dc_ra_drop(fh->inode);
-    return rc;
-}
-
-void **dc_wb_ra_slot(dc_inode *in)
-{
-    dc_wb *wb = dc_wb_get(in);
-    return wb != NULL ? &wb->ra : NULL;
+    return dc_wb_write_any(fh, buf, off, len);
 }
 
 int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len)
@@ -579,7 +568,6 @@ int dc_wb_flush(depfs_t *fs, dc_inode *in)
         rc = wb->err;
     wb->err = 0;
     pthread_mutex_unlock(&wb->lock);
-    dc_ra_drop(in); /* flush, fsync, close and truncate forget the window */
     return rc;
 }
 
@@ -595,7 +583,6 @@ void dc_wb_release(dc_inode *in)
         log_warn("inode %llu: %llu buffered bytes dropped (released without flush)",
                  (unsigned long long)in->ino, (unsigned long long)(wb->len + wb->sc_bytes));
     dc_wb_scatter_clear(wb);
-    dc_ra_free(wb->ra);
     pthread_cond_destroy(&wb->landed);
     pthread_mutex_destroy(&wb->lock);
     free(wb->fl);
@@ -631,19 +618,3 @@ int dc_data_fsync(depfs_t *fs, dc_inode *in)
     return rc;
 }
 
-int depfs_flush(depfs_fh_t *fh)
-{
-    if (fh == NULL || fh->inode == NULL)
-        return -EBADF;
-    int rc = dc_wb_flush(fh->fs, fh->inode);
-    int rc2 = dc_inode_commit_size(fh->fs, fh->inode);
-    return rc < 0 ? rc : rc2;
-}
-
-int depfs_fsync(depfs_fh_t *fh)
-{
-    int rc = depfs_flush(fh);
-    if (rc < 0)
-        return rc;
-    return dc_data_fsync(fh->fs, fh->inode);
-}

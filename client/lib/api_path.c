@@ -1,4 +1,4 @@
-/* path.c - libdepfs core: the path API. Labels (depfs@N@K[@SU]:/path) are
+/* api_path.c - libdepfs entry points: the path API. Labels (depfs@N@K[@SU]:/path) are
  * parsed and checked against the cluster here; paths are walked component
  * by component from the root with MDS lookups, following symbolic links
  * met on the way (at most DC_MAX_SYMLINKS, then ELOOP) and ".." through a
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "core.h"
 #include "label.h"
 #include "log.h"
 

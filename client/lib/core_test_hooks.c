@@ -1,4 +1,4 @@
-/* test_hooks.c - TEST ONLY switches of the libdepfs data path, read once
+/* core_test_hooks.c - TEST ONLY switches of the libdepfs data path, read once
  * per process from the environment (at the first mount/write):
  *
  *   DEPFS_TEST_NO_LOCKS=1   writes take NO stripe locks: no lock specs on
@@ -29,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "internal.h"
+#include "core.h"
 #include "log.h"
 
 #define DC_TEST_PAUSE_S 600u

@@ -1,4 +1,4 @@
-/* inodes.c - libdepfs core: the table of inodes open in this client (hash
+/* core_inodes.c - libdepfs core: the table of inodes open in this client (hash
  * by ino, refcounted by open handles), the size this client grew a file to
  * and its commit to the MDS (MDS_EXTEND), and deferred data removal of
  * files unlinked while open here.
@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "core.h"
 #include "log.h"
 
 static unsigned bucket_of(uint64_t ino)
@@ -103,15 +103,10 @@ static void unlink_locked(depfs_t *fs, dc_inode *in)
     in->next = NULL;
 }
 
-static void inode_free(depfs_t *fs, dc_inode *in)
+void dc_inode_free(depfs_t *fs, dc_inode *in)
 {
-    dc_wb_release(in);
-    if (in->unlinked) {
-        int rc = dc_data_remove(fs, in->ino, &in->lay);
-        if (rc < 0)
-            log_warn("libdepfs: removing data of unlinked file %llu: %s",
-                     (unsigned long long)in->ino, strerror(-rc));
-    }
+    if (fs->inode_released)
+        fs->inode_released(fs, in);
     pthread_mutex_destroy(&in->lock);
     free(in);
 }
@@ -132,7 +127,7 @@ void dc_inode_put(depfs_t *fs, dc_inode *in)
     pthread_mutex_unlock(&in->lock);
     pthread_mutex_unlock(&fs->inodes_lock);
     if (last)
-        inode_free(fs, in);
+        dc_inode_free(fs, in);
 }
 
 bool dc_inode_mark_unlinked(depfs_t *fs, uint64_t ino)
@@ -184,7 +179,7 @@ int dc_inode_commit_size(depfs_t *fs, dc_inode *in)
     pthread_mutex_lock(&in->lock);
     bool dirty = in->size_dirty && !in->unlinked;
     uint64_t size = in->size;
-    int64_t mtime_ns = in->mtime_ns ? in->mtime_ns : dc_now_ns_real();
+    int64_t mtime_ns = in->mtime_ns ? in->mtime_ns : clock_real_ns();
     pthread_mutex_unlock(&in->lock);
     if (!dirty)
         return 0;
@@ -211,24 +206,59 @@ int dc_inode_commit_size(depfs_t *fs, dc_inode *in)
     return 0;
 }
 
-/* Unmount: write back every open file and free the table. */
-void dc_inodes_flush_all(depfs_t *fs)
+dc_inode *dc_inodes_detach_all(depfs_t *fs)
 {
+    dc_inode *all = NULL;
+    pthread_mutex_lock(&fs->inodes_lock);
     for (unsigned b = 0; b < DC_INODE_BUCKETS; b++) {
-        pthread_mutex_lock(&fs->inodes_lock);
-        dc_inode *list = fs->inodes[b];
-        fs->inodes[b] = NULL;
-        pthread_mutex_unlock(&fs->inodes_lock);
-        while (list) {
-            dc_inode *in = list;
-            list = in->next;
-            int rc = dc_wb_flush(fs, in);
-            if (rc == 0)
-                rc = dc_inode_commit_size(fs, in);
-            if (rc < 0)
-                log_err("libdepfs: unmount: flushing file %llu: %s", (unsigned long long)in->ino,
-                        strerror(-rc));
-            inode_free(fs, in);
+        while (fs->inodes[b]) {
+            dc_inode *in = fs->inodes[b];
+            fs->inodes[b] = in->next;
+            in->next = all;
+            all = in;
         }
     }
+    pthread_mutex_unlock(&fs->inodes_lock);
+    return all;
+}
+
+/* --------------------------------------- MDS replies with the local view */
+
+void dc_reply_to_stat(depfs_t *fs, const Depfs__MdsReply *rep, struct stat *st)
+{
+    if (!st)
+        return;
+    dc_attr_to_stat(rep->attr, st);
+    if (rep->layout && rep->layout->k && rep->layout->stripe_unit)
+        st->st_blksize = (blksize_t)((uint64_t)rep->layout->k * rep->layout->stripe_unit);
+    if (!rep->attr || !S_ISREG(st->st_mode))
+        return;
+    uint64_t size;
+    int64_t mtime_ns;
+    if (!dc_inode_local_size(fs, rep->attr->ino, &size, &mtime_ns))
+        return;
+    if (size > (uint64_t)st->st_size) {
+        st->st_size = (off_t)size;
+        st->st_blocks = (blkcnt_t)((size + DC_BLOCK_BYTES - 1) / DC_BLOCK_BYTES);
+    }
+    if (mtime_ns > rep->attr->mtime_ns) {
+        st->st_mtim.tv_sec = (time_t)(mtime_ns / DC_NS_PER_SEC);
+        st->st_mtim.tv_nsec = (long)(mtime_ns % DC_NS_PER_SEC);
+    }
+}
+
+int dc_getattr_rep(depfs_t *fs, uint64_t ino, Depfs__MdsReply **rep)
+{
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = ino;
+    uint64_t gen = dc_inode_size_gen(fs, ino);
+    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_GETATTR, &req, rep);
+    if (rc == 0 && !(*rep)->attr) {
+        dc_set_error("MDS_GETATTR: reply without attributes");
+        rc = -EPROTO;
+    }
+    if (rc == 0 && S_ISREG((*rep)->attr->mode))
+        dc_inode_adopt_mds_size(fs, ino, gen, (*rep)->attr->size);
+    return rc;
 }

@@ -1,0 +1,86 @@
+/* api_data.c - libdepfs entry points of the data path: depfs_read,
+ * depfs_write, depfs_flush and depfs_fsync check the handle and the range
+ * once and hand the bytes to the engines (eng_cache.c keeps the client's
+ * cached bytes coherent; eng_read.c, eng_wb.c and eng_write.c move
+ * them). O_APPEND writes go at the inode's size (under its lock). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include "engines.h"
+
+/* Largest file size (off_t). */
+#define DC_MAX_FILE_BYTES ((uint64_t)INT64_MAX)
+
+ssize_t depfs_read(depfs_fh_t *fh, void *buf, size_t len, uint64_t off)
+{
+    if (fh == NULL || fh->inode == NULL)
+        return -EBADF;
+    if ((fh->flags & O_ACCMODE) == O_WRONLY)
+        return -EBADF;
+    if (len == 0)
+        return 0;
+    if (buf == NULL)
+        return -EFAULT;
+    if (len > SSIZE_MAX)
+        len = SSIZE_MAX;
+    dc_inode *in = fh->inode;
+    pthread_mutex_lock(&in->lock);
+    uint64_t size = in->size;
+    pthread_mutex_unlock(&in->lock);
+    if (off >= size)
+        return 0;
+    if (len > size - off)
+        len = (size_t)(size - off);
+    int rc = dc_read(fh, buf, off, len, size);
+    return rc < 0 ? rc : (ssize_t)len;
+}
+
+ssize_t depfs_write(depfs_fh_t *fh, const void *buf, size_t len, uint64_t off)
+{
+    if (fh == NULL || fh->inode == NULL)
+        return -EBADF;
+    if ((fh->flags & O_ACCMODE) == O_RDONLY)
+        return -EBADF;
+    if (len == 0)
+        return 0;
+    if (buf == NULL)
+        return -EFAULT;
+    if (len > SSIZE_MAX)
+        len = SSIZE_MAX;
+    dc_inode *in = fh->inode;
+    if (fh->flags & O_APPEND) {
+        pthread_mutex_lock(&in->lock);
+        off = in->size;
+        pthread_mutex_unlock(&in->lock);
+    }
+    if (off > DC_MAX_FILE_BYTES || len > DC_MAX_FILE_BYTES - off)
+        return -EFBIG;
+    int rc = dc_data_write(fh, buf, off, len);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&in->lock);
+    if (off + len > in->size)
+        in->size = off + len;
+    in->size_dirty = true;
+    in->size_gen++;
+    in->mtime_ns = clock_real_ns();
+    pthread_mutex_unlock(&in->lock);
+    return (ssize_t)len;
+}
+
+int depfs_flush(depfs_fh_t *fh)
+{
+    if (fh == NULL || fh->inode == NULL)
+        return -EBADF;
+    int rc = dc_data_flush(fh->fs, fh->inode);
+    int rc2 = dc_inode_commit_size(fh->fs, fh->inode);
+    return rc < 0 ? rc : rc2;
+}
+
+int depfs_fsync(depfs_fh_t *fh)
+{
+    int rc = depfs_flush(fh);
+    if (rc < 0)
+        return rc;
+    return dc_data_fsync(fh->fs, fh->inode);
+}

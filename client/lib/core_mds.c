@@ -1,0 +1,158 @@
+/* core_mds.c - libdepfs core: the MDS connection and its calls (reconnect
+ * and one retry), and the helpers every MDS request and reply needs. */
+#include <assert.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "core.h"
+#include "label.h"
+#include "log.h"
+
+/* MDS calls: one retry (after a timeout or a reconnect). */
+#define DC_MDS_ATTEMPTS 2u
+/* Reconnect attempts to a restarting MDS are spaced this far apart. */
+#define DC_MDS_RECONNECT_PAUSE_MS 100u
+
+/* ------------------------------------------------------- MDS calls */
+
+static const char *mds_op_name(Depfs__MdsOp op)
+{
+    const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(&depfs__mds_op__descriptor, (int)op);
+    return v ? v->name : "MDS_?";
+}
+
+/* The MDS connection, (re)connecting when there is none or when `failed`
+ * (the connection the caller saw fail) is still the current one. A
+ * restarting MDS is retried for up to one request timeout. */
+static int mds_conn_get(depfs_t *fs, rpc_conn *failed, rpc_conn **out)
+{
+    int rc = 0;
+    pthread_mutex_lock(&fs->mds_lock);
+    if (fs->mds && (fs->mds == failed || rpc_conn_broken(fs->mds))) {
+        log_warn("libdepfs: connection to the MDS %s lost, reconnecting", fs->cfg.mds_address);
+        dc_retire_conn(fs, fs->mds);
+        fs->mds = NULL;
+    }
+    uint64_t deadline_ms = dc_now_ms() + fs->cfg.request_timeout_ms;
+    while (!fs->mds) {
+        rc = rpc_conn_open(fs->cfg.transport, fs->cfg.mds_address, &fs->limits,
+                           (int)fs->cfg.connect_timeout_ms, &fs->mds);
+        if (rc == 0)
+            break;
+        fs->mds = NULL;
+        if (dc_now_ms() + DC_MDS_RECONNECT_PAUSE_MS >= deadline_ms)
+            break;
+        clock_sleep_ms(DC_MDS_RECONNECT_PAUSE_MS);
+    }
+    *out = fs->mds;
+    pthread_mutex_unlock(&fs->mds_lock);
+    if (!*out) {
+        dc_set_error("cannot connect to the MDS at %s: %s", fs->cfg.mds_address, strerror(-rc));
+        return rc ? rc : -ECONNREFUSED;
+    }
+    return 0;
+}
+
+int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depfs__MdsReply **reply)
+{
+    assert(fs && req && reply);
+    *reply = NULL;
+    Depfs__MdsRequest r = *req; /* shallow: only the client id is added */
+    if (fs->client_id) {
+        r.has_client_id = 1;
+        r.client_id = fs->client_id;
+    }
+    rpc_conn *failed = NULL;
+    int rc = -EIO;
+    for (unsigned attempt = 0; attempt < DC_MDS_ATTEMPTS; attempt++) {
+        rpc_conn *c;
+        rc = mds_conn_get(fs, failed, &c);
+        if (rc < 0)
+            continue;
+        ProtobufCMessage *m = NULL;
+        rc = rpc_call_msg(c, (uint16_t)op, &r.base, NULL, 0, NULL, 0, (int)fs->cfg.request_timeout_ms,
+                          &depfs__mds_reply__descriptor, &m, NULL);
+        if (rc == 0) {
+            *reply = (Depfs__MdsReply *)m;
+            break;
+        }
+        /* a timeout keeps the connection: the MDS may only be slow */
+        if (rpc_err_is_transport(rc) || rpc_conn_broken(c))
+            failed = c;
+        log_debug("libdepfs: %s attempt %u failed: %s", mds_op_name(op), attempt + 1, strerror(-rc));
+    }
+    if (rc < 0) {
+        dc_set_error("%s: MDS %s: %s", mds_op_name(op), fs->cfg.mds_address, strerror(-rc));
+        return rc;
+    }
+    Depfs__MdsReply *rep = *reply;
+    if (rep->err != 0) {
+        int err = rep->err > 0 ? rep->err : -rep->err;
+        if (rep->message && rep->message[0])
+            dc_set_error("%s", rep->message);
+        else
+            dc_set_error("%s: %s", mds_op_name(op), strerror(err));
+        return -err;
+    }
+    return 0;
+}
+
+
+/* ------------------------------------------------ requests and replies */
+
+void dc_req_cred(Depfs__MdsRequest *req, const depfs_cred *cr, uint32_t groups[DEPFS_MAX_GROUPS])
+{
+    req->has_uid = req->has_gid = 1;
+    req->n_groups = 0;
+    req->groups = groups;
+    if (cr) {
+        req->uid = cr->uid;
+        req->gid = cr->gid;
+        unsigned n = cr->ngroups < DEPFS_MAX_GROUPS ? cr->ngroups : DEPFS_MAX_GROUPS;
+        for (unsigned i = 0; i < n; i++)
+            groups[i] = cr->groups[i];
+        req->n_groups = n;
+        return;
+    }
+    req->uid = geteuid();
+    req->gid = getegid();
+    gid_t g[DEPFS_MAX_GROUPS];
+    int n = getgroups(DEPFS_MAX_GROUPS, g);
+    for (int i = 0; i < n; i++)
+        groups[i] = g[i];
+    req->n_groups = n > 0 ? (size_t)n : 0;
+}
+
+
+
+ssize_t dc_xattr_get(depfs_t *fs, uint64_t ino, const char *name, void *value, size_t size)
+{
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = ino;
+    req.xattr_name = (char *)name;
+    Depfs__MdsReply *rep = NULL;
+    ssize_t ret = dc_mds_call(fs, DEPFS__MDS_OP__MDS_GETXATTR, &req, &rep);
+    if (ret < 0)
+        goto out;
+    size_t len = rep->has_xattr_value ? rep->xattr_value.len : 0;
+    if (size == 0) {
+        ret = (ssize_t)len;
+    } else if (len > size) {
+        dc_set_error("xattr value of %zu bytes does not fit %zu", len, size);
+        ret = -ERANGE;
+    } else {
+        if (len)
+            memcpy(value, rep->xattr_value.data, len);
+        ret = (ssize_t)len;
+    }
+out:
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
+    return ret;
+}

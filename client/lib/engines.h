@@ -1,0 +1,68 @@
+/* engines.h - the libdepfs engines (eng_*.c), called by the entry points
+ * (api_*.c, recover_*.c) and built on the fan-out (io_fanout.h): the
+ * stripe-lock write protocol, write-behind, reads with read-ahead and the
+ * degraded stripe cache, the coherence of the two caches, truncate, strip
+ * removal, fsync and scrub. An engine never calls an entry point. */
+#ifndef DEPFS_CLIENT_ENGINES_H
+#define DEPFS_CLIENT_ENGINES_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "io_fanout.h"
+
+/* Write [off, off+len) through the stripe-lock protocol (no write-behind,
+ * no size update). */
+int dc_write_range(depfs_t *fs, dc_inode *in, const uint8_t *buf, uint64_t off, uint64_t len,
+                   bool sync);
+/* One extent of new bytes: data[0] is file byte off. */
+typedef struct dc_wext {
+    uint64_t off, len;
+    const uint8_t *data;
+} dc_wext;
+/* Write n extents (ascending, non-overlapping) through the stripe-lock
+ * protocol, as few rounds as the request limits allow. */
+int dc_write_extents(depfs_t *fs, dc_inode *in, const dc_wext *ext, unsigned n, bool sync);
+/* Read [off, off+len) (already clamped to the size) into buf. */
+int dc_read_range(depfs_t *fs, dc_inode *in, uint8_t *buf, uint64_t off, uint64_t len);
+/* Write-behind: true when this handle buffers writes. */
+bool dc_wb_enabled(const depfs_fh_t *fh);
+/* Buffer (or write through) one write; handles flush-before rules. */
+int dc_wb_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len);
+/* Flush the inode's write-behind buffer if it overlaps [off, off+len). */
+int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len);
+/* Read-ahead (eng_read.c): drop the cached window and degraded stripes
+ * (every write, flush, truncate and close of this client does: see
+ * eng_cache.c); free them (inode released). */
+void dc_ra_drop(dc_inode *in);
+void dc_ra_free(dc_inode *in);
+/* The read engine: [off, off+len) of the handle's file (already clamped to
+ * size, the file's size) into buf: read-ahead window, write-behind bytes
+ * of the range flushed, then striped or degraded reads. 0 or -errno. */
+int dc_read(depfs_fh_t *fh, uint8_t *buf, uint64_t off, uint64_t len, uint64_t size);
+/* eng_cache.c: the entry points' and engines' way to write, flush and
+ * release an inode's cached bytes (write-behind and read-ahead together). */
+int dc_data_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len);
+int dc_data_flush(depfs_t *fs, dc_inode *in);
+void dc_data_release(depfs_t *fs, dc_inode *in);
+
+/* Write back any buffered data of the inode (stripes with parity). */
+int dc_wb_flush(depfs_t *fs, dc_inode *in);
+/* Free write-behind state (after a flush). */
+void dc_wb_release(dc_inode *in);
+/* Data side of a truncate from old_size to new_size: zero the cut part of
+ * the last kept stripe with its parity fixed under the stripe lock, and
+ * shorten every strip file. The core updates the MDS size. */
+int dc_data_truncate(depfs_t *fs, dc_inode *in, uint64_t old_size, uint64_t new_size);
+/* Remove every strip file of a file whose last link went away. */
+int dc_data_remove(depfs_t *fs, uint64_t ino, const layout *lay);
+/* The same in the background (bounded queue, inline when full); failures
+ * are logged. depfs_unmount drains the mount's removals before it frees fs. */
+void dc_data_remove_async(depfs_t *fs, uint64_t ino, const layout *lay);
+void dc_data_remove_drain(depfs_t *fs);
+/* fsync every strip file of the file on its servers. */
+int dc_data_fsync(depfs_t *fs, dc_inode *in);
+
+/* Truncate an inode (held by the caller) whose MDS size was mds_size to
+ * new_size: flush, data side, MDS size, local size. */
+int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size);
+
+#endif

@@ -1,0 +1,427 @@
+/* recover_orphan.c - depfs_repair_orphan_lock: the stripes an orphan lock
+ * left in doubt (recovery/README.md "Orphan locks"). */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "recover.h"
+#include "log.h"
+
+/* Orphan repair: lock rounds before giving up (-EBUSY). */
+#define DC_ORPHAN_ATTEMPTS_MAX 100u
+
+/* Orphan repair: stale lock ranges remembered per position (more: the
+ * whole range counts as held there). */
+#define DC_ORPHAN_TAKEN_MAX 16u
+
+/* An orphan lock marks stripes an unfinished write left in doubt. The write
+ * protocol locks every server of a stripe it writes before it writes any,
+ * and a server drops the lock only once it stored its unit (WRITE+UNLOCK),
+ * so on a server where a stale lock is still held the write did not land,
+ * and on every other server the stripe holds the writer's new unit or an
+ * untouched one: the units outside the held positions are one consistent
+ * codeword (the new one). The repair therefore treats held positions and
+ * untrusted ones as erasures, decodes them from the rest and writes the
+ * held, trusted ones. With more erasures than n-k it falls back to
+ * recomputing parity from the data units (either content of a unit the
+ * unacknowledged write touched is allowed), which is only sound when every
+ * data unit is trusted; otherwise the stripes are left locked and the
+ * repair fails loudly (a client crash during a server outage, beyond what
+ * the units alone can tell). Stale locks of any owner on the range are
+ * taken over at once (IO_LOCK take_over_stale), so overlapping orphans of
+ * different owners cannot block each other. */
+
+typedef struct dc_orphan {
+    depfs_t *fs;
+    dc_target t;
+    uint64_t first, count;
+    uint64_t owner_client, owner_op; /* the orphan reported (for logs) */
+    Depfs__LockSpec mine;     /* our lock on [first, first+count) */
+    uint32_t held;            /* positions where we hold it */
+    uint32_t reach;           /* positions that answered */
+    uint32_t untrusted;       /* positions whose units may be stale */
+    /* per position, the stripes a stale lock held there (taken over) */
+    uint64_t taken_first[LAYOUT_MAX_N][DC_ORPHAN_TAKEN_MAX];
+    uint64_t taken_end[LAYOUT_MAX_N][DC_ORPHAN_TAKEN_MAX];
+    unsigned n_taken[LAYOUT_MAX_N];
+    bool taken_all[LAYOUT_MAX_N]; /* more than DC_ORPHAN_TAKEN_MAX: every stripe */
+} dc_orphan;
+
+/* Lock [first, first+count) on every reachable position, taking over stale
+ * locks of any owner; remembers what each position's orphans held. */
+static int dc_orphan_lock(dc_orphan *o)
+{
+    const layout *lay = &o->t.lay;
+    /* one op id for every attempt: what an attempt took over stays ours,
+     * and what it learnt of the orphans is kept for the next */
+    depfs__lock_spec__init(&o->mine);
+    o->mine.first_stripe = o->first;
+    o->mine.stripe_count = o->count;
+    o->mine.owner_client = depfs_client_id(o->fs);
+    o->mine.owner_op = dc_next_op_id(o->fs);
+    for (unsigned attempt = 0;; attempt++) {
+        uint32_t reach = dc_reachable_mask(o->fs, lay);
+        dc_ctl v[LAYOUT_MAX_N];
+        unsigned n = 0;
+        for (unsigned p = 0; p < lay->n; p++) {
+            if (!((reach >> p) & 1u))
+                continue;
+            dc_ctl_init(&v[n], lay->servers[p], DEPFS__IO_OP__IO_LOCK, o->t.ino);
+            v[n].req.lock = &o->mine;
+            v[n].req.has_take_over_stale = v[n].req.take_over_stale = true;
+            v[n].req.has_lock_attempt = attempt > 0;
+            v[n].req.lock_attempt = attempt;
+            n++;
+        }
+        dc_ctl_run(o->fs, v, n);
+        bool nack = false;
+        int err = 0;
+        o->reach = 0;
+        for (unsigned i = 0; i < n; i++) {
+            unsigned p = (unsigned)dc_pos_of(lay, v[i].server_id);
+            if (v[i].rc == DC_ERR_DOWN)
+                continue;
+            o->reach |= 1u << p;
+            if (v[i].rc == -EAGAIN || v[i].rc == -ENOLCK) {
+                nack = true;
+            } else if (v[i].rc < 0) {
+                if (err == 0)
+                    err = v[i].rc;
+                dc_set_error("orphan repair of inode %llu: locking on server %u: %s",
+                             (unsigned long long)o->t.ino, v[i].server_id, strerror(-v[i].rc));
+            } else {
+                o->held |= 1u << p;
+                for (size_t e = 0; e < v[i].rep->n_stale_locks; e++) {
+                    const Depfs__LockSpec *l = v[i].rep->stale_locks[e]->lock;
+                    if (l == NULL)
+                        continue;
+                    if (o->n_taken[p] == DC_ORPHAN_TAKEN_MAX) {
+                        o->taken_all[p] = true;
+                        continue;
+                    }
+                    o->taken_first[p][o->n_taken[p]] = l->first_stripe;
+                    o->taken_end[p][o->n_taken[p]++] = l->first_stripe + l->stripe_count;
+                }
+            }
+        }
+        dc_ctl_free(v, n);
+        if (!nack && err == 0)
+            return 0;
+        if (err != 0 || attempt + 1 >= DC_ORPHAN_ATTEMPTS_MAX) {
+            if (err == 0)
+                dc_set_error("orphan repair of inode %llu stripes %llu..: a live writer kept "
+                             "them locked", (unsigned long long)o->t.ino,
+                             (unsigned long long)o->first);
+            return err != 0 ? err : -EBUSY;
+        }
+        /* a young lock: a live writer; ours (and what we took over) stay
+         * held meanwhile, the next attempt re-locks them as the same owner */
+        dc_lock_backoff(attempt);
+    }
+}
+
+/* Positions where an orphan held stripe s (now ours). */
+static uint32_t dc_orphan_held_at(const dc_orphan *o, uint64_t s)
+{
+    uint32_t m = 0;
+    for (unsigned p = 0; p < o->t.lay.n; p++) {
+        bool in = o->taken_all[p];
+        for (unsigned e = 0; e < o->n_taken[p] && !in; e++)
+            in = o->taken_first[p][e] <= s && s < o->taken_end[p][e];
+        if (in)
+            m |= 1u << p;
+    }
+    return m;
+}
+
+typedef struct dc_orphan_batch {
+    uint64_t first, count, batch;
+    uint8_t *units;           /* n positions x batch x su */
+    uint32_t erase[DC_ROUND_STRIPES_MAX]; /* per stripe: positions not read */
+    uint32_t rewrite[DC_ROUND_STRIPES_MAX]; /* per stripe: positions to write */
+    bool by_parity[DC_ROUND_STRIPES_MAX];   /* fallback: parity from data */
+} dc_orphan_batch;
+
+static uint8_t *dc_ob_unit(const dc_orphan *o, const dc_orphan_batch *b, uint64_t s, unsigned pos)
+{
+    return b->units + ((uint64_t)pos * b->batch + (s - b->first)) * o->t.lay.su;
+}
+
+/* Decide, per stripe of the batch, what is read and what is rewritten. */
+static int dc_orphan_plan(dc_orphan *o, dc_orphan_batch *b)
+{
+    const layout *lay = &o->t.lay;
+    uint32_t all = (lay->n < 32 ? (1u << lay->n) : 0u) - 1u;
+    for (uint64_t s = b->first; s < b->first + b->count; s++) {
+        uint64_t i = s - b->first;
+        uint32_t held = dc_orphan_held_at(o, s) & ~o->untrusted;
+        uint32_t erase = held | o->untrusted | (all & ~o->reach);
+        b->by_parity[i] = false;
+        b->erase[i] = erase;
+        b->rewrite[i] = held;
+        if (held == 0)
+            continue; /* no write in doubt on a trusted unit: consistent */
+        if (dc_popcount32(erase) <= lay->n - lay->k)
+            continue;
+        uint32_t data = 0, parity = 0;
+        for (unsigned u = 0; u < lay->n; u++) {
+            if (u < lay->k)
+                data |= 1u << layout_unit_pos(lay, s, u);
+            else
+                parity |= 1u << layout_unit_pos(lay, s, u);
+        }
+        if ((data & (o->untrusted | (all & ~o->reach))) != 0) {
+            dc_set_error("orphan repair of inode %llu: stripe %llu has %u units in doubt or "
+                         "stale, more than n-k=%u, and a stale data unit: left locked",
+                         (unsigned long long)o->t.ino, (unsigned long long)s,
+                         dc_popcount32(erase), lay->n - lay->k);
+            return -EIO;
+        }
+        b->by_parity[i] = true;
+        b->erase[i] = parity;
+        b->rewrite[i] = parity & o->reach & ~o->untrusted;
+    }
+    return 0;
+}
+
+/* Read the units each stripe decodes from (k of the ones not erased). */
+static int dc_orphan_read(dc_orphan *o, dc_orphan_batch *b)
+{
+    const layout *lay = &o->t.lay;
+    dc_req rd[LAYOUT_MAX_N];
+    memset(rd, 0, sizeof rd);
+    bool any = false;
+    for (uint64_t s = b->first; s < b->first + b->count; s++) {
+        uint64_t i = s - b->first;
+        if (b->rewrite[i] == 0)
+            continue;
+        unsigned got = 0;
+        for (unsigned u = 0; u < lay->n && got < lay->k; u++) {
+            unsigned pos = layout_unit_pos(lay, s, u);
+            if ((b->erase[i] >> pos) & 1u)
+                continue;
+            if (!rd[pos].active) {
+                dc_req_init(&rd[pos], lay, pos, DEPFS__IO_OP__IO_READ);
+                rd[pos].ignore_locks = true; /* ours: we hold the stripes */
+                rd[pos].any_state = true;
+            }
+            int rc = dc_req_add(&rd[pos], layout_local_offset(lay, s), lay->su,
+                                dc_ob_unit(o, b, s, pos));
+            assert(rc == 0); /* batch <= DC_ROUND_STRIPES_MAX extents */
+            (void)rc;
+            got++;
+            any = true;
+        }
+        assert(got == lay->k);
+    }
+    if (!any)
+        return 0;
+    dc_io_run(o->fs, o->t.ino, rd, lay->n);
+    for (unsigned p = 0; p < lay->n; p++)
+        if (rd[p].active && rd[p].result != 0) {
+            dc_set_error("orphan repair of inode %llu: reading server %u: %s",
+                         (unsigned long long)o->t.ino, lay->servers[p], strerror(-rd[p].result));
+            return rd[p].result == DC_ERR_DOWN ? -EIO : rd[p].result;
+        }
+    return 0;
+}
+
+/* Rebuild the rewritten units of every stripe from the ones read. */
+static int dc_orphan_compute(dc_orphan *o, dc_orphan_batch *b)
+{
+    const layout *lay = &o->t.lay;
+    for (uint64_t s = b->first; s < b->first + b->count; s++) {
+        uint64_t i = s - b->first;
+        if (b->rewrite[i] == 0)
+            continue;
+        uint8_t *units[LAYOUT_MAX_N];
+        bool present[LAYOUT_MAX_N];
+        unsigned got = 0;
+        for (unsigned u = 0; u < lay->n; u++) {
+            unsigned pos = layout_unit_pos(lay, s, u);
+            units[u] = dc_ob_unit(o, b, s, pos);
+            present[u] = got < lay->k && !((b->erase[i] >> pos) & 1u);
+            got += present[u];
+        }
+        if (b->by_parity[i]) {
+            codec_encode(o->t.cd, lay->su, units, units + lay->k);
+            continue;
+        }
+        int rc = codec_decode(o->t.cd, lay->su, units, present);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Write the rewritten units (the stripes stay locked by us). Servers that
+ * cannot be reached get dirty records on the others. */
+static int dc_orphan_write(dc_orphan *o, dc_orphan_batch *b)
+{
+    const layout *lay = &o->t.lay;
+    uint32_t all = (lay->n < 32 ? (1u << lay->n) : 0u) - 1u;
+    dc_req wr[LAYOUT_MAX_N];
+    memset(wr, 0, sizeof wr);
+    bool any = false;
+    for (uint64_t s = b->first; s < b->first + b->count; s++) {
+        uint64_t i = s - b->first;
+        for (unsigned p = 0; p < lay->n; p++) {
+            if (!((b->rewrite[i] >> p) & 1u))
+                continue;
+            assert((o->held >> p) & 1u);
+            if (!wr[p].active) {
+                dc_req_init(&wr[p], lay, p, DEPFS__IO_OP__IO_WRITE);
+                wr[p].ignore_locks = true; /* held by us, under another op id */
+                wr[p].any_state = true;
+                wr[p].sync = true;
+                for (unsigned q = 0; q < lay->n; q++)
+                    if ((all & ~o->reach) >> q & 1u)
+                        wr[p].down[wr[p].n_down++] = lay->servers[q];
+            }
+            int rc = dc_req_add(&wr[p], layout_local_offset(lay, s), lay->su,
+                                dc_ob_unit(o, b, s, p));
+            assert(rc == 0);
+            (void)rc;
+            any = true;
+        }
+    }
+    if (!any)
+        return 0;
+    dc_io_run(o->fs, o->t.ino, wr, lay->n);
+    for (unsigned p = 0; p < lay->n; p++)
+        if (wr[p].active && wr[p].result != 0) {
+            dc_set_error("orphan repair of inode %llu: writing server %u: %s",
+                         (unsigned long long)o->t.ino, lay->servers[p], strerror(-wr[p].result));
+            return wr[p].result == DC_ERR_DOWN ? -EIO : wr[p].result;
+        }
+    return 0;
+}
+
+/* Servers out of reach may hold the orphan's lock and a half-written unit:
+ * record them dirty for the file on the others, so their rejoin rebuilds it
+ * (and their lock is repaired again once they answer). */
+static int dc_orphan_mark_unreachable(dc_orphan *o)
+{
+    const layout *lay = &o->t.lay;
+    int rc = 0;
+    for (unsigned p = 0; p < lay->n && rc == 0; p++)
+        if (!((o->reach >> p) & 1u))
+            rc = dc_dirty_record(o->fs, lay->servers[p], o->t.ino);
+    return rc;
+}
+
+/* Release our lock: everywhere after a repair, or (keep_in_doubt) only
+ * where no orphan held anything, so that the positions still in doubt stay
+ * locked and are reported (by age) for a later repair. */
+static void dc_orphan_unlock(dc_orphan *o, bool keep_in_doubt)
+{
+    const layout *lay = &o->t.lay;
+    dc_req un[LAYOUT_MAX_N];
+    memset(un, 0, sizeof un);
+    for (unsigned p = 0; p < lay->n; p++) {
+        if (!((o->held >> p) & 1u))
+            continue;
+        if (keep_in_doubt && (o->n_taken[p] > 0 || o->taken_all[p]))
+            continue;
+        dc_req_init(&un[p], lay, p, DEPFS__IO_OP__IO_UNLOCK);
+        un[p].has_lock = true;
+        un[p].lock = o->mine;
+        un[p].any_state = true;
+    }
+    dc_io_run(o->fs, o->t.ino, un, lay->n);
+}
+
+static int dc_orphan_repair(dc_orphan *o)
+{
+    const layout *lay = &o->t.lay;
+    int rc = dc_untrusted_mask(o->fs, lay, o->t.ino, &o->untrusted);
+    if (rc < 0)
+        return rc;
+    rc = dc_orphan_lock(o);
+    if (rc < 0) {
+        dc_orphan_unlock(o, true);
+        return rc;
+    }
+    dc_orphan_batch b = {.batch = dc_round_stripes(o->fs, lay)};
+    if (b.batch > DC_ROUND_STRIPES_MAX)
+        b.batch = DC_ROUND_STRIPES_MAX;
+    b.units = malloc((uint64_t)lay->n * b.batch * lay->su);
+    if (b.units == NULL)
+        rc = -ENOMEM;
+    bool in_doubt = false;
+    for (uint64_t s = o->first; s < o->first + o->count && rc == 0; s += b.batch) {
+        b.first = s;
+        b.count = o->first + o->count - s < b.batch ? o->first + o->count - s : b.batch;
+        rc = dc_orphan_plan(o, &b);
+        for (uint64_t i = 0; i < b.count && rc == 0; i++)
+            in_doubt |= b.rewrite[i] != 0;
+        if (rc == 0)
+            rc = dc_orphan_read(o, &b);
+        if (rc == 0)
+            rc = dc_orphan_compute(o, &b);
+        if (rc == 0)
+            rc = dc_orphan_write(o, &b);
+    }
+    free(b.units);
+    if (rc == 0 && o->reach != ((lay->n < 32 ? (1u << lay->n) : 0u) - 1u))
+        rc = dc_orphan_mark_unreachable(o);
+    /* on failure the positions in doubt stay locked by us, so no write
+     * builds on them; depfs-recovery repairs its own stale locks too, and
+     * that later repair takes them over (with more servers back) */
+    dc_orphan_unlock(o, rc < 0);
+    if (rc == 0)
+        log_info("repaired orphan lock of client %llu op %llu on inode %llu stripes %llu+%llu "
+                 "(%s; untrusted positions %#x)", (unsigned long long)o->owner_client,
+                 (unsigned long long)o->owner_op, (unsigned long long)o->t.ino,
+                 (unsigned long long)o->first, (unsigned long long)o->count,
+                 in_doubt ? "units in doubt rewritten" : "nothing in doubt", o->untrusted);
+    return rc;
+}
+
+/* Release a stale lock of a removed file wherever it may be held. */
+static void dc_orphan_release_everywhere(depfs_t *fs, uint64_t ino, const Depfs__LockSpec *l)
+{
+    uint32_t ids[CONFIG_MAX_IOSERVERS];
+    unsigned n = dc_live_servers(fs, UINT32_MAX, ids, CONFIG_MAX_IOSERVERS);
+    dc_ctl *v = calloc(n ? n : 1, sizeof *v);
+    if (v == NULL)
+        return;
+    for (unsigned i = 0; i < n; i++) {
+        dc_ctl_init(&v[i], ids[i], DEPFS__IO_OP__IO_UNLOCK, ino);
+        v[i].req.lock = (Depfs__LockSpec *)l;
+    }
+    dc_ctl_run(fs, v, n);
+    dc_ctl_free(v, n);
+    free(v);
+}
+
+int depfs_repair_orphan_lock(depfs_t *fs, uint64_t ino, uint64_t first_stripe,
+                             uint64_t stripe_count, uint64_t owner_client, uint64_t owner_op)
+{
+    if (fs == NULL || stripe_count == 0 || first_stripe + stripe_count < first_stripe)
+        return -EINVAL;
+    dc_orphan *o = calloc(1, sizeof *o);
+    if (o == NULL)
+        return -ENOMEM;
+    o->fs = fs;
+    o->first = first_stripe;
+    o->count = stripe_count;
+    o->owner_client = owner_client;
+    o->owner_op = owner_op;
+    int rc = dc_target_load(fs, ino, &o->t);
+    if (rc == -ENOENT) {
+        Depfs__LockSpec l;
+        depfs__lock_spec__init(&l);
+        l.first_stripe = first_stripe;
+        l.stripe_count = stripe_count;
+        l.owner_client = owner_client;
+        l.owner_op = owner_op;
+        dc_orphan_release_everywhere(fs, ino, &l);
+    } else if (rc == 0) {
+        rc = dc_orphan_repair(o);
+    }
+    free(o);
+    return rc;
+}

@@ -1,0 +1,431 @@
+/* recover_rebuild.c - depfs_rebuild_file: rebuilding one server's units of
+ * a file from the others under the stripe locks (recovery/README.md).
+ *
+ * Rebuild of file F onto server S, per batch of stripes (units of different
+ * stripes sit on different servers thanks to rotation, so one batch reads
+ * every server in parallel):
+ *   phase 1  LOCK+READ of k whole source units per stripe (data units
+ *            first), IO_LOCK on every other up position, S included:
+ *            writers that include S and writers that record S dirty are
+ *            both excluded. NACK: release, back off, retry.
+ *   decode   S's unit of each stripe (data or parity alike).
+ *   holes    a unit that decodes to zeros where S's strip file has no data
+ *            (past its end, asked under the locks) is not written: it reads
+ *            as zeros already, and sparse files stay sparse on S.
+ *   phase 2  WRITE+UNLOCK (sync) of S's other units (IO_UNLOCK when none);
+ *            IO_UNLOCK elsewhere.
+ * Then, under a lock of every stripe past the end, S's strip file is cut to
+ * the length the survivors' strips have (they may hold uncommitted writes
+ * past the MDS size: those stripes are rebuilt first).
+ *
+ * Requests to S are sent even though the status vector calls it down
+ * (any_state): a REBUILDING server accepts locks and writes. */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "recover.h"
+#include "log.h"
+
+/* Re-checks of the tail when survivors grew while we rebuilt. */
+#define DC_RB_TAIL_ROUNDS_MAX 8u
+/* "Every stripe from here on" for the tail lock (no overflow past it). */
+#define DC_RB_TAIL_STRIPES (UINT64_MAX / 4)
+
+typedef struct dc_rebuild {
+    depfs_t *fs;
+    dc_target t;
+    uint32_t server;          /* S */
+    unsigned spos;            /* S's layout position */
+    uint64_t batch;           /* stripes per batch */
+    uint8_t *units;           /* n positions x batch x su, position-major */
+    dc_req *reqs, *wreqs;
+    uint32_t src_down;        /* positions not usable as sources this batch */
+    uint32_t untrusted;       /* positions whose units of the file may be stale */
+    bool *skip;               /* per stripe of the batch: S's unit stays a hole */
+    uint64_t done_bytes;
+    depfs_progress_fn fn;
+    void *arg;
+} dc_rebuild;
+
+static uint8_t *dc_rb_unit(const dc_rebuild *rb, uint64_t first, uint64_t s, unsigned pos)
+{
+    return rb->units + ((uint64_t)pos * rb->batch + (s - first)) * rb->t.lay.su;
+}
+
+/* Units read for stripe s: the first k units (data first) whose position
+ * is neither S nor down. */
+static void dc_rb_sources(const dc_rebuild *rb, uint64_t s, bool *present)
+{
+    const layout *lay = &rb->t.lay;
+    unsigned got = 0;
+    for (unsigned u = 0; u < lay->n; u++) {
+        unsigned pos = layout_unit_pos(lay, s, u);
+        present[u] = got < lay->k && pos != rb->spos && !((rb->src_down >> pos) & 1u);
+        got += present[u];
+    }
+    assert(got == lay->k);
+}
+
+static void dc_rb_build_phase1(dc_rebuild *rb, uint64_t first, uint64_t count, uint32_t lockset,
+                               unsigned attempt)
+{
+    const layout *lay = &rb->t.lay;
+    memset(rb->reqs, 0, sizeof(dc_req) * lay->n);
+    for (uint64_t s = first; s < first + count; s++) {
+        bool present[LAYOUT_MAX_N];
+        dc_rb_sources(rb, s, present);
+        for (unsigned u = 0; u < lay->n; u++) {
+            if (!present[u])
+                continue;
+            unsigned pos = layout_unit_pos(lay, s, u);
+            dc_req *r = &rb->reqs[pos];
+            if (!r->active)
+                dc_req_init(r, lay, pos, DEPFS__IO_OP__IO_READ);
+            int rc = dc_req_add(r, layout_local_offset(lay, s), lay->su, dc_rb_unit(rb, first, s, pos));
+            assert(rc == 0); /* batch <= DC_ROUND_STRIPES_MAX extents */
+            (void)rc;
+        }
+    }
+    uint64_t op = dc_next_op_id(rb->fs);
+    for (unsigned p = 0; p < lay->n; p++) {
+        if (!((lockset >> p) & 1u))
+            continue;
+        dc_req *r = &rb->reqs[p];
+        if (!r->active)
+            dc_req_init(r, lay, p, DEPFS__IO_OP__IO_LOCK);
+        dc_req_set_lock(r, first, count, depfs_client_id(rb->fs), op);
+        r->lock_attempt = attempt;
+        r->any_state = true;
+    }
+}
+
+/* Phase 1 of a batch with retries: 0 once every lock is held and every
+ * source unit read. */
+static int dc_rb_phase1(dc_rebuild *rb, uint64_t first, uint64_t count)
+{
+    const layout *lay = &rb->t.lay;
+    unsigned restarts = 0;
+    for (unsigned attempt = 0;; attempt++) {
+        uint32_t reach = dc_reachable_mask(rb->fs, lay) | (1u << rb->spos);
+        rb->src_down = (dc_down_mask(rb->fs, lay) | rb->untrusted) & ~(1u << rb->spos);
+        if (lay->n - 1 - dc_popcount32(rb->src_down) < lay->k) {
+            dc_set_error("rebuild of inode %llu: fewer than k=%u other servers are up",
+                         (unsigned long long)rb->t.ino, lay->k);
+            return -EIO;
+        }
+        dc_rb_build_phase1(rb, first, count, reach, attempt);
+        dc_io_run(rb->fs, rb->t.ino, rb->reqs, lay->n);
+        bool nack = false, src_failed = false;
+        int err = 0;
+        for (unsigned p = 0; p < lay->n; p++) {
+            const dc_req *r = &rb->reqs[p];
+            if (!r->active || r->result == 0)
+                continue;
+            bool is_source = r->op == DEPFS__IO_OP__IO_READ;
+            if (r->result == -EAGAIN || r->result == -ENOLCK)
+                nack = true;
+            else if (p == rb->spos && err == 0)
+                err = r->result == DC_ERR_DOWN ? -EHOSTDOWN : r->result;
+            else if (r->result == DC_ERR_DOWN && is_source)
+                src_failed = true;
+            else if (r->result != DC_ERR_DOWN && err == 0)
+                err = r->result; /* a down non-source merely holds no lock */
+        }
+        if (!nack && !src_failed && err == 0)
+            return 0;
+        dc_io_unlock_granted(rb->fs, rb->t.ino, rb->reqs, lay->n);
+        if (err != 0) {
+            dc_set_error("rebuild of inode %llu onto server %u: %s", (unsigned long long)rb->t.ino,
+                         rb->server, strerror(-err));
+            return err;
+        }
+        if (src_failed) {
+            if (++restarts > DC_FAILOVER_RESTARTS_MAX)
+                return -EIO;
+            continue;
+        }
+        if (attempt + 1 >= DC_LOCK_ATTEMPTS_MAX) {
+            dc_set_error("rebuild of inode %llu: stripes %llu.. stayed locked",
+                         (unsigned long long)rb->t.ino, (unsigned long long)first);
+            return -EBUSY;
+        }
+        dc_lock_backoff(attempt);
+    }
+}
+
+static int dc_rb_decode(dc_rebuild *rb, uint64_t first, uint64_t count)
+{
+    const layout *lay = &rb->t.lay;
+    for (uint64_t s = first; s < first + count; s++) {
+        bool present[LAYOUT_MAX_N];
+        uint8_t *units[LAYOUT_MAX_N];
+        dc_rb_sources(rb, s, present);
+        for (unsigned u = 0; u < lay->n; u++)
+            units[u] = dc_rb_unit(rb, first, s, layout_unit_pos(lay, s, u));
+        int rc = codec_decode(rb->t.cd, lay->su, units, present);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static bool dc_all_zero(const uint8_t *p, uint64_t n)
+{
+    return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* rb->skip: S's units of the batch that decoded to zeros and lie past the
+ * end of S's strip file (asked now, under the batch's locks: nothing can
+ * write them meanwhile). When S's size is unknown, every unit is written. */
+static void dc_rb_holes(dc_rebuild *rb, uint64_t first, uint64_t count)
+{
+    const layout *lay = &rb->t.lay;
+    bool any = false;
+    for (uint64_t s = first; s < first + count; s++) {
+        rb->skip[s - first] = dc_all_zero(dc_rb_unit(rb, first, s, rb->spos), lay->su);
+        any |= rb->skip[s - first];
+    }
+    uint64_t s_size = 0;
+    if (any && dc_strip_extent(rb->fs, &rb->t, 1u << rb->spos, &s_size) < 0)
+        s_size = UINT64_MAX;
+    for (uint64_t s = first; s < first + count && any; s++)
+        if (layout_local_offset(lay, s) < s_size)
+            rb->skip[s - first] = false; /* S may hold other bytes there */
+}
+
+/* WRITE+UNLOCK of S's units (but holes), IO_UNLOCK of every other lock of
+ * phase 1. */
+static int dc_rb_phase2(dc_rebuild *rb, uint64_t first, uint64_t count)
+{
+    const layout *lay = &rb->t.lay;
+    memset(rb->wreqs, 0, sizeof(dc_req) * lay->n);
+    for (unsigned p = 0; p < lay->n; p++) {
+        const dc_req *r = &rb->reqs[p];
+        if (!r->active || !r->has_lock || r->result != 0)
+            continue;
+        dc_req *w = &rb->wreqs[p];
+        dc_req_init(w, lay, p, p == rb->spos ? DEPFS__IO_OP__IO_WRITE : DEPFS__IO_OP__IO_UNLOCK);
+        w->has_lock = true;
+        w->lock = r->lock;
+        w->any_state = true;
+        if (p == rb->spos) {
+            for (uint64_t s = first; s < first + count; s++) {
+                if (rb->skip[s - first])
+                    continue;
+                int rc = dc_req_add(w, layout_local_offset(lay, s), lay->su,
+                                    dc_rb_unit(rb, first, s, p));
+                assert(rc == 0); /* count <= DC_ROUND_STRIPES_MAX extents */
+                (void)rc;
+            }
+            w->unlock = w->sync = w->n_ext > 0;
+            if (w->n_ext == 0)
+                w->op = DEPFS__IO_OP__IO_UNLOCK; /* all holes: nothing to store */
+        }
+    }
+    assert(rb->wreqs[rb->spos].active);
+    dc_io_run(rb->fs, rb->t.ino, rb->wreqs, lay->n);
+    int rc = rb->wreqs[rb->spos].result;
+    if (rc < 0) {
+        /* nothing stored, or stored without our lock: drop what we hold */
+        rb->wreqs[rb->spos].op = DEPFS__IO_OP__IO_UNLOCK;
+        rb->wreqs[rb->spos].result = 0;
+        rb->wreqs[rb->spos].n_ext = 0;
+        rb->wreqs[rb->spos].n_iov = 0;
+        rb->wreqs[rb->spos].bytes = 0;
+        rb->wreqs[rb->spos].unlock = false;
+        for (unsigned p = 0; p < lay->n; p++)
+            rb->wreqs[p].result = p == rb->spos ? 0 : 1;
+        dc_io_unlock_granted(rb->fs, rb->t.ino, rb->wreqs, lay->n);
+    }
+    return rc;
+}
+
+static int dc_rb_batch(dc_rebuild *rb, uint64_t first, uint64_t count)
+{
+    for (unsigned redo = 0;; redo++) {
+        int rc = dc_rb_phase1(rb, first, count);
+        if (rc < 0)
+            return rc;
+        rc = dc_rb_decode(rb, first, count);
+        if (rc < 0) {
+            dc_io_unlock_granted(rb->fs, rb->t.ino, rb->reqs, rb->t.lay.n);
+            return rc;
+        }
+        dc_rb_holes(rb, first, count);
+        rc = dc_rb_phase2(rb, first, count);
+        if (rc == 0)
+            break;
+        if (rc != -EPERM || redo >= DC_FAILOVER_RESTARTS_MAX) {
+            dc_set_error("rebuild of inode %llu: writing stripes %llu.. to server %u: %s",
+                         (unsigned long long)rb->t.ino, (unsigned long long)first, rb->server,
+                         strerror(-rc));
+            return rc;
+        }
+        /* our lock was taken away (treated as an orphan): redo the batch */
+    }
+    rb->done_bytes += count * rb->t.lay.su;
+    if (rb->fn && rb->fn(rb->arg, rb->done_bytes) != 0) {
+        dc_set_error("rebuild of inode %llu cancelled", (unsigned long long)rb->t.ino);
+        return -ECANCELED;
+    }
+    return 0;
+}
+
+static int dc_rb_range(dc_rebuild *rb, uint64_t from, uint64_t to)
+{
+    int rc = 0;
+    for (uint64_t s = from; s < to && rc == 0; s += rb->batch) {
+        uint64_t count = to - s < rb->batch ? to - s : rb->batch;
+        rc = dc_rb_batch(rb, s, count);
+    }
+    return rc;
+}
+
+/* Lock every stripe from `stripes` on, on every reachable position (S
+ * included); 0 when held (reqs say where), else an error. */
+static int dc_rb_lock_tail(dc_rebuild *rb, uint64_t stripes)
+{
+    const layout *lay = &rb->t.lay;
+    for (unsigned attempt = 0;; attempt++) {
+        uint32_t reach = dc_reachable_mask(rb->fs, lay) | (1u << rb->spos);
+        uint64_t op = dc_next_op_id(rb->fs);
+        memset(rb->reqs, 0, sizeof(dc_req) * lay->n);
+        for (unsigned p = 0; p < lay->n; p++) {
+            if (!((reach >> p) & 1u))
+                continue;
+            dc_req_init(&rb->reqs[p], lay, p, DEPFS__IO_OP__IO_LOCK);
+            dc_req_set_lock(&rb->reqs[p], stripes, DC_RB_TAIL_STRIPES, depfs_client_id(rb->fs), op);
+            rb->reqs[p].lock_attempt = attempt;
+            rb->reqs[p].any_state = true;
+        }
+        dc_io_run(rb->fs, rb->t.ino, rb->reqs, lay->n);
+        bool nack = false;
+        int err = 0;
+        for (unsigned p = 0; p < lay->n; p++) {
+            int r = rb->reqs[p].result;
+            if (!rb->reqs[p].active || r == 0 || (r == DC_ERR_DOWN && p != rb->spos))
+                continue;
+            if (r == -EAGAIN || r == -ENOLCK)
+                nack = true;
+            else if (err == 0)
+                err = r == DC_ERR_DOWN ? -EHOSTDOWN : r;
+        }
+        if (!nack && err == 0)
+            return 0;
+        dc_io_unlock_granted(rb->fs, rb->t.ino, rb->reqs, lay->n);
+        if (err != 0)
+            return err;
+        if (attempt + 1 >= DC_LOCK_ATTEMPTS_MAX)
+            return -EBUSY;
+        dc_lock_backoff(attempt);
+    }
+}
+
+/* Cut S's strip file to `stripes` units, unless the survivors grew past
+ * that meanwhile (then *more says how far they reach). */
+static int dc_rb_tail(dc_rebuild *rb, uint64_t stripes, uint64_t *more)
+{
+    const layout *lay = &rb->t.lay;
+    *more = stripes;
+    int rc = dc_rb_lock_tail(rb, stripes);
+    if (rc < 0)
+        return rc;
+    uint64_t max_bytes = 0;
+    uint32_t others = dc_reachable_mask(rb->fs, lay) & ~(1u << rb->spos);
+    rc = dc_strip_extent(rb->fs, &rb->t, others, &max_bytes);
+    if (rc == 0 && dc_div_up(max_bytes, lay->su) > stripes) {
+        *more = dc_div_up(max_bytes, lay->su);
+    } else if (rc == 0) {
+        dc_req tr;
+        dc_req_init(&tr, lay, rb->spos, DEPFS__IO_OP__IO_TRUNCATE);
+        tr.has_local_size = true;
+        tr.local_size = stripes * lay->su;
+        tr.any_state = true;
+        dc_io_run(rb->fs, rb->t.ino, &tr, 1);
+        rc = tr.result == -ENOENT ? 0 : tr.result;
+    }
+    dc_io_unlock_granted(rb->fs, rb->t.ino, rb->reqs, lay->n);
+    return rc;
+}
+
+static int dc_rb_alloc(dc_rebuild *rb, uint64_t stripes)
+{
+    const layout *lay = &rb->t.lay;
+    rb->batch = dc_round_stripes(rb->fs, lay);
+    if (rb->batch > stripes)
+        rb->batch = stripes ? stripes : 1;
+    rb->units = malloc((uint64_t)lay->n * rb->batch * lay->su);
+    rb->reqs = calloc(lay->n, sizeof *rb->reqs);
+    rb->wreqs = calloc(lay->n, sizeof *rb->wreqs);
+    rb->skip = calloc(rb->batch, sizeof *rb->skip);
+    return rb->units && rb->reqs && rb->wreqs && rb->skip ? 0 : -ENOMEM;
+}
+
+int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_progress_fn fn,
+                       void *arg)
+{
+    if (fs == NULL)
+        return -EINVAL;
+    dc_rebuild rb = {.fs = fs, .server = server_id, .fn = fn, .arg = arg};
+    int rc = dc_target_load(fs, ino, &rb.t);
+    if (rc < 0)
+        return rc;
+    int spos = dc_pos_of(&rb.t.lay, server_id);
+    if (spos < 0)
+        return 0;
+    rb.spos = (unsigned)spos;
+    const layout *lay = &rb.t.lay;
+    /* S may have missed epochs while it was away: tell it ours first */
+    rc = dc_push_state(fs, server_id, atomic_load(&fs->cluster_epoch), -1);
+    if (rc < 0) {
+        dc_set_error("rebuild of inode %llu: server %u: %s", (unsigned long long)ino, server_id,
+                     strerror(-rc));
+        return rc == DC_ERR_DOWN ? -EHOSTDOWN : rc;
+    }
+    /* another server's units of this file may be stale too (it missed
+     * writes): never decode from them */
+    rc = dc_untrusted_mask(fs, lay, ino, &rb.untrusted);
+    if (rc < 0)
+        return rc;
+    uint64_t max_bytes = 0;
+    rc = dc_strip_extent(fs, &rb.t, dc_reachable_mask(fs, lay) & ~(1u << rb.spos), &max_bytes);
+    if (rc < 0)
+        return rc;
+    uint64_t stripes = dc_div_up(rb.t.size, layout_stripe_bytes(lay));
+    if (dc_div_up(max_bytes, lay->su) > stripes)
+        stripes = dc_div_up(max_bytes, lay->su);
+    rc = dc_rb_alloc(&rb, stripes);
+    uint64_t done = 0;
+    for (unsigned round = 0; rc == 0; round++) {
+        rc = dc_rb_range(&rb, done, stripes);
+        if (rc < 0)
+            break;
+        done = stripes;
+        if (round >= DC_RB_TAIL_ROUNDS_MAX) {
+            dc_set_error("rebuild of inode %llu: the file kept growing", (unsigned long long)ino);
+            rc = -EBUSY;
+            break;
+        }
+        rc = dc_rb_tail(&rb, stripes, &stripes);
+        if (rc < 0 || stripes == done)
+            break;
+        if (stripes > done && rb.batch < dc_round_stripes(fs, lay)) {
+            free(rb.units);
+            free(rb.reqs);
+            free(rb.wreqs);
+            free(rb.skip);
+            rc = dc_rb_alloc(&rb, stripes - done);
+        }
+    }
+    free(rb.units);
+    free(rb.reqs);
+    free(rb.wreqs);
+    free(rb.skip);
+    if (rc == 0)
+        log_info("rebuilt inode %llu on server %u: %llu stripes", (unsigned long long)ino,
+                 server_id, (unsigned long long)stripes);
+    return rc;
+}
