@@ -90,9 +90,9 @@ $(LIBMDS): $(MDS_O)
 $(LIBIOS): $(IOS_O)
 $(LIBREC): $(REC_O)
 
-$(LIBDEPFS_SO): $(LIBDEPFS_O) $(COMMON_O)
+$(LIBDEPFS_SO): $(LIBDEPFS_O) $(COMMON_O) client/lib/libdepfs.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,libdepfs.so.0 -o $@ $^ $(BASE_LIBS) $(RDMA_LIBS)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libdepfs.so.0 -Wl,--version-script=client/lib/libdepfs.map -o $@ $(filter %.o,$^) $(BASE_LIBS) $(RDMA_LIBS)
 
 $(BUILD)/bin/depfs-mds: $(BUILD)/obj/mds/main.o $(LIBMDS) $(LIBCOMMON)
 	@mkdir -p $(dir $@)

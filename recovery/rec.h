@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "depfs.h"
+#include "depfs_admin.h"
 #include "rpc.h"
 
 #define REC_HEARTBEAT_TRIES 2u       /* one retry: t_D <= t_HB + 2*t_T */

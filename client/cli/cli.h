@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
-#include "depfs.h"
+#include "depfs_admin.h"
 #include "label.h"
 
 #define CLI_EXIT_OK 0

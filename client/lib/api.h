@@ -3,6 +3,7 @@
 #ifndef DEPFS_CLIENT_API_H
 #define DEPFS_CLIENT_API_H
 #include "engines.h"
+#include "depfs_admin.h"
 
 /* IO_STAT on every server in parallel; out[i] for servers[i] (NULL when
  * unreachable), freed with dc_stat_free. */

@@ -9,6 +9,10 @@
  * numbers, root is DEPFS_ROOT_INO) and a path API that accepts resiliency
  * labels (depfs@N@K[@SU]:/path, depfs:/path, or a plain /path).
  *
+ * The operations of administrators and of depfs-recovery (server states,
+ * rebuilds, orphan lock repair) are in depfs_admin.h. libdepfs.so exports
+ * the functions of these two headers and nothing else (libdepfs.map).
+ *
  * Return convention: 0 (or a byte count) on success, negative errno on
  * failure. Error detail for humans: depfs_last_error() (thread-local). */
 #ifndef DEPFS_H
@@ -53,7 +57,7 @@ typedef struct depfs_options {
     const char *config_path;  /* NULL: $DEPFS_CONF or /etc/depfs/depfs.conf */
     unsigned default_n, default_k; /* 0: the cluster's default */
     uint32_t default_su;
-    bool ignore_locks;        /* recovery module only */
+    bool ignore_locks;        /* recovery module only (depfs_admin.h) */
 } depfs_options;
 
 /* ------------------------------------------------------------- lifecycle */
@@ -154,7 +158,7 @@ int depfs_label_parse(const char *s, unsigned *n, unsigned *k, uint32_t *su, con
 int depfs_layout_spec_parse(const char *spec, unsigned *n, unsigned *k, uint32_t *su, char *err,
                             size_t err_len);
 
-/* ---------------------------------------------------------- admin/checks */
+/* ---------------------------------------------------------------- checks */
 typedef struct depfs_scrub_report {
     uint64_t stripes_checked;
     uint64_t stripes_bad;       /* parity disagrees with data */
@@ -187,49 +191,6 @@ typedef struct depfs_server_status {
 } depfs_server_status;
 /* Fills up to max entries; returns the number of servers. */
 int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max);
-
-/* The MDS's state of server_id (MDS_SET_SERVER_STATE; a change bumps the
- * cluster epoch), then this client's view refreshed and a new epoch pushed
- * to every server that runs, as depfs-recovery does. For tools that drive
- * a server's life cycle (`depfs reconstruct`). */
-int depfs_set_server_state(depfs_t *fs, uint32_t server_id, int state); /* DEPFS_SERVER_* */
-/* Publishes a rebuild's progress of server_id to the MDS, where every
- * `depfs status` sees it: bytes done of total and the current rate
- * (bytes/s, 0 = unknown). Progress only: never changes the state. */
-int depfs_report_progress(depfs_t *fs, uint32_t server_id, uint64_t done_bytes,
-                          uint64_t total_bytes, uint64_t rate_bps);
-
-/* ------------------------------------------------- recovery operations */
-/* Progress callback: bytes of units rebuilt so far for this call. It may
- * sleep (that is how callers throttle); a non-zero return aborts (-ECANCELED). */
-typedef int (*depfs_progress_fn)(void *arg, uint64_t bytes_done);
-
-/* Orphan lock repair (thesis 3.3.1): recompute the parity of stripes
- * [first_stripe, first_stripe+stripe_count) of file ino from their data
- * units, then release the orphan lock held by (owner_client, owner_op) on
- * every server of those stripes. Other writers stay excluded meanwhile. */
-int depfs_repair_orphan_lock(depfs_t *fs, uint64_t ino, uint64_t first_stripe,
-                             uint64_t stripe_count, uint64_t owner_client, uint64_t owner_op);
-
-/* Rebuild every unit that I/O server `server_id` holds for file ino (data
- * and parity, every stripe up to the file size), decoding from the other
- * servers under the stripe locks and writing to server_id even while it is
- * REBUILDING. -ENOENT when the file is gone; 0 when server_id is not in
- * its layout. Units past the file's end are truncated away; units that
- * decode to zeros past the end of server_id's strip file are not written
- * (they read as zeros already: sparse files stay sparse). */
-int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_progress_fn fn,
-                       void *arg);
-
-/* Rejoin of a REBUILDING (or, after a full reconstruction, RECONSTRUCTING)
- * server: the steps of recovery/README.md "Rejoin" (dirty passes, MDS state
- * UP with a new epoch pushed to every server, last pass, server UP). */
-int depfs_server_rejoin(depfs_t *fs, uint32_t server_id, depfs_progress_fn fn, void *arg);
-
-/* Every regular file whose layout includes server_id, for reconstruction:
- * calls fn(arg, ino, size) for each (hard links once); stops on non-zero. */
-typedef int (*depfs_file_fn)(void *arg, uint64_t ino, uint64_t size);
-int depfs_files_on_server(depfs_t *fs, uint32_t server_id, depfs_file_fn fn, void *arg);
 
 #ifdef __cplusplus
 }

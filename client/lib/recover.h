@@ -6,7 +6,8 @@
 #define DEPFS_CLIENT_RECOVER_H
 #include <stdbool.h>
 #include <stdint.h>
-#include "io_fanout.h"
+#include "engines.h"
+#include "depfs_admin.h"
 
 /* A file as the recovery sees it: layout, size, codec. */
 typedef struct dc_target {

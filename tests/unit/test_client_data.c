@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "depfs.h"
+#include "depfs_admin.h"
 #include "layout.h"
 
 #define T_SERVERS 8u

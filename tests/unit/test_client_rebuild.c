@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "daemons.h"
-#include "depfs.h"
+#include "depfs_admin.h"
 #include "depfs.pb-c.h"
 #include "layout.h"
 #include "rpc.h"

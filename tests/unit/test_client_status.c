@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "daemons.h"
-#include "depfs.h"
+#include "depfs_admin.h"
 #include "core.h"
 
 #define T_SERVERS 4u
