@@ -4,6 +4,8 @@
 #include "layout.h"
 
 #include <assert.h>
+
+#include "invariant.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,13 +52,13 @@ int layout_validate(const layout *l, char *why, size_t why_len)
 
 unsigned layout_unit_pos(const layout *l, uint64_t stripe, unsigned unit)
 {
-    assert(l->n > 0 && unit < l->n);
+    INVARIANT(l->n > 0 && unit < l->n, "unit %u of a %u@%u layout", unit, l->n, l->k);
     return (unsigned)((unit + stripe % l->n) % l->n);
 }
 
 unsigned layout_pos_unit(const layout *l, uint64_t stripe, unsigned pos)
 {
-    assert(l->n > 0 && pos < l->n);
+    INVARIANT(l->n > 0 && pos < l->n, "position %u of a %u@%u layout", pos, l->n, l->k);
     return (unsigned)((pos + l->n - stripe % l->n) % l->n);
 }
 
@@ -103,7 +105,7 @@ stripe_piece layout_piece(const layout *l, uint64_t off, uint64_t len, uint64_t 
 
 uint64_t layout_local_size(const layout *l, uint64_t file_size, unsigned pos)
 {
-    assert(pos < l->n);
+    INVARIANT(pos < l->n, "position %u of a %u@%u layout", pos, l->n, l->k);
     (void)pos; /* every position keeps whole units of every stripe in the file */
     if (file_size == 0)
         return 0;

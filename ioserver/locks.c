@@ -6,6 +6,8 @@
  * them), so coverage checks walk them without double counting. */
 #include "locks.h"
 
+#include "invariant.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
@@ -127,6 +129,35 @@ static int range_check(uint64_t first, uint64_t count)
     if (count == 0 || first + count < first)
         return -EINVAL;
     return 0;
+}
+
+/* The table's invariant for one file (locks.h): every entry holds at least
+ * one stripe; an owner's entries are disjoint and not adjacent (try merges
+ * them); entries of different owners never overlap. Checked after every
+ * change, under the shard mutex. */
+static void node_verify(const file_node *f)
+{
+    INVARIANT(f->n <= f->cap, "file %llx: %zu entries, room for %zu", (unsigned long long)f->file_id,
+          f->n, f->cap);
+    for (size_t i = 0; i < f->n; i++) {
+        const lock_range *a = &f->v[i];
+        INVARIANT(a->first < a->end, "file %llx entry %zu: stripes [%llu,%llu)",
+              (unsigned long long)f->file_id, i, (unsigned long long)a->first,
+              (unsigned long long)a->end);
+        for (size_t j = i + 1; j < f->n; j++) {
+            const lock_range *b = &f->v[j];
+            bool mine = same_owner(a->owner, b->owner);
+            bool touch = mine ? a->first <= b->end && b->first <= a->end
+                              : a->first < b->end && b->first < a->end;
+            INVARIANT(!touch, "file %llx: entries [%llu,%llu) of %llu/%llu and [%llu,%llu) of "
+                  "%llu/%llu %s", (unsigned long long)f->file_id,
+                  (unsigned long long)a->first, (unsigned long long)a->end,
+                  (unsigned long long)a->owner.client, (unsigned long long)a->owner.op,
+                  (unsigned long long)b->first, (unsigned long long)b->end,
+                  (unsigned long long)b->owner.client, (unsigned long long)b->owner.op,
+                  mine ? "of one owner touch" : "of two owners overlap");
+        }
+    }
 }
 
 /* Tells the journal what `owner` holds in the file now (f may be NULL:
@@ -270,6 +301,7 @@ int ios_locks_try(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count
     rc = node_grant(t, f, first, end, owner, now_ms);
     if (rc == 0)
         journal_owner(t, f, file_id, owner);
+    node_verify(f);
 out:
     if (rc && created)
         node_unlink_free(bucket, f);
@@ -361,6 +393,7 @@ int ios_locks_release(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t c
     }
     node_cut(t, f, first, end, owner, now_ms);
     journal_owner(t, f, file_id, owner);
+    node_verify(f);
     if (f->n == 0)
         node_unlink_free(bucket, f);
 out:
@@ -444,6 +477,7 @@ int ios_locks_take_over(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t
     assert(rc == 0 || rc == -ENOLCK); /* the array has room */
     if (rc == 0)
         journal_owner(t, f, file_id, owner);
+    node_verify(f);
 out:
     if (f->n == 0)
         node_unlink_free(bucket, f);
@@ -464,7 +498,6 @@ int ios_locks_restore(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t c
 
     pthread_mutex_lock(&s->mu);
     file_node *f = node_find(bucket, file_id);
-    bool created = false;
     if (!f) {
         f = calloc(1, sizeof(*f));
         if (!f) {
@@ -474,10 +507,32 @@ int ios_locks_restore(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t c
         f->file_id = file_id;
         f->next = *bucket;
         *bucket = f;
-        created = true;
     }
-    rc = node_grant(t, f, first, first + count, owner, taken_ms);
-    if (rc && created)
+    /* an intent is the span of what its owner held, so two owners' spans
+     * may overlap where neither or only the other held stripes: restore
+     * the parts no other owner's entry covers */
+    uint64_t at = first, end = first + count;
+    while (rc == 0 && at < end) {
+        uint64_t covered_end = 0, piece_end = end;
+        for (size_t i = 0; i < f->n; i++) {
+            const lock_range *r = &f->v[i];
+            if (same_owner(r->owner, owner) || r->end <= at || r->first >= end)
+                continue;
+            if (r->first <= at)
+                covered_end = r->end; /* one at most: other owners never overlap */
+            else if (r->first < piece_end)
+                piece_end = r->first;
+        }
+        if (covered_end) {
+            at = covered_end;
+            continue;
+        }
+        rc = node_grant(t, f, at, piece_end, owner, taken_ms);
+        at = piece_end;
+    }
+    if (rc == 0)
+        node_verify(f);
+    if (f->n == 0)
         node_unlink_free(bucket, f);
 out:
     pthread_mutex_unlock(&s->mu);

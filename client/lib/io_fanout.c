@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include "io_fanout.h"
+#include "invariant.h"
 #include "log.h"
 
 void dc_req_init(dc_req *r, const layout *lay, unsigned pos, uint16_t op)
@@ -94,11 +95,15 @@ static void dc_req_check(const dc_req *r)
         ext_bytes += r->ext[i].length;
     for (int i = 0; i < r->n_iov; i++)
         iov_bytes += r->iov[i].iov_len;
-    assert(ext_bytes == r->bytes && iov_bytes == r->bytes);
-    assert(r->bytes == 0 || r->op == DEPFS__IO_OP__IO_READ || r->op == DEPFS__IO_OP__IO_WRITE);
-    assert(!r->unlock || r->has_lock);
-    (void)ext_bytes;
-    (void)iov_bytes;
+    INVARIANT(ext_bytes == r->bytes && iov_bytes == r->bytes,
+              "server %u op %u: extents %llu, memory %llu, request %llu bytes", r->server_id,
+              r->op, (unsigned long long)ext_bytes, (unsigned long long)iov_bytes,
+              (unsigned long long)r->bytes);
+    INVARIANT(r->bytes == 0 || r->op == DEPFS__IO_OP__IO_READ || r->op == DEPFS__IO_OP__IO_WRITE,
+              "server %u: op %u with %llu bytes of bulk", r->server_id, r->op,
+              (unsigned long long)r->bytes);
+    INVARIANT(!r->unlock || r->has_lock, "server %u op %u: unlock without a lock", r->server_id,
+              r->op);
 }
 
 /* ----------------------------------------------------------- fan-out */

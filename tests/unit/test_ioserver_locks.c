@@ -329,6 +329,14 @@ START_TEST(journal_follows_the_owner_span)
     ck_assert(!j.held && j.client == 2);
     ck_assert_int_eq(ios_locks_restore(tbl, FILE_A, 3, 4, a, 0), 0);
     ck_assert(ios_locks_held_by(tbl, FILE_A, 3, 4, a));
+    /* intents are spans: another owner's restored span may cover part of
+     * it; each keeps what the other does not hold */
+    const ios_lock_owner b = { 7, 7 };
+    ck_assert_int_eq(ios_locks_restore(tbl, FILE_A, 0, 20, b, 0), 0);
+    ck_assert(ios_locks_held_by(tbl, FILE_A, 0, 3, b));
+    ck_assert(ios_locks_held_by(tbl, FILE_A, 7, 13, b));
+    ck_assert(!ios_locks_held_by(tbl, FILE_A, 3, 1, b));
+    ck_assert(ios_locks_held_by(tbl, FILE_A, 3, 4, a));
 }
 END_TEST
 
