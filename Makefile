@@ -7,7 +7,8 @@
 #   make unit       pure unit tests (tests/unit)
 #   make component  tests of libdepfs and the daemons together (tests/component)
 #   make asan       the same tests under AddressSanitizer + UBSan (build-asan/)
-#   make bench      benchmarks, printing a table
+#   make bench      benchmarks, printing a table (written to $(BUILD)/bench/results.md;
+#                   DEPFS_BENCH_PUBLISH=1 also into docs/BENCH-RESULTS.md)
 #   make install PREFIX=/usr/local
 #
 # Parallel developers may use a private build dir: make BUILD=build-foo
