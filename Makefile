@@ -3,9 +3,12 @@
 #
 #   make            build everything into $(BUILD) (default build/)
 #   make deps       install Debian packages (idempotent)
-#   make test       unit + integration tests
+#   make test       unit + component + integration tests
+#   make unit       pure unit tests (tests/unit)
+#   make component  tests of libdepfs and the daemons together (tests/component)
 #   make asan       the same tests under AddressSanitizer + UBSan (build-asan/)
-#   make bench      benchmarks, printing a table
+#   make bench      benchmarks, printing a table (written to $(BUILD)/bench/results.md;
+#                   DEPFS_BENCH_PUBLISH=1 also into docs/BENCH-RESULTS.md)
 #   make install PREFIX=/usr/local
 #
 # Parallel developers may use a private build dir: make BUILD=build-foo
@@ -55,12 +58,17 @@ LIBREC := $(BUILD)/lib/librecovery.a
 
 BINS := $(BUILD)/bin/depfs-mds $(BUILD)/bin/depfs-ioserver $(BUILD)/bin/depfs-recovery \
         $(BUILD)/bin/depfs-fuse $(BUILD)/bin/depfs
-TEST_SRC  := $(wildcard tests/unit/test_*.c)
-TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+# tests/unit: one module at a time; tests/component: real daemons or
+# several programs' code together; tests/lib: their shared helpers
+TESTLIB_O  := $(call objs,tests/lib)
+LIBTESTS   := $(BUILD)/lib/libdepfstests.a
+UNIT_BINS  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+COMPONENT_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/component/test_*.c))
+TEST_BINS  := $(UNIT_BINS) $(COMPONENT_BINS)
 BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps test unit integration asan bench install clean mpich
+.PHONY: all deps test unit component integration asan bench install clean mpich
 # keep objects and generated sources that pattern chains would delete
 .SECONDARY:
 all: $(BINS) $(LIBDEPFS_SO) $(TEST_BINS) $(BENCH_BINS) $(BUILD)/lib/depfs.pc
@@ -89,6 +97,7 @@ $(LIBDEPFS_A): $(LIBDEPFS_O) $(COMMON_O)
 $(LIBMDS): $(MDS_O)
 $(LIBIOS): $(IOS_O)
 $(LIBREC): $(REC_O)
+$(LIBTESTS): $(TESTLIB_O)
 
 $(LIBDEPFS_SO): $(LIBDEPFS_O) $(COMMON_O) client/lib/libdepfs.map
 	@mkdir -p $(dir $@)
@@ -110,8 +119,10 @@ $(BUILD)/bin/depfs: $(CLI_O) $(BUILD)/obj/client/cli/main.o $(LIBDEPFS_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(BASE_LIBS) $(RDMA_LIBS)
 
-# Unit tests link every folder archive; the linker takes what each needs.
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBMDS) $(LIBIOS) $(LIBREC) $(LIBDEPFS_A)
+# Unit and component tests (tests/unit/test_x -> $(BUILD)/tests/unit/test_x)
+# link the test helpers and every folder archive; the linker takes what each
+# needs.
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBTESTS) $(LIBMDS) $(LIBIOS) $(LIBREC) $(LIBDEPFS_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(BASE_LIBS) $(RDMA_LIBS)
 
@@ -123,13 +134,18 @@ $(BUILD)/lib/depfs.pc: Makefile
 	@mkdir -p $(dir $@)
 	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: depfs\nDescription: DePFS erasure-coded parallel file system client\nVersion: 0.1.0\nLibs: -L$${libdir} -ldepfs\nLibs.private: $(BASE_LIBS) $(RDMA_LIBS)\nCflags: -I$${includedir}\n' '$(PREFIX)' > $@
 
-unit: $(TEST_BINS)
-	@BUILD=$(BUILD) tests/run-unit
+unit: $(UNIT_BINS)
+	@BUILD=$(BUILD) tests/run-unit unit
+
+# the daemons they start come from $(BUILD)/bin
+component: $(COMPONENT_BINS) $(BINS)
+	@BUILD=$(BUILD) tests/run-unit component
 
 integration: all mpich
 	@BUILD=$(BUILD) tests/integration/run-all
 
-# tests/run-all builds the MPICH driver (cached) beside the first tests
+# tests/run-all builds the MPICH driver (cached) beside the unit and
+# component tests
 test: all
 	@BUILD=$(BUILD) tests/run-all
 

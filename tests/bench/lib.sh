@@ -10,3 +10,24 @@ median_pair() {
     printf '%s\n' "$@" | awk '{ printf "%.6f %s %s\n", ($2 > 0 ? $1 / $2 : 0), $1, $2 }' |
         sort -n | awk '{ v[NR] = $2 " " $3 } END { print v[int((NR + 1) / 2)] }'
 }
+
+# publish_results RESULTS_MD DOC: replace the "last published run" section of
+# DOC (docs/BENCH-RESULTS.md: the lines between its last-run:begin and
+# last-run:end markers) with RESULTS_MD, its heading demoted two levels. The
+# rest of DOC (the history) is kept as it is. Status 1 when DOC lacks the
+# markers.
+publish_results() {
+    local results=$1 doc=$2 tmp
+    grep -q '^<!-- last-run:begin' "$doc" && grep -q '^<!-- last-run:end' "$doc" || {
+        echo "publish_results: $doc has no last-run markers" >&2
+        return 1
+    }
+    tmp=$(mktemp "$doc.XXXXXX")
+    awk -v results="$results" '
+        /^<!-- last-run:begin/ { print; while ((getline line < results) > 0) {
+                                     if (line ~ /^# /) line = "##" line; print line }
+                                 skip = 1; next }
+        /^<!-- last-run:end/ { skip = 0 }
+        !skip' "$doc" >"$tmp" && cat "$tmp" >"$doc"
+    rm -f "$tmp"
+}

@@ -226,20 +226,48 @@ conf_ms() {
 }
 # t_HB + 2*t_T: the detection bound of the issue.
 detect_bound_ms() { echo $(( $(conf_ms heartbeat_period_ms 500) + 2 * $(conf_ms request_timeout_ms 2000) )); }
+# json_get PATH...: reads one JSON document (a CLI's --json output) on stdin
+# and prints the value at each PATH, all on one line, separated by spaces.
+# A PATH is dot-separated steps: a key (totals.locks_held), a list index
+# (servers.0), * for every element of a list (servers.*.id), or KEY=VALUE for
+# the first element of a list whose KEY is VALUE (servers.id=3.state).
+# Strings print bare, other values as JSON (true, null, 12), a list of them
+# space-separated. Status 1, with the reason on stderr, when the input is not
+# JSON or a PATH leads nowhere: scripts read the CLI's --json, never its text.
+json_get() {
+  python3 -c 'import json, sys
+def show(v):
+    if isinstance(v, list):
+        return " ".join(show(x) for x in v)
+    return v if isinstance(v, str) else json.dumps(v)
+def walk(v, steps):
+    if not steps:
+        return [v]
+    step, rest = steps[0], steps[1:]
+    if step == "*" and isinstance(v, list):
+        return [x for e in v for x in walk(e, rest)]
+    if "=" in step and isinstance(v, list):
+        key, want = step.split("=", 1)
+        for e in v:
+            if isinstance(e, dict) and key in e and show(e[key]) == want:
+                return walk(e, rest)
+        raise KeyError(step)
+    return walk(v[int(step)] if isinstance(v, list) else v[step], rest)
+try:
+    doc = json.load(sys.stdin)
+    print(" ".join(show(x) for p in sys.argv[1:] for x in walk(doc, p.split("."))))
+except (ValueError, KeyError, IndexError, TypeError) as e:
+    sys.exit("json_get %s: %s: %s" % (" ".join(sys.argv[1:]), type(e).__name__, e))' "$@"
+}
 status_json() { timeout "$(tscale 60)" "$DEPFS_BIN_DIR/depfs" --config "$CONF" status --json; }
 # server_state ID: up|down|rebuilding as `depfs status` reports it ("?" if it cannot).
-server_state() {
-  status_json 2>/dev/null | python3 -c 'import json,sys
-d=json.load(sys.stdin); print(next((s["state"] for s in d["servers"] if s["id"]==int(sys.argv[1])), "?"))' "$1" 2>/dev/null || echo "?"
-}
+server_state() { status_json 2>/dev/null | json_get "servers.id=$1.state" 2>/dev/null || echo "?"; }
 # states_line: "0=up 1=down ..." for logs and waits.
 states_line() {
   status_json 2>/dev/null | python3 -c 'import json,sys
 d=json.load(sys.stdin); print(" ".join("{}={}".format(s["id"], s["state"]) for s in d["servers"]))' 2>/dev/null || echo "status unavailable"
 }
-locks_held() {
-  status_json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["locks_held"])' 2>/dev/null || echo "?"
-}
+locks_held() { status_json 2>/dev/null | json_get totals.locks_held 2>/dev/null || echo "?"; }
 # wait_all_up TIMEOUT_S: until every server is "up"; fails with the states seen.
 wait_all_up() {
   local limit start=$SECONDS line seen=""
@@ -267,7 +295,9 @@ wait_state() {
 }
 io_dir() { awk -v id="$1" '$1 == "ioserver" && $3 == id {print $5}' "$CONF"; }
 # file_servers /PATH: the file's ordered server list, space separated.
-file_servers() { depfs layout get "$1" | sed -E 's/.*servers=([0-9,]+).*/\1/' | tr , ' '; }
+file_servers() { depfs layout get --json "$1" | json_get servers; }
+# file_layout /PATH: the file's (or directory's) layout as N@K@SU.
+file_layout() { depfs layout get --json "$1" | json_get n k stripe_unit | tr ' ' @; }
 # verify_all REF [faultload verify options]: the mount and a fresh libdepfs
 # client both read every reference file right.
 verify_all() {

@@ -52,7 +52,7 @@ trap cw_exit EXIT
 totals() { status_json | python3 -c 'import json,sys
 t=json.load(sys.stdin)["totals"]
 print(" ".join(f"{k}={t[k]}" for k in ("locks_granted","locks_nacked","locks_retried","locks_held","lock_hold_ms_total")))'; }
-total_of() { status_json | python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"][sys.argv[1]])' "$1"; }
+total_of() { status_json | json_get "totals.$1"; }
 
 # run_case NAME LAYOUT MODE SIZE ROUNDS PIECE IO: create /NAME/f, run the
 # writers (even ones on mount 1, odd ones on mount 2), check they all
@@ -134,12 +134,13 @@ for f in fuse fuse2; do
 done
 log "lock counters after the unlocked run: $(totals)"
 [ "$(total_of locks_granted)" -eq 0 ] || fail "DEPFS_TEST_NO_LOCKS=1 but locks were taken"
-if depfs scrub --all >"$DEPFS_STATE/scrub.out" 2>&1; then
-  cat "$DEPFS_STATE/scrub.out"
+if depfs scrub --all --json >"$DEPFS_STATE/scrub.json" 2>"$DEPFS_STATE/scrub.err"; then
+  cat "$DEPFS_STATE/scrub.err"
   fail "without stripe locks scrub still found every stripe consistent: the test cannot tell locks from luck"
 fi
-cat "$DEPFS_STATE/scrub.out"
-bad=$(sed -nE 's/^scrub: .* ([0-9]+) inconsistent.*/\1/p' "$DEPFS_STATE/scrub.out")
+cat "$DEPFS_STATE/scrub.err"
+log "scrub --all: $(json_get summary <"$DEPFS_STATE/scrub.json")"
+bad=$(json_get summary.stripes_bad <"$DEPFS_STATE/scrub.json") || fail "scrub --all --json gave no summary"
 [ -n "$bad" ] && [ "$bad" -gt 0 ] || fail "scrub failed without naming inconsistent stripes"
 log "negative proof: $bad inconsistent stripes without locks"
 depfs scrub --all --repair >/dev/null 2>&1 || true

@@ -67,19 +67,23 @@ setup_file() {
 # REPAIR_BOUND_S after T0_MS. Sets BAD_STRIPE (first inconsistent stripe of
 # the last failing scrub, or ""). Status 1 when never clean.
 wait_scrub_clean() {
-  local t0=$1 what=$2 out first=1
+  local t0=$1 what=$2 out summary s first=1
   BAD_STRIPE=""
   while :; do
-    if out=$(timeout 60 "$DEPFS_BIN_DIR/depfs" --config "$CONF" scrub --all 2>&1); then
-      log "$what: scrub --all clean $(( $(now_ms) - t0 )) ms after the fault ended: $(tail -1 <<<"$out")"
+    if out=$(timeout 60 "$DEPFS_BIN_DIR/depfs" --config "$CONF" scrub --all --json 2>"$WORK/scrub.err"); then
+      log "$what: scrub --all clean $(( $(now_ms) - t0 )) ms after the fault ended: $(json_get summary <<<"$out")"
       return 0
     fi
-    BAD_STRIPE=$(sed -nE 's/.*inconsistent stripe\(s\), first at stripe ([0-9]+).*/\1/p' <<<"$out" | head -1)
-    [ "$first" -eq 0 ] || log "$what: first scrub $(( $(now_ms) - t0 )) ms after the fault ended: $(grep -E 'inconsistent|unreadable' <<<"$out" | head -2 | tr '\n' ' ')"
+    summary=$(json_get summary <<<"$out" 2>&1; cat "$WORK/scrub.err")
+    # first_bad_stripe is null for a file without inconsistent stripes
+    for s in $(json_get 'files.*.first_bad_stripe' <<<"$out" 2>/dev/null); do
+      [ "$s" = null ] || { BAD_STRIPE=$s; break; }
+    done
+    [ "$first" -eq 0 ] || log "$what: first scrub $(( $(now_ms) - t0 )) ms after the fault ended: $summary, first inconsistent stripe ${BAD_STRIPE:-none}"
     first=0
     if [ $(( $(now_ms) - t0 )) -ge $((REPAIR_BOUND_S * 1000)) ]; then
       echo "$out"
-      echo "NOT REPAIRED: $what: scrub --all still reports inconsistent stripes $REPAIR_BOUND_S s after the fault ended (nobody ran scrub --repair): $(grep -m1 inconsistent <<<"$out")"
+      echo "NOT REPAIRED: $what: scrub --all still reports inconsistent stripes $REPAIR_BOUND_S s after the fault ended (nobody ran scrub --repair): $summary, first at stripe ${BAD_STRIPE:-?}"
       return 1
     fi
     sleep 3

@@ -33,8 +33,7 @@ cp "$REF/L8_6/target" "$MNT/L8_6/target"
 python3 "$FAULTLOAD" populate "$MNT" "$REF" --dirs L8_6 --files 2 --seed 5 >/dev/null || fail "populate failed"
 verify_all "$REF"
 
-read -r INO SRV_A SRV_B < <(depfs layout get --json /L8_6/target | python3 -c 'import json,sys
-d=json.load(sys.stdin); print(d["ino"], d["servers"][0], d["servers"][1])')
+read -r INO SRV_A SRV_B < <(depfs layout get --json /L8_6/target | json_get ino servers.0 servers.1)
 addr_of() { awk -v id="$1" '$1 == "ioserver" && $3 == id {print $4}' "$CONF"; }
 log "/L8_6/target: inode $INO, layout servers $(file_servers /L8_6/target)"
 LEASE_MS=$(conf_ms lock_lease_ms 5000)
@@ -84,7 +83,7 @@ depfs cp depfs:/L8_6/target "$DEPFS_STATE/out" >/dev/null
 cmp "$DEPFS_STATE/out" "$REF/L8_6/target" || fail "depfs cp of /L8_6/target differs from what was written"
 
 # parity checked against the data it protects: two of the file's servers down
-read -r D1 D2 < <(file_servers /L8_6/target | awk '{print $3, $6}')
+read -r D1 D2 < <(depfs layout get --json /L8_6/target | json_get servers.2 servers.5)
 log "kill servers $D1 and $D2: reads of /L8_6/target decode from parity"
 kill_down "$D1"; kill_down "$D2"
 settle_clients

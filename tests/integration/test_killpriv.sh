@@ -44,7 +44,7 @@ as_nobody() { setpriv --reuid=$NOBODY_ID --regid=$NOBODY_ID --clear-groups "$@";
 modes() {
   local k m
   k=$(printf '%04o' "$((8#$(stat -c %a "$MNT/$1")))")
-  m=$(depfs stat "/$1" | awk '$1 == "mode:" {print $2}')
+  m=$(printf '%04o' "$(depfs stat --json "/$1" | json_get mode)")
   echo "$k $m"
 }
 # expect_mode FILE MODE WHAT

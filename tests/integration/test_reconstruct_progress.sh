@@ -43,12 +43,9 @@ start_reconstructing() {
 
 # progress_of ID: "STATE MDS_STATE DONE TOTAL RATE ETA" from depfs status --json.
 progress_of() {
-  status_json 2>/dev/null | python3 -c 'import json,sys
-d=json.load(sys.stdin)
-s=next(s for s in d["servers"] if s["id"]==int(sys.argv[1]))
-eta=s["rebuild_eta_s"]
-print(s["state"], s["mds_state"], s["rebuild_done_bytes"], s["rebuild_total_bytes"],
-      s["rebuild_rate_bps"], "null" if eta is None else eta)' "$1" 2>/dev/null || echo "? ? 0 0 0 null"
+  status_json 2>/dev/null |
+    json_get "servers.id=$1."{state,mds_state,rebuild_done_bytes,rebuild_total_bytes,rebuild_rate_bps,rebuild_eta_s} \
+      2>/dev/null || echo "? ? 0 0 0 null"
 }
 
 log "seed $SEED"

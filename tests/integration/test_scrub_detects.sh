@@ -11,12 +11,11 @@ cmp "$DEPFS_STATE/src" "$MNT/d/f" || fail "copy differs"
 scrub_clean
 
 ino=$(stat -c %i "$MNT/d/f")
-lay=$(depfs layout get /d/f)
-servers=$(echo "$lay" | sed -E 's/.*servers=([0-9,]+).*/\1/')
-k=$(echo "$lay" | sed -E 's/.*k=([0-9]+).*/\1/')
+read -r k servers < <(depfs layout get --json /d/f | json_get k servers)
+read -r -a servers <<<"$servers"
 # parity unit P0 of stripe 0 is unit k, on servers[k]
-sid=$(echo "$servers" | cut -d, -f$((k + 1)))
-dir=$(awk -v id="$sid" '$1 == "ioserver" && $3 == id {print $5}' "$CONF")
+sid=${servers[$k]}
+dir=$(io_dir "$sid")
 strip="$dir/strips/$(printf '%016x' "$ino")"
 [ -f "$strip" ] || fail "strip file $strip not found (ino $ino, server $sid)"
 log "corrupting byte 100 of $strip (parity of stripe 0 on server $sid)"
@@ -30,6 +29,11 @@ if depfs scrub /d/f > "$DEPFS_STATE/scrub.out" 2>&1; then
 fi
 cat "$DEPFS_STATE/scrub.out"
 grep -qi "inconsistent" "$DEPFS_STATE/scrub.out" || fail "scrub output does not name the inconsistency"
+# and --json says which stripe: the corrupted one
+if depfs scrub --json /d/f > "$DEPFS_STATE/scrub.json"; then fail "scrub --json exits 0 on a corrupted parity unit"; fi
+read -r bad first < <(json_get summary.stripes_bad files.0.first_bad_stripe <"$DEPFS_STATE/scrub.json") ||
+  fail "scrub --json: $(cat "$DEPFS_STATE/scrub.json")"
+[ "$bad" = 1 ] && [ "$first" = 0 ] || fail "scrub --json: $bad bad stripe(s), first $first; want 1, stripe 0"
 depfs scrub --repair /d/f || true
 cmp "$DEPFS_STATE/src" "$MNT/d/f" || fail "data changed"
 scrub_clean

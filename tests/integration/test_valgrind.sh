@@ -60,8 +60,8 @@ cp "$W/src" "$MNT/b/f"; cp "$W/src" "$W/ref.b.f"
 depfs cp "$W/src" depfs@8@6:/c86 || fail "cp to depfs@8@6"
 depfs cp "$W/src" depfs@4@2:/c42 || fail "cp to depfs@4@2"
 cp "$W/src" "$W/ref.c86"; cp "$W/src" "$W/ref.c42"
-depfs layout get /a/f | grep -q "n=8 k=6" || fail "/a/f layout: $(depfs layout get /a/f)"
-depfs layout get /b/f | grep -q "n=4 k=2" || fail "/b/f layout: $(depfs layout get /b/f)"
+lay=$(file_layout /a/f); [[ "$lay" == 8@6@* ]] || fail "/a/f layout: $lay"
+lay=$(file_layout /b/f); [[ "$lay" == 4@2@* ]] || fail "/b/f layout: $lay"
 
 log "partial-stripe overwrites (inside a unit, across units and stripes) and an append"
 patch /a/f 100 1000

@@ -28,7 +28,8 @@ python3 "$TOP/tests/integration/workload.py" verify "$MNT" "$REF" || fail "trees
 for spec in 8@8 8@7 8@6 8@4 4@2; do
   d="L${spec/@/_}"; echo probe > "$MNT/$d/probe"; echo probe > "$REF/$d/probe"
   n=${spec%@*}; k=${spec#*@}
-  depfs layout get "/$d/probe" | grep -q "n=$n k=$k" || fail "/$d/probe does not have layout $spec: $(depfs layout get "/$d/probe")"
+  lay=$(file_layout "/$d/probe")
+  [[ "$lay" == "$n@$k@"* ]] || fail "/$d/probe does not have layout $spec: $lay"
 done
 scrub_clean
 

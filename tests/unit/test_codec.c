@@ -7,24 +7,11 @@
 #include <string.h>
 
 #include "codec.h"
+#include "tests/lib/rng.h"
 
 #define EXHAUSTIVE_MAX_N 12u
 #define EXHAUSTIVE_LEN 96u
 #define GARBAGE_BYTE 0xA5
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-static void fill_random(uint8_t *p, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        p[i] = (uint8_t)rnd();
-}
 
 /* n units of len bytes, data random, parity encoded. */
 typedef struct stripe {
@@ -45,7 +32,7 @@ static void stripe_init(stripe *s, const codec *c, size_t len)
         ck_assert_ptr_nonnull(s->orig[u]);
         ck_assert_ptr_nonnull(s->work[u]);
         if (u < s->k)
-            fill_random(s->orig[u], len);
+            rnd_fill(s->orig[u], len);
         else
             memset(s->orig[u], GARBAGE_BYTE, len);
     }
@@ -170,7 +157,7 @@ START_TEST(test_odd_lengths)
                 /* random pattern of exactly n-k erasures (the worst case) */
                 uint32_t missing = 0;
                 while ((unsigned)__builtin_popcount(missing) < n - k)
-                    missing |= 1u << (rnd() % n);
+                    missing |= 1u << rnd_below(n);
                 check_pattern(c, &s, missing, 0);
             }
             stripe_destroy(&s);
@@ -191,11 +178,11 @@ START_TEST(test_update_matches_encode)
             ck_assert_int_eq(codec_create(n, k, CODEC_VERSION_CURRENT, &c), 0);
             stripe_init(&s, c, len);
             for (int trial = 0; trial < 4; trial++) {
-                unsigned d = rnd() % k;
-                size_t off = rnd() % len;
-                size_t sub = 1 + rnd() % (len - off);
+                unsigned d = (unsigned)rnd_below(k);
+                size_t off = rnd_below(len);
+                size_t sub = 1 + rnd_below(len - off);
                 uint8_t delta[1000], *par[CODEC_MAX_UNITS], *fresh[CODEC_MAX_UNITS];
-                fill_random(delta, sub);
+                rnd_fill(delta, sub);
                 /* new = old ^ delta */
                 for (size_t i = 0; i < sub; i++)
                     s.orig[d][off + i] ^= delta[i];
@@ -219,16 +206,8 @@ END_TEST
 /* Many threads hammering more patterns than the cache holds. */
 #define THREADS 6
 #define THREAD_ROUNDS 400
-struct thread_arg { const codec *c; stripe s; int failures; uint64_t rng; };
-
-/* per-thread generator: the shared rnd() is not thread-safe */
-static uint32_t thread_rnd(struct thread_arg *a)
-{
-    a->rng ^= a->rng << 13;
-    a->rng ^= a->rng >> 7;
-    a->rng ^= a->rng << 17;
-    return (uint32_t)(a->rng >> 16);
-}
+/* each thread its own stream: the shared rnd() is not thread-safe */
+struct thread_arg { const codec *c; stripe s; int failures; rng_stream rng; };
 
 static void *decode_thread(void *p)
 {
@@ -236,9 +215,9 @@ static void *decode_thread(void *p)
     bool present[CODEC_MAX_UNITS];
     for (int r = 0; r < THREAD_ROUNDS; r++) {
         uint32_t missing = 0;
-        unsigned want = 1 + thread_rnd(a) % (a->s.n - a->s.k);
+        unsigned want = 1 + rng_next(&a->rng) % (a->s.n - a->s.k);
         while ((unsigned)__builtin_popcount(missing) < want)
-            missing |= 1u << thread_rnd(a) % a->s.n;
+            missing |= 1u << rng_next(&a->rng) % a->s.n;
         for (unsigned u = 0; u < a->s.n; u++) {
             present[u] = !((missing >> u) & 1u);
             if (present[u])
@@ -264,7 +243,7 @@ START_TEST(test_concurrent_decode)
     for (int i = 0; i < THREADS; i++) {
         args[i].c = c;
         args[i].failures = 0;
-        args[i].rng = 0x1234567ull * (uint64_t)(i + 1);
+        args[i].rng = rng_split();
         stripe_init(&args[i].s, c, 256);
     }
     for (int i = 0; i < THREADS; i++)
@@ -280,6 +259,7 @@ END_TEST
 
 int main(void)
 {
+    seed_rng_default(0x9E3779B97F4A7C15ull);
     Suite *s = suite_create("codec");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);

@@ -8,19 +8,11 @@
 #include <string.h>
 
 #include "codec.h"
+#include "tests/lib/rng.h"
 
 #define WANT_MAX_N 8u
 #define WANT_LEN 80u
 #define UNTOUCHED_BYTE 0x5A
-
-static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
-static uint8_t rnd8(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint8_t)(rng_state >> 24);
-}
 
 typedef struct units {
     unsigned n, k;
@@ -35,8 +27,7 @@ static void units_init(units *s, const codec *c)
     s->n = codec_n(c);
     s->k = codec_k(c);
     for (unsigned u = 0; u < s->n; u++) {
-        for (unsigned i = 0; i < WANT_LEN; i++)
-            s->orig[u][i] = rnd8();
+        rnd_fill(s->orig[u], WANT_LEN);
         if (u < s->k)
             data[u] = s->orig[u];
         else
@@ -128,6 +119,7 @@ END_TEST
 
 int main(void)
 {
+    seed_rng_default(0x2545F4914F6CDD1Dull);
     Suite *s = suite_create("codec_want");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);

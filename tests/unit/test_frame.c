@@ -12,19 +12,11 @@
 #include "frame.h"
 #include "log.h"
 #include "transport.h"
+#include "tests/lib/rng.h"
 
 #define FUZZ_ROUNDS 200000
 #define CONNECT_TIMEOUT_MS 2000
 #define BIG_SEND_BYTES (8u << 20)
-
-static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
 
 static frame_header sample_header(void)
 {
@@ -137,8 +129,7 @@ START_TEST(test_fuzz_random_headers)
         const char *why = NULL;
         int rc;
 
-        for (unsigned b = 0; b < FRAME_HEADER_BYTES; b++)
-            raw[b] = (uint8_t)rnd();
+        rnd_fill(raw, sizeof raw);
         if (i % 2) { /* half the time keep a valid prefix so later checks run */
             frame_header h = sample_header();
             uint8_t good[FRAME_HEADER_BYTES];
@@ -322,6 +313,7 @@ END_TEST
 int main(void)
 {
     dlog_init("test_frame", DLOG_WARN);
+    seed_rng_default(0x2545F4914F6CDD1Dull);
     Suite *s = suite_create("frame");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 20);

@@ -6,19 +6,10 @@
 
 #include "codec.h"
 #include "layout.h"
+#include "tests/lib/rng.h"
 
 #define RANDOM_LAYOUTS 2000
 #define OFFSETS_PER_LAYOUT 50
-
-static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
-static uint64_t rnd64(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static uint32_t rnd_below(uint32_t bound) { return (uint32_t)(rnd64() % bound); }
 
 static layout random_layout(void)
 {
@@ -42,8 +33,8 @@ static uint64_t random_offset(const layout *l)
     uint64_t sb = layout_stripe_bytes(l);
     switch (rnd_below(3)) {
     case 0: return rnd_below(4 * (uint32_t)(sb > (1u << 28) ? (1u << 28) : sb));
-    case 1: return (rnd64() % 1000) * sb + rnd_below(3) - 1 + sb;
-    default: return rnd64() % (1ull << 50);
+    case 1: return (rnd() % 1000) * sb + rnd_below(3) - 1 + sb;
+    default: return rnd() % (1ull << 50);
     }
 }
 
@@ -118,7 +109,7 @@ START_TEST(test_pieces_tile_range)
         layout l = random_layout();
         uint64_t sb = layout_stripe_bytes(&l);
         uint64_t off = random_offset(&l);
-        uint64_t len = rnd_below(6) == 0 ? 0 : 1 + rnd64() % (5 * sb);
+        uint64_t len = rnd_below(6) == 0 ? 0 : 1 + rnd() % (5 * sb);
         uint64_t count = layout_piece_count(&l, off, len);
         if (len == 0) {
             ck_assert_uint_eq(count, 0);
@@ -155,7 +146,7 @@ START_TEST(test_rotation)
         layout l = random_layout();
         bool parity_seen[LAYOUT_MAX_N] = { false };
         bool data0_seen[LAYOUT_MAX_N] = { false };
-        uint64_t first = rnd64() % (1ull << 40);
+        uint64_t first = rnd() % (1ull << 40);
         for (uint64_t s = first; s < first + l.n; s++) {
             bool pos_used[LAYOUT_MAX_N] = { false };
             for (unsigned u = 0; u < l.n; u++) {
@@ -238,6 +229,7 @@ END_TEST
 
 int main(void)
 {
+    seed_rng_default(0x2545F4914F6CDD1Dull);
     Suite *s = suite_create("layout");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_validate);

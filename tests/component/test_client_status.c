@@ -1,5 +1,5 @@
 /* test_client_status.c - libdepfs's status vector against the cluster view
- * (client/lib/core_servers.c), with real daemons (tests/unit/daemons.h: depfs-mds
+ * (client/lib/core_servers.c), with real daemons (tests/lib/cluster.h: depfs-mds
  * and 4 depfs-ioserver; server_down_expiry_ms = 60 s there):
  *   - a client reading a file while one of its servers is SIGKILLed marks
  *     that server failed;
@@ -21,9 +21,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemons.h"
 #include "depfs_admin.h"
 #include "core.h"
+#include "tests/lib/cluster.h"
 
 #define T_SERVERS 4u
 #define T_TEST_TIMEOUT_S 60
@@ -40,14 +40,7 @@ static td_cluster g_cl;
 static void cluster_up(void) { td_cluster_up(&g_cl, T_SERVERS, NULL); }
 static void cluster_down(void) { td_cluster_down(&g_cl); }
 
-static depfs_t *mount_fs(void)
-{
-    depfs_options o = {.config_path = g_cl.conf};
-    depfs_t *fs = NULL;
-    int rc = depfs_mount(&o, &fs);
-    ck_assert_msg(rc == 0, "mount: %s (%s)", strerror(-rc), depfs_last_error());
-    return fs;
-}
+static depfs_t *mount_fs(void) { return td_mount(&g_cl); }
 
 static void write_model(depfs_t *fs, const char *path, uint8_t *model, size_t len)
 {

@@ -1,5 +1,5 @@
 /* test_client_rebuild.c - libdepfs recovery operations against real daemons
- * (tests/unit/daemons.h: depfs-mds + 8 depfs-ioserver on 127.0.0.1):
+ * (tests/lib/cluster.h: depfs-mds + 8 depfs-ioserver on 127.0.0.1):
  *   - depfs_rebuild_file restores, byte for byte, a strip file deleted by
  *     hand while its server was down (restarted with --rebuild), then
  *     depfs_server_rejoin brings it up and scrub is clean;
@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,11 +29,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemons.h"
 #include "depfs_admin.h"
 #include "depfs.pb-c.h"
 #include "layout.h"
 #include "rpc.h"
+#include "tests/lib/cluster.h"
+#include "tests/lib/rng.h"
 
 #define T_SERVERS 8u
 #define T_TEST_TIMEOUT_S 60
@@ -45,27 +47,9 @@ static td_cluster g_cl;
 static void cluster_up(void) { td_cluster_up(&g_cl, T_SERVERS, "lock_lease_ms = 300\n"); }
 static void cluster_down(void) { td_cluster_down(&g_cl); }
 
-static depfs_t *mount_fs(void)
-{
-    depfs_options o = {.config_path = g_cl.conf};
-    depfs_t *fs = NULL;
-    int rc = depfs_mount(&o, &fs);
-    ck_assert_msg(rc == 0, "mount: %s (%s)", strerror(-rc), depfs_last_error());
-    return fs;
-}
+static depfs_t *mount_fs(void) { return td_mount(&g_cl); }
 
 /* ------------------------------------------------------------- helpers */
-
-static uint64_t rng_state = 88172645463325252ull;
-static void rnd_fill(uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        rng_state ^= rng_state << 13;
-        rng_state ^= rng_state >> 7;
-        rng_state ^= rng_state << 17;
-        p[i] = (uint8_t)rng_state;
-    }
-}
 
 /* Create (or open) path, write len random bytes at off into it and into
  * model; returns the inode. */
@@ -821,6 +805,7 @@ static TCase *own_cluster(const char *name, const TTest *t)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    seed_rng_default(88172645463325252ull);
     Suite *s = suite_create("client_rebuild");
     suite_add_tcase(s, own_cluster("rebuild_file", test_rebuild_deleted_strip));
     suite_add_tcase(s, own_cluster("dirty_rejoin", test_dirty_rejoin));

@@ -4,7 +4,7 @@
  * epoch to servers that still know the old one: they answer "server
  * behind". The client must wait for the push (client/lib/io_fanout.c), not
  * mark every server failed, which on a 4@2 file with one server down would
- * fail the write with EIO. Real daemons (tests/unit/daemons.h: depfs-mds
+ * fail the write with EIO. Real daemons (tests/lib/cluster.h: depfs-mds
  * and 4 depfs-ioserver, request_timeout_ms = 1000). */
 #include <check.h>
 #include <errno.h>
@@ -16,9 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemons.h"
 #include "depfs.h"
 #include "recover.h"
+#include "tests/lib/cluster.h"
 
 #define T_SERVERS 4u
 #define T_TEST_TIMEOUT_S 60
@@ -32,14 +32,7 @@ static td_cluster g_cl;
 static void cluster_up(void) { td_cluster_up(&g_cl, T_SERVERS, NULL); }
 static void cluster_down(void) { td_cluster_down(&g_cl); }
 
-static depfs_t *mount_fs(void)
-{
-    depfs_options o = {.config_path = g_cl.conf};
-    depfs_t *fs = NULL;
-    int rc = depfs_mount(&o, &fs);
-    ck_assert_msg(rc == 0, "mount: %s (%s)", strerror(-rc), depfs_last_error());
-    return fs;
-}
+static depfs_t *mount_fs(void) { return td_mount(&g_cl); }
 
 static void fill(uint8_t *buf, size_t len, unsigned seed)
 {

@@ -11,233 +11,35 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "depfs_admin.h"
 #include "layout.h"
+#include "tests/lib/cluster.h"
+#include "tests/lib/rng.h"
 
 #define T_SERVERS 8u
 #define T_SU 4096u
 #define T_FILE_MAX (512u * 1024)
-#define T_PORT_WAIT_MS 10000
 #define T_TEST_TIMEOUT_S 60
-#define T_START_ATTEMPTS 5u
 
-typedef struct t_cluster {
-    char dir[256];
-    char conf[300];
-    unsigned ports[T_SERVERS + 1]; /* mds, then ioservers */
-    pid_t mds;
-    pid_t ios[T_SERVERS];
-} t_cluster;
+static td_cluster g_cl;
 
-static t_cluster g_cl;
+static void cluster_up(void) { td_cluster_up(&g_cl, T_SERVERS, NULL); }
+static void cluster_down(void) { td_cluster_down(&g_cl); }
 
-/* ------------------------------------------------------------ cluster */
-
-static const char *bin_dir(void)
-{
-    const char *d = getenv("DEPFS_BIN_DIR");
-    return d && *d ? d : "build/bin";
-}
-
-static pid_t spawn(const char *prog, char *const argv[])
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", bin_dir(), prog);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* die with the test runner, whatever happens to it */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(1);
-        char logp[600];
-        snprintf(logp, sizeof logp, "%s/%s-%d.log", g_cl.dir, prog, (int)getpid());
-        int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, STDOUT_FILENO);
-            dup2(fd, STDERR_FILENO);
-            close(fd);
-        }
-        execv(path, argv);
-        _exit(127);
-    }
-    return pid;
-}
-
-static bool port_open(unsigned port)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bool ok = connect(s, (struct sockaddr *)&a, sizeof a) == 0;
-    close(s);
-    return ok;
-}
-
-/* A port the kernel considers free right now. */
-static unsigned free_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t l = sizeof a;
-    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(s, (struct sockaddr *)&a, &l) != 0)
-        abort();
-    close(s);
-    return ntohs(a.sin_port);
-}
-
-/* true once the port answers; false when the daemon died or time ran out */
-static bool wait_port(unsigned port, pid_t pid)
-{
-    for (int waited = 0; waited < T_PORT_WAIT_MS; waited += 20) {
-        if (port_open(port))
-            return true;
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return false;
-        usleep(20000);
-    }
-    return false;
-}
-
-static bool ios_start(unsigned i)
-{
-    char id[16];
-    snprintf(id, sizeof id, "%u", i);
-    char *argv[] = {"depfs-ioserver", "--config", g_cl.conf, "--id", id, NULL};
-    g_cl.ios[i] = spawn("depfs-ioserver", argv);
-    return wait_port(g_cl.ports[1 + i], g_cl.ios[i]);
-}
-
-static void ios_kill(unsigned i)
-{
-    if (g_cl.ios[i] > 0) {
-        kill(g_cl.ios[i], SIGKILL);
-        waitpid(g_cl.ios[i], NULL, 0);
-        g_cl.ios[i] = 0;
-    }
-}
-
-static void daemons_stop(void)
-{
-    for (unsigned i = 0; i < T_SERVERS; i++)
-        if (g_cl.ios[i] > 0) {
-            kill(g_cl.ios[i], SIGTERM);
-            waitpid(g_cl.ios[i], NULL, 0);
-            g_cl.ios[i] = 0;
-        }
-    if (g_cl.mds > 0) {
-        kill(g_cl.mds, SIGTERM);
-        waitpid(g_cl.mds, NULL, 0);
-        g_cl.mds = 0;
-    }
-}
-
-static void write_config(void)
-{
-    for (unsigned i = 0; i <= T_SERVERS; i++)
-        g_cl.ports[i] = free_port();
-    FILE *f = fopen(g_cl.conf, "w");
-    if (f == NULL)
-        abort();
-    fprintf(f, "mds_address = 127.0.0.1:%u\nmds_data_dir = %s/mds\n", g_cl.ports[0], g_cl.dir);
-    for (unsigned i = 0; i < T_SERVERS; i++)
-        fprintf(f, "ioserver = %u 127.0.0.1:%u %s/io%u\n", i, g_cl.ports[1 + i], g_cl.dir, i);
-    fprintf(f, "default_layout = 4@2@4k\nrequest_timeout_ms = 1000\nconnect_timeout_ms = 500\n"
-               "server_down_expiry_ms = 60000\nlock_lease_ms = 5000\n");
-    fclose(f);
-}
-
-static bool daemons_start(void)
-{
-    char *argv[] = {"depfs-mds", "--config", g_cl.conf, "--foreground", NULL};
-    g_cl.mds = spawn("depfs-mds", argv);
-    if (!wait_port(g_cl.ports[0], g_cl.mds))
-        return false;
-    for (unsigned i = 0; i < T_SERVERS; i++)
-        if (!ios_start(i))
-            return false;
-    return true;
-}
-
-static void cluster_up(void)
-{
-    snprintf(g_cl.dir, sizeof g_cl.dir, "/tmp/depfs-tcd-XXXXXX");
-    if (mkdtemp(g_cl.dir) == NULL)
-        abort();
-    snprintf(g_cl.conf, sizeof g_cl.conf, "%s/depfs.conf", g_cl.dir);
-    for (unsigned attempt = 0; attempt < T_START_ATTEMPTS; attempt++) {
-        write_config();
-        if (daemons_start())
-            return;
-        daemons_stop(); /* a port was taken meanwhile: new ports, new try */
-    }
-    fprintf(stderr, "could not start the cluster (binaries in %s, logs in %s)\n", bin_dir(),
-            g_cl.dir);
-    exit(EXIT_FAILURE);
-}
-
-static void cluster_down(void)
-{
-    daemons_stop();
-    if (getenv("DEPFS_KEEP_TEST_DIR") == NULL) {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_cl.dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", g_cl.dir);
-    }
-}
-
-static depfs_t *mount_fs(void)
-{
-    depfs_options o = {.config_path = g_cl.conf};
-    depfs_t *fs = NULL;
-    int rc = depfs_mount(&o, &fs);
-    ck_assert_msg(rc == 0, "mount: %s (%s)", strerror(-rc), depfs_last_error());
-    return fs;
-}
+static depfs_t *mount_fs(void) { return td_mount(&g_cl); }
 
 /* ------------------------------------------------------------- helpers */
-
-static uint64_t rng_state;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static uint64_t rnd_below(uint64_t n) { return n ? rnd() % n : 0; }
-static void rnd_fill(uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = (uint8_t)rnd();
-}
-
-static void seed_rng(void)
-{
-    const char *s = getenv("DEPFS_TEST_SEED");
-    rng_state = s ? strtoull(s, NULL, 0) : ((uint64_t)time(NULL) << 16 ^ (uint64_t)getpid());
-    if (rng_state == 0)
-        rng_state = 1;
-    fprintf(stderr, "seed %" PRIu64 "\n", rng_state);
-}
 
 static size_t rnd_len(void)
 {
@@ -448,7 +250,7 @@ END_TEST
 
 static void strip_path(char *out, size_t len, uint32_t server, uint64_t ino)
 {
-    snprintf(out, len, "%s/io%u/strips/%016" PRIx64, g_cl.dir, server, ino);
+    td_strip_path(&g_cl, server, ino, out, len);
 }
 
 START_TEST(test_scrub_detects_parity_corruption)
@@ -613,8 +415,8 @@ START_TEST(test_degraded_read_write)
     ck_assert_int_eq(depfs_resolve(fs, "/degraded", &ino, &st), 0);
 
     /* lose two servers of the layout (n-k = 2) */
-    ios_kill(lay.servers[1]);
-    ios_kill(lay.servers[4]);
+    td_ios_kill(&g_cl, lay.servers[1]);
+    td_ios_kill(&g_cl, lay.servers[4]);
     ck_assert_int_eq(depfs_open(fs, "/degraded", O_RDWR, 0, &fh), 0);
     ck_assert_int_eq(depfs_read(fh, got, len, 0), (ssize_t)len);
     ck_assert(memcmp(got, model, len) == 0);
@@ -641,7 +443,7 @@ START_TEST(test_degraded_read_write)
     depfs_scrub_report rep;
     ck_assert_int_eq(depfs_scrub_ino(fs, ino, false, &rep), 0);
     ck_assert_uint_gt(rep.stripes_unreadable, 0);
-    ios_kill(lay.servers[2]);
+    td_ios_kill(&g_cl, lay.servers[2]);
     ck_assert_int_eq(depfs_open(fs, "/degraded", O_RDONLY | O_DIRECT, 0, &fh), 0);
     ck_assert_int_lt(depfs_read(fh, got, len, 0), 0);
     depfs_close(fh);

@@ -7,243 +7,37 @@
  * sizes of files open in this client, cluster status, MDS restart under a
  * mounted client, and many threads on one mount.
  *
- * The daemons run in the test's parent process for the whole run; each
- * test (forked by Check) mounts its own client. */
+ * The daemons (tests/lib/cluster.h) run in the test's parent process for
+ * the whole run; each test (forked by Check) mounts its own client. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <linux/fs.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
 #include "depfs.h"
 #include "core.h"
+#include "tests/lib/cluster.h"
 
 #define N_IOS 4u
-#define WAIT_PORT_MS 10000u
-#define POLL_MS 20u
 #define TEST_TIMEOUT_S 25
 #define THREADS 8u
 #define THREAD_FILES 25u
+/* the harness's defaults but for these (cluster.h) */
+#define CORE_CONF "default_layout = 3@2@4k\nserver_down_expiry_ms = 1000\n"
 
-typedef struct cluster {
-    char dir[PATH_MAX];
-    char conf[PATH_MAX + 32];
-    char bin[PATH_MAX];
-    unsigned mds_port;
-    unsigned ios_port[N_IOS];
-    pid_t mds_pid;            /* children may restart the MDS: shared memory */
-    pid_t ios_pid[N_IOS];
-} cluster;
-
-static cluster *cl; /* MAP_SHARED, so a test's restart is seen by the parent */
-
-/* ---------------------------------------------------------- daemons */
-
-static unsigned free_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t len = sizeof a;
-    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0 ||
-        getsockname(s, (struct sockaddr *)&a, &len) < 0) {
-        perror("free_port");
-        exit(2);
-    }
-    close(s);
-    return ntohs(a.sin_port);
-}
-
-static int port_accepts(unsigned port)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    int ok = connect(s, (struct sockaddr *)&a, sizeof a) == 0;
-    close(s);
-    return ok;
-}
-
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
-
-/* Gone: reaped here, or (a daemon started by another process of the test)
- * no longer running - a zombie waiting for its parent counts as gone. */
-static bool pid_gone(pid_t pid)
-{
-    pid_t r = waitpid(pid, NULL, WNOHANG);
-    if (r == pid)
-        return true;
-    if (r == 0)
-        return false;
-    char path[64], stat_line[256];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return true;
-    bool gone = true;
-    if (fgets(stat_line, sizeof stat_line, f)) {
-        const char *paren = strrchr(stat_line, ')');
-        gone = paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
-    }
-    fclose(f);
-    return gone;
-}
-
-static int wait_port(unsigned port, pid_t pid)
-{
-    for (unsigned waited = 0; waited < WAIT_PORT_MS; waited += POLL_MS) {
-        if (port_accepts(port))
-            return 0;
-        if (pid_gone(pid))
-            return -1; /* died */
-        sleep_ms(POLL_MS);
-    }
-    return -1;
-}
-
-static pid_t spawn(const char *prog, const char *log_name, char *const argv[])
-{
-    char path[PATH_MAX * 2], log_path[PATH_MAX * 2];
-    snprintf(path, sizeof path, "%s/%s", cl->bin, prog);
-    snprintf(log_path, sizeof log_path, "%s/%s.log", cl->dir, log_name);
-    pid_t pid = fork();
-    if (pid == 0) {
-        setsid(); /* out of the test's process group, which Check kills */
-        int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, STDOUT_FILENO);
-            dup2(fd, STDERR_FILENO);
-            close(fd);
-        }
-        execv(path, argv);
-        fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
-        _exit(127);
-    }
-    return pid;
-}
-
-static pid_t start_mds(void)
-{
-    char *argv[] = { "depfs-mds", "--config", cl->conf, "--foreground", NULL };
-    pid_t pid = spawn("depfs-mds", "mds", argv);
-    if (pid < 0 || wait_port(cl->mds_port, pid) < 0) {
-        fprintf(stderr, "depfs-mds did not come up (see %s/mds.log)\n", cl->dir);
-        return -1;
-    }
-    return pid;
-}
-
-static pid_t start_ios(unsigned i)
-{
-    char id[16];
-    snprintf(id, sizeof id, "%u", i + 1);
-    char log_name[32];
-    snprintf(log_name, sizeof log_name, "ios%u", i + 1);
-    char *argv[] = { "depfs-ioserver", "--config", cl->conf, "--id", id, NULL };
-    pid_t pid = spawn("depfs-ioserver", log_name, argv);
-    if (pid < 0 || wait_port(cl->ios_port[i], pid) < 0) {
-        fprintf(stderr, "depfs-ioserver %u did not come up (see %s/%s.log)\n", i + 1, cl->dir,
-                log_name);
-        return -1;
-    }
-    return pid;
-}
-
-static void stop_pid(pid_t pid)
-{
-    if (pid <= 0)
-        return;
-    kill(pid, SIGTERM);
-    for (unsigned waited = 0; waited < 5000; waited += POLL_MS) {
-        if (pid_gone(pid))
-            return;
-        sleep_ms(POLL_MS);
-    }
-    kill(pid, SIGKILL);
-    while (!pid_gone(pid))
-        sleep_ms(POLL_MS);
-}
-
-static int write_config(void)
-{
-    FILE *f = fopen(cl->conf, "w");
-    if (!f)
-        return -1;
-    fprintf(f, "# test_client_core\nmds_address = 127.0.0.1:%u\nmds_data_dir = %s/mds\n",
-            cl->mds_port, cl->dir);
-    for (unsigned i = 0; i < N_IOS; i++)
-        fprintf(f, "ioserver = %u 127.0.0.1:%u %s/ios%u\n", i + 1, cl->ios_port[i], cl->dir, i + 1);
-    fprintf(f, "default_layout = 3@2@4k\nrequest_timeout_ms = 1000\nconnect_timeout_ms = 500\n"
-               "server_down_expiry_ms = 1000\n");
-    return fclose(f);
-}
-
-static int cluster_start(void)
-{
-    const char *bin = getenv("DEPFS_BIN_DIR");
-    snprintf(cl->bin, sizeof cl->bin, "%s", bin ? bin : "build/bin");
-    snprintf(cl->dir, sizeof cl->dir, "/tmp/depfs-core-XXXXXX");
-    if (!mkdtemp(cl->dir))
-        return -1;
-    snprintf(cl->conf, sizeof cl->conf, "%s/depfs.conf", cl->dir);
-    cl->mds_port = free_port();
-    for (unsigned i = 0; i < N_IOS; i++)
-        cl->ios_port[i] = free_port();
-    if (write_config() < 0)
-        return -1;
-    setenv("DEPFS_CONF", cl->conf, 1);
-    for (unsigned i = 0; i < N_IOS; i++)
-        if ((cl->ios_pid[i] = start_ios(i)) < 0)
-            return -1;
-    cl->mds_pid = start_mds();
-    return cl->mds_pid < 0 ? -1 : 0;
-}
-
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(p);
-}
-
-static void cluster_stop(bool keep)
-{
-    stop_pid(cl->mds_pid);
-    for (unsigned i = 0; i < N_IOS; i++)
-        stop_pid(cl->ios_pid[i]);
-    if (keep)
-        fprintf(stderr, "test_client_core: kept %s for inspection\n", cl->dir);
-    else
-        nftw(cl->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
+static td_cluster *cl; /* shared, so a test's MDS restart is seen by the parent */
 
 /* ------------------------------------------------------------ helpers */
 
-static depfs_t *mount_fs(void)
-{
-    depfs_options o;
-    memset(&o, 0, sizeof o);
-    o.config_path = cl->conf;
-    depfs_t *fs = NULL;
-    int rc = depfs_mount(&o, &fs);
-    ck_assert_msg(rc == 0, "mount: %d %s", rc, depfs_last_error());
-    return fs;
-}
+static depfs_t *mount_fs(void) { return td_mount(cl); }
 
 static uint64_t mkdir_ok(depfs_t *fs, uint64_t parent, const char *name)
 {
@@ -718,9 +512,8 @@ START_TEST(test_mds_restart)
     depfs_t *fs = mount_fs();
     uint64_t client = depfs_client_id(fs);
     uint64_t d = mkdir_ok(fs, DEPFS_ROOT_INO, "restart");
-    stop_pid(cl->mds_pid);
-    cl->mds_pid = start_mds();
-    ck_assert_int_gt(cl->mds_pid, 0);
+    td_mds_stop(cl);
+    ck_assert(td_mds_start(cl));
     struct stat st;
     int rc = depfs_lookup(fs, DEPFS_ROOT_INO, "restart", &st);
     ck_assert_msg(rc == 0, "lookup after MDS restart: %d %s", rc, depfs_last_error());
@@ -879,18 +672,14 @@ static Suite *core_suite(void)
 
 int main(void)
 {
-    cl = mmap(NULL, sizeof *cl, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (cl == MAP_FAILED)
-        return 2;
-    memset(cl, 0, sizeof *cl);
-    if (cluster_start() < 0) {
-        cluster_stop(true);
-        return 1;
-    }
+    cl = td_cluster_shared();
+    td_cluster_up(cl, N_IOS, CORE_CONF);
+    setenv("DEPFS_CONF", cl->conf, 1);
     SRunner *sr = srunner_create(core_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
-    cluster_stop(failed != 0);
+    cl->keep_dir = failed != 0;
+    td_cluster_down(cl);
     return failed ? 1 : 0;
 }
