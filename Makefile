@@ -18,6 +18,11 @@ PREFIX  ?= /usr/local
 CC      ?= cc
 SAN     ?=
 OPT     ?= -O2
+# HOOKS=1: the TEST ONLY switches of libdepfs (DEPFS_TEST_NO_LOCKS,
+# DEPFS_TEST_PAUSE) and the named fault points (common/fault.h) are compiled
+# in. Only `make hooks` sets it, into $(BUILD)/hooks: the binaries users run
+# never carry them.
+HOOKS   ?=
 
 PKGS      := libisal libprotobuf-c fuse3
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -28,6 +33,9 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 CFLAGS  ?=
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror $(OPT) -g -fPIC -pthread \
            -fno-strict-aliasing $(SAN) -I. -I$(BUILD)/proto -Icommon -Iclient/lib $(PKG_CFLAGS)
+ifeq ($(HOOKS),1)
+CFLAGS  += -DDEPFS_TEST_HOOKS
+endif
 LDFLAGS ?=
 LDFLAGS += -pthread $(SAN)
 BASE_LIBS := $(PKG_LIBS) -lleveldb -lpthread -lm
@@ -68,7 +76,7 @@ TEST_BINS  := $(UNIT_BINS) $(COMPONENT_BINS)
 BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps test unit component integration asan bench install clean mpich
+.PHONY: all deps test unit component integration asan bench install clean mpich hooks
 # keep objects and generated sources that pattern chains would delete
 .SECONDARY:
 all: $(BINS) $(LIBDEPFS_SO) $(TEST_BINS) $(BENCH_BINS) $(BUILD)/lib/depfs.pc
@@ -146,8 +154,15 @@ integration: all mpich
 
 # tests/run-all builds the MPICH driver (cached) beside the unit and
 # component tests
-test: all
+test: all hooks
 	@BUILD=$(BUILD) tests/run-all
+
+# The test-only build (HOOKS=1 above) of the daemons, the tools and
+# libdepfs.so, in $(BUILD)/hooks; tests that need a switch or a fault point
+# run it (tests/integration/lib.sh use_test_build).
+hooks:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/hooks HOOKS=1 $(BUILD)/hooks/lib/libdepfs.so \
+	    $(patsubst $(BUILD)/%,$(BUILD)/hooks/%,$(BINS))
 
 # MPICH 4.0.2 with the DePFS ROMIO driver, built once into /var/cache/depfs-mpich
 # and reused until the driver changes; exit 77 (no MPICH source here) is not an

@@ -2,6 +2,7 @@
  * char **errptr convention onto 0 / -ENOENT / -EIO and logs store errors.
  * Also the group-commit barrier (kv_sync), which fdatasyncs LevelDB's write
  * ahead log files (NNNNNN.log in the store directory) itself. */
+#include "fault.h"
 #include "kvstore.h"
 
 #include <assert.h>
@@ -149,10 +150,20 @@ int kv_get(kvstore *kv, const void *key, size_t klen, void **val, size_t *vlen)
     return 0;
 }
 
+/* FAULT_KV_SYNC_EIO (test builds): a synced write fails as a failed fsync
+ * of the log would, before LevelDB sees it. */
+static bool kv_sync_fault(kvstore *kv, const char *what)
+{
+    if (!FAULT_POINT(FAULT_KV_SYNC_EIO))
+        return false;
+    log_err("kvstore %s: %s: injected EIO (fault point kv_sync_eio)", kv->dir, what);
+    return true;
+}
+
 int kv_put(kvstore *kv, const void *key, size_t klen, const void *val, size_t vlen)
 {
     char *lerr = NULL;
-    if (atomic_load(&kv->failed))
+    if (atomic_load(&kv->failed) || kv_sync_fault(kv, "put"))
         return -EIO;
     leveldb_put(kv->db, kv->write_options, key, klen, val, vlen, &lerr);
     return lerr ? store_error(kv, "put", lerr) : 0;
@@ -161,7 +172,7 @@ int kv_put(kvstore *kv, const void *key, size_t klen, const void *val, size_t vl
 int kv_delete(kvstore *kv, const void *key, size_t klen)
 {
     char *lerr = NULL;
-    if (atomic_load(&kv->failed))
+    if (atomic_load(&kv->failed) || kv_sync_fault(kv, "delete"))
         return -EIO;
     leveldb_delete(kv->db, kv->write_options, key, klen, &lerr);
     return lerr ? store_error(kv, "delete", lerr) : 0;
@@ -192,7 +203,7 @@ int kv_batch_commit(kvstore *kv, kv_batch *b)
 {
     char *lerr = NULL;
     assert(b);
-    if (atomic_load(&kv->failed))
+    if (atomic_load(&kv->failed) || kv_sync_fault(kv, "batch write"))
         return -EIO;
     leveldb_write(kv->db, kv->write_options, b->wb, &lerr);
     return lerr ? store_error(kv, "batch write", lerr) : 0;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fault.h"
 #include "log.h"
 
 #define TCP_SOCKBUF_BYTES (4 << 20)
@@ -112,7 +113,18 @@ static int tcp_sendv(xport *x, const struct iovec *iov, int cnt)
         memset(&mh, 0, sizeof(mh));
         mh.msg_iov = local;
         mh.msg_iovlen = (size_t)n;
+        uint8_t *flipped = NULL;
+        /* frames go as [frame header, message header, bulk...]: flip a bit
+         * of the bulk, which the receiver's CRC check must catch */
+        if (cnt >= 3 && FAULT_POINT(FAULT_XPORT_FLIP_BIT) && local[n - 1].iov_len > 0 &&
+            (flipped = malloc(local[n - 1].iov_len)) != NULL) {
+            /* a copy: the caller's bytes (file data) stay as they are */
+            memcpy(flipped, local[n - 1].iov_base, local[n - 1].iov_len);
+            flipped[local[n - 1].iov_len / 2] ^= 1u;
+            local[n - 1].iov_base = flipped;
+        }
         w = sendmsg(t->fd, &mh, MSG_NOSIGNAL);
+        free(flipped);
         if (w < 0) {
             if (errno == EINTR)
                 continue;

@@ -6,6 +6,7 @@
  * (never across I/O): a thread takes a reference, does pread/pwrite with no
  * lock held, and drops it. Eviction and remove close a descriptor only when
  * no thread holds it. */
+#include "fault.h"
 #include "strips.h"
 
 #include <assert.h>
@@ -258,6 +259,8 @@ void ios_strips_close(ios_strips *s)
 
 static int pread_full(int fd, uint8_t *buf, uint64_t len, uint64_t off)
 {
+    if (FAULT_POINT(FAULT_STRIP_PREAD_EIO))
+        return -EIO;
     while (len > 0) {
         ssize_t got = pread(fd, buf, len, (off_t)off);
         if (got < 0) {
@@ -278,6 +281,10 @@ static int pread_full(int fd, uint8_t *buf, uint64_t len, uint64_t off)
 
 static int pwrite_full(int fd, const uint8_t *buf, uint64_t len, uint64_t off)
 {
+    if (FAULT_POINT(FAULT_STRIP_PWRITE_ENOSPC))
+        return -ENOSPC;
+    if (FAULT_POINT(FAULT_STRIP_PWRITE_EIO))
+        return -EIO;
     while (len > 0) {
         ssize_t put = pwrite(fd, buf, len, (off_t)off);
         if (put < 0) {

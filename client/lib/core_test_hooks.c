@@ -19,6 +19,8 @@
  *                                             no phase-2 write sent yet;
  *                             between_writes  phase-2 write to the first server
  *                                             done, the others not yet sent.
+ * These two exist only in test builds (make hooks: -DDEPFS_TEST_HOOKS, in
+ * BUILD/hooks); the library users run ignores them with a warning.
  *   DEPFS_WRITE_BEHIND=0    no write-behind buffering (benchmarks' "before").
  *   DEPFS_READ_AHEAD=0      no client read-ahead (benchmarks' "before").
  *
@@ -45,15 +47,21 @@ static bool dc_env_is(const char *name, const char *value)
 
 static void dc_test_hooks_read(void)
 {
-    dc_hooks.no_locks = dc_env_is("DEPFS_TEST_NO_LOCKS", "1");
     dc_hooks.write_behind_off = dc_env_is("DEPFS_WRITE_BEHIND", "0");
     dc_hooks.read_ahead_off = dc_env_is("DEPFS_READ_AHEAD", "0");
+#ifdef DEPFS_TEST_HOOKS
+    dc_hooks.no_locks = dc_env_is("DEPFS_TEST_NO_LOCKS", "1");
     if (dc_env_is("DEPFS_TEST_PAUSE", "after_lock"))
         dc_hooks.pause = DC_PAUSE_AFTER_LOCK;
     else if (dc_env_is("DEPFS_TEST_PAUSE", "between_writes"))
         dc_hooks.pause = DC_PAUSE_BETWEEN_WRITES;
     else
         dc_hooks.pause = DC_PAUSE_NONE;
+#else
+    if (getenv("DEPFS_TEST_NO_LOCKS") != NULL || getenv("DEPFS_TEST_PAUSE") != NULL)
+        log_warn("DEPFS_TEST_NO_LOCKS/DEPFS_TEST_PAUSE ignored: test-only switches are "
+                 "compiled only into test builds (make hooks)");
+#endif
     if (dc_hooks.no_locks)
         log_warn("DEPFS_TEST_NO_LOCKS=1: TEST ONLY, writes take no stripe locks; parity "
                  "will be wrong under concurrent writers");

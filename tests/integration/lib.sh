@@ -209,6 +209,18 @@ LIBDEPFS_SO="$DEPFS_BIN_DIR/../lib/libdepfs.so"
 # (leak checks off there: the host program's own leaks are not ours).
 DEPFS_SAN_PRELOAD=$(ldd "$LIBDEPFS_SO" 2>/dev/null | awk '/libasan\.so/ {print $3; exit}')
 export DEPFS_SAN_PRELOAD
+
+# use_test_build: this test needs a TEST ONLY switch (DEPFS_TEST_NO_LOCKS,
+# DEPFS_TEST_PAUSE) or a fault point (DEPFS_FAULTS), which only the test
+# build has (make hooks: BUILD/hooks); every daemon, tool and libdepfs of
+# the test come from it from here on.
+use_test_build() {
+  local hooks
+  hooks="$(cd "$DEPFS_BIN_DIR/.." && pwd)/hooks/bin"
+  [ -x "$hooks/depfs-ioserver" ] || fail "no test build in $hooks (make hooks builds it)"
+  export DEPFS_BIN_DIR="$hooks"
+  LIBDEPFS_SO="$DEPFS_BIN_DIR/../lib/libdepfs.so"
+}
 san_host() {
   if [ -n "$DEPFS_SAN_PRELOAD" ]; then
     LD_PRELOAD="$DEPFS_SAN_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}" ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" "$@"

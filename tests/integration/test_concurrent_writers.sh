@@ -19,6 +19,7 @@
 # match their data, and scrub must say so and exit non-zero. Then
 # scrub --repair fixes them and the test ends with a clean scrub.
 source "$(dirname "$0")/lib.sh"
+use_test_build # DEPFS_TEST_NO_LOCKS / DEPFS_TEST_PAUSE exist only there
 
 CW="$TOP/tests/integration/cwriters.py"
 MNT2="$DEPFS_STATE/mnt2"

@@ -16,6 +16,7 @@
 # wrong words (bounded number of tries), so the check can see a torn decode.
 # Then the servers return with --rebuild and scrub is clean.
 source "$(dirname "$0")/lib.sh"
+use_test_build # DEPFS_TEST_NO_LOCKS / DEPFS_TEST_PAUSE exist only there
 require_recovery
 REGION=$((8 * 393216))    # 8 stripes of an 8@6 file with 64 KiB units
 RACE_S=8

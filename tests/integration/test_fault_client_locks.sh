@@ -10,6 +10,7 @@
 # speed). Afterwards every byte is the old one or the dead writer's, the
 # rest of the file and the other files are unchanged, and scrub is clean.
 source "$(dirname "$0")/lib.sh"
+use_test_build # DEPFS_TEST_NO_LOCKS / DEPFS_TEST_PAUSE exist only there
 require_recovery
 REF="$DEPFS_STATE-ref"
 rm -rf "$REF"; mkdir -p "$REF"

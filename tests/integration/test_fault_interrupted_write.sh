@@ -30,6 +30,7 @@
 # same check. Every part runs even when another fails; the test fails at the
 # end naming what each part saw. DEPFS_TORN_PARTS="kill-all full-dir".
 source "$(dirname "$0")/lib.sh"
+use_test_build # DEPFS_TEST_NO_LOCKS / DEPFS_TEST_PAUSE exist only there
 require_recovery
 SEED=${DEPFS_FAULT_SEED:-$(( $(date +%s) % 30000 ))}
 RANDOM=$SEED

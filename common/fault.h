@@ -1,0 +1,32 @@
+/* fault.h - named fault-injection points (SQLite's and DAOS's way of
+ * testing failure paths nothing else reaches): a storage or transport call
+ * site asks FAULT_POINT(FAULT_STRIP_PWRITE) and, when the point is armed,
+ * fails as the named fault says. Compiled only into test builds (make
+ * hooks, -DDEPFS_TEST_HOOKS): everywhere else FAULT_POINT is the constant
+ * false and costs nothing.
+ *
+ * Armed from tests through the environment of the process:
+ *   DEPFS_FAULTS="strip_pwrite_enospc=3,kv_sync_eio"
+ * NAME[=N]: the next N hits fail (no N: every hit), each failure logged. */
+#ifndef DEPFS_FAULT_H
+#define DEPFS_FAULT_H
+#include <stdbool.h>
+
+typedef enum fault_point {
+    FAULT_STRIP_PWRITE_ENOSPC, /* ioserver/strips.c: pwrite of a unit fails ENOSPC */
+    FAULT_STRIP_PWRITE_EIO,    /* ioserver/strips.c: pwrite of a unit fails EIO */
+    FAULT_STRIP_PREAD_EIO,     /* ioserver/strips.c: pread of a unit fails EIO */
+    FAULT_KV_SYNC_EIO,         /* common/kvstore.c: a synced write fails EIO */
+    FAULT_XPORT_FLIP_BIT,      /* common/transport_tcp.c: one bit of a frame's bulk flips
+                                * on the way (a copy: the sender's bytes stay) */
+    FAULT_POINTS
+} fault_point;
+
+#ifdef DEPFS_TEST_HOOKS
+bool fault_hit(fault_point p);
+#define FAULT_POINT(p) fault_hit(p)
+#else
+#define FAULT_POINT(p) false
+#endif
+
+#endif
