@@ -182,6 +182,7 @@ class Cluster:
             else:
                 self.lcrun("restart", str(i))
         self.lcrun("restart", "recovery")
+        os.makedirs(self.mnt, exist_ok=True)
         self._start("fuse", [os.path.join(self.bin, "depfs-fuse"), self.mnt, "-f", "-o", f"config={self.conf}"])
         self._wait_mount(self.mnt, "fuse")
 
@@ -202,12 +203,15 @@ class Cluster:
         pf = self.pidfile(name)
         if os.path.exists(pf):
             os.unlink(pf)
-        logf = open(os.path.join(self.state, "logs", name + ".log"), "ab")
-        logf.write(f"=== {time.strftime('%F %T')} starting (campaign): {cmdline}\n".encode())
-        logf.flush()
-        subprocess.Popen(["bash", "-c", 'echo $$ >"$1"; eval "exec $2"', "_", pf, cmdline],
-                         stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True)
-        logf.close()
+        logp = os.path.join(self.state, "logs", name + ".log")
+        with open(logp, "ab") as logf:
+            logf.write(f"=== {time.strftime('%F %T')} starting (campaign): {cmdline}\n".encode())
+        # backgrounded by a shell that exits at once: the daemon is not our
+        # child, so it never lingers as our zombie (local-cluster's kill -0
+        # would wait for a zombie forever)
+        inner = 'echo $$ >"$1"; eval "exec $2"'
+        subprocess.run(["bash", "-c", 'setsid bash -c "$0" _ "$1" "$2" </dev/null >>"$3" 2>&1 &',
+                        inner, pf, cmdline, logp], stdin=subprocess.DEVNULL, check=True, timeout=30)
         for _ in range(100):
             if self.pid(name):
                 return
