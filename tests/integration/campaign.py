@@ -329,9 +329,10 @@ class Campaign:
         self.totals = {"rounds": 0, "faults": {}, "bytes_verified": 0, "lost": 0, "failed_rounds": [],
                        "hung_clients": 0}
         self.failures = []
+        self.t0 = time.monotonic()
 
     def run(self):
-        t0 = time.monotonic()
+        t0 = self.t0 = time.monotonic()
         root = os.geteuid() == 0
         if not root:
             say("not root: no network namespace or tmpfs rounds")
@@ -345,7 +346,7 @@ class Campaign:
                 self.totals["failed_rounds"].append(rnd)
                 if not self.a.keep_going:
                     break
-        self.summary(time.monotonic() - t0)
+        self.summary(time.monotonic() - self.t0)
         return 1 if self.totals["failed_rounds"] or self.totals["lost"] else 0
 
     def fail(self, rnd, msg):
@@ -378,7 +379,7 @@ class Campaign:
                 self.clients.kill_all()
             if self.inj:
                 self.inj.heal()
-            cl.down()
+            cl.down(keep_tmpfs=not self.round_ok)
             if self.round_ok and not a.keep_state:
                 shutil.rmtree(state, ignore_errors=True)
             elif not self.round_ok:
@@ -594,7 +595,7 @@ def main():
         return c.run()
     except KeyboardInterrupt as e:
         say(f"campaign interrupted ({e}); seed {a.seed}")
-        c.summary(0)
+        c.summary(time.monotonic() - c.t0)
         return 1
 
 

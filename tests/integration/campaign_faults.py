@@ -239,8 +239,10 @@ class Cluster:
         self._start("fuse2", [os.path.join(self.bin, "depfs-fuse"), self.mnt2, "-f", "-o", f"config={self.conf}"])
         self._wait_mount(self.mnt2, "fuse2")
 
-    def down(self):
-        """Everything this cluster made goes: mounts, daemons, namespace, tmpfs."""
+    def down(self, keep_tmpfs=False):
+        """Everything this cluster made goes: mounts, daemons, namespace, tmpfs
+        (with keep_tmpfs, the tmpfs data dir is copied to disk first, for a
+        post-mortem of a failed round)."""
         for m, name in ((self.mnt2, "fuse2"), (self.mnt, "fuse")):
             if os.path.ismount(m):
                 if subprocess.run(["fusermount3", "-u", m], capture_output=True).returncode:
@@ -271,6 +273,8 @@ class Cluster:
             self.ns = self.ns_server = None
         if self.tmpfs_server is not None:
             d = os.path.join(self.state, "io", str(self.tmpfs_server))
+            if keep_tmpfs:
+                subprocess.run(["cp", "-a", d, d + ".tmpfs-copy"], capture_output=True, timeout=300)
             for _ in range(20):
                 if subprocess.run(["umount", d], capture_output=True).returncode == 0 or not os.path.ismount(d):
                     break
