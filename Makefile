@@ -9,6 +9,8 @@
 #   make asan       the same tests under AddressSanitizer + UBSan (build-asan/)
 #   make bench      benchmarks, printing a table (written to $(BUILD)/bench/results.md;
 #                   DEPFS_BENCH_PUBLISH=1 also into docs/BENCH-RESULTS.md)
+#   make soak       the randomized fault campaign, as long as asked:
+#                   make soak ROUNDS=N SEED=S [ROUND_SECONDS=T] [MAX_MINUTES=M]
 #   make install PREFIX=/usr/local
 #
 # Parallel developers may use a private build dir: make BUILD=build-foo
@@ -76,7 +78,7 @@ TEST_BINS  := $(UNIT_BINS) $(COMPONENT_BINS)
 BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps test unit component integration asan bench install clean mpich hooks
+.PHONY: all deps test unit component integration asan bench soak install clean mpich hooks
 # keep objects and generated sources that pattern chains would delete
 .SECONDARY:
 all: $(BINS) $(LIBDEPFS_SO) $(TEST_BINS) $(BENCH_BINS) $(BUILD)/lib/depfs.pc
@@ -175,6 +177,17 @@ asan:
 
 bench: all
 	@BUILD=$(BUILD) tests/bench/run-bench
+
+# The fault campaign of tests/integration/campaign.py (test_fault_campaign is
+# its short form in `make test`): ROUNDS rounds, each a fresh cluster under a
+# seeded schedule of faults; prints rounds, faults of each kind and bytes
+# verified; fails on any lost acknowledged byte or failed check. SEED replays.
+ROUNDS ?= 20
+ROUND_SECONDS ?= 60
+MAX_MINUTES ?= 0
+soak: all
+	@DEPFS_BIN_DIR=$(abspath $(BUILD))/bin tests/integration/campaign.py --rounds $(ROUNDS) \
+	  --round-seconds $(ROUND_SECONDS) --max-minutes $(MAX_MINUTES) $(if $(SEED),--seed $(SEED))
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/sbin
