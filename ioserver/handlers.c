@@ -74,6 +74,7 @@
  * at most max_bulk_bytes, lock stripe_count >= 1 without overflow, at most
  * CONFIG_MAX_IOSERVERS down_servers (each one a durable dirty record). */
 #include "handlers.h"
+#include "lease.h"
 #include "stall.h"
 
 #include <assert.h>
@@ -605,9 +606,15 @@ static void dispatch(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, const
     case DEPFS__IO_OP__IO_REMOVE: do_remove(c, q, res); break;
     case DEPFS__IO_OP__IO_FSYNC: do_fsync(c, q, res); break;
     case DEPFS__IO_OP__IO_STAT: do_stat(c, q, res); break;
-    case DEPFS__IO_OP__IO_HEARTBEAT: do_heartbeat(c, res); break;
+    case DEPFS__IO_OP__IO_HEARTBEAT:
+        ios_lease_renew(c->lease); /* only depfs-recovery heartbeats */
+        do_heartbeat(c, res);
+        break;
     case DEPFS__IO_OP__IO_DIRTY: do_dirty(c, q, res); break;
-    case DEPFS__IO_OP__IO_SET_STATE: do_set_state(c, q, res); break;
+    case DEPFS__IO_OP__IO_SET_STATE:
+        ios_lease_renew(c->lease);
+        do_set_state(c, q, res);
+        break;
     default: fail(res, -EOPNOTSUPP, "unknown I/O op %u", type); break;
     }
 }

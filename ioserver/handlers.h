@@ -41,6 +41,7 @@ typedef struct ios_ctx {
     uint32_t max_bulk_bytes; /* bound on READ reply bulk */
     unsigned lock_lease_ms;  /* heartbeat reports locks at least this old */
     struct ios_stall *stall; /* stall detection (NULL: none) */
+    struct ios_lease *lease; /* recovery lease (NULL: none) */
 } ios_ctx;
 
 /* Everything a reply owns; ios_result_free releases it. */

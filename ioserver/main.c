@@ -26,6 +26,7 @@
 #include "daemon.h"
 #include "handlers.h"
 #include "lock_intents.h"
+#include "lease.h"
 #include "stall.h"
 #include "wire.h"
 #include "log.h"
@@ -183,6 +184,10 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
         log_err("cannot start the stall detector: %s", strerror(-rc));
         goto out;
     }
+    if ((rc = ios_lease_start(ctx.state, me->id, cfg, &ctx.lease))) {
+        log_err("cannot start the recovery lease: %s", strerror(-rc));
+        goto out;
+    }
     rpc_server_opts o = { .transport = cfg->transport, .address = me->address,
                           .limits = { .max_header_bytes = cfg->max_header_bytes,
                                       .max_bulk_bytes = cfg->max_bulk_bytes },
@@ -199,6 +204,7 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
     log_info("signal %d: stopping", sig);
     rpc_server_stop(srv);
 out:
+    ios_lease_stop(ctx.lease);
     ios_stall_stop(ctx.stall);
     ios_locks_free(ctx.locks);
     ios_state_close(ctx.state);

@@ -193,6 +193,9 @@ bool dc_status_apply(depfs_t *fs, dc_server *s, const Depfs__ServerInfo *si, uin
  * DC_MARK_RECHECK_MS per client; the marks and a lifted server's state
  * only, never the client's epoch); true while it stays marked. */
 bool dc_status_still_failed(depfs_t *fs, dc_server *s);
+/* The same recheck now, whatever the rate limit (a read about to fail for
+ * want of servers asks once whether some marked ones are back). */
+void dc_status_recheck_now(depfs_t *fs);
 
 /* ------------------------------------------------ TEST ONLY (core_test_hooks.c) */
 /* Switches read once per process from the environment; see core_test_hooks.c. */

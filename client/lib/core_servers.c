@@ -289,6 +289,12 @@ static void dc_status_recheck(depfs_t *fs)
     dc_set_error("%s", saved); /* best effort: the caller's error text stays */
 }
 
+void dc_status_recheck_now(depfs_t *fs)
+{
+    atomic_store(&fs->mark_recheck_ms, dc_now_ms());
+    dc_status_recheck(fs);
+}
+
 bool dc_status_still_failed(depfs_t *fs, dc_server *s)
 {
     uint64_t now_ms = dc_now_ms();

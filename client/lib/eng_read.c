@@ -89,8 +89,17 @@ static int dc_degraded_fetch(depfs_t *fs, dc_inode *in, dc_dstripe *ds, unsigned
 {
     const layout *lay = &in->lay;
     unsigned restarts = 0, nacks = 0;
+    uint32_t failed_here = 0;
+    bool rechecked = false;
     for (unsigned attempt = 0;; attempt++) {
-        bad |= dc_down_mask(fs, lay);
+        bad = (rechecked ? 0 : bad) | failed_here | dc_down_mask(fs, lay);
+        if (dc_popcount32(bad) > lay->n - lay->k && !rechecked) {
+            /* some of these may be marks from a failure that is over (the
+             * server rejoined meanwhile): ask the MDS once before failing */
+            rechecked = true;
+            dc_status_recheck_now(fs);
+            bad = failed_here | dc_down_mask(fs, lay);
+        }
         if (dc_popcount32(bad) > lay->n - lay->k) {
             dc_set_error("read of inode %llu: %u of %u units of a stripe unavailable (n-k=%u)",
                          (unsigned long long)in->ino, dc_popcount32(bad), lay->n,
@@ -109,7 +118,7 @@ static int dc_degraded_fetch(depfs_t *fs, dc_inode *in, dc_dstripe *ds, unsigned
                 nack = true;
             } else {
                 failed = true;
-                bad |= 1u << p;
+                failed_here |= 1u << p;
             }
         }
         if (!nack && !failed)

@@ -342,6 +342,37 @@ END_TEST
  * the cluster is as old serves itself from it right away. The server must
  * see it did not run, demote itself and refuse the read (the reader then
  * decodes): the reader gets the new bytes, never the stale ones. */
+/* A client marked server A failed while it was down (and heard the
+ * cluster's state after that); A came back and rejoined, and then server B
+ * goes down. A read of an 8@7 file (one parity unit) by that client must
+ * decode around B alone: A's old mark may not count as a second lost unit
+ * (it did, and the read failed with EIO until the mark expired). */
+START_TEST(test_read_rechecks_old_marks)
+{
+    size_t size = 4 * 7 * 4096;
+    uint8_t *model = calloc(1, size);
+    depfs_t *fs = mount_fs();
+    uint64_t ino = write_file(fs, "depfs@8@7@4k:/marks", model, 0, size);
+    depfs_layout_info li;
+    layout_of(fs, ino, &li);
+    unsigned a = li.servers[0], b = li.servers[1];
+    td_ios_kill(&g_cl, a);
+    mds_set_state(a, DEPFS__SERVER_STATE__SERVER_DOWN); /* as depfs-recovery does */
+    check_content(fs, "/marks", model, size); /* marks a failed here */
+    depfs_server_status st[T_SERVERS];
+    (void)depfs_cluster_status(fs, st, T_SERVERS); /* the cluster's word after the mark */
+    ck_assert(td_ios_start(&g_cl, a, "--rebuild"));
+    depfs_t *adm = mount_fs();
+    int rc = depfs_server_rejoin(adm, a, NULL, NULL);
+    ck_assert_msg(rc == 0, "rejoin: %s (%s)", strerror(-rc), depfs_last_error());
+    depfs_unmount(adm);
+    td_ios_kill(&g_cl, b);
+    check_content(fs, "/marks", model, size);
+    depfs_unmount(fs);
+    free(model);
+}
+END_TEST
+
 START_TEST(test_stalled_server_serves_no_stale_reads)
 {
     size_t size = 8 * 6 * 4096;
@@ -811,6 +842,7 @@ int main(void)
     suite_add_tcase(s, own_cluster("dirty_rejoin", test_dirty_rejoin));
     suite_add_tcase(s, own_cluster("truncate_while_down", test_truncate_while_down));
     suite_add_tcase(s, own_cluster("stalled_server", test_stalled_server_serves_no_stale_reads));
+    suite_add_tcase(s, own_cluster("read_rechecks_marks", test_read_rechecks_old_marks));
     suite_add_tcase(s, own_cluster("files_on_server", test_files_on_server));
     suite_add_tcase(s, own_cluster("orphan", test_orphan_repair));
     suite_add_tcase(s, own_cluster("orphan_stale_server", test_orphan_on_stale_server));

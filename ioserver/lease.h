@@ -1,0 +1,29 @@
+/* lease.h - the ioserver's recovery lease: a server cut off by the network
+ * keeps running and still calls itself UP, while clients write around it
+ * and depfs-recovery declares it down; the moment the link comes back a
+ * client with an equally old picture would read its stale units. So once
+ * depfs-recovery has been heard (IO_HEARTBEAT, IO_SET_STATE), a server that
+ * hears nothing from it for longer than the lease (one request timeout)
+ * asks the MDS itself: still UP at the cluster epoch it knows -> renewed;
+ * anything else, or no answer -> it demotes itself to REBUILDING like a
+ * stalled server (stall.h) and is rejoined when it is reached again
+ * (recovery/README.md "Stalled and cut-off servers"). A server never
+ * heard by depfs-recovery (none runs) holds no lease. */
+#ifndef DEPFS_IOS_LEASE_H
+#define DEPFS_IOS_LEASE_H
+#include <stdint.h>
+
+#include "config.h"
+#include "state.h"
+
+#define IOS_LEASE_TICK_MS 100u
+
+typedef struct ios_lease ios_lease;
+
+int ios_lease_start(ios_state *st, uint32_t server_id, const depfs_config *cfg,
+                    ios_lease **out);
+/* depfs-recovery spoke to this server (heartbeat or state push). */
+void ios_lease_renew(ios_lease *l);
+void ios_lease_stop(ios_lease *l);
+
+#endif
