@@ -242,6 +242,19 @@ out:
     return rc;
 }
 
+/* A unit this server failed to store (or to make durable) may be half
+ * written: it serves no more reads until depfs-recovery rejoins it, which
+ * rebuilds the file (the writer records this server dirty for it). */
+static void demote_after_failed_store(ios_ctx *c, uint64_t file_id, int err)
+{
+    int rc = ios_state_demote_self(c->state);
+    if (rc == 1)
+        log_warn("server %u failed to store a unit of file %016" PRIx64 " (%s): no reads until "
+                 "depfs-recovery rejoins it (REBUILDING)", c->server_id, file_id, strerror(-err));
+    else if (rc < 0)
+        log_err("server %u cannot store REBUILDING: %s", c->server_id, strerror(-rc));
+}
+
 static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
                     size_t bulk_len, ios_result *res)
 {
@@ -280,10 +293,12 @@ static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
     }
     if (ex.n && (rc = ios_strips_write(c->strips, q->file_id, ex.v, ex.n, bulk))) {
         fail(res, rc, "write failed: %s", strerror(-rc));
+        demote_after_failed_store(c, q->file_id, rc);
         goto out;
     }
     if (q->has_sync && q->sync && (rc = ios_strips_fsync(c->strips, q->file_id))) {
         fail(res, rc, "fdatasync failed: %s", strerror(-rc));
+        demote_after_failed_store(c, q->file_id, rc);
         goto out;
     }
     if (q->has_unlock && q->unlock) {

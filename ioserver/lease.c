@@ -78,7 +78,7 @@ static void check(ios_lease *l)
                   (unsigned long long)(now_ms - last));
         return;
     }
-    rc = ios_state_demote_stalled(l->st);
+    rc = ios_state_demote_self(l->st);
     if (rc == 1)
         log_warn("server %u: no word from depfs-recovery for %llu ms and %s: it may have been "
                  "written around; no reads until depfs-recovery rejoins it (REBUILDING)",

@@ -25,7 +25,7 @@ struct ios_stall {
 
 static void demote(ios_stall *w, uint64_t gap_ms)
 {
-    int rc = ios_state_demote_stalled(w->st);
+    int rc = ios_state_demote_self(w->st);
     if (rc == 1)
         log_warn("server %u did not run for %llu ms (stopped or paused, bound %llu ms): "
                  "clients may have written around it; no reads until depfs-recovery rejoins "

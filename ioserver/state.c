@@ -211,7 +211,7 @@ int ios_state_raise_epoch(ios_state *st, uint64_t e, uint64_t *now)
     return rc;
 }
 
-int ios_state_demote_stalled(ios_state *st)
+int ios_state_demote_self(ios_state *st)
 {
     static const uint8_t val[STATE_VALUE_BYTES] = { DEPFS__SERVER_STATE__SERVER_REBUILDING };
     int rc = 0;

@@ -21,10 +21,12 @@ void ios_state_close(ios_state *st);
 /* depfs ServerState value (DEPFS__SERVER_STATE__*). */
 uint32_t ios_state_get(ios_state *st);
 int ios_state_set(ios_state *st, uint32_t server_state);
-/* After a stall (stall.h): UP becomes REBUILDING, durably, and the server
- * counts as stalled until a state is set again. 1 when it was demoted, 0
- * when it was not UP, or a negative errno. */
-int ios_state_demote_stalled(ios_state *st);
+/* The server can no longer vouch for its units (a stall, stall.h; a lost
+ * lease, lease.h; a unit it failed to store): UP becomes REBUILDING,
+ * durably, and the server counts as demoted by itself (IoReply.stalled)
+ * until a state is set again. 1 when it was demoted, 0 when it was not
+ * UP, or a negative errno. */
+int ios_state_demote_self(ios_state *st);
 bool ios_state_stalled(ios_state *st);
 /* true for the states in which client reads are refused. */
 bool ios_state_refuses_reads(uint32_t server_state);

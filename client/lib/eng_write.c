@@ -520,6 +520,7 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
     uint32_t failed = 0;
     int err = 0;
     bool lost_lock = false;
+    uint32_t unstored = 0; /* refused after storing part of the unit, maybe */
     for (unsigned p = 0; p < lay->n; p++) {
         if (!reqs[p].active)
             continue;
@@ -527,22 +528,36 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
             failed |= 1u << p;
         else if (reqs[p].result == -EPERM && reqs[p].has_lock)
             lost_lock = true;
+        else if (reqs[p].result < 0 && !dc_write_not_applied(reqs[p].result))
+            unstored |= 1u << p;
         else if (reqs[p].result < 0 && err == 0)
             err = reqs[p].result;
     }
-    if (err != 0 || lost_lock) {
-        /* release our lock where the write was refused before it stored
-         * anything; where it may have stored part of the unit the lock
-         * stays: the stripes are in doubt, and depfs-recovery repairs them
-         * once the lock outlives its lease (an orphan lock) */
-        for (unsigned p = 0; p < lay->n; p++)
-            reqs[p].result = reqs[p].active && dc_write_not_applied(reqs[p].result) ? 0 : 1;
-        dc_io_unlock_granted(w->fs, w->in->ino, reqs, lay->n);
-    }
+    for (unsigned p = 0; p < lay->n; p++)
+        if ((unstored >> p) & 1u)
+            log_warn("libdepfs: I/O server %u could not store its unit of inode %llu (%s): "
+                     "written around it, as if it had failed", lay->servers[p],
+                     (unsigned long long)w->in->ino, strerror(-reqs[p].result));
+    /* a server that failed to store its unit (a full or failing disk; it
+     * demotes itself) missed this write like a crashed one: the survivors
+     * record it dirty first, then its lock goes */
+    failed |= unstored;
     if (failed != 0) {
         int rc = dc_notify_dirty(w, &failed);
         if (rc < 0 && err == 0)
             err = rc;
+    }
+    if (err != 0 || lost_lock || unstored != 0) {
+        /* release our lock where the write was refused, or where it was
+         * not stored and the server is now recorded dirty; if recording
+         * failed, a unit in doubt keeps its lock: depfs-recovery repairs
+         * the stripes once it outlives its lease (an orphan lock) */
+        for (unsigned p = 0; p < lay->n; p++) {
+            bool refused = reqs[p].active && dc_write_not_applied(reqs[p].result);
+            bool recorded = ((unstored >> p) & 1u) && err == 0;
+            reqs[p].result = refused || recorded ? 0 : 1;
+        }
+        dc_io_unlock_granted(w->fs, w->in->ino, reqs, lay->n);
     }
     if (err != 0) {
         dc_set_error("write of inode %llu: a server refused the write: %s",
