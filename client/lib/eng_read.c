@@ -79,6 +79,9 @@ static int dc_degraded_build(depfs_t *fs, const layout *lay, dc_dstripe *ds, uns
     return 0;
 }
 
+/* MDS rechecks of this client's failure marks before a read fails. */
+#define DC_MARK_RECHECKS 2u
+
 /* Read any k usable units of every stripe of ds (ascending) over its
  * [ra, rb) into d->unit[] in one LOCK+READ fan-out, retrying NACKs and
  * failing over servers that fail. On success the stripe locks are still
@@ -95,10 +98,14 @@ static int dc_degraded_fetch(depfs_t *fs, dc_inode *in, dc_dstripe *ds, unsigned
         bad = (rechecked ? 0 : bad) | failed_here | dc_down_mask(fs, lay);
         if (dc_popcount32(bad) > lay->n - lay->k && !rechecked) {
             /* some of these may be marks from a failure that is over (the
-             * server rejoined meanwhile): ask the MDS once before failing */
+             * server rejoined meanwhile): ask the MDS before failing. The
+             * first answer after a mark only dates the failure; a second
+             * one lifts the marks of servers that came back since. */
             rechecked = true;
-            dc_status_recheck_now(fs);
-            bad = failed_here | dc_down_mask(fs, lay);
+            for (unsigned i = 0; i < DC_MARK_RECHECKS && dc_popcount32(bad) > lay->n - lay->k; i++) {
+                dc_status_recheck_now(fs);
+                bad = failed_here | dc_down_mask(fs, lay);
+            }
         }
         if (dc_popcount32(bad) > lay->n - lay->k) {
             dc_set_error("read of inode %llu: %u of %u units of a stripe unavailable (n-k=%u)",

@@ -54,6 +54,7 @@ TOP = os.environ.get("DEPFS_TOP") or os.path.abspath(os.path.join(HERE, "..", ".
 LAYOUTS = {"8@6": "/L8_6", "8@7": "/L8_7", "4@2": "/L4_2"}
 DEGRADED_GROUPS = [("8@6", "4@2"), ("8@7",)]   # files tolerating 2 and 1 lost servers
 SETTLE_S = 150        # bound: a healed fault to every server up again
+CLIENT_MARK_EXPIRY_S = 5.5  # server_down_expiry_ms (default 5000) + slack
 HEAL_S = 240          # bound: the end of a round to every server up, nothing rebuilding
 CLIENT_STOP_S = 90    # bound: the stop file to every client gone
 VERIFY_S = 600        # bound: one verify pass
@@ -484,6 +485,10 @@ class Campaign:
                 self.fail(rnd, f"FAILED: seed {seed} round {rnd}: after the degraded read, servers {victims} "
                                f"restarted with --rebuild are not all up within {HEAL_S} s: {line}")
                 return
+            # a client that saw these servers fail keeps them out for
+            # server_down_expiry_ms unless the MDS shows them back first
+            # (recovery/README.md): the next group's check starts after that
+            time.sleep(CLIENT_MARK_EXPIRY_S)
         # (c) scrub
         p = cl.depfs("scrub", "--all", "--json", timeout=600)
         try:
