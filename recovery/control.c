@@ -1,184 +1,114 @@
-/* control.c - the calls depfs-recovery's main thread makes: to the MDS
+/* control.c - the calls depfs-recovery's main thread makes to the MDS
  * (cluster view, state changes, progress reports) and IO_SET_STATE to the
- * I/O servers (one server's state, or a new epoch pushed to all at once). */
+ * I/O servers (one server's state, or a new epoch pushed to all at once),
+ * all through its libdepfs client (depfs_admin.h "cluster control"): one
+ * retrying MDS call and one request fan-out for the whole code base. */
 #include "rec.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "depfs.pb-c.h"
 #include "log.h"
-
-static int mds_call(rec_ctx *c, Depfs__MdsOp op, const Depfs__MdsRequest *req,
-                    Depfs__MdsReply **out)
-{
-    *out = NULL;
-    for (unsigned attempt = 0; attempt < REC_HEARTBEAT_TRIES && !c->stopping; attempt++) {
-        rpc_conn *conn = rec_conn(c, &c->mds, c->cfg->mds_address);
-        if (!conn)
-            continue;
-        int rv = rpc_call_msg(conn, (uint16_t)op, &req->base, NULL, 0, NULL, 0,
-                              (int)c->cfg->request_timeout_ms, &depfs__mds_reply__descriptor,
-                              (ProtobufCMessage **)out, NULL);
-        if (rv == 0) {
-            rv = (*out)->err ? -(*out)->err : 0;
-            if (rv) {
-                log_warn("MDS refused %s: %s", op == DEPFS__MDS_OP__MDS_CLUSTER ? "CLUSTER"
-                                               : "SET_SERVER_STATE",
-                         (*out)->message ? (*out)->message : strerror(-rv));
-                depfs__mds_reply__free_unpacked(*out, NULL);
-                *out = NULL;
-            }
-            return rv;
-        }
-        rpc_conn_close(c->mds);
-        c->mds = NULL;
-    }
-    return -ETIMEDOUT;
-}
 
 int rec_mds_cluster(rec_ctx *c, rec_mds_server *out, unsigned max, unsigned *n, uint64_t *epoch)
 {
-    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
-    Depfs__MdsReply *rep;
-    int rv = mds_call(c, DEPFS__MDS_OP__MDS_CLUSTER, &req, &rep);
+    int rv = rec_fs_ensure(c);
     if (rv)
         return rv;
-    *n = 0;
-    for (size_t i = 0; i < rep->n_servers && *n < max; i++)
-        out[(*n)++] = (rec_mds_server){ .id = rep->servers[i]->id,
-                                        .state = rep->servers[i]->state };
-    *epoch = rep->has_cluster_epoch ? rep->cluster_epoch : 0;
-    depfs__mds_reply__free_unpacked(rep, NULL);
-    return 0;
+    depfs_server_state *v = calloc(max ? max : 1, sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    rv = depfs_mds_cluster(c->fs, v, max, epoch);
+    if (rv >= 0) {
+        *n = (unsigned)rv < max ? (unsigned)rv : max;
+        for (unsigned i = 0; i < *n; i++)
+            out[i] = (rec_mds_server){ .id = v[i].id, .state = (uint32_t)v[i].state };
+        rv = 0;
+    } else {
+        log_warn("MDS_CLUSTER failed: %s (%s)", strerror(-rv), depfs_last_error());
+    }
+    free(v);
+    return rv;
 }
 
 int rec_mds_set_state(rec_ctx *c, uint32_t id, uint32_t state, uint64_t *epoch)
 {
-    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
-    Depfs__MdsReply *rep;
-    req.has_server_id = req.has_server_state = true;
-    req.server_id = id;
-    req.server_state = state;
-    int rv = mds_call(c, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, &req, &rep);
-    if (rv)
+    int rv = rec_fs_ensure(c);
+    if (rv == 0)
+        rv = depfs_mds_set_state(c->fs, id, (int)state, epoch);
+    if (rv) {
+        log_warn("MDS refused SET_SERVER_STATE: %s (%s)", strerror(-rv), depfs_last_error());
         return rv;
-    *epoch = rep->has_cluster_epoch ? rep->cluster_epoch : 0;
+    }
     if (*epoch > c->mds_epoch)
         c->mds_epoch = *epoch;
-    depfs__mds_reply__free_unpacked(rep, NULL);
     return 0;
 }
 
 int rec_mds_progress(rec_ctx *c, uint32_t id, const uint64_t *done_bytes,
                      uint64_t degraded_files)
 {
-    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
-    Depfs__MdsReply *rep;
-    req.has_server_id = true;
-    req.server_id = id;
-    req.has_rebuild_done_bytes = done_bytes != NULL;
-    req.rebuild_done_bytes = done_bytes ? *done_bytes : 0;
-    req.has_degraded_files = true;
-    req.degraded_files = degraded_files;
-    int rv = mds_call(c, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, &req, &rep);
-    if (rv == 0)
-        depfs__mds_reply__free_unpacked(rep, NULL);
-    return rv;
-}
-
-static void set_state_req(Depfs__IoRequest *req, int state, uint64_t epoch)
-{
-    depfs__io_request__init(req);
-    if (state >= 0) {
-        req->has_server_state = true;
-        req->server_state = (uint32_t)state;
-    }
-    if (epoch) {
-        req->has_cluster_epoch = true;
-        req->cluster_epoch = epoch;
-    }
+    int rv = rec_fs_ensure(c);
+    return rv ? rv : depfs_report_degraded(c->fs, id, done_bytes, degraded_files);
 }
 
 /* What a server just answered is newer than its prober's last heartbeat:
  * the next decision round must not act on the older picture. */
-static void note_reply(rec_ctx *c, rec_server *s, const Depfs__IoReply *rep)
+static void note_reply(rec_ctx *c, rec_server *s, const depfs_push_result *r)
 {
+    if (!r->answered)
+        return;
     pthread_mutex_lock(&c->mu);
-    if (rep->has_state)
-        s->obs.state = rep->state;
-    if (rep->has_cluster_epoch)
-        s->obs.epoch = rep->cluster_epoch;
+    if (r->state >= 0)
+        s->obs.state = (uint32_t)r->state;
+    s->obs.epoch = r->epoch;
     pthread_mutex_unlock(&c->mu);
 }
 
 int rec_io_set_state(rec_ctx *c, rec_server *s, int state, uint64_t epoch)
 {
-    Depfs__IoRequest req;
-    set_state_req(&req, state, epoch);
-    int rv = -ETIMEDOUT;
-    for (unsigned attempt = 0; attempt < REC_HEARTBEAT_TRIES && !c->stopping; attempt++) {
-        rpc_conn *conn = rec_conn(c, &s->ctl, s->address);
-        if (!conn) {
-            rv = -ECONNREFUSED;
-            continue;
-        }
-        Depfs__IoReply *rep = NULL;
-        rv = rpc_call_msg(conn, DEPFS__IO_OP__IO_SET_STATE, &req.base, NULL, 0, NULL, 0,
-                          (int)c->cfg->request_timeout_ms, &depfs__io_reply__descriptor,
-                          (ProtobufCMessage **)&rep, NULL);
-        if (rv == 0) {
-            rv = rep->err ? -rep->err : 0;
-            note_reply(c, s, rep);
-            depfs__io_reply__free_unpacked(rep, NULL);
-            return rv;
-        }
-        rpc_conn_close(s->ctl);
-        s->ctl = NULL;
-    }
-    return rv;
+    int rv = rec_fs_ensure(c);
+    if (rv)
+        return rv;
+    depfs_push_result r;
+    rv = depfs_push_state(c->fs, &s->id, 1, state, epoch, &r);
+    if (rv < 0)
+        return rv;
+    note_reply(c, s, &r);
+    return r.rc;
 }
 
 unsigned rec_push_epoch(rec_ctx *c, uint64_t epoch)
 {
-    Depfs__IoRequest req;
-    rpc_call **calls = calloc(c->nservers ? c->nservers : 1, sizeof(*calls));
-    unsigned took = 0;
-    if (!calls)
+    if (rec_fs_ensure(c) != 0)
         return 0;
-    set_state_req(&req, -1, epoch);
-    /* start every call, then wait: one slow server costs t_T once */
+    uint32_t *ids = calloc(c->nservers ? c->nservers : 1, sizeof(*ids));
+    unsigned *index = calloc(c->nservers ? c->nservers : 1, sizeof(*index));
+    depfs_push_result *r = calloc(c->nservers ? c->nservers : 1, sizeof(*r));
+    unsigned n = 0, took = 0;
+    if (!ids || !index || !r)
+        goto out;
     for (unsigned i = 0; i < c->nservers; i++) {
-        rec_server *s = &c->servers[i];
         pthread_mutex_lock(&c->mu);
-        bool answered = s->obs.answered;
+        bool answered = c->servers[i].obs.answered;
         pthread_mutex_unlock(&c->mu);
-        rpc_conn *conn = answered ? rec_conn(c, &s->ctl, s->address) : NULL;
-        if (conn && rpc_call_start_msg(conn, DEPFS__IO_OP__IO_SET_STATE, &req.base, NULL, 0,
-                                       NULL, 0, &calls[i]) != 0)
-            calls[i] = NULL;
-    }
-    uint64_t deadline_ms = clock_now_ms() + c->cfg->request_timeout_ms;
-    for (unsigned i = 0; i < c->nservers; i++) {
-        if (!calls[i])
-            continue;
-        uint64_t now_ms = clock_now_ms();
-        int left_ms = deadline_ms > now_ms ? (int)(deadline_ms - now_ms) : 0;
-        Depfs__IoReply *rep = NULL;
-        if (rpc_call_wait(calls[i], left_ms) == 0 &&
-            rpc_call_unpack(calls[i], &depfs__io_reply__descriptor, (ProtobufCMessage **)&rep) == 0) {
-            took += rep->err == 0;
-            note_reply(c, &c->servers[i], rep);
-            depfs__io_reply__free_unpacked(rep, NULL);
-        } else {
-            log_debug("ioserver %u did not take epoch %llu", c->servers[i].id,
-                      (unsigned long long)epoch);
+        if (answered) {
+            ids[n] = c->servers[i].id;
+            index[n++] = i;
         }
-        rpc_call_free(calls[i]);
     }
-    free(calls);
+    int rv = depfs_push_state(c->fs, ids, n, -1, epoch, r);
+    for (unsigned j = 0; rv >= 0 && j < n; j++) {
+        note_reply(c, &c->servers[index[j]], &r[j]);
+        took += r[j].rc == 0;
+        if (r[j].rc != 0)
+            log_debug("ioserver %u did not take epoch %llu", ids[j], (unsigned long long)epoch);
+    }
+out:
+    free(ids);
+    free(index);
+    free(r);
     log_debug("epoch %llu pushed to %u servers", (unsigned long long)epoch, took);
     return took;
 }

@@ -358,8 +358,6 @@ void rec_fini(rec_ctx *c)
         free(s->obs.stale);
         dirty_free(s->obs.dirty, c->nservers);
     }
-    if (c->mds)
-        rpc_conn_close(c->mds);
     if (c->fs)
         depfs_unmount(c->fs);
     pthread_cond_destroy(&c->cond);

@@ -108,8 +108,7 @@ typedef struct rec_ctx {
     bool wake;             /* a prober saw a change: decide now */
     bool once;             /* --once: probers do one heartbeat and exit */
     /* main thread */
-    rpc_conn *mds;
-    depfs_t *fs;           /* for rejoin and orphan repair; mounted lazily */
+    depfs_t *fs;           /* MDS and control calls, rejoin, orphan repair; mounted lazily */
     uint64_t mds_epoch;
     /* orphan repairer (guarded by mu) */
     pthread_t repairer;

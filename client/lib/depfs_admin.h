@@ -22,6 +22,35 @@ int depfs_set_server_state(depfs_t *fs, uint32_t server_id, int state); /* DEPFS
 int depfs_report_progress(depfs_t *fs, uint32_t server_id, uint64_t done_bytes,
                           uint64_t total_bytes, uint64_t rate_bps);
 
+/* ------------------------------------------------------ cluster control */
+/* The calls depfs-recovery makes (and only an admin should): the MDS's
+ * picture, a server's state at the MDS, progress, IO_SET_STATE pushes. */
+typedef struct depfs_server_state {
+    uint32_t id;
+    int state;                  /* DEPFS_SERVER_* as the MDS holds it */
+} depfs_server_state;
+/* MDS_CLUSTER: up to max servers into out and the cluster epoch; returns
+ * the number of servers the MDS knows (may exceed max), or -errno. */
+int depfs_mds_cluster(depfs_t *fs, depfs_server_state *out, unsigned max, uint64_t *epoch);
+/* MDS_SET_SERVER_STATE(server_id, state) alone; the new epoch in *epoch
+ * (depfs_set_server_state also pushes it to every server). */
+int depfs_mds_set_state(depfs_t *fs, uint32_t server_id, int state, uint64_t *epoch);
+/* Progress only, never a state: degraded files of server_id and, when
+ * done_bytes is not NULL, the bytes its rejoin rebuilt so far. */
+int depfs_report_degraded(depfs_t *fs, uint32_t server_id, const uint64_t *done_bytes,
+                          uint64_t degraded_files);
+/* IO_SET_STATE to servers ids[0..n) at once: a state (< 0: unchanged) and
+ * a cluster epoch (0: unchanged). out[i] says how each answered. Returns
+ * how many took it, or -errno. */
+typedef struct depfs_push_result {
+    int rc;                     /* 0, -errno of its answer, or a transport error */
+    bool answered;
+    int state;                  /* its state after the push (-1: no answer) */
+    uint64_t epoch;             /* the epoch it knows after the push */
+} depfs_push_result;
+int depfs_push_state(depfs_t *fs, const uint32_t *ids, unsigned n, int state, uint64_t epoch,
+                     depfs_push_result *out);
+
 /* ------------------------------------------------- recovery operations */
 /* Progress callback: bytes of units rebuilt so far for this call. It may
  * sleep (that is how callers throttle); a non-zero return aborts (-ECANCELED). */
