@@ -39,8 +39,10 @@ unsigned dc_live_servers(depfs_t *fs, uint32_t except, uint32_t *ids, unsigned m
 int dc_strip_extent(depfs_t *fs, const dc_target *t, uint32_t mask, uint64_t *max_bytes);
 
 /* Positions whose units of ino may be stale (recovery/README.md "Trusted
- * units"): unreachable, RECONSTRUCTING, or named in a dirty record. */
-int dc_untrusted_mask(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t *untrusted);
+ * units"): unreachable, RECONSTRUCTING, or named in a dirty record; with
+ * refresh, the servers' states are read from the MDS first. */
+int dc_untrusted_mask(depfs_t *fs, const layout *lay, uint64_t ino, bool refresh,
+                      uint32_t *untrusted);
 
 /* Dirty records (S, file) on every live server: action is DIRTY_CLAIM or
  * DIRTY_CLEAR (a clear refused because the file was recorded again since

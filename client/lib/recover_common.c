@@ -154,9 +154,11 @@ int dc_strip_extent(depfs_t *fs, const dc_target *t, uint32_t mask, uint64_t *ma
  * is back but still REBUILDING holds current units of every file no write
  * went around it for: a write around a server stores the dirty records
  * before any data, so without a record nothing of ino was missed there. */
-int dc_untrusted_mask(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t *untrusted)
+int dc_untrusted_mask(depfs_t *fs, const layout *lay, uint64_t ino, bool refresh,
+                      uint32_t *untrusted)
 {
-    (void)dc_cluster_refresh(fs);
+    if (refresh)
+        (void)dc_cluster_refresh(fs); /* the servers' states, fresh from the MDS */
     uint32_t bad = ~dc_reachable_mask(fs, lay) & ((lay->n < 32 ? (1u << lay->n) : 0u) - 1u);
     for (unsigned p = 0; p < lay->n; p++)
         if (dc_server_state(fs, lay->servers[p]) == DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING)

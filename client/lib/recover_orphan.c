@@ -336,10 +336,11 @@ static void dc_orphan_unlock(dc_orphan *o, bool keep_in_doubt)
 static int dc_orphan_repair(dc_orphan *o)
 {
     const layout *lay = &o->t.lay;
-    int rc = dc_untrusted_mask(o->fs, lay, o->t.ino, &o->untrusted);
-    if (rc < 0)
-        return rc;
-    rc = dc_orphan_lock(o);
+    int rc = dc_orphan_lock(o);
+    /* which units are stale is asked once the stripes are ours: a write
+     * around a server that landed before we held them recorded it first */
+    if (rc == 0)
+        rc = dc_untrusted_mask(o->fs, lay, o->t.ino, true, &o->untrusted);
     if (rc < 0) {
         dc_orphan_unlock(o, true);
         return rc;

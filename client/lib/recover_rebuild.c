@@ -134,8 +134,26 @@ static int dc_rb_phase1(dc_rebuild *rb, uint64_t first, uint64_t count)
             else if (r->result != DC_ERR_DOWN && err == 0)
                 err = r->result; /* a down non-source merely holds no lock */
         }
-        if (!nack && !src_failed && err == 0)
-            return 0;
+        if (!nack && !src_failed && err == 0) {
+            /* the stripes are ours now: a source a writer went around
+             * before we held them has its dirty record by now */
+            uint32_t fresh = 0;
+            int rc = dc_untrusted_mask(rb->fs, lay, rb->t.ino, false, &fresh);
+            uint32_t sources = 0;
+            for (unsigned p = 0; p < lay->n; p++)
+                if (rb->reqs[p].active && rb->reqs[p].op == DEPFS__IO_OP__IO_READ)
+                    sources |= 1u << p;
+            fresh &= ~(1u << rb->spos);
+            if (rc == 0 && (fresh & sources & ~rb->untrusted) == 0)
+                return 0;
+            rb->untrusted |= fresh;
+            dc_io_unlock_granted(rb->fs, rb->t.ino, rb->reqs, lay->n);
+            if (rc < 0)
+                return rc;
+            if (++restarts > DC_FAILOVER_RESTARTS_MAX)
+                return -EIO;
+            continue;
+        }
         dc_io_unlock_granted(rb->fs, rb->t.ino, rb->reqs, lay->n);
         if (err != 0) {
             dc_set_error("rebuild of inode %llu onto server %u: %s", (unsigned long long)rb->t.ino,
@@ -387,7 +405,7 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
     }
     /* another server's units of this file may be stale too (it missed
      * writes): never decode from them */
-    rc = dc_untrusted_mask(fs, lay, ino, &rb.untrusted);
+    rc = dc_untrusted_mask(fs, lay, ino, true, &rb.untrusted);
     if (rc < 0)
         return rc;
     uint64_t max_bytes = 0;
