@@ -207,6 +207,7 @@ static void collect_orphans(rec_ctx *c, const rec_obs *obs)
         for (size_t k = 0; k < n; k++)
             rec_orphan_queue(c, &v[k]);
     free(v);
+    rec_orphan_retry_due(c);
 }
 
 /* Degraded file counts and rebuild progress, when they changed. */

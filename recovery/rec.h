@@ -121,6 +121,7 @@ typedef struct rec_ctx {
     struct rec_recent {
         rec_orphan o;
         uint64_t until_ms;
+        bool retry; /* the repair failed: queue it again at until_ms */
     } recent[REC_RECENT_MAX]; /* orphans not to queue again before until_ms */
 } rec_ctx;
 
@@ -174,6 +175,10 @@ void rec_rejoin_start(rec_ctx *c, rec_server *s);
 bool rec_rejoin_running(rec_ctx *c, rec_server *s);
 /* Queues an orphan repair unless the same one is queued or running. */
 void rec_orphan_queue(rec_ctx *c, const rec_orphan *o);
+/* Queues again the failed repairs whose retry is due. A failed repair
+ * leaves the stripes in doubt locked by this daemon, which no heartbeat
+ * reports as another's orphan, so the retry is kept here. */
+void rec_orphan_retry_due(rec_ctx *c);
 int rec_workers_start(rec_ctx *c);
 /* Waits until no rejoin or repair runs or is queued (for --once). */
 void rec_workers_drain(rec_ctx *c);

@@ -122,7 +122,7 @@ static bool recently_handled(rec_ctx *c, const rec_orphan *o, uint64_t now_ms)
 }
 
 /* Caller holds mu. */
-static void remember(rec_ctx *c, const rec_orphan *o, uint64_t until_ms)
+static void remember(rec_ctx *c, const rec_orphan *o, uint64_t until_ms, bool retry)
 {
     unsigned oldest = 0;
     for (unsigned i = 0; i < REC_RECENT_MAX; i++) {
@@ -133,26 +133,45 @@ static void remember(rec_ctx *c, const rec_orphan *o, uint64_t until_ms)
         if (c->recent[i].until_ms < c->recent[oldest].until_ms)
             oldest = i;
     }
-    c->recent[oldest] = (struct rec_recent){ .o = *o, .until_ms = until_ms };
+    c->recent[oldest] = (struct rec_recent){ .o = *o, .until_ms = until_ms, .retry = retry };
+}
+
+/* Caller holds mu. */
+static void queue_locked(rec_ctx *c, const rec_orphan *o)
+{
+    for (size_t i = 0; i < c->queue_len; i++)
+        if (same_orphan(&c->queue[i], o))
+            return;
+    if (c->queue_len == REC_ORPHAN_QUEUE_MAX) {
+        log_warn("orphan repair queue full; file %" PRIu64 " waits for a later heartbeat",
+                 o->file_id);
+        return;
+    }
+    c->queue[c->queue_len++] = *o;
+    pthread_cond_broadcast(&c->repair_cond);
 }
 
 void rec_orphan_queue(rec_ctx *c, const rec_orphan *o)
 {
     pthread_mutex_lock(&c->mu);
-    if ((c->repair_busy && same_orphan(&c->repairing, o)) ||
-        recently_handled(c, o, clock_now_ms()))
-        goto out;
-    for (size_t i = 0; i < c->queue_len; i++)
-        if (same_orphan(&c->queue[i], o))
-            goto out;
-    if (c->queue_len == REC_ORPHAN_QUEUE_MAX) {
-        log_warn("orphan repair queue full; file %" PRIu64 " waits for a later heartbeat",
-                 o->file_id);
-        goto out;
+    if (!(c->repair_busy && same_orphan(&c->repairing, o)) &&
+        !recently_handled(c, o, clock_now_ms()))
+        queue_locked(c, o);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rec_orphan_retry_due(rec_ctx *c)
+{
+    uint64_t now_ms = clock_now_ms();
+    pthread_mutex_lock(&c->mu);
+    for (unsigned i = 0; i < REC_RECENT_MAX; i++) {
+        struct rec_recent *r = &c->recent[i];
+        if (!r->retry || r->until_ms > now_ms)
+            continue;
+        r->retry = false;
+        if (!(c->repair_busy && same_orphan(&c->repairing, &r->o)))
+            queue_locked(c, &r->o);
     }
-    c->queue[c->queue_len++] = *o;
-    pthread_cond_broadcast(&c->repair_cond);
-out:
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -179,7 +198,7 @@ static void repair_one(rec_ctx *c, const rec_orphan *o)
         until_ms = clock_now_ms() + REC_REJOIN_RETRY_MS;
     }
     pthread_mutex_lock(&c->mu);
-    remember(c, o, until_ms);
+    remember(c, o, until_ms, rv != 0 && rv != -ENOENT);
     pthread_mutex_unlock(&c->mu);
 }
 

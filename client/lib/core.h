@@ -199,12 +199,18 @@ void dc_status_recheck_now(depfs_t *fs);
 
 /* ------------------------------------------------ TEST ONLY (core_test_hooks.c) */
 /* Switches read once per process from the environment; see core_test_hooks.c. */
-typedef enum { DC_PAUSE_NONE, DC_PAUSE_AFTER_LOCK, DC_PAUSE_BETWEEN_WRITES } dc_pause_point;
+typedef enum {
+    DC_PAUSE_NONE,
+    DC_PAUSE_AFTER_LOCK,
+    DC_PAUSE_BETWEEN_WRITES,
+    DC_PAUSE_BEFORE_DIRTY
+} dc_pause_point;
 typedef struct dc_test_hooks {
     bool no_locks;            /* DEPFS_TEST_NO_LOCKS=1: writes take no stripe locks */
     bool write_behind_off;    /* DEPFS_WRITE_BEHIND=0 */
     bool read_ahead_off;      /* DEPFS_READ_AHEAD=0 */
-    dc_pause_point pause;     /* DEPFS_TEST_PAUSE=after_lock|between_writes */
+    dc_pause_point pause;     /* DEPFS_TEST_PAUSE=after_lock|between_writes|before_dirty */
+    uint64_t pause_ms;        /* DEPFS_TEST_PAUSE_MS (default: 600 s) */
 } dc_test_hooks;
 const dc_test_hooks *dc_test_hooks_get(void);
 /* At point p: when DEPFS_TEST_PAUSE names it, say so on stderr and sleep. */

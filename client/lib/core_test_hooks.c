@@ -18,8 +18,14 @@
  *                             after_lock      phase 1 (locks + pre-reads) done,
  *                                             no phase-2 write sent yet;
  *                             between_writes  phase-2 write to the first server
- *                                             done, the others not yet sent.
- * These two exist only in test builds (make hooks: -DDEPFS_TEST_HOOKS, in
+ *                                             done, the others not yet sent;
+ *                             before_dirty    a phase-2 write failed on a server
+ *                                             that could not store its unit; the
+ *                                             others not yet told to record it
+ *                                             dirty (its lock still held).
+ *   DEPFS_TEST_PAUSE_MS=N   the pause lasts N ms instead (then the writer
+ *                           goes on: a slow writer rather than a dead one).
+ * These exist only in test builds (make hooks: -DDEPFS_TEST_HOOKS, in
  * BUILD/hooks); the library users run ignores them with a warning.
  *   DEPFS_WRITE_BEHIND=0    no write-behind buffering (benchmarks' "before").
  *   DEPFS_READ_AHEAD=0      no client read-ahead (benchmarks' "before").
@@ -55,8 +61,13 @@ static void dc_test_hooks_read(void)
         dc_hooks.pause = DC_PAUSE_AFTER_LOCK;
     else if (dc_env_is("DEPFS_TEST_PAUSE", "between_writes"))
         dc_hooks.pause = DC_PAUSE_BETWEEN_WRITES;
+    else if (dc_env_is("DEPFS_TEST_PAUSE", "before_dirty"))
+        dc_hooks.pause = DC_PAUSE_BEFORE_DIRTY;
     else
         dc_hooks.pause = DC_PAUSE_NONE;
+    const char *ms = getenv("DEPFS_TEST_PAUSE_MS");
+    dc_hooks.pause_ms = ms != NULL && *ms != '\0' ? strtoull(ms, NULL, 10)
+                                                   : DC_TEST_PAUSE_S * 1000ull;
 #else
     if (getenv("DEPFS_TEST_NO_LOCKS") != NULL || getenv("DEPFS_TEST_PAUSE") != NULL)
         log_warn("DEPFS_TEST_NO_LOCKS/DEPFS_TEST_PAUSE ignored: test-only switches are "
@@ -81,6 +92,7 @@ static const char *dc_pause_name(dc_pause_point p)
     switch (p) {
     case DC_PAUSE_AFTER_LOCK: return "after_lock";
     case DC_PAUSE_BETWEEN_WRITES: return "between_writes";
+    case DC_PAUSE_BEFORE_DIRTY: return "before_dirty";
     default: return "none";
     }
 }
@@ -91,7 +103,8 @@ void dc_test_pause(dc_pause_point p)
         return;
     fprintf(stderr, "DEPFS_TEST_PAUSE reached: %s pid=%ld\n", dc_pause_name(p), (long)getpid());
     fflush(stderr);
-    struct timespec left = {.tv_sec = DC_TEST_PAUSE_S, .tv_nsec = 0};
+    uint64_t ms = dc_test_hooks_get()->pause_ms;
+    struct timespec left = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
     while (nanosleep(&left, &left) != 0)
         ; /* a signal with a handler: keep sleeping the rest */
 }

@@ -474,14 +474,6 @@ static int dc_notify_dirty(dc_wround *w, uint32_t *failed)
     return rc;
 }
 
-/* A phase-2 refusal that left the server's unit untouched: the server
- * checked the request before storing anything (lock not held, stale epoch
- * or plan, bad request). Any other error may have stored part of the unit. */
-static bool dc_write_not_applied(int result)
-{
-    return result == -EPERM || result == -ESTALE || result == -EINVAL || result == -EAGAIN;
-}
-
 /* 0, -EAGAIN when a server no longer knew our lock (the recovery module
  * took it as an orphan: the round must be redone), or an error. */
 /* Send phase 2. Normally all servers in parallel; under the TEST ONLY
@@ -542,6 +534,8 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
      * demotes itself) missed this write like a crashed one: the survivors
      * record it dirty first, then its lock goes */
     failed |= unstored;
+    if (unstored != 0)
+        dc_test_pause(DC_PAUSE_BEFORE_DIRTY);
     if (failed != 0) {
         int rc = dc_notify_dirty(w, &failed);
         if (rc < 0 && err == 0)

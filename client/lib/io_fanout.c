@@ -474,6 +474,11 @@ void dc_io_unlock_granted(depfs_t *fs, uint64_t ino, const dc_req *reqs, unsigne
     free(un);
 }
 
+bool dc_write_not_applied(int result)
+{
+    return result == -EPERM || result == -ESTALE || result == -EINVAL || result == -EAGAIN;
+}
+
 int dc_record_down(depfs_t *fs, uint64_t ino, const layout *lay, uint32_t *down)
 {
     dc_req *reqs = calloc(lay->n, sizeof *reqs);

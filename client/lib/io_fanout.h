@@ -110,6 +110,11 @@ void dc_ctl_free(dc_ctl *v, unsigned n);
  * result 0); failures are ignored (the lease/recovery cleans up). */
 void dc_io_unlock_granted(depfs_t *fs, uint64_t ino, const dc_req *reqs, unsigned nreq);
 
+/* A WRITE's result that says the server refused it before storing any
+ * byte (no lock, an epoch mismatch, a bad request, busy): the unit there is
+ * as it was. Any other error may have left it half written. */
+bool dc_write_not_applied(int result);
+
 /* The servers at the positions in *down missed a change of file ino:
  * every other server of the layout stores the dirty records (server, ino)
  * (an IO_WRITE without extents naming them), so that their rejoin rebuilds

@@ -256,9 +256,14 @@ static int dc_orphan_compute(dc_orphan *o, dc_orphan_batch *b)
     return 0;
 }
 
-/* Write the rewritten units (the stripes stay locked by us). Servers that
- * cannot be reached get dirty records on the others. */
-static int dc_orphan_write(dc_orphan *o, dc_orphan_batch *b)
+/* Write the rewritten units (the stripes stay locked by us). A position
+ * that cannot be reached, or that fails to store its unit (it demotes
+ * itself), goes into *missed: like an unreachable one it gets dirty records
+ * on the others and its rejoin rebuilds the unit; the writes carry our lock
+ * so that such a server stays out of service until the records exist. A
+ * position that refused the write before storing anything still holds the
+ * unit in doubt: an error, and the stripes stay locked. */
+static int dc_orphan_write(dc_orphan *o, dc_orphan_batch *b, uint32_t *missed)
 {
     const layout *lay = &o->t.lay;
     uint32_t all = (lay->n < 32 ? (1u << lay->n) : 0u) - 1u;
@@ -274,6 +279,8 @@ static int dc_orphan_write(dc_orphan *o, dc_orphan_batch *b)
             if (!wr[p].active) {
                 dc_req_init(&wr[p], lay, p, DEPFS__IO_OP__IO_WRITE);
                 wr[p].ignore_locks = true; /* held by us, under another op id */
+                wr[p].has_lock = true;
+                wr[p].lock = o->mine;
                 wr[p].any_state = true;
                 wr[p].sync = true;
                 for (unsigned q = 0; q < lay->n; q++)
@@ -290,24 +297,36 @@ static int dc_orphan_write(dc_orphan *o, dc_orphan_batch *b)
     if (!any)
         return 0;
     dc_io_run(o->fs, o->t.ino, wr, lay->n);
-    for (unsigned p = 0; p < lay->n; p++)
-        if (wr[p].active && wr[p].result != 0) {
-            dc_set_error("orphan repair of inode %llu: writing server %u: %s",
-                         (unsigned long long)o->t.ino, lay->servers[p], strerror(-wr[p].result));
-            return wr[p].result == DC_ERR_DOWN ? -EIO : wr[p].result;
+    int err = 0;
+    for (unsigned p = 0; p < lay->n; p++) {
+        if (!wr[p].active || wr[p].result == 0)
+            continue;
+        if (wr[p].result == DC_ERR_DOWN || !dc_write_not_applied(wr[p].result)) {
+            log_warn("orphan repair of inode %llu: server %u could not store its units (%s): "
+                     "recorded dirty for a rebuild", (unsigned long long)o->t.ino,
+                     lay->servers[p], wr[p].result == DC_ERR_DOWN ? "unreachable"
+                                                                  : strerror(-wr[p].result));
+            *missed |= 1u << p;
+        } else if (err == 0) {
+            err = wr[p].result;
+            dc_set_error("orphan repair of inode %llu: server %u refused the write: %s",
+                         (unsigned long long)o->t.ino, lay->servers[p], strerror(-err));
         }
-    return 0;
+    }
+    return err;
 }
 
-/* Servers out of reach may hold the orphan's lock and a half-written unit:
- * record them dirty for the file on the others, so their rejoin rebuilds it
- * (and their lock is repaired again once they answer). */
-static int dc_orphan_mark_unreachable(dc_orphan *o)
+/* Servers that could not be reached may hold the orphan's lock and a
+ * half-written unit, and servers that failed to store a repaired unit hold
+ * a stale one: record them dirty for the file on the others, so their
+ * rejoin rebuilds it (and a lock still held there is repaired again once
+ * they answer, as a unit that is no longer trusted). */
+static int dc_orphan_mark_missed(dc_orphan *o, uint32_t missed)
 {
     const layout *lay = &o->t.lay;
     int rc = 0;
     for (unsigned p = 0; p < lay->n && rc == 0; p++)
-        if (!((o->reach >> p) & 1u))
+        if ((missed >> p) & 1u)
             rc = dc_dirty_record(o->fs, lay->servers[p], o->t.ino);
     return rc;
 }
@@ -352,6 +371,8 @@ static int dc_orphan_repair(dc_orphan *o)
     if (b.units == NULL)
         rc = -ENOMEM;
     bool in_doubt = false;
+    uint32_t all = (lay->n < 32 ? (1u << lay->n) : 0u) - 1u;
+    uint32_t missed = all & ~o->reach;
     for (uint64_t s = o->first; s < o->first + o->count && rc == 0; s += b.batch) {
         b.first = s;
         b.count = o->first + o->count - s < b.batch ? o->first + o->count - s : b.batch;
@@ -363,11 +384,11 @@ static int dc_orphan_repair(dc_orphan *o)
         if (rc == 0)
             rc = dc_orphan_compute(o, &b);
         if (rc == 0)
-            rc = dc_orphan_write(o, &b);
+            rc = dc_orphan_write(o, &b, &missed);
     }
     free(b.units);
-    if (rc == 0 && o->reach != ((lay->n < 32 ? (1u << lay->n) : 0u) - 1u))
-        rc = dc_orphan_mark_unreachable(o);
+    if (rc == 0 && missed != 0)
+        rc = dc_orphan_mark_missed(o, missed);
     /* on failure the positions in doubt stay locked by us, so no write
      * builds on them; depfs-recovery repairs its own stale locks too, and
      * that later repair takes them over (with more servers back) */

@@ -11,7 +11,14 @@
 #                     server's CRC check refuses it, the client resends, the
 #                     copy is byte-exact;
 #   kv_sync_eio       one synced write of an I/O server's state store fails:
-#                     logged, the daemon keeps serving, the cluster converges.
+#                     logged, the daemon keeps serving, the cluster converges;
+#   strip_pwrite_enospc  a server fails to store a unit (a) under a writer
+#                     that is slow to record it dirty while the server
+#                     rejoins: a read right after the write is exact; (b) in
+#                     an orphan repair's write: the repair writes around it
+#                     and frees the stripes within a bound;
+#   strip_pread_eio   an orphan repair's read fails: the repair is retried
+#                     soon (not only when its own lock is a minute old).
 source "$(dirname "$0")/lib.sh"
 use_test_build
 require_recovery
@@ -82,4 +89,77 @@ kill -0 "$(cat "$DEPFS_STATE/pids/ioserver-5.pid")" || fail "server 5 died"
 cmp "$DEPFS_STATE/ref" "$MNT/d/f" || fail "the file changed"
 [ ! -s "$DEPFS_STATE/more" ] || cmp "$DEPFS_STATE/more" "$MNT/d/more" || fail "a write acknowledged while server 3 was down is wrong"
 scrub_clean
-echo "PASS: fault points strip_pwrite_eio (written around the server, which demoted itself and rejoined), xport_flip_bit (resent, copy exact) and kv_sync_eio (logged, server kept serving) end in a consistent cluster"
+
+addr_of() { awk -v id="$1" '$1 == "ioserver" && $3 == id {print $4}' "$CONF"; }
+
+# ---- strip_pwrite_enospc under a writer that is slow to record the server
+# dirty (DEPFS_TEST_PAUSE=before_dirty): the server demotes itself and
+# depfs-recovery rejoins it (finding nothing to rebuild) before the writer
+# records it dirty. The rejoin's epoch makes the late records refused and
+# the writer redo the round with the server in it (recovery/README.md
+# "Interrupted writes"): a read right after the write returns must see the
+# new bytes, never the server's stale unit.
+X=6
+log "server $X restarted with DEPFS_FAULTS=strip_pwrite_enospc=1; a writer pauses 4 s before recording it dirty"
+DEPFS_FAULTS=strip_pwrite_enospc=1 lc restart $X >/dev/null
+wait_all_up 60 || fail "servers not up after the restart: $(states_line)"
+settle_clients
+head -c $((4 * 6 * 65536)) /dev/urandom > "$DEPFS_STATE/slow"
+DEPFS_TEST_PAUSE=before_dirty DEPFS_TEST_PAUSE_MS=4000 depfs cp "$DEPFS_STATE/slow" depfs:/d/f \
+  2> "$DEPFS_STATE/slow.err" || { cat "$DEPFS_STATE/slow.err"; fail "the overwrite around server $X failed"; }
+grep -q "DEPFS_TEST_PAUSE reached: before_dirty" "$DEPFS_STATE/slow.err" ||
+  { cat "$DEPFS_STATE/slow.err"; fail "the writer never reached the pause (server $X stored its unit?)"; }
+depfs cp depfs:/d/f "$DEPFS_STATE/slow.back" || fail "reading back after the write failed"
+cmp "$DEPFS_STATE/slow" "$DEPFS_STATE/slow.back" ||
+  fail "a read right after the write returned bytes that were not written (server $X's stale unit, set UP before the writer recorded it dirty)"
+cp "$DEPFS_STATE/slow" "$DEPFS_STATE/ref"
+wait_all_up 90 || fail "server $X did not rejoin after the slow writer: $(states_line)"
+cmp "$DEPFS_STATE/ref" "$MNT/d/f" || fail "the file differs from what was acknowledged"
+scrub_clean
+
+# ---- strip_pwrite_enospc during an orphan repair: the repair's write of
+# the unit in doubt fails on the server that held the orphan lock. The
+# repair must write around it (record it dirty, release the stripes) rather
+# than keep the stripes locked until a retry a minute later.
+FREE_BOUND_S=25
+read -r INO SRV < <(depfs layout get --json /d/f | json_get ino servers.2)
+log "server $SRV restarted with DEPFS_FAULTS=strip_pwrite_enospc=1; an orphan lock on it"
+DEPFS_FAULTS=strip_pwrite_enospc=1 lc restart "$SRV" >/dev/null
+wait_all_up 60 || fail "servers not up after the restart: $(states_line)"
+t_lock=$(now_ms)
+python3 "$TOP/tests/integration/rawlock.py" "$(addr_of "$SRV")" "$INO" 0 3 1000001 1 ||
+  fail "server $SRV did not grant the raw IO_LOCK"
+until [ "$(locks_held)" = 0 ]; do
+  [ $(( $(now_ms) - t_lock )) -lt $((FREE_BOUND_S * 1000)) ] ||
+    fail "the stripes stayed locked for ${FREE_BOUND_S} s after the repair's write failed: $(grep -h orphan "$DEPFS_STATE/logs/recovery.log" | tail -3)"
+  sleep 0.5
+done
+log "orphan lock freed $(( $(now_ms) - t_lock )) ms after it was taken (bound ${FREE_BOUND_S} s)"
+grep -q "fault point strip_pwrite_enospc fires" "$DEPFS_STATE/logs/ioserver-$SRV.log" ||
+  fail "the fault point did not fire on server $SRV (the repair wrote nothing there?)"
+wait_all_up 90 || fail "server $SRV did not rejoin after the repair: $(states_line)"
+cmp "$DEPFS_STATE/ref" "$MNT/d/f" || fail "the file differs from what was acknowledged"
+scrub_clean
+# ---- strip_pread_eio during an orphan repair's read: the repair fails
+# and leaves the stripe locked by depfs-recovery itself (no heartbeat
+# reports that as another client's orphan); it must be retried after
+# REC_REJOIN_RETRY_MS, not only once the lock is a minute old.
+read -r INO HELD READ1 < <(depfs layout get --json /d/f | json_get ino servers.0 servers.1)
+log "server $READ1 restarted with DEPFS_FAULTS=strip_pread_eio=1; an orphan lock of stripe 0 on server $HELD"
+DEPFS_FAULTS=strip_pread_eio=1 lc restart "$READ1" >/dev/null
+wait_all_up 60 || fail "servers not up after the restart: $(states_line)"
+t_lock=$(now_ms)
+python3 "$TOP/tests/integration/rawlock.py" "$(addr_of "$HELD")" "$INO" 0 1 1000002 1 ||
+  fail "server $HELD did not grant the raw IO_LOCK"
+until [ "$(locks_held)" = 0 ]; do
+  [ $(( $(now_ms) - t_lock )) -lt $((FREE_BOUND_S * 1000)) ] ||
+    fail "the stripe stayed locked for ${FREE_BOUND_S} s after a failed repair: $(grep -h orphan "$DEPFS_STATE/logs/recovery.log" | tail -3)"
+  sleep 0.5
+done
+log "orphan lock freed $(( $(now_ms) - t_lock )) ms after it was taken (bound ${FREE_BOUND_S} s)"
+grep -q "fault point strip_pread_eio fires" "$DEPFS_STATE/logs/ioserver-$READ1.log" ||
+  fail "the fault point did not fire on server $READ1 (the repair read nothing there?)"
+grep -q "repair failed" "$DEPFS_STATE/logs/recovery.log" || fail "the first repair did not fail"
+cmp "$DEPFS_STATE/ref" "$MNT/d/f" || fail "the file differs from what was acknowledged"
+scrub_clean
+echo "PASS: fault points strip_pwrite_eio (written around the server, which demoted itself and rejoined), xport_flip_bit (resent, copy exact), kv_sync_eio (logged, server kept serving), strip_pwrite_enospc (a rejoin racing with a slow writer's dirty records; a failed repair write is written around) and strip_pread_eio (a failed repair is retried) end in a consistent cluster"
