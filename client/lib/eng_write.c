@@ -504,11 +504,63 @@ static void dc_phase2_send(dc_wround *w, dc_req *reqs)
     reqs[first].active = true;
 }
 
+/* Positions whose phase-2 result is r. */
+static uint32_t dc_results_of(const dc_wround *w, const dc_req *reqs, int r)
+{
+    uint32_t m = 0;
+    for (unsigned p = 0; p < w->lay->n; p++)
+        if (reqs[p].active && reqs[p].result == r)
+            m |= 1u << p;
+    return m;
+}
+
+/* A server the round was planned without came back while the write was on
+ * its way: servers that already knew refused it (DC_ERR_STALE_PLAN, our
+ * lock still held there), the others stored it. Redoing the round from
+ * here would read torn stripes (part new, part old units), and releasing
+ * them would let a rebuild or a decoding writer read them; so the write
+ * is finished as planned where it was refused, naming only the servers
+ * still down. The servers that stored it recorded the returning one dirty
+ * before they learnt its epoch, so before its rejoin's last pass, and that
+ * rejoin rebuilds its units once we release the stripes. */
+static void dc_phase2_finish_stale(dc_wround *w, dc_req *reqs, uint32_t stale)
+{
+    const layout *lay = w->lay;
+    bool active[LAYOUT_MAX_N];
+    for (unsigned p = 0; p < lay->n; p++)
+        active[p] = reqs[p].active;
+    for (unsigned attempt = 0; stale != 0 && attempt < DC_FAILOVER_RESTARTS_MAX; attempt++) {
+        for (unsigned p = 0; p < lay->n; p++) {
+            dc_req *r = &reqs[p];
+            r->active = (stale >> p) & 1u;
+            if (!r->active)
+                continue;
+            unsigned n = 0;
+            for (unsigned i = 0; i < r->n_down; i++)
+                if (dc_server_is_down(w->fs, r->down[i]))
+                    r->down[n++] = r->down[i];
+            r->n_down = n;
+        }
+        dc_io_run(w->fs, w->in->ino, reqs, lay->n);
+        stale = dc_results_of(w, reqs, DC_ERR_STALE_PLAN);
+    }
+    for (unsigned p = 0; p < lay->n; p++)
+        reqs[p].active = active[p];
+}
+
 static int dc_phase2(dc_wround *w, dc_req *reqs)
 {
     const layout *lay = w->lay;
     dc_build_phase2(w, reqs);
     dc_phase2_send(w, reqs);
+    uint32_t stale = dc_results_of(w, reqs, DC_ERR_STALE_PLAN);
+    bool torn = false; /* stale positions left beside stored ones: keep them locked */
+    if (stale != 0 && dc_results_of(w, reqs, 0) != 0) {
+        log_warn("libdepfs: write of inode %llu: the cluster changed during the write; "
+                 "finishing it where it was refused", (unsigned long long)w->in->ino);
+        dc_phase2_finish_stale(w, reqs, stale);
+        torn = dc_results_of(w, reqs, DC_ERR_STALE_PLAN) != 0;
+    }
     uint32_t failed = 0;
     int err = 0;
     bool lost_lock = false;
@@ -518,7 +570,8 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
             continue;
         if (reqs[p].result == DC_ERR_DOWN)
             failed |= 1u << p;
-        else if (reqs[p].result == -EPERM && reqs[p].has_lock)
+        else if ((reqs[p].result == -EPERM || reqs[p].result == DC_ERR_STALE_PLAN) &&
+                 reqs[p].has_lock)
             lost_lock = true;
         else if (reqs[p].result < 0 && !dc_write_not_applied(reqs[p].result))
             unstored |= 1u << p;
@@ -544,10 +597,12 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
     if (err != 0 || lost_lock || unstored != 0) {
         /* release our lock where the write was refused, or where it was
          * not stored and the server is now recorded dirty; if recording
-         * failed, a unit in doubt keeps its lock: depfs-recovery repairs
-         * the stripes once it outlives its lease (an orphan lock) */
+         * failed, or the stripes are torn (stored in part, stale plan
+         * elsewhere), a unit in doubt keeps its lock: depfs-recovery
+         * repairs the stripes once it outlives its lease (an orphan lock) */
         for (unsigned p = 0; p < lay->n; p++) {
-            bool refused = reqs[p].active && dc_write_not_applied(reqs[p].result);
+            bool refused = reqs[p].active && dc_write_not_applied(reqs[p].result) &&
+                           !(torn && reqs[p].result == DC_ERR_STALE_PLAN);
             bool recorded = ((unstored >> p) & 1u) && err == 0;
             reqs[p].result = refused || recorded ? 0 : 1;
         }

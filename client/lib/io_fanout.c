@@ -207,7 +207,8 @@ static bool dc_plan_stale(depfs_t *fs, const dc_req *r)
 /* What a request refused for a stale epoch/plan reports to its caller. */
 static int dc_stale_result(const dc_req *r)
 {
-    return r->op == DEPFS__IO_OP__IO_WRITE && r->has_lock && !r->ignore_locks ? -EPERM : -EAGAIN;
+    return r->op == DEPFS__IO_OP__IO_WRITE && r->has_lock && !r->ignore_locks ? DC_ERR_STALE_PLAN
+                                                                                : -EAGAIN;
 }
 
 /* Start one request; 0, a connection-class error (retry), or another error. */

@@ -29,6 +29,11 @@
 
 /* Result of a request whose server is down, unreachable or timed out twice. */
 #define DC_ERR_DOWN (-EHOSTDOWN)
+/* Result of a WRITE under a lock that was not stored because its plan went
+ * stale: the cluster epoch moved on (a server it names as down is back, or
+ * the server knows a newer epoch than we could learn). The server never
+ * looked at the lock, so it is still ours there. */
+#define DC_ERR_STALE_PLAN (-ESTALE)
 
 typedef struct dc_req {
     /* what to send */

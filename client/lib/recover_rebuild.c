@@ -276,13 +276,14 @@ static int dc_rb_batch(dc_rebuild *rb, uint64_t first, uint64_t count)
         rc = dc_rb_phase2(rb, first, count);
         if (rc == 0)
             break;
-        if (rc != -EPERM || redo >= DC_FAILOVER_RESTARTS_MAX) {
+        if ((rc != -EPERM && rc != DC_ERR_STALE_PLAN) || redo >= DC_FAILOVER_RESTARTS_MAX) {
             dc_set_error("rebuild of inode %llu: writing stripes %llu.. to server %u: %s",
                          (unsigned long long)rb->t.ino, (unsigned long long)first, rb->server,
                          strerror(-rc));
             return rc;
         }
-        /* our lock was taken away (treated as an orphan): redo the batch */
+        /* our lock was taken away (treated as an orphan), or the epoch
+         * moved on before S's unit was stored: redo the batch */
     }
     rb->done_bytes += count * rb->t.lay.su;
     if (rb->fn && rb->fn(rb->arg, rb->done_bytes) != 0) {
