@@ -159,6 +159,22 @@ int depfs_layout_spec_parse(const char *spec, unsigned *n, unsigned *k, uint32_t
                             size_t err_len);
 
 /* ---------------------------------------------------------------- checks */
+/* Scrub: read every stripe of a file (under its stripe locks), check each
+ * unit and the parity against the data, and say which unit is bad and why.
+ * Causes of a bad unit (depfs_scrub_finding.cause): */
+#define DEPFS_SCRUB_CHECKSUM 1    /* its bytes fail their stored checksum (EBADMSG) */
+#define DEPFS_SCRUB_IO_ERROR 2    /* its server could not read it (EIO or another error) */
+#define DEPFS_SCRUB_MISSING 3     /* its server does not have it (ENODATA) */
+#define DEPFS_SCRUB_UNREACHABLE 4 /* its server is down or does not answer: not checked,
+                                   * never repaired by scrub (recovery rebuilds it) */
+#define DEPFS_SCRUB_MISMATCH 5    /* read fine, but the stripe's units disagree and this
+                                   * one explains it (located from the others: needs
+                                   * n-k >= 2 read units beyond k) - a bug somewhere */
+#define DEPFS_SCRUB_MISMATCH_UNLOCATED 6 /* the units disagree and no single one can be
+                                   * named (n-k == 1, or several wrong): unit is
+                                   * DEPFS_SCRUB_UNIT_NONE */
+#define DEPFS_SCRUB_UNIT_NONE UINT32_MAX
+
 typedef struct depfs_scrub_report {
     uint64_t stripes_checked;
     uint64_t stripes_bad;       /* parity disagrees with data */
