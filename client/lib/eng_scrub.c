@@ -254,10 +254,14 @@ static int64_t dc_scrub_fix(dc_scrub *sc, uint64_t s, uint8_t *const *units, uin
     uint32_t write = 0;
     if (plan->rebuild != 0) {
         bool present[LAYOUT_MAX_N], want[LAYOUT_MAX_N];
+        unsigned sources = 0;
         for (unsigned u = 0; u < lay->n; u++) {
             present[u] = !((bad >> u) & 1u) && !((plan->rebuild >> u) & 1u);
             want[u] = (plan->rebuild >> u) & 1u;
+            sources += present[u];
         }
+        /* decoded only from units read fine and not suspected */
+        assert(sources >= lay->k);
         int rc = codec_decode_want(sc->cd, lay->su, units, present, want);
         if (rc < 0)
             return rc;
@@ -277,6 +281,30 @@ static int64_t dc_scrub_fix(dc_scrub *sc, uint64_t s, uint8_t *const *units, uin
         positions |= 1u << layout_unit_pos(lay, s, u);
     }
     return positions;
+}
+
+/* Note stripe s's findings: its bad units, the located one, an unlocated
+ * mismatch; `written` = the positions its repair writes to. */
+static void dc_scrub_note_stripe(dc_scrub *sc, uint64_t first, uint64_t s, uint32_t bad,
+                                 const dc_scrub_plan *plan, uint32_t written)
+{
+    for (unsigned u = 0; u < sc->lay.n; u++) {
+        bool located = plan->verdict == DC_SCRUB_LOCATED && plan->located == u;
+        if (!((bad >> u) & 1u) && !located)
+            continue;
+        unsigned pos = layout_unit_pos(&sc->lay, s, u);
+        int res = *dc_scrub_result(sc, first, s, pos);
+        dc_scrub_pending *f = located ? dc_scrub_note(sc, s, u, DEPFS_SCRUB_MISMATCH, 0)
+                                      : dc_scrub_note(sc, s, u, dc_scrub_cause_of(res), -res);
+        f->f.unrepairable = plan->unrepairable;
+        f->writes = written & (1u << pos);
+    }
+    if (plan->verdict == DC_SCRUB_UNLOCATED) {
+        dc_scrub_pending *f = dc_scrub_note(sc, s, DEPFS_SCRUB_UNIT_NONE,
+                                            DEPFS_SCRUB_MISMATCH_UNLOCATED, 0);
+        f->f.unrepairable = plan->unrepairable;
+        f->writes = plan->rewrite_parity ? written : 0;
+    }
 }
 
 /* Check stripe s, plan and queue its repair, note its findings. */
@@ -311,23 +339,7 @@ static int dc_scrub_stripe(dc_scrub *sc, uint64_t first, uint64_t s)
     int64_t written = 0;
     if (sc->repair && (written = dc_scrub_fix(sc, s, units, bad, &plan)) < 0)
         return (int)written;
-    for (unsigned u = 0; u < lay->n; u++) {
-        bool located = plan.verdict == DC_SCRUB_LOCATED && plan.located == u;
-        if (!((bad >> u) & 1u) && !located)
-            continue;
-        unsigned pos = layout_unit_pos(lay, s, u);
-        int res = *dc_scrub_result(sc, first, s, pos);
-        dc_scrub_pending *f = dc_scrub_note(sc, s, u, located ? DEPFS_SCRUB_MISMATCH : dc_scrub_cause_of(res),
-                                            located ? 0 : -res);
-        f->f.unrepairable = plan.unrepairable;
-        f->writes = (uint32_t)written & (1u << pos);
-    }
-    if (plan.verdict == DC_SCRUB_UNLOCATED) {
-        dc_scrub_pending *f = dc_scrub_note(sc, s, DEPFS_SCRUB_UNIT_NONE,
-                                            DEPFS_SCRUB_MISMATCH_UNLOCATED, 0);
-        f->f.unrepairable = plan.unrepairable;
-        f->writes = plan.rewrite_parity ? (uint32_t)written : 0;
-    }
+    dc_scrub_note_stripe(sc, first, s, bad, &plan, (uint32_t)written);
     return 0;
 }
 
