@@ -224,7 +224,9 @@ typedef struct depfs_scrub_options {
  * only the bad units are named. With repair: each bad unit is decoded from
  * k good ones and rewritten (WRITE under the stripe lock, synced); nothing
  * is ever computed from a unit that was bad or could not be read; a stripe
- * with more than n-k bad units is left alone. Returns 0 when the file was
+ * with more than n-k bad units is left alone. A mismatch no unit explains,
+ * with every unit read, gets its parity rewritten from the data (logged as
+ * a suspected bug). Returns 0 when the file was
  * scrubbed (findings or not), negative errno when it could not be (or a
  * repair write failed). */
 int depfs_scrub_file(depfs_t *fs, uint64_t ino, const depfs_scrub_options *opt,
