@@ -159,14 +159,79 @@ int depfs_layout_spec_parse(const char *spec, unsigned *n, unsigned *k, uint32_t
                             size_t err_len);
 
 /* ---------------------------------------------------------------- checks */
+/* Scrub: read every stripe of a file (under its stripe locks), check each
+ * unit and the parity against the data, and say which unit is bad and why.
+ * Causes of a bad unit (depfs_scrub_finding.cause): */
+#define DEPFS_SCRUB_CHECKSUM 1    /* its bytes fail their stored checksum (EBADMSG) */
+#define DEPFS_SCRUB_IO_ERROR 2    /* its server could not read it (EIO or another error) */
+#define DEPFS_SCRUB_MISSING 3     /* its server does not have it (ENODATA) */
+#define DEPFS_SCRUB_UNREACHABLE 4 /* its server is down or does not answer: not checked,
+                                   * never repaired by scrub (recovery rebuilds it) */
+#define DEPFS_SCRUB_MISMATCH 5    /* read fine, but the stripe's units disagree and this
+                                   * one explains it (located from the others: needs
+                                   * n-k >= 2 read units beyond k) - a bug somewhere */
+#define DEPFS_SCRUB_MISMATCH_UNLOCATED 6 /* the units disagree and no single one can be
+                                   * named (n-k == 1, or several wrong): unit is
+                                   * DEPFS_SCRUB_UNIT_NONE */
+#define DEPFS_SCRUB_UNIT_NONE UINT32_MAX
+
 typedef struct depfs_scrub_report {
     uint64_t stripes_checked;
-    uint64_t stripes_bad;       /* parity disagrees with data */
+    uint64_t stripes_bad;       /* the units read disagree (parity vs data) */
     uint64_t stripes_unreadable;/* fewer than n units could be read */
     uint64_t first_bad_stripe;  /* valid when stripes_bad > 0 */
+    /* Appended in 0.2; the fields above keep their meaning. Bad units by
+     * cause, each one also a finding: */
+    uint64_t units_checksum;
+    uint64_t units_io_error;
+    uint64_t units_missing;
+    uint64_t units_unreachable;
+    uint64_t units_mismatch;            /* located wrong units */
+    uint64_t stripes_unlocated;         /* DEPFS_SCRUB_MISMATCH_UNLOCATED findings */
+    uint64_t units_repaired;            /* rebuilt from good units and written back */
+    uint64_t stripes_parity_rewritten;  /* unlocated mismatches whose parity was
+                                         * rewritten from the data (logged) */
+    uint64_t stripes_unrepairable;      /* more than n-k units bad, or an unlocated
+                                         * mismatch with a unit unread: left alone */
+    uint64_t findings_unrepaired;       /* findings left as they were found: no
+                                         * repair asked, unreachable, unrepairable,
+                                         * or the rewrite failed */
 } depfs_scrub_report;
-/* Reads every stripe of the file (under its stripe locks), recomputes parity
- * and compares. With repair, rewrites bad parity from data. */
+
+/* One bad unit of one stripe (or an unlocated mismatch of a stripe). */
+typedef struct depfs_scrub_finding {
+    uint64_t ino;
+    uint64_t stripe;
+    uint32_t unit;        /* 0..k-1 data, k..n-1 parity; DEPFS_SCRUB_UNIT_NONE */
+    bool parity;          /* unit >= k */
+    uint32_t server_id;   /* the server that holds the unit (0 with UNIT_NONE) */
+    int cause;            /* DEPFS_SCRUB_* */
+    int error;            /* the read's errno (EBADMSG, EIO, ...); 0 for mismatches */
+    bool repaired;        /* rebuilt and written back (unlocated: parity rewritten) */
+    bool unrepairable;    /* left alone: too many bad units in the stripe */
+} depfs_scrub_finding;
+/* Called for every finding, from the scrubbing thread, after the repair of
+ * its stripe was tried. */
+typedef void (*depfs_scrub_fn)(void *arg, const depfs_scrub_finding *f);
+
+typedef struct depfs_scrub_options {
+    bool repair;              /* rebuild exactly the bad units from good ones */
+    depfs_scrub_fn on_finding;/* NULL: counters only */
+    void *arg;
+} depfs_scrub_options;
+
+/* Scrub one regular file. A unit that fails to read is re-read alone, so
+ * only the bad units are named. With repair: each bad unit is decoded from
+ * k good ones and rewritten (WRITE under the stripe lock, synced); nothing
+ * is ever computed from a unit that was bad or could not be read; a stripe
+ * with more than n-k bad units is left alone. A mismatch no unit explains,
+ * with every unit read, gets its parity rewritten from the data (logged as
+ * a suspected bug). Returns 0 when the file was
+ * scrubbed (findings or not), negative errno when it could not be (or a
+ * repair write failed). */
+int depfs_scrub_file(depfs_t *fs, uint64_t ino, const depfs_scrub_options *opt,
+                     depfs_scrub_report *rep);
+/* depfs_scrub_file without a callback. */
 int depfs_scrub_ino(depfs_t *fs, uint64_t ino, bool repair, depfs_scrub_report *rep);
 
 /* Server states (depfs_server_status, depfs_set_server_state). */

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # test_scrub_detects - proves scrub can fail: flip one byte of a parity unit
-# in a strip file on disk; scrub must report the stripe and exit non-zero;
-# scrub --repair fixes it; the data is unchanged throughout.
+# in a strip file on disk; scrub must report the stripe, name the unit and
+# its server, and exit non-zero; scrub --repair fixes it (exit 0: nothing
+# left) and restores the strip file; the data is unchanged throughout.
+# (tests/integration/test_scrub_locate.sh covers data units, 8@7 and read
+# errors.)
 source "$(dirname "$0")/lib.sh"
 cluster_up --servers 8
 mkdir "$MNT/d"; setfattr -n user.depfs.layout -v 8@6 "$MNT/d"
@@ -18,6 +21,7 @@ sid=${servers[$k]}
 dir=$(io_dir "$sid")
 strip="$dir/strips/$(printf '%016x' "$ino")"
 [ -f "$strip" ] || fail "strip file $strip not found (ino $ino, server $sid)"
+cp "$strip" "$DEPFS_STATE/strip.orig"
 log "corrupting byte 100 of $strip (parity of stripe 0 on server $sid)"
 python3 - "$strip" <<'PY'
 import sys
@@ -34,7 +38,16 @@ if depfs scrub --json /d/f > "$DEPFS_STATE/scrub.json"; then fail "scrub --json 
 read -r bad first < <(json_get summary.stripes_bad files.0.first_bad_stripe <"$DEPFS_STATE/scrub.json") ||
   fail "scrub --json: $(cat "$DEPFS_STATE/scrub.json")"
 [ "$bad" = 1 ] && [ "$first" = 0 ] || fail "scrub --json: $bad bad stripe(s), first $first; want 1, stripe 0"
-depfs scrub --repair /d/f || true
+# ...and which unit: parity unit k of stripe 0, on servers[k], located
+read -r n_found unit kind server cause < <(python3 -c 'import json, sys
+f = json.load(sys.stdin)["files"][0]["findings"]
+print(len(f), *([f[0][x] for x in ("unit", "kind", "server", "cause")] if f else []))' <"$DEPFS_STATE/scrub.json")
+[ "$n_found $unit $kind $server $cause" = "1 $k parity $sid mismatch" ] ||
+  fail "scrub --json named [$n_found $unit $kind $server $cause], want [1 $k parity $sid mismatch]"
+grep -q "stripe 0 unit $k (parity) on server $sid: parity mismatch" "$DEPFS_STATE/scrub.out" ||
+  fail "scrub's text does not name unit $k on server $sid"
+depfs scrub --repair /d/f || fail "scrub --repair left something unrepaired"
+cmp "$strip" "$DEPFS_STATE/strip.orig" || fail "the parity unit was not restored on disk"
 cmp "$DEPFS_STATE/src" "$MNT/d/f" || fail "data changed"
 scrub_clean
 echo "PASS: scrub caught a corrupted parity unit; repair made it clean"
