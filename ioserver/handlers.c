@@ -291,7 +291,8 @@ static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
             goto out;
         }
     }
-    if (ex.n && (rc = ios_strips_write(c->strips, q->file_id, ex.v, ex.n, bulk))) {
+    if (ex.n && (rc = ios_strips_write(c->strips, q->file_id, ex.v, ex.n, bulk,
+                                           q->has_stripe_unit ? q->stripe_unit : 0))) {
         fail(res, rc, "write failed: %s", strerror(-rc));
         demote_after_failed_store(c, q->file_id, rc);
         goto out;
@@ -425,7 +426,7 @@ static int do_fsync(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
     return 0;
 }
 
-/* The lock table's counters (IO_STAT and IO_HEARTBEAT). */
+/* The lock table's and the strips' counters (IO_STAT and IO_HEARTBEAT). */
 static void fill_lock_counters(ios_ctx *c, Depfs__IoReply *r)
 {
     ios_lock_stats ls;
@@ -438,6 +439,8 @@ static void fill_lock_counters(ios_ctx *c, Depfs__IoReply *r)
     r->has_locks_retried = 1;
     r->has_locks_granted = r->has_locks_nacked = r->has_locks_held = 1;
     r->has_lock_hold_ms_total = 1;
+    r->damaged_blocks = ios_strips_csum_errors(c->strips);
+    r->has_damaged_blocks = 1;
 }
 
 static int do_stat(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)

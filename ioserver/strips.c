@@ -1,4 +1,5 @@
-/* strips.c - strip files of the ioserver (see strips.h).
+/* strips.c - strip files of the ioserver and their checksums (see strips.h
+ * and strip_csum.h).
  *
  * Every strip file is opened relative to the strips directory's fd with a
  * name built from the file id alone. The descriptor cache is a hash of
@@ -7,6 +8,8 @@
  * lock held, and drops it. Eviction and remove close a descriptor only when
  * no thread holds it. */
 #include "fault.h"
+#include "log.h"
+#include "strip_csum.h"
 #include "strips.h"
 
 #include <assert.h>
@@ -26,9 +29,19 @@
 #define STRIP_FILE_MODE 0600
 #define STRIP_DIR_MODE 0700
 
+/* Region locks: a writer holds the locks of the regions (CSUM_REGION_BYTES
+ * of local offsets, hashed into CSUM_REGION_LOCKS mutexes) its range
+ * touches while it writes data and checksums. */
+#define CSUM_REGION_BYTES (1u << 20)
+#define CSUM_REGION_LOCKS 256u
+/* Blocks checked or written per step (bounds the buffers of one step). */
+#define CSUM_STEP_BLOCKS 256u
+
 typedef struct fd_entry {
     uint64_t file_id;
     int fd;
+    int cfd;                       /* checksum sidecar, -1: none (predates checksums) */
+    ios_csum_hdr csum;             /* its header, with cfd >= 0 */
     unsigned refs;
     bool dead;                     /* removed from the hash; close at refs 0 */
     struct fd_entry *hnext;        /* hash chain */
@@ -45,6 +58,8 @@ struct ios_strips {
     fd_entry **buckets;
     fd_entry *lru_head, *lru_tail;
     pthread_mutex_t mu;
+    pthread_mutex_t region_mu[CSUM_REGION_LOCKS];
+    uint64_t csum_errors;          /* blocks found damaged (atomic) */
 };
 
 void ios_strip_name(uint64_t file_id, char out[IOS_STRIP_NAME_LEN])
@@ -109,6 +124,8 @@ static void entry_destroy(fd_entry *e)
 {
     assert(e->refs == 0 && e->dead);
     close(e->fd);
+    if (e->cfd >= 0)
+        close(e->cfd);
     free(e);
 }
 
@@ -128,10 +145,113 @@ static void evict_idle(ios_strips *s, unsigned keep)
     }
 }
 
+/* ------------------------------------------------------- opening a strip */
+static void sidecar_name(uint64_t file_id, char out[IOS_STRIP_NAME_LEN + sizeof(IOS_CSUM_SUFFIX)])
+{
+    ios_strip_name(file_id, out);
+    strcat(out, IOS_CSUM_SUFFIX);
+}
+
+/* Creates the sidecar of a strip file (complete: the strip file is new). */
+static int sidecar_create(ios_strips *s, uint64_t file_id, uint32_t su, bool complete,
+                          int *cfd, ios_csum_hdr *h)
+{
+    char name[IOS_STRIP_NAME_LEN + sizeof(IOS_CSUM_SUFFIX)];
+    sidecar_name(file_id, name);
+    int fd = openat(s->dir_fd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, STRIP_FILE_MODE);
+    if (fd < 0)
+        return -errno;
+    int rc = ios_csum_header_read(fd, h);
+    if (rc == -EBADMSG) { /* empty (new) or torn by a crash: start it over */
+        *h = (ios_csum_hdr){.version = IOS_CSUM_VERSION, .block = ios_csum_block_for(su),
+                            .flags = complete ? IOS_CSUM_COMPLETE : 0};
+        rc = ftruncate(fd, 0) == 0 ? ios_csum_header_write(fd, h) : -errno;
+    }
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    *cfd = fd;
+    return 0;
+}
+
+/* Opens the sidecar of an existing strip file; *cfd = -1 when it has none. */
+static int sidecar_open(ios_strips *s, uint64_t file_id, int *cfd, ios_csum_hdr *h)
+{
+    char name[IOS_STRIP_NAME_LEN + sizeof(IOS_CSUM_SUFFIX)];
+    sidecar_name(file_id, name);
+    *cfd = openat(s->dir_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (*cfd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    int rc = ios_csum_header_read(*cfd, h);
+    if (rc) {
+        log_err("strip %016" PRIx64 ": checksum sidecar unusable: %s", file_id, strerror(-rc));
+        close(*cfd);
+        *cfd = -1;
+    }
+    return rc;
+}
+
+static bool sidecar_exists(ios_strips *s, uint64_t file_id)
+{
+    char name[IOS_STRIP_NAME_LEN + sizeof(IOS_CSUM_SUFFIX)];
+    struct stat st;
+    sidecar_name(file_id, name);
+    return fstatat(s->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Opens file_id's strip file and sidecar. A new strip file gets its sidecar
+ * first, so a strip file missing beside its sidecar was lost (-ENODATA),
+ * not never written (-ENOENT). Writing to a strip file that predates
+ * checksums adds a sidecar whose blocks are unverified until rewritten. */
+static int strip_open(ios_strips *s, uint64_t file_id, bool create, uint32_t su, int *fd,
+                      int *cfd, ios_csum_hdr *h)
+{
+    char name[IOS_STRIP_NAME_LEN];
+    ios_strip_name(file_id, name);
+    const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW;
+    *cfd = -1;
+    *fd = openat(s->dir_fd, name, flags);
+    if (*fd < 0 && errno != ENOENT)
+        return -errno;
+    int rc;
+    if (*fd < 0) {
+        if (!create) {
+            if (!sidecar_exists(s, file_id))
+                return -ENOENT;
+            log_warn("strip %016" PRIx64 ": the strip file is missing beside its checksums",
+                     file_id);
+            return -ENODATA;
+        }
+        bool lost = sidecar_exists(s, file_id);
+        if ((rc = sidecar_create(s, file_id, su, !lost, cfd, h)))
+            return rc;
+        *fd = openat(s->dir_fd, name, flags | O_CREAT, STRIP_FILE_MODE);
+        if (*fd < 0) {
+            rc = -errno;
+            close(*cfd);
+            return rc;
+        }
+        if (lost && (h->flags & IOS_CSUM_COMPLETE)) {
+            /* recreated after a loss: its old blocks are gone, not holes */
+            log_warn("strip %016" PRIx64 ": recreating a lost strip file", file_id);
+        }
+        return 0;
+    }
+    rc = sidecar_open(s, file_id, cfd, h);
+    if (rc == 0 && *cfd < 0 && create)
+        rc = sidecar_create(s, file_id, su, false, cfd, h);
+    if (rc) {
+        close(*fd);
+        return rc;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------ fd references */
 /* Takes a reference on file_id's descriptor, opening (and with create,
- * creating) the file. -ENOENT when absent and !create. */
-static int fd_get(ios_strips *s, uint64_t file_id, bool create, fd_entry **out)
+ * creating) the file. -ENOENT when absent and !create, -ENODATA when lost. */
+static int fd_get(ios_strips *s, uint64_t file_id, bool create, uint32_t su, fd_entry **out)
 {
     pthread_mutex_lock(&s->mu);
     fd_entry *e = hash_find(s, file_id);
@@ -146,19 +266,15 @@ static int fd_get(ios_strips *s, uint64_t file_id, bool create, fd_entry **out)
     uint64_t gen = s->remove_gen;
     pthread_mutex_unlock(&s->mu);
 
-    char name[IOS_STRIP_NAME_LEN];
-    ios_strip_name(file_id, name);
-    int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0);
-    int fd = openat(s->dir_fd, name, flags, STRIP_FILE_MODE);
-    if (fd < 0)
-        return -errno;
     fd_entry *n = calloc(1, sizeof(*n));
-    if (!n) {
-        close(fd);
+    if (!n)
         return -ENOMEM;
+    int rc = strip_open(s, file_id, create, su, &n->fd, &n->cfd, &n->csum);
+    if (rc) {
+        free(n);
+        return rc;
     }
     n->file_id = file_id;
-    n->fd = fd;
     n->refs = 1;
 
     pthread_mutex_lock(&s->mu);
@@ -166,8 +282,9 @@ static int fd_get(ios_strips *s, uint64_t file_id, bool create, fd_entry **out)
     if (e) { /* another thread opened it meanwhile: use theirs */
         e->refs++;
         pthread_mutex_unlock(&s->mu);
-        close(fd);
-        free(n);
+        n->dead = true;
+        n->refs = 0;
+        entry_destroy(n);
         *out = e;
         return 0;
     }
@@ -188,6 +305,29 @@ static int fd_get(ios_strips *s, uint64_t file_id, bool create, fd_entry **out)
     s->n_open++;
     pthread_mutex_unlock(&s->mu);
     *out = n;
+    return 0;
+}
+
+/* A write to a strip file opened without a sidecar (one from before
+ * checksums) adds one; the first thread to get there publishes it. */
+static int entry_add_sidecar(ios_strips *s, fd_entry *e, uint32_t su)
+{
+    if (__atomic_load_n(&e->cfd, __ATOMIC_ACQUIRE) >= 0)
+        return 0;
+    int cfd;
+    ios_csum_hdr h;
+    int rc = sidecar_create(s, e->file_id, su, false, &cfd, &h);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&s->mu);
+    if (e->cfd < 0) {
+        e->csum = h;
+        __atomic_store_n(&e->cfd, cfd, __ATOMIC_RELEASE);
+        cfd = -1;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (cfd >= 0)
+        close(cfd);
     return 0;
 }
 
@@ -231,6 +371,8 @@ int ios_strips_open(const char *data_dir, unsigned max_open_files, ios_strips **
         goto fail;
     }
     pthread_mutex_init(&s->mu, NULL);
+    for (unsigned i = 0; i < CSUM_REGION_LOCKS; i++)
+        pthread_mutex_init(&s->region_mu[i], NULL);
     *out = s;
     return 0;
 fail:
@@ -248,11 +390,15 @@ void ios_strips_close(ios_strips *s)
         fd_entry *next = e->next;
         assert(e->refs == 0);
         close(e->fd);
+        if (e->cfd >= 0)
+            close(e->cfd);
         free(e);
         e = next;
     }
     close(s->dir_fd);
     pthread_mutex_destroy(&s->mu);
+    for (unsigned i = 0; i < CSUM_REGION_LOCKS; i++)
+        pthread_mutex_destroy(&s->region_mu[i]);
     free(s->buckets);
     free(s);
 }
@@ -309,37 +455,274 @@ static uint64_t extents_bytes(const ios_extent *ext, size_t n_ext)
     return total;
 }
 
+/* ------------------------------------------------------- region locks */
+typedef struct region_set {
+    unsigned n;
+    unsigned idx[CSUM_REGION_LOCKS];
+} region_set;
+
+/* The region mutexes of [off, end) of file_id, ascending and distinct (the
+ * order every thread takes them in). */
+static void regions_of(uint64_t file_id, uint64_t off, uint64_t end, region_set *rs)
+{
+    bool want[CSUM_REGION_LOCKS] = {false};
+    uint64_t r0 = off / CSUM_REGION_BYTES, r1 = (end - 1) / CSUM_REGION_BYTES;
+    for (uint64_t r = r0; r <= r1 && r - r0 < CSUM_REGION_LOCKS; r++)
+        want[((file_id * 0x9e3779b97f4a7c15ull) ^ (r * 0xc2b2ae3d27d4eb4full)) >> 56] = true;
+    _Static_assert(CSUM_REGION_LOCKS == 256u, "the hash keeps 8 bits");
+    rs->n = 0;
+    for (unsigned i = 0; i < CSUM_REGION_LOCKS; i++)
+        if (want[i])
+            rs->idx[rs->n++] = i;
+}
+
+static void regions_lock(ios_strips *s, const region_set *rs)
+{
+    for (unsigned i = 0; i < rs->n; i++)
+        pthread_mutex_lock(&s->region_mu[rs->idx[i]]);
+}
+
+static void regions_unlock(ios_strips *s, const region_set *rs)
+{
+    for (unsigned i = rs->n; i-- > 0;)
+        pthread_mutex_unlock(&s->region_mu[rs->idx[i]]);
+}
+
+/* ------------------------------------------------------- checked reads */
+/* One step of a checked read: whole blocks [a, a + nb*B) into blocks[]
+ * (and their entries), 0 when every block matches, else the offset of the
+ * first damaged block + 1. */
+static int step_load(const fd_entry *e, uint64_t a, uint64_t nb, uint8_t *blocks,
+                     ios_csum_entry *ent, uint64_t *bad)
+{
+    uint32_t B = e->csum.block;
+    int rc = pread_full(e->fd, blocks, nb * B, a);
+    if (rc == 0)
+        rc = ios_csum_entries_read(e->cfd, a / B, nb, ent);
+    if (rc)
+        return rc;
+    *bad = 0;
+    for (uint64_t i = 0; i < nb && *bad == 0; i++)
+        if (!ios_csum_matches(&e->csum, &ent[i], blocks + i * B, B))
+            *bad = a + i * B + 1;
+    return 0;
+}
+
+/* Reads [off, off+len) of a strip file that has checksums, checking every
+ * block it touches. -EBADMSG for a damaged block. */
+static int read_checked(ios_strips *s, const fd_entry *e, uint64_t off, uint64_t len, uint8_t *buf,
+                        uint8_t *blocks, ios_csum_entry *ent)
+{
+    uint32_t B = e->csum.block;
+    uint64_t end = off + len;
+    for (uint64_t a = off / B * B; a < end;) {
+        uint64_t stop = a + (uint64_t)CSUM_STEP_BLOCKS * B;
+        if (stop > (end + B - 1) / B * B)
+            stop = (end + B - 1) / B * B;
+        uint64_t nb = (stop - a) / B, bad = 0;
+        int rc = step_load(e, a, nb, blocks, ent, &bad);
+        if (rc == 0 && bad != 0) {
+            /* maybe a write between its data and its checksums: look again
+             * while no writer of this range is in the middle of one */
+            region_set rs;
+            regions_of(e->file_id, a, stop, &rs);
+            regions_lock(s, &rs);
+            rc = step_load(e, a, nb, blocks, ent, &bad);
+            regions_unlock(s, &rs);
+        }
+        if (rc)
+            return rc;
+        if (bad != 0) {
+            __atomic_add_fetch(&s->csum_errors, 1, __ATOMIC_RELAXED);
+            log_warn("strip %016" PRIx64 ": checksum mismatch in the block at local offset %" PRIu64
+                     " (%u bytes)", e->file_id, bad - 1, B);
+            return -EBADMSG;
+        }
+        uint64_t from = off > a ? off : a, to = end < stop ? end : stop;
+        memcpy(buf + (from - off), blocks + (from - a), to - from);
+        a = stop;
+    }
+    return 0;
+}
+
 int ios_strips_read(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
                     uint8_t *buf)
 {
     fd_entry *e;
-    int rc = fd_get(s, file_id, false, &e);
+    int rc = fd_get(s, file_id, false, 0, &e);
     if (rc == -ENOENT) {
         memset(buf, 0, extents_bytes(ext, n_ext));
         return 0;
     }
     if (rc)
         return rc;
+    uint8_t *blocks = NULL;
+    ios_csum_entry *ent = NULL;
+    bool checked = __atomic_load_n(&e->cfd, __ATOMIC_ACQUIRE) >= 0; /* once: a write may add it */
+    if (checked) {
+        blocks = malloc((size_t)CSUM_STEP_BLOCKS * e->csum.block);
+        ent = malloc(CSUM_STEP_BLOCKS * sizeof(*ent));
+        if (!blocks || !ent)
+            rc = -ENOMEM;
+    }
     for (size_t i = 0; i < n_ext && rc == 0; i++) {
-        rc = pread_full(e->fd, buf, ext[i].length, ext[i].offset);
+        if (checked)
+            rc = read_checked(s, e, ext[i].offset, ext[i].length, buf, blocks, ent);
+        else
+            rc = pread_full(e->fd, buf, ext[i].length, ext[i].offset);
         buf += ext[i].length;
     }
+    free(ent);
+    free(blocks);
     fd_put(s, e);
     return rc;
 }
 
+/* ------------------------------------------------------ checked writes */
+/* The old bytes of the block at a (B bytes) and whether they were intact. */
+static int edge_load(const fd_entry *e, uint64_t a, uint8_t *block, bool *intact)
+{
+    ios_csum_entry old;
+    int rc = pread_full(e->fd, block, e->csum.block, a);
+    if (rc == 0)
+        rc = ios_csum_entries_read(e->cfd, a / e->csum.block, 1, &old);
+    if (rc == 0)
+        *intact = ios_csum_matches(&e->csum, &old, block, e->csum.block);
+    return rc;
+}
+
+/* The entry of the block at a after the write of new[off, end): from the
+ * new bytes when they cover it, else from its old bytes (edge) merged with
+ * them, and BAD when those old bytes had failed their check. */
+static ios_csum_entry merged_entry(uint32_t B, uint64_t a, uint64_t off, uint64_t end,
+                                   const uint8_t *new, uint8_t *edge, bool intact)
+{
+    if (a >= off && a + B <= end)
+        return ios_csum_of(new + (a - off), B);
+    uint64_t from = off > a ? off : a, to = end < a + B ? end : a + B;
+    memcpy(edge + (from - a), new + (from - off), to - from);
+    if (!intact)
+        return (ios_csum_entry){.crc = 0, .tag = IOS_CSUM_TAG_BAD};
+    return ios_csum_of(edge, B);
+}
+
+/* One step of a checked write: new[off, end) within whole blocks [a, stop). */
+static int write_step(ios_strips *s, const fd_entry *e, uint64_t a, uint64_t stop, uint64_t off,
+                      uint64_t end, const uint8_t *new, ios_csum_entry *ent, uint8_t *edges)
+{
+    uint32_t B = e->csum.block;
+    uint64_t nb = (stop - a) / B;
+    uint8_t *head = edges, *tail = edges + B;
+    bool head_ok = true, tail_ok = true;
+    bool head_partial = off > a || (end < a + B);
+    bool tail_partial = nb > 1 && end < stop;
+    region_set rs;
+    regions_of(e->file_id, a, stop, &rs);
+    regions_lock(s, &rs);
+    int rc = 0;
+    if (head_partial)
+        rc = edge_load(e, a, head, &head_ok);
+    if (rc == 0 && tail_partial)
+        rc = edge_load(e, stop - B, tail, &tail_ok);
+    if (rc == 0)
+        rc = pwrite_full(e->fd, new, end - off, off);
+    for (uint64_t i = 0; i < nb && rc == 0; i++) {
+        uint64_t b = a + i * B;
+        bool is_tail = tail_partial && i == nb - 1;
+        ent[i] = merged_entry(B, b, off, end, new, is_tail ? tail : head,
+                              is_tail ? tail_ok : head_ok);
+    }
+    if (rc == 0)
+        rc = ios_csum_entries_write(e->cfd, a / B, nb, ent);
+    regions_unlock(s, &rs);
+    if (rc == 0 && (!head_ok || !tail_ok))
+        log_warn("strip %016" PRIx64 ": a write into a damaged block (local offsets %" PRIu64
+                 "..%" PRIu64 ") left it marked damaged until it is rewritten whole",
+                 e->file_id, a, stop);
+    return rc;
+}
+
+static int write_checked(ios_strips *s, const fd_entry *e, uint64_t off, uint64_t len,
+                         const uint8_t *buf, ios_csum_entry *ent, uint8_t *edges)
+{
+    uint32_t B = e->csum.block;
+    uint64_t end = off + len;
+    for (uint64_t a = off / B * B; a < end;) {
+        uint64_t stop = a + (uint64_t)CSUM_STEP_BLOCKS * B;
+        if (stop > (end + B - 1) / B * B)
+            stop = (end + B - 1) / B * B;
+        uint64_t from = off > a ? off : a, to = end < stop ? end : stop;
+        int rc = write_step(s, e, a, stop, from, to, buf + (from - off), ent, edges);
+        if (rc)
+            return rc;
+        a = stop;
+    }
+    return 0;
+}
+
 int ios_strips_write(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
-                     const uint8_t *buf)
+                     const uint8_t *buf, uint32_t su)
 {
     fd_entry *e;
-    int rc = fd_get(s, file_id, true, &e);
+    int rc = fd_get(s, file_id, true, su, &e);
     if (rc)
         return rc;
+    if ((rc = entry_add_sidecar(s, e, su))) {
+        fd_put(s, e);
+        return rc;
+    }
+    ios_csum_entry *ent = NULL;
+    uint8_t *edges = NULL;
+    if (e->cfd >= 0) {
+        ent = malloc(CSUM_STEP_BLOCKS * sizeof(*ent));
+        edges = malloc(2u * e->csum.block);
+        if (!ent || !edges)
+            rc = -ENOMEM;
+    }
     for (size_t i = 0; i < n_ext && rc == 0; i++) {
-        rc = pwrite_full(e->fd, buf, ext[i].length, ext[i].offset);
+        if (ext[i].length == 0)
+            continue;
+        if (e->cfd >= 0)
+            rc = write_checked(s, e, ext[i].offset, ext[i].length, buf, ent, edges);
+        else
+            rc = pwrite_full(e->fd, buf, ext[i].length, ext[i].offset);
         buf += ext[i].length;
     }
+    free(edges);
+    free(ent);
     fd_put(s, e);
+    return rc;
+}
+
+/* Truncation keeps the checksums right: the block the new end falls in
+ * gets the entry of its remaining bytes (zeros after the end), or BAD when
+ * its old bytes had failed their check; entries past the end go. */
+static int truncate_checked(ios_strips *s, const fd_entry *e, uint64_t size)
+{
+    uint32_t B = e->csum.block;
+    uint64_t a = size / B * B;
+    uint8_t *block = NULL;
+    region_set rs;
+    regions_of(e->file_id, a, a + B, &rs);
+    regions_lock(s, &rs);
+    int rc = 0;
+    bool intact = true;
+    if (size % B != 0) {
+        block = malloc(B);
+        rc = block ? edge_load(e, a, block, &intact) : -ENOMEM;
+    }
+    if (rc == 0 && ftruncate(e->fd, (off_t)size) != 0)
+        rc = -errno;
+    if (rc == 0 && size % B != 0) {
+        memset(block + (size - a), 0, B - (size - a));
+        ios_csum_entry ent = intact ? ios_csum_of(block, B)
+                                    : (ios_csum_entry){.crc = 0, .tag = IOS_CSUM_TAG_BAD};
+        rc = ios_csum_entries_write(e->cfd, a / B, 1, &ent);
+    }
+    if (rc == 0)
+        rc = ios_csum_entries_truncate(e->cfd, (size + B - 1) / B);
+    regions_unlock(s, &rs);
+    free(block);
     return rc;
 }
 
@@ -348,12 +731,14 @@ int ios_strips_truncate(ios_strips *s, uint64_t file_id, uint64_t local_size)
     if (local_size > (uint64_t)INT64_MAX)
         return -EFBIG;
     fd_entry *e;
-    int rc = fd_get(s, file_id, false, &e);
-    if (rc == -ENOENT)
-        return 0;
+    int rc = fd_get(s, file_id, false, 0, &e);
+    if (rc == -ENOENT || rc == -ENODATA)
+        return 0; /* nothing stored (or lost: a rebuild brings it back) */
     if (rc)
         return rc;
-    if (ftruncate(e->fd, (off_t)local_size) != 0)
+    if (__atomic_load_n(&e->cfd, __ATOMIC_ACQUIRE) >= 0)
+        rc = truncate_checked(s, e, local_size);
+    else if (ftruncate(e->fd, (off_t)local_size) != 0)
         rc = -errno;
     fd_put(s, e);
     return rc;
@@ -374,6 +759,10 @@ int ios_strips_remove(ios_strips *s, uint64_t file_id)
             doomed = e;
     }
     int rc = unlinkat(s->dir_fd, name, 0) == 0 || errno == ENOENT ? 0 : -errno;
+    char cname[IOS_STRIP_NAME_LEN + sizeof(IOS_CSUM_SUFFIX)];
+    sidecar_name(file_id, cname); /* after the strip file: a sidecar alone is harmless */
+    if (rc == 0 && unlinkat(s->dir_fd, cname, 0) != 0 && errno != ENOENT)
+        rc = -errno;
     pthread_mutex_unlock(&s->mu);
     if (doomed)
         entry_destroy(doomed);
@@ -383,12 +772,13 @@ int ios_strips_remove(ios_strips *s, uint64_t file_id)
 int ios_strips_fsync(ios_strips *s, uint64_t file_id)
 {
     fd_entry *e;
-    int rc = fd_get(s, file_id, false, &e);
+    int rc = fd_get(s, file_id, false, 0, &e);
     if (rc == -ENOENT)
         return 0;
     if (rc)
         return rc;
-    if (fdatasync(e->fd) != 0)
+    int cfd = __atomic_load_n(&e->cfd, __ATOMIC_ACQUIRE);
+    if (fdatasync(e->fd) != 0 || (cfd >= 0 && fdatasync(cfd) != 0))
         rc = -errno;
     fd_put(s, e);
     return rc;
@@ -414,6 +804,11 @@ int ios_strips_usage(ios_strips *s, uint64_t *used, uint64_t *avail)
     *used = (uint64_t)(vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize;
     *avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
     return 0;
+}
+
+uint64_t ios_strips_csum_errors(ios_strips *s)
+{
+    return __atomic_load_n(&s->csum_errors, __ATOMIC_RELAXED);
 }
 
 unsigned ios_strips_cached(ios_strips *s)

@@ -3,9 +3,13 @@
  * from the id only, never from client text. The unit of stripe s sits at
  * local offset s*su (the caller computes offsets; this module stores bytes).
  *
- * Reads past a strip file's end (or of an absent file) return zeros. Writes
- * create the file (mode 0600). Open descriptors live in a bounded LRU cache
- * shared by all threads. Return convention: 0 or negative errno. */
+ * Every block of a strip file carries a CRC32C in a sidecar file
+ * (strip_csum.h): reads check every block they return and fail with
+ * -EBADMSG on a damaged one; writes keep the checksums right. Reads past a
+ * strip file's end, or of a file never written, return zeros; a strip file
+ * missing beside its sidecar was lost: -ENODATA. Writes create the file
+ * (mode 0600). Open descriptors live in a bounded LRU cache shared by all
+ * threads. Return convention: 0 or negative errno. */
 #ifndef DEPFS_IOS_STRIPS_H
 #define DEPFS_IOS_STRIPS_H
 #include <stddef.h>
@@ -33,9 +37,10 @@ void ios_strip_name(uint64_t file_id, char out[IOS_STRIP_NAME_LEN]);
  * extent lengths). */
 int ios_strips_read(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
                     uint8_t *buf);
-/* Writes buf (extents' bytes concatenated) at the extents. */
+/* Writes buf (extents' bytes concatenated) at the extents. su: the layout's
+ * stripe unit (0: unknown), which sizes the checksum blocks of a new file. */
 int ios_strips_write(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
-                     const uint8_t *buf);
+                     const uint8_t *buf, uint32_t su);
 /* Sets the strip file's length; an absent file stays absent. */
 int ios_strips_truncate(ios_strips *s, uint64_t file_id, uint64_t local_size);
 /* Unlinks the strip file; absent is fine. */
@@ -46,6 +51,8 @@ int ios_strips_fsync(ios_strips *s, uint64_t file_id);
 int ios_strips_size(ios_strips *s, uint64_t file_id, uint64_t *size);
 /* File system usage of the data directory, bytes. */
 int ios_strips_usage(ios_strips *s, uint64_t *used, uint64_t *avail);
+/* Blocks reads found damaged since start. */
+uint64_t ios_strips_csum_errors(ios_strips *s);
 /* Number of descriptors cached now (tests). */
 unsigned ios_strips_cached(ios_strips *s);
 

@@ -29,6 +29,7 @@ typedef struct status_totals {
     uint64_t degraded_files;
     uint64_t bytes_used, bytes_free;
     uint64_t locks_granted, locks_nacked, locks_retried, locks_held, lock_hold_ms_total;
+    uint64_t damaged_blocks;
 } status_totals;
 
 static void status_usage(FILE *out)
@@ -82,6 +83,7 @@ static void add_totals(status_totals *t, const depfs_server_status *s)
     t->locks_nacked += s->locks_nacked;
     t->locks_retried += s->locks_retried;
     t->locks_held += s->locks_held;
+    t->damaged_blocks += s->damaged_blocks;
     t->lock_hold_ms_total += s->lock_hold_ms_total;
 }
 
@@ -146,12 +148,13 @@ static void print_text(const depfs_server_status *v, unsigned n, const status_to
     human_bytes(freeb, sizeof(freeb), t->bytes_free);
     printf("total: %u servers (%u up, %u down, %u rebuilding, %u reconstructing, %u reachable), "
            "%llu degraded files, used %s, free %s, "
-           "locks granted %llu, nacked %llu, retried %llu, held %llu, hold %llu ms\n",
+           "locks granted %llu, nacked %llu, retried %llu, held %llu, hold %llu ms, "
+           "damaged blocks read %llu\n",
            t->servers, t->up, t->down, t->rebuilding, t->reconstructing, t->reachable,
            (unsigned long long)t->degraded_files, used, freeb,
            (unsigned long long)t->locks_granted, (unsigned long long)t->locks_nacked,
            (unsigned long long)t->locks_retried, (unsigned long long)t->locks_held,
-           (unsigned long long)t->lock_hold_ms_total);
+           (unsigned long long)t->lock_hold_ms_total, (unsigned long long)t->damaged_blocks);
 }
 
 static void json_locks(cli_json *j, uint64_t granted, uint64_t nacked, uint64_t retried,
@@ -191,6 +194,7 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
         cli_json_uint(&j, "bytes_free", s->bytes_free);
         json_locks(&j, s->locks_granted, s->locks_nacked, s->locks_retried, s->locks_held,
                    s->lock_hold_ms_total);
+        cli_json_uint(&j, "damaged_blocks", s->damaged_blocks);
         cli_json_end_object(&j);
     }
     cli_json_end_array(&j);
@@ -206,6 +210,7 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
     cli_json_uint(&j, "bytes_free", t->bytes_free);
     json_locks(&j, t->locks_granted, t->locks_nacked, t->locks_retried, t->locks_held,
                t->lock_hold_ms_total);
+    cli_json_uint(&j, "damaged_blocks", t->damaged_blocks);
     cli_json_end_object(&j);
     cli_json_end_object(&j);
     cli_json_finish(&j);

@@ -91,6 +91,7 @@ static void status_fill(const dc_server *s, const Depfs__IoReply *rep, const Dep
     st->locks_held = rep->locks_held;
     st->lock_hold_ms_total = rep->lock_hold_ms_total;
     st->locks_retried = rep->locks_retried;
+    st->damaged_blocks = rep->damaged_blocks;
 }
 
 int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max)

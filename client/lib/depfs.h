@@ -253,6 +253,8 @@ typedef struct depfs_server_status {
     uint64_t degraded_files;    /* files with units missing there (from the MDS) */
     uint64_t rebuild_done_bytes, rebuild_total_bytes; /* rebuild progress (MDS) */
     uint64_t rebuild_rate_bps;  /* rebuild bytes/s as last reported (0 = unknown) */
+    uint64_t damaged_blocks;    /* blocks its reads found damaged (checksum
+                                 * mismatch) since it started */
 } depfs_server_status;
 /* Fills up to max entries; returns the number of servers. */
 int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max);

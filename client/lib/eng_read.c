@@ -108,7 +108,7 @@ static int dc_degraded_fetch(depfs_t *fs, dc_inode *in, dc_dstripe *ds, unsigned
             }
         }
         if (dc_popcount32(bad) > lay->n - lay->k) {
-            dc_set_error("read of inode %llu: %u of %u units of a stripe unavailable (n-k=%u)",
+            dc_set_error("read of inode %llu: %u of %u units of a stripe unavailable or damaged (n-k=%u)",
                          (unsigned long long)in->ino, dc_popcount32(bad), lay->n,
                          lay->n - lay->k);
             return -EIO;

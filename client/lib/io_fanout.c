@@ -24,6 +24,7 @@ void dc_req_init(dc_req *r, const layout *lay, unsigned pos, uint16_t op)
     r->pos = pos;
     r->server_id = lay->servers[pos];
     r->op = op;
+    r->su = lay->su;
 }
 
 void dc_req_init_ctl(dc_req *r, uint32_t server_id, uint16_t op, const Depfs__IoRequest *msg)
@@ -175,6 +176,8 @@ static void dc_build_msg(const dc_req *r, uint64_t ino, uint64_t epoch, dc_pendi
         m->sync = r->sync;
     }
     if (r->op == DEPFS__IO_OP__IO_WRITE) {
+        m->has_stripe_unit = r->su != 0;
+        m->stripe_unit = r->su;
         m->n_down_servers = r->n_down;
         m->down_servers = r->n_down ? (uint32_t *)r->down : NULL;
     }
@@ -261,6 +264,11 @@ static void dc_classify(depfs_t *fs, dc_req *r, dc_pending *p, const Depfs__IoRe
                dc_state_refuses_reads(rep->state)) {
         dc_server_note_state(fs, r->server_id, (int)rep->state);
         r->result = DC_ERR_DOWN; /* decode around it; not marked failed */
+    } else if (r->op == DEPFS__IO_OP__IO_READ && dc_unit_damaged(r->result)) {
+        /* the readers decode around it like around a failed server */
+        log_warn("libdepfs: I/O server %u: %s reading inode %llu (%s): reading around it",
+                 r->server_id, strerror(-r->result), (unsigned long long)p->msg.file_id,
+                 rep->message ? rep->message : "");
     }
 }
 
@@ -473,6 +481,11 @@ void dc_io_unlock_granted(depfs_t *fs, uint64_t ino, const dc_req *reqs, unsigne
     }
     dc_io_run(fs, ino, un, nreq);
     free(un);
+}
+
+bool dc_unit_damaged(int result)
+{
+    return result == -EBADMSG || result == -ENODATA || result == -EIO;
 }
 
 bool dc_write_not_applied(int result)

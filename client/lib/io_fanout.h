@@ -41,6 +41,7 @@ typedef struct dc_req {
     unsigned pos;                 /* position in the layout's servers[] */
     uint32_t server_id;
     uint16_t op;                  /* DEPFS__IO_OP__* */
+    uint32_t su;                  /* the layout's stripe unit (WRITE) */
     size_t n_ext;
     Depfs__Extent ext[DC_REQ_MAX_EXTENTS];
     int n_iov;
@@ -114,6 +115,11 @@ void dc_ctl_free(dc_ctl *v, unsigned n);
 /* Send IO_UNLOCK for every request that holds a granted lock (has_lock,
  * result 0); failures are ignored (the lease/recovery cleans up). */
 void dc_io_unlock_granted(depfs_t *fs, uint64_t ino, const dc_req *reqs, unsigned nreq);
+
+/* A READ's result that says the server's stored unit is damaged: a block
+ * failed its checksum (-EBADMSG), the strip file was lost (-ENODATA), or
+ * the disk failed the read (-EIO). Readers treat the unit as an erasure. */
+bool dc_unit_damaged(int result);
 
 /* A WRITE's result that says the server refused it before storing any
  * byte (no lock, an epoch mismatch, a bad request, busy): the unit there is
