@@ -73,6 +73,8 @@ static void scrub_clean(depfs_t *fs, uint64_t ino, uint64_t expect_stripes)
     ck_assert_msg(rep.stripes_bad == 0, "scrub: %" PRIu64 " bad stripes, first %" PRIu64,
                   rep.stripes_bad, rep.first_bad_stripe);
     ck_assert_uint_eq(rep.stripes_unreadable, 0);
+    ck_assert_uint_eq(rep.units_checksum + rep.units_io_error + rep.units_missing +
+                          rep.units_mismatch + rep.stripes_unlocated, 0);
     ck_assert_uint_eq(rep.stripes_checked, expect_stripes);
 }
 
@@ -253,7 +255,7 @@ static void strip_path(char *out, size_t len, uint32_t server, uint64_t ino)
     td_strip_path(&g_cl, server, ino, out, len);
 }
 
-START_TEST(test_scrub_detects_parity_corruption)
+START_TEST(test_scrub_names_and_repairs_damaged_units)
 {
     seed_rng();
     depfs_t *fs = mount_fs();
@@ -280,11 +282,13 @@ START_TEST(test_scrub_detects_parity_corruption)
     ck_assert_int_eq(pwrite(fd, &b, 1, 123), 1);
     close(fd);
 
+    /* the parity unit's checksum names it (the data still agrees) */
     depfs_scrub_report rep;
     ck_assert_int_eq(depfs_scrub_ino(fs, ino, false, &rep), 0);
-    ck_assert_uint_eq(rep.stripes_bad, 1);
-    ck_assert_uint_eq(rep.first_bad_stripe, 0);
-    ck_assert_uint_eq(rep.stripes_unreadable, 0);
+    ck_assert_uint_eq(rep.units_checksum, 1);
+    ck_assert_uint_eq(rep.findings_unrepaired, 1);
+    ck_assert_uint_eq(rep.stripes_unreadable, 1); /* one unit of one stripe */
+    ck_assert_uint_eq(rep.stripes_bad, 0);
     /* data is still read right (fault-free reads do not touch parity) */
     ck_assert_int_eq(depfs_open(fs, "/corrupt", O_RDONLY, 0, &fh), 0);
     uint8_t *got = malloc(len);
@@ -293,7 +297,8 @@ START_TEST(test_scrub_detects_parity_corruption)
     ck_assert_int_eq(depfs_close(fh), 0);
     /* repair, then clean */
     ck_assert_int_eq(depfs_scrub_ino(fs, ino, true, &rep), 0);
-    ck_assert_uint_eq(rep.stripes_bad, 1);
+    ck_assert_uint_eq(rep.units_checksum, 1);
+    ck_assert_uint_eq(rep.units_repaired, 1);
     scrub_clean(fs, ino, len / layout_stripe_bytes(&lay));
 
     /* corrupting a data unit is caught as well */
@@ -306,8 +311,14 @@ START_TEST(test_scrub_detects_parity_corruption)
     ck_assert_int_eq(pwrite(fd, &b, 1, 3 * lay.su + 7), 1);
     close(fd);
     ck_assert_int_eq(depfs_scrub_ino(fs, ino, false, &rep), 0);
-    ck_assert_uint_eq(rep.stripes_bad, 1);
-    ck_assert_uint_eq(rep.first_bad_stripe, 3);
+    ck_assert_uint_eq(rep.units_checksum, 1);
+    ck_assert_int_eq(depfs_scrub_ino(fs, ino, true, &rep), 0);
+    ck_assert_uint_eq(rep.units_repaired, 1);
+    scrub_clean(fs, ino, len / layout_stripe_bytes(&lay));
+    ck_assert_int_eq(depfs_open(fs, "/corrupt", O_RDONLY, 0, &fh), 0);
+    ck_assert_int_eq(depfs_read(fh, got, len, 0), (ssize_t)len);
+    ck_assert(memcmp(got, data, len) == 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
     depfs_unmount(fs);
     free(data);
     free(got);
@@ -707,7 +718,7 @@ static Suite *data_suite(void)
     tcase_add_test(tc, test_append_truncate_buffered);
     tcase_add_test(tc, test_overwrite_buffered);
     tcase_add_test(tc, test_scatter_flight);
-    tcase_add_test(tc, test_scrub_detects_parity_corruption);
+    tcase_add_test(tc, test_scrub_names_and_repairs_damaged_units);
     tcase_add_test(tc, test_concurrent_writers_parity);
     suite_add_tcase(s, tc);
     /* own cluster: it kills servers */

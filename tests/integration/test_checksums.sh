@@ -9,9 +9,10 @@
 #     return wrong bytes;
 #   - a strip file deleted (and its server restarted, so no cached
 #     descriptor hides it) or cut short by hand: the file reads back exact.
-# Before checksums, the first case returned the flipped bytes. The damage
-# is undone at the end (flipped back, strip files restored) so that the
-# closing scrub is clean; repairing it in place is scrub --repair's part.
+# Before checksums, the first case returned the flipped bytes. Then scrub
+# --repair rebuilds every damaged unit, the lost and the cut strip file
+# (the n-k+1-th damaged unit is flipped back first: beyond the code), and
+# the closing scrub is clean.
 source "$(dirname "$0")/lib.sh"
 cluster_up --servers 8
 REF="$DEPFS_STATE/ref"
@@ -72,33 +73,47 @@ for L in 8@6 8@7 4@2 8@4; do
     fail "$L: $((m + 1)) damaged units of a stripe: the read returned WRONG bytes instead of failing"
   fi
   log "$L: $((m + 1)) damaged units: the read fails ($(tail -1 "$DEPFS_STATE/back.err"))"
-  for f in "${flips[@]}"; do flip $f; done # undo
-  read_back "$d/f" "$REF/$L" || fail "$L: not exact after undoing the damage"
+  flip ${flips[-1]} # beyond n-k: undone by hand; the rest is scrub's
+  depfs scrub --repair "$d/f" > "$DEPFS_STATE/repair.out" 2>&1 ||
+    { cat "$DEPFS_STATE/repair.out"; fail "$L: scrub --repair left damage"; }
+  grep -q "$m checksum" "$DEPFS_STATE/repair.out" ||
+    { cat "$DEPFS_STATE/repair.out"; fail "$L: scrub did not name the $m damaged units by checksum"; }
+  read_back "$d/f" "$REF/$L" || fail "$L: not exact after the repair"
+  log "$L: scrub --repair rebuilt the $m damaged units"
 done
 
 # ---- a strip file deleted by hand, and one cut short
 read -r sid strip off < <(strip_of /L8_6/f 1 0)
-mv "$strip" "$DEPFS_STATE/saved-strip"
+cp "$strip" "$DEPFS_STATE/saved-strip"; rm "$strip"
+rejoined=$(grep -c "ioserver $sid: rejoined" "$DEPFS_STATE/logs/recovery.log" || true)
 lc restart "$sid" >/dev/null # no cached descriptor: the loss shows
+deadline=$((SECONDS + $(tscale 60)))
+until [ "$(grep -c "ioserver $sid: rejoined" "$DEPFS_STATE/logs/recovery.log" || true)" -gt "$rejoined" ]; do
+  [ "$SECONDS" -lt "$deadline" ] || fail "server $sid did not rejoin after its restart: $(states_line)"
+  sleep 0.2
+done
 wait_all_up 60 || fail "servers not up after restarting $sid: $(states_line)"
 read_back /L8_6/f "$REF/8@6" || fail "8@6: a deleted strip file on server $sid: not read back exact: $(cat "$DEPFS_STATE/back.err")"
 grep -q "missing beside its checksums" "$DEPFS_STATE/logs/ioserver-$sid.log" ||
   fail "server $sid did not report its strip file missing"
 log "8@6: strip file deleted on server $sid: read back exact (reported missing, not read as zeros)"
-mv "$DEPFS_STATE/saved-strip" "$strip"
-lc restart "$sid" >/dev/null
-wait_all_up 60 || fail "servers not up after restarting $sid: $(states_line)"
+depfs scrub --repair /L8_6/f > "$DEPFS_STATE/repair.out" 2>&1 ||
+  { cat "$DEPFS_STATE/repair.out"; fail "8@6: scrub --repair did not rebuild the lost strip file"; }
+grep -q "missing" "$DEPFS_STATE/repair.out" || { cat "$DEPFS_STATE/repair.out"; fail "8@6: the lost strip was not named missing"; }
+cmp "$strip" "$DEPFS_STATE/saved-strip" || fail "8@6: the rebuilt strip file differs from the lost one"
 
 read -r sid strip off < <(strip_of /L4_2/f 0 1)
 cp "$strip" "$DEPFS_STATE/saved-strip"
 truncate -s $((65536 + 5000)) "$strip"
 read_back /L4_2/f "$REF/4@2" || fail "4@2: a strip file cut short on server $sid: not read back exact: $(cat "$DEPFS_STATE/back.err")"
 log "4@2: strip file cut short on server $sid: read back exact"
-cp "$DEPFS_STATE/saved-strip" "$strip"
+depfs scrub --repair /L4_2/f > "$DEPFS_STATE/repair.out" 2>&1 ||
+  { cat "$DEPFS_STATE/repair.out"; fail "4@2: scrub --repair did not rebuild the cut strip file"; }
+cmp "$strip" "$DEPFS_STATE/saved-strip" || fail "4@2: the rebuilt strip file differs from the cut one"
 
 for L in 8@6 8@7 4@2 8@4; do
   n=${L%@*}; k=${L#*@}
   cmp "$REF/$L" "$MNT/L${n}_$k/f" || fail "$L: differs through the mount"
 done
 scrub_clean
-echo "PASS: damaged units (1..n-k per stripe, data and parity), a deleted and a truncated strip file are read around; n-k+1 damaged units fail the read; for 8@6 8@7 4@2 8@4"
+echo "PASS: damaged units (1..n-k per stripe, data and parity), a deleted and a truncated strip file are read around and repaired by scrub; n-k+1 damaged units fail the read; for 8@6 8@7 4@2 8@4"

@@ -2,14 +2,15 @@
 # test_scrub_locate - scrub names exactly the bad units (stripe, unit,
 # data/parity, server, cause), no more and no fewer, and --repair rebuilds
 # exactly those from the good units, never parity from bad data:
-#   8@6 (two parity units): bytes flipped on disk in a data unit, then in a
-#       parity unit, then in one of each in two stripes at once: each shows
-#       as a parity mismatch located in that unit (today's servers keep no
-#       checksums); --repair restores the strip files byte for byte and a
-#       second scrub is clean;
-#   8@7 (one parity unit): a flipped data unit is reported as an unlocated
+#   8@6 (two parity units): bytes flipped on disk in a data unit: named by
+#       its checksum; then wrong bytes stored through the server (a buggy
+#       or misdirected write: its checksums are good, rawwrite.py) in a data
+#       unit, in a parity unit, and in one of each in two stripes at once:
+#       each is a parity mismatch located in that unit; --repair restores
+#       the strip files byte for byte and a second scrub is clean;
+#   8@7 (one parity unit): such a data unit is reported as an unlocated
 #       mismatch and left alone (rewriting parity from it would make the
-#       damage permanent); a flipped parity unit is rewritten from the data,
+#       damage permanent); such a parity unit is rewritten from the data,
 #       logged as a suspected bug;
 #   a server down: each of its units is named unreachable and --repair
 #       leaves them alone (depfs-recovery rebuilds a returning server);
@@ -59,6 +60,13 @@ with open(path, "r+b") as f:
     f.seek(off); f.write(bytes(x ^ 0xA5 for x in b))
 PY
 }
+# corrupt STRIP OFF LEN: store those LEN bytes XOR 0xA5 through server SID
+# (checksums good, content wrong); again undoes it.
+addr_of() { awk -v id="$1" '$1 == "ioserver" && $3 == id {print $4}' "$CONF"; }
+corrupt() {
+  python3 "$TOP/tests/integration/rawwrite.py" "$(addr_of "$SID")" "$INO" "$2" --xor-from "$1" "$3" \
+    >/dev/null || fail "rawwrite to server $SID failed"
+}
 # read_back PATH REF: a fresh client's copy (no mount cache) equals REF.
 read_back() {
   rm -f "$DEPFS_STATE/back"
@@ -93,10 +101,20 @@ REF86=$REF
 read_back /d86/f "$REF86"
 scrub_clean
 
+unit_at 11 3 # data unit 3 of stripe 11: damaged on disk
+cp "$STRIP" "$DEPFS_STATE/strip.orig"
+log "flipping 16 bytes of data unit 3 of stripe 11 on disk (server $SID, $STRIP)"
+flip "$STRIP" $((OFF + 5000)) 16
+scrub_expect d86-disk 1 "11 3 data $SID checksum false" /d86/f
+read_back /d86/f "$REF86" # read around it
+scrub_expect d86-disk-repair 0 "11 3 data $SID checksum true" --repair /d86/f
+cmp "$STRIP" "$DEPFS_STATE/strip.orig" || fail "repair did not restore data unit 3 of stripe 11 on disk"
+scrub_expect d86-disk-again 0 "" /d86/f
+
 unit_at 5 2 # data unit 2 of stripe 5
 cp "$STRIP" "$DEPFS_STATE/strip.orig"
-log "flipping 16 bytes of data unit 2 of stripe 5 (server $SID, $STRIP)"
-flip "$STRIP" $((OFF + 1000)) 16
+log "storing 16 wrong bytes in data unit 2 of stripe 5 (server $SID, $STRIP), checksums good"
+corrupt "$STRIP" $((OFF + 1000)) 16
 scrub_expect d86-data 1 "5 2 data $SID mismatch false" /d86/f
 depfs scrub /d86/f >"$DEPFS_STATE/text.out" 2>&1 || true
 grep -q "^scrub: /d86/f (inode $INO) stripe 5 unit 2 (data) on server $SID: parity mismatch" "$DEPFS_STATE/text.out" ||
@@ -109,16 +127,16 @@ read_back /d86/f "$REF86"
 
 unit_at 9 7 # parity unit 1 (unit k+1) of stripe 9
 cp "$STRIP" "$DEPFS_STATE/strip.orig"
-log "flipping 1 byte of parity unit 7 of stripe 9 (server $SID)"
-flip "$STRIP" $((OFF + SU - 1)) 1
+log "storing 1 wrong byte in parity unit 7 of stripe 9 (server $SID)"
+corrupt "$STRIP" $((OFF + SU - 1)) 1
 scrub_expect d86-parity 1 "9 7 parity $SID mismatch false" /d86/f
 scrub_expect d86-parity-repair 0 "9 7 parity $SID mismatch true" --repair /d86/f
 cmp "$STRIP" "$DEPFS_STATE/strip.orig" || fail "repair did not restore parity unit 7 of stripe 9 on disk"
 scrub_expect d86-parity-again 0 "" /d86/f
 
-unit_at 3 0; S1=$SID; P1=$STRIP; cp "$STRIP" "$DEPFS_STATE/strip1.orig"; flip "$STRIP" $((OFF + 4096)) 4096
-unit_at 12 6; S2=$SID; P2=$STRIP; cp "$STRIP" "$DEPFS_STATE/strip2.orig"; flip "$STRIP" "$OFF" 100
-log "flipped data unit 0 of stripe 3 (server $S1) and parity unit 6 of stripe 12 (server $S2)"
+unit_at 3 0; S1=$SID; P1=$STRIP; cp "$STRIP" "$DEPFS_STATE/strip1.orig"; corrupt "$STRIP" $((OFF + 4096)) 4096
+unit_at 12 6; S2=$SID; P2=$STRIP; cp "$STRIP" "$DEPFS_STATE/strip2.orig"; corrupt "$STRIP" "$OFF" 100
+log "wrong bytes in data unit 0 of stripe 3 (server $S1) and parity unit 6 of stripe 12 (server $S2)"
 scrub_expect d86-two 1 "3 0 data $S1 mismatch false
 12 6 parity $S2 mismatch false" /d86/f
 scrub_expect d86-two-repair 0 "3 0 data $S1 mismatch true
@@ -134,19 +152,20 @@ REF87=$REF
 scrub_clean
 unit_at 4 3 # data unit 3 of stripe 4
 cp "$STRIP" "$DEPFS_STATE/strip.orig"
-flip "$STRIP" $((OFF + 77)) 8
-log "flipped data unit 3 of stripe 4 (server $SID): not locatable with n-k = 1"
+corrupt "$STRIP" $((OFF + 77)) 8
+log "wrong bytes in data unit 3 of stripe 4 (server $SID): not locatable with n-k = 1"
 scrub_expect d87-data 1 "4 - - - mismatch_unlocated false" /d87/f
 depfs scrub /d87/f >"$DEPFS_STATE/text.out" 2>&1 || true
 grep -q "^scrub: /d87/f (inode $INO) stripe 4: parity mismatch with good checksums, unit not located - not repaired" \
   "$DEPFS_STATE/text.out" || { cat "$DEPFS_STATE/text.out"; fail "the text output does not report the unlocated mismatch"; }
-cp "$DEPFS_STATE/strip.orig" "$STRIP" # undo by hand: no checksum says which unit is wrong
+corrupt "$STRIP" $((OFF + 77)) 8 # undo by hand: no checksum says which unit is wrong
+cmp "$STRIP" "$DEPFS_STATE/strip.orig" || fail "undoing the wrong bytes of stripe 4 failed"
 scrub_expect d87-undone 0 "" /d87/f
 
 unit_at 6 7 # the parity unit of stripe 6
 cp "$STRIP" "$DEPFS_STATE/strip.orig"
-flip "$STRIP" $((OFF + 5)) 3
-log "flipped the parity unit of stripe 6 (server $SID)"
+corrupt "$STRIP" $((OFF + 5)) 3
+log "wrong bytes in the parity unit of stripe 6 (server $SID)"
 scrub_expect d87-parity-repair 0 "6 - - - mismatch_unlocated true" --repair /d87/f
 grep -q "suspected bug" "$DEPFS_STATE/d87-parity-repair.err" ||
   { cat "$DEPFS_STATE/d87-parity-repair.err"; fail "rewriting parity of an unlocated mismatch was not logged as a suspected bug"; }
@@ -195,4 +214,4 @@ scrub_expect eio-transient 0 "" /d87/f
 read_back /d87/f "$REF87"
 read_back /d86/f "$REF86"
 scrub_clean
-echo "PASS: scrub named exactly the flipped units (8@6: located and repaired byte for byte; 8@7: unlocated, data left alone, parity rewritten) and a server's read error as io_error of its unit; second scrubs clean"
+echo "PASS: scrub named exactly the damaged units (8@6: a disk flip by its checksum, wrong bytes with good checksums located; all repaired byte for byte; 8@7: unlocated, data left alone, parity rewritten) and a server's read error as io_error of its unit; second scrubs clean"
