@@ -76,6 +76,7 @@
 #include "handlers.h"
 #include "lease.h"
 #include "stall.h"
+#include "unstored.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -245,8 +246,12 @@ out:
 /* A unit this server failed to store (or to make durable) may be half
  * written: it serves no more reads until depfs-recovery rejoins it, which
  * rebuilds the file (the writer records this server dirty for it). */
-static void demote_after_failed_store(ios_ctx *c, uint64_t file_id, int err)
+static void demote_after_failed_store(ios_ctx *c, const Depfs__IoRequest *q, int err)
 {
+    uint64_t file_id = q->file_id;
+    if (q->lock && c->unstored) /* no UP until its writer let go (unstored.h) */
+        ios_unstored_note(c->unstored, file_id, q->lock->first_stripe, q->lock->stripe_count,
+                          owner_of(q->lock));
     int rc = ios_state_demote_self(c->state);
     if (rc == 1)
         log_warn("server %u failed to store a unit of file %016" PRIx64 " (%s): no reads until "
@@ -294,12 +299,12 @@ static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
     if (ex.n && (rc = ios_strips_write(c->strips, q->file_id, ex.v, ex.n, bulk,
                                            q->has_stripe_unit ? q->stripe_unit : 0))) {
         fail(res, rc, "write failed: %s", strerror(-rc));
-        demote_after_failed_store(c, q->file_id, rc);
+        demote_after_failed_store(c, q, rc);
         goto out;
     }
     if (q->has_sync && q->sync && (rc = ios_strips_fsync(c->strips, q->file_id))) {
         fail(res, rc, "fdatasync failed: %s", strerror(-rc));
-        demote_after_failed_store(c, q->file_id, rc);
+        demote_after_failed_store(c, q, rc);
         goto out;
     }
     if (q->has_unlock && q->unlock) {
@@ -476,6 +481,17 @@ static int do_heartbeat(ios_ctx *c, ios_result *res)
     return rc;
 }
 
+/* 0, or EBUSY while a unit this server failed to store is still locked by
+ * its writer (unstored.h). */
+static int may_go_up(ios_ctx *c, ios_result *res)
+{
+    size_t pending = c->unstored ? ios_unstored_pending(c->unstored, c->locks) : 0;
+    if (pending == 0)
+        return 0;
+    return fail(res, -EBUSY, "%zu units this server failed to store are still locked by their "
+                "writers: staying %s", pending, depfs_state_name(ios_state_get(c->state)));
+}
+
 static int do_set_state(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     int rc;
@@ -485,6 +501,8 @@ static int do_set_state(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
             want != DEPFS__SERVER_STATE__SERVER_REBUILDING &&
             want != DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING)
             return fail(res, -EINVAL, "server_state %u cannot be set", want);
+        if (want == DEPFS__SERVER_STATE__SERVER_UP && old != want && (rc = may_go_up(c, res)))
+            return rc;
         if (want != old) {
             if ((rc = ios_state_set(c->state, want)))
                 return fail(res, rc, "cannot store server state: %s", strerror(-rc));
@@ -528,6 +546,8 @@ static int do_dirty(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     int rc;
     if (q->has_sync && q->sync) {
+        if (ios_state_get(c->state) != DEPFS__SERVER_STATE__SERVER_UP && (rc = may_go_up(c, res)))
+            return rc;
         rc = ios_state_set(c->state, DEPFS__SERVER_STATE__SERVER_UP);
         if (rc)
             return fail(res, rc, "cannot store server state: %s", strerror(-rc));

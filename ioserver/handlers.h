@@ -42,6 +42,7 @@ typedef struct ios_ctx {
     unsigned lock_lease_ms;  /* heartbeat reports locks at least this old */
     struct ios_stall *stall; /* stall detection (NULL: none) */
     struct ios_lease *lease; /* recovery lease (NULL: none) */
+    struct ios_unstored *unstored; /* failed stores under a lock (NULL: none) */
 } ios_ctx;
 
 /* Everything a reply owns; ios_result_free releases it. */

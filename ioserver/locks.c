@@ -566,6 +566,24 @@ int ios_locks_held_by(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t c
     return pos >= end;
 }
 
+bool ios_locks_holds_any(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                         ios_lock_owner owner)
+{
+    if (range_check(first, count))
+        return false;
+    uint64_t end = first + count;
+    file_node **bucket;
+    lock_shard *s = shard_of(t, file_id, &bucket);
+    bool held = false;
+
+    pthread_mutex_lock(&s->mu);
+    file_node *f = node_find(bucket, file_id);
+    for (size_t i = 0; f != NULL && i < f->n && !held; i++)
+        held = same_owner(f->v[i].owner, owner) && overlaps(&f->v[i], first, end);
+    pthread_mutex_unlock(&s->mu);
+    return held;
+}
+
 size_t ios_locks_drop_file(ios_locks *t, uint64_t file_id, uint64_t now_ms)
 {
     file_node **bucket;

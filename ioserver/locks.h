@@ -61,6 +61,9 @@ int ios_locks_release(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t c
 /* true when owner holds every stripe of [first, first+count). */
 int ios_locks_held_by(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
                       ios_lock_owner owner);
+/* true when owner holds at least one stripe of [first, first+count). */
+bool ios_locks_holds_any(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                         ios_lock_owner owner);
 /* Drops every entry of the file (file removed); returns how many. */
 size_t ios_locks_drop_file(ios_locks *t, uint64_t file_id, uint64_t now_ms);
 

@@ -27,6 +27,7 @@
 #include "handlers.h"
 #include "lock_intents.h"
 #include "lease.h"
+#include "unstored.h"
 #include "stall.h"
 #include "wire.h"
 #include "log.h"
@@ -172,6 +173,10 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
         log_warn("%d lock intents left by a crash: their stripes stay locked until "
                  "depfs-recovery repairs them", rc);
     ios_lock_intents_attach(ctx.locks, ctx.state);
+    if ((rc = ios_unstored_create(&ctx.unstored))) {
+        log_err("cannot create the failed-store notes: %s", strerror(-rc));
+        goto out;
+    }
     if ((rc = apply_start_state(a, ctx.state)))
         goto out;
 
@@ -206,6 +211,7 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
 out:
     ios_lease_stop(ctx.lease);
     ios_stall_stop(ctx.stall);
+    ios_unstored_free(ctx.unstored);
     ios_locks_free(ctx.locks);
     ios_state_close(ctx.state);
     ios_strips_close(ctx.strips);

@@ -13,8 +13,8 @@
 #   kv_sync_eio       one synced write of an I/O server's state store fails:
 #                     logged, the daemon keeps serving, the cluster converges;
 #   strip_pwrite_enospc  a server fails to store a unit (a) under a writer
-#                     that is slow to record it dirty while the server
-#                     rejoins: a read right after the write is exact; (b) in
+#                     that is slow to record it dirty: the server stays out
+#                     of service while the writer holds its lock; (b) in
 #                     an orphan repair's write: the repair writes around it
 #                     and frees the stripes within a bound;
 #   strip_pread_eio   an orphan repair's read fails: the repair is retried
@@ -94,11 +94,12 @@ addr_of() { awk -v id="$1" '$1 == "ioserver" && $3 == id {print $4}' "$CONF"; }
 
 # ---- strip_pwrite_enospc under a writer that is slow to record the server
 # dirty (DEPFS_TEST_PAUSE=before_dirty): the server demotes itself and
-# depfs-recovery rejoins it (finding nothing to rebuild) before the writer
-# records it dirty. The rejoin's epoch makes the late records refused and
-# the writer redo the round with the server in it (recovery/README.md
-# "Interrupted writes"): a read right after the write returns must see the
-# new bytes, never the server's stale unit.
+# depfs-recovery tries to rejoin it at once, finding nothing to rebuild.
+# It must stay out of service while the writer still holds its lock there
+# (the writer's late records are refused for their stale plan; it keeps
+# the lock until the orphan repair rewrites the unit): set UP meanwhile it
+# would serve its stale unit (campaign seed 9 round 4, seed 14 round 1).
+# A read after the write returns the new bytes; scrub ends clean.
 X=6
 log "server $X restarted with DEPFS_FAULTS=strip_pwrite_enospc=1; a writer pauses 4 s before recording it dirty"
 DEPFS_FAULTS=strip_pwrite_enospc=1 lc restart $X >/dev/null
@@ -106,12 +107,23 @@ wait_all_up 60 || fail "servers not up after the restart: $(states_line)"
 settle_clients
 head -c $((4 * 6 * 65536)) /dev/urandom > "$DEPFS_STATE/slow"
 DEPFS_TEST_PAUSE=before_dirty DEPFS_TEST_PAUSE_MS=4000 depfs cp "$DEPFS_STATE/slow" depfs:/d/f \
-  2> "$DEPFS_STATE/slow.err" || { cat "$DEPFS_STATE/slow.err"; fail "the overwrite around server $X failed"; }
+  2> "$DEPFS_STATE/slow.err" &
+cp_pid=$!
+for _ in $(seq 100); do grep -q "DEPFS_TEST_PAUSE reached: before_dirty" "$DEPFS_STATE/slow.err" && break; sleep 0.1; done
 grep -q "DEPFS_TEST_PAUSE reached: before_dirty" "$DEPFS_STATE/slow.err" ||
-  { cat "$DEPFS_STATE/slow.err"; fail "the writer never reached the pause (server $X stored its unit?)"; }
+  { kill "$cp_pid"; cat "$DEPFS_STATE/slow.err"; fail "the writer never reached the pause (server $X stored its unit?)"; }
+up_seen=0
+for _ in $(seq 12); do # 3 s of the writer's 4 s pause
+  [ "$(server_state $X)" = up ] && up_seen=1
+  sleep 0.25
+done
+wait "$cp_pid" || { cat "$DEPFS_STATE/slow.err"; fail "the overwrite around server $X failed"; }
+[ "$up_seen" = 0 ] || fail "server $X was set UP while the writer that saw its store fail still held its lock there"
+grep -q "still locked by their writers" "$DEPFS_STATE/logs/ioserver-$X.log" ||
+  fail "server $X did not refuse to be set UP (no rejoin tried during the pause?)"
 depfs cp depfs:/d/f "$DEPFS_STATE/slow.back" || fail "reading back after the write failed"
 cmp "$DEPFS_STATE/slow" "$DEPFS_STATE/slow.back" ||
-  fail "a read right after the write returned bytes that were not written (server $X's stale unit, set UP before the writer recorded it dirty)"
+  fail "a read after the write returned bytes that were not written"
 cp "$DEPFS_STATE/slow" "$DEPFS_STATE/ref"
 wait_all_up 90 || fail "server $X did not rejoin after the slow writer: $(states_line)"
 cmp "$DEPFS_STATE/ref" "$MNT/d/f" || fail "the file differs from what was acknowledged"
@@ -162,4 +174,4 @@ grep -q "fault point strip_pread_eio fires" "$DEPFS_STATE/logs/ioserver-$READ1.l
 grep -q "repair failed" "$DEPFS_STATE/logs/recovery.log" || fail "the first repair did not fail"
 cmp "$DEPFS_STATE/ref" "$MNT/d/f" || fail "the file differs from what was acknowledged"
 scrub_clean
-echo "PASS: fault points strip_pwrite_eio (written around the server, which demoted itself and rejoined), xport_flip_bit (resent, copy exact), kv_sync_eio (logged, server kept serving), strip_pwrite_enospc (a rejoin racing with a slow writer's dirty records; a failed repair write is written around) and strip_pread_eio (a failed repair is retried) end in a consistent cluster"
+echo "PASS: fault points strip_pwrite_eio (written around the server, which demoted itself and rejoined), xport_flip_bit (resent, copy exact), kv_sync_eio (logged, server kept serving), strip_pwrite_enospc (no UP while the writer of a failed store holds its lock; a failed repair write is written around) and strip_pread_eio (a failed repair is retried) end in a consistent cluster"

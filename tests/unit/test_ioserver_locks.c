@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "ioserver/locks.h"
+#include "ioserver/unstored.h"
 
 #define FILE_A 0x1234u
 #define FILE_B 0x5678u
@@ -355,6 +356,43 @@ START_TEST(concurrent_mutual_exclusion)
 }
 END_TEST
 
+/* A failed store under a lock keeps the server out of service exactly as
+ * long as that lock's owner holds a stripe of the range (unstored.h). */
+START_TEST(failed_store_pending_while_its_lock_is_held)
+{
+    ios_unstored *u;
+    ck_assert_int_eq(ios_unstored_create(&u), 0);
+    ck_assert_uint_eq(ios_unstored_pending(u, tbl), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 10, 4, C1_OP1, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 20, 1, C2_OP1, T0_MS), 0);
+    ios_unstored_note(u, FILE_A, 10, 4, C1_OP1);
+    ios_unstored_note(u, FILE_A, 10, 4, C1_OP1); /* the same failure twice: one note */
+    ck_assert_uint_eq(ios_unstored_pending(u, tbl), 1);
+    /* a partial release keeps it pending; the last stripe going ends it */
+    ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 10, 3, C1_OP1, T0_MS), 0);
+    ck_assert_uint_eq(ios_unstored_pending(u, tbl), 1);
+    ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 13, 1, C1_OP1, T0_MS), 0);
+    ck_assert_uint_eq(ios_unstored_pending(u, tbl), 0);
+    /* taken over by the orphan repair: the writer's note ends too */
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 30, 2, C1_OP2, T0_MS), 0);
+    ios_unstored_note(u, FILE_A, 30, 2, C1_OP2);
+    ios_lock_entry taken[4];
+    size_t n_taken = 0;
+    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 30, 2, C2_OP1, T0_MS + 10000, 5000, taken,
+                                         4, &n_taken), 0);
+    ck_assert_uint_eq(n_taken, 1);
+    ck_assert_uint_eq(ios_unstored_pending(u, tbl), 0);
+    /* more notes than kept: pending until no lock is held at all */
+    for (unsigned i = 0; i <= IOS_UNSTORED_MAX; i++)
+        ios_unstored_note(u, FILE_B, i, 1, C1_OP1);
+    ck_assert_uint_ge(ios_unstored_pending(u, tbl), 1); /* FILE_A locks of C2 still held */
+    ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 20, 1, C2_OP1, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 30, 2, C2_OP1, T0_MS), 0);
+    ck_assert_uint_eq(ios_unstored_pending(u, tbl), 0);
+    ios_unstored_free(u);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ioserver_locks");
@@ -375,6 +413,7 @@ int main(void)
     tcase_add_test(tc, take_over_only_stale_locks_of_any_owner);
     tcase_add_test(tc, take_over_splits_a_longer_orphan);
     tcase_add_test(tc, journal_follows_the_owner_span);
+    tcase_add_test(tc, failed_store_pending_while_its_lock_is_held);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
