@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include "eng_read.h"
 #include "log.h"
@@ -333,17 +334,36 @@ typedef struct dc_rctx {
     uint64_t size;
 } dc_rctx;
 
+/* Stripes [lo, hi) where a read met damaged units (hi 0: none). */
+typedef struct dc_heal_range {
+    uint64_t lo, hi;
+} dc_heal_range;
+
+static void dc_heal_note(dc_heal_range *h, uint64_t stripe)
+{
+    if (h->hi == 0 || stripe < h->lo)
+        h->lo = stripe;
+    if (stripe + 1 > h->hi)
+        h->hi = stripe + 1;
+}
+
 static int dc_read_round(depfs_t *fs, dc_inode *in, const dc_rctx *cx, dc_rstripe *rs,
-                         unsigned nst, dc_req *reqs, dc_dstripe *ds)
+                         unsigned nst, dc_req *reqs, dc_dstripe *ds, dc_heal_range *heal)
 {
     const layout *lay = &in->lay;
     uint32_t down = dc_down_mask(fs, lay);
     dc_build_reads(lay, rs, nst, down, cx->fh != NULL ? cx->size : 0, reqs);
     dc_io_run(fs, in->ino, reqs, lay->n);
-    uint32_t bad = down;
+    uint32_t bad = down, damaged = 0;
     for (unsigned p = 0; p < lay->n; p++)
-        if (reqs[p].active && reqs[p].result != 0)
+        if (reqs[p].active && reqs[p].result != 0) {
             bad |= 1u << p;
+            if (dc_unit_damaged(reqs[p].result))
+                damaged |= 1u << p;
+        }
+    for (unsigned i = 0; i < nst && damaged != 0; i++)
+        if ((rs[i].used & damaged) != 0)
+            dc_heal_note(heal, rs[i].pc.stripe);
     unsigned nd = 0;
     for (unsigned i = 0; i < nst; i++) {
         if (rs[i].degraded || (rs[i].used & bad) != 0) {
@@ -354,6 +374,27 @@ static int dc_read_round(depfs_t *fs, dc_inode *in, const dc_rctx *cx, dc_rstrip
     if (nd == 0)
         return 0;
     return dc_read_degraded(fs, in, cx->fh, cx->size, ds, nd, bad);
+}
+
+/* The read returned the right bytes by reading around damaged units; now
+ * rebuild them where they lie, so the next read (and the next failure)
+ * finds them whole. A failure here only leaves them to the next read or
+ * scrub. */
+static void dc_read_heal(depfs_t *fs, dc_inode *in, const dc_heal_range *h)
+{
+    depfs_scrub_report rep;
+    int rc = dc_scrub_heal(fs, in->ino, &in->lay, h->lo, h->hi - h->lo, &rep);
+    uint64_t bad = rep.units_checksum + rep.units_io_error + rep.units_missing + rep.units_mismatch;
+    if (rc < 0)
+        log_warn("libdepfs: inode %llu stripes %llu..%llu: repairing the damaged units a read "
+                 "met failed: %s (%s)", (unsigned long long)in->ino, (unsigned long long)h->lo,
+                 (unsigned long long)(h->hi - 1), strerror(-rc), depfs_last_error());
+    else if (bad != 0)
+        log_warn("libdepfs: inode %llu stripes %llu..%llu: a read met %llu damaged units; "
+                 "%llu rebuilt in place, %llu left", (unsigned long long)in->ino,
+                 (unsigned long long)h->lo, (unsigned long long)(h->hi - 1),
+                 (unsigned long long)bad, (unsigned long long)rep.units_repaired,
+                 (unsigned long long)rep.findings_unrepaired);
 }
 
 static int dc_read_range_cx(depfs_t *fs, dc_inode *in, const dc_rctx *cx, uint8_t *buf,
@@ -372,14 +413,17 @@ static int dc_read_range_cx(depfs_t *fs, dc_inode *in, const dc_rctx *cx, uint8_
         rc = -ENOMEM;
         goto out;
     }
+    dc_heal_range heal = {0};
     for (uint64_t i = 0; i < npieces && rc == 0; i += per_round) {
         unsigned nst = (unsigned)(npieces - i < per_round ? npieces - i : per_round);
         for (unsigned j = 0; j < nst; j++) {
             rs[j].pc = layout_piece(lay, off, len, i + j);
             rs[j].dest = buf + (rs[j].pc.file_off - off);
         }
-        rc = dc_read_round(fs, in, cx, rs, nst, reqs, ds);
+        rc = dc_read_round(fs, in, cx, rs, nst, reqs, ds, &heal);
     }
+    if (rc == 0 && heal.hi != 0)
+        dc_read_heal(fs, in, &heal);
 out:
     free(reqs);
     free(ds);

@@ -542,6 +542,38 @@ out:
     return rc;
 }
 
+/* Scrub stripes [first, first+count) of ino (layout lay) in batches. */
+static int dc_scrub_range(dc_scrub *sc, uint64_t first, uint64_t count)
+{
+    sc->cd = dc_codec(sc->fs, sc->lay.n, sc->lay.k, sc->lay.codec_version);
+    if (sc->cd == NULL)
+        return -EINVAL;
+    sc->batch = dc_round_stripes(sc->fs, &sc->lay);
+    if (sc->batch > count)
+        sc->batch = count ? count : 1;
+    uint64_t n = sc->lay.n;
+    sc->units = malloc(n * sc->batch * sc->lay.su);
+    sc->scratch = malloc(n * sc->lay.su);
+    sc->result = calloc(n * sc->batch, sizeof *sc->result);
+    sc->found = calloc(sc->batch * DC_SCRUB_FINDINGS_PER_STRIPE, sizeof *sc->found);
+    sc->reqs = calloc(n, sizeof *sc->reqs);
+    sc->wreqs = calloc(n, sizeof *sc->wreqs);
+    int rc = 0;
+    if (!sc->units || !sc->scratch || !sc->result || !sc->found || !sc->reqs || !sc->wreqs)
+        rc = -ENOMEM;
+    for (uint64_t s = first; s < first + count && rc == 0; s += sc->batch) {
+        uint64_t c = first + count - s < sc->batch ? first + count - s : sc->batch;
+        rc = dc_scrub_batch(sc, s, c);
+    }
+    free(sc->wreqs);
+    free(sc->reqs);
+    free(sc->found);
+    free(sc->result);
+    free(sc->scratch);
+    free(sc->units);
+    return rc;
+}
+
 int depfs_scrub_file(depfs_t *fs, uint64_t ino, const depfs_scrub_options *opt,
                      depfs_scrub_report *rep)
 {
@@ -554,37 +586,16 @@ int depfs_scrub_file(depfs_t *fs, uint64_t ino, const depfs_scrub_options *opt,
     int rc = dc_scrub_target(fs, ino, &sc.lay, &size);
     if (rc < 0)
         return rc;
-    sc.cd = dc_codec(fs, sc.lay.n, sc.lay.k, sc.lay.codec_version);
-    if (sc.cd == NULL)
-        return -EINVAL;
     uint64_t sb = layout_stripe_bytes(&sc.lay);
-    uint64_t nstripes = (size + sb - 1) / sb;
-    sc.batch = dc_round_stripes(fs, &sc.lay);
-    if (sc.batch > nstripes)
-        sc.batch = nstripes ? nstripes : 1;
-    uint64_t n = sc.lay.n;
-    sc.units = malloc(n * sc.batch * sc.lay.su);
-    sc.scratch = malloc(n * sc.lay.su);
-    sc.result = calloc(n * sc.batch, sizeof *sc.result);
-    sc.found = calloc(sc.batch * DC_SCRUB_FINDINGS_PER_STRIPE, sizeof *sc.found);
-    sc.reqs = calloc(n, sizeof *sc.reqs);
-    sc.wreqs = calloc(n, sizeof *sc.wreqs);
-    if (!sc.units || !sc.scratch || !sc.result || !sc.found || !sc.reqs || !sc.wreqs) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    for (uint64_t s = 0; s < nstripes && rc == 0; s += sc.batch) {
-        uint64_t count = nstripes - s < sc.batch ? nstripes - s : sc.batch;
-        rc = dc_scrub_batch(&sc, s, count);
-    }
-out:
-    free(sc.wreqs);
-    free(sc.reqs);
-    free(sc.found);
-    free(sc.result);
-    free(sc.scratch);
-    free(sc.units);
-    return rc;
+    return dc_scrub_range(&sc, 0, (size + sb - 1) / sb);
+}
+
+int dc_scrub_heal(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t first, uint64_t count,
+                  depfs_scrub_report *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    dc_scrub sc = {.fs = fs, .ino = ino, .lay = *lay, .repair = true, .rep = rep};
+    return count ? dc_scrub_range(&sc, first, count) : 0;
 }
 
 int depfs_scrub_ino(depfs_t *fs, uint64_t ino, bool repair, depfs_scrub_report *rep)

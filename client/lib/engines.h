@@ -38,6 +38,12 @@ void dc_ra_free(dc_inode *in);
  * size, the file's size) into buf: read-ahead window, write-behind bytes
  * of the range flushed, then striped or degraded reads. 0 or -errno. */
 int dc_read(depfs_fh_t *fh, uint8_t *buf, uint64_t off, uint64_t len, uint64_t size);
+/* Self-healing (eng_scrub.c): scrub stripes [first, first+count) of ino
+ * with repair, as a read does after it met damaged units (it read around
+ * them); every bad unit is rebuilt from good ones under the stripe locks
+ * and logged with its server, stripe and unit. 0 or -errno. */
+int dc_scrub_heal(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t first, uint64_t count,
+                  depfs_scrub_report *rep);
 /* eng_cache.c: the entry points' and engines' way to write, flush and
  * release an inode's cached bytes (write-behind and read-ahead together). */
 int dc_data_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len);
