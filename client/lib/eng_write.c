@@ -519,10 +519,11 @@ static uint32_t dc_results_of(const dc_wround *w, const dc_req *reqs, int r)
  * lock still held there), the others stored it. Redoing the round from
  * here would read torn stripes (part new, part old units), and releasing
  * them would let a rebuild or a decoding writer read them; so the write
- * is finished as planned where it was refused, naming only the servers
- * still down. The servers that stored it recorded the returning one dirty
- * before they learnt its epoch, so before its rejoin's last pass, and that
- * rejoin rebuilds its units once we release the stripes. */
+ * is finished as planned where it was refused, still naming the servers
+ * it was planned without: their units of these stripes were not written,
+ * and every server that stores the round records them dirty, so a rejoin
+ * (or, if it is back already, depfs-recovery's check of servers that are
+ * up with dirty records) rebuilds them once we release the stripes. */
 static void dc_phase2_finish_stale(dc_wround *w, dc_req *reqs, uint32_t stale)
 {
     const layout *lay = w->lay;
@@ -531,21 +532,16 @@ static void dc_phase2_finish_stale(dc_wround *w, dc_req *reqs, uint32_t stale)
         active[p] = reqs[p].active;
     for (unsigned attempt = 0; stale != 0 && attempt < DC_FAILOVER_RESTARTS_MAX; attempt++) {
         for (unsigned p = 0; p < lay->n; p++) {
-            dc_req *r = &reqs[p];
-            r->active = (stale >> p) & 1u;
-            if (!r->active)
-                continue;
-            unsigned n = 0;
-            for (unsigned i = 0; i < r->n_down; i++)
-                if (dc_server_is_down(w->fs, r->down[i]))
-                    r->down[n++] = r->down[i];
-            r->n_down = n;
+            reqs[p].active = (stale >> p) & 1u;
+            reqs[p].finish_plan = reqs[p].active;
         }
         dc_io_run(w->fs, w->in->ino, reqs, lay->n);
         stale = dc_results_of(w, reqs, DC_ERR_STALE_PLAN);
     }
-    for (unsigned p = 0; p < lay->n; p++)
+    for (unsigned p = 0; p < lay->n; p++) {
         reqs[p].active = active[p];
+        reqs[p].finish_plan = false;
+    }
 }
 
 static int dc_phase2(dc_wround *w, dc_req *reqs)

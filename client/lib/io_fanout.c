@@ -378,7 +378,7 @@ static bool dc_prepare(depfs_t *fs, uint64_t ino, uint64_t epoch, dc_req *r, dc_
         r->result = DC_ERR_DOWN;
         return false;
     }
-    if (dc_plan_stale(fs, r)) {
+    if (!r->finish_plan && dc_plan_stale(fs, r)) {
         r->result = dc_stale_result(r);
         return false;
     }
