@@ -58,6 +58,7 @@ struct ios_strips {
     fd_entry **buckets;
     fd_entry *lru_head, *lru_tail;
     pthread_mutex_t mu;
+    pthread_mutex_t create_mu;     /* a strip file and its sidecar made or removed */
     pthread_mutex_t region_mu[CSUM_REGION_LOCKS];
     uint64_t csum_errors;          /* blocks found damaged (atomic) */
 };
@@ -200,6 +201,36 @@ static bool sidecar_exists(ios_strips *s, uint64_t file_id)
     return fstatat(s->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+/* Under create_mu, file_id's strip file absent: -ENOENT (never written),
+ * -ENODATA (lost: its sidecar is there), or with create both made, the
+ * sidecar first. */
+static int strip_create(ios_strips *s, uint64_t file_id, bool create, uint32_t su, int *fd,
+                        int *cfd, ios_csum_hdr *h)
+{
+    bool lost = sidecar_exists(s, file_id);
+    if (!create) {
+        if (!lost)
+            return -ENOENT;
+        log_warn("strip %016" PRIx64 ": the strip file is missing beside its checksums", file_id);
+        return -ENODATA;
+    }
+    int rc = sidecar_create(s, file_id, su, !lost, cfd, h);
+    if (rc)
+        return rc;
+    char name[IOS_STRIP_NAME_LEN];
+    ios_strip_name(file_id, name);
+    *fd = openat(s->dir_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_CREAT, STRIP_FILE_MODE);
+    if (*fd < 0) {
+        rc = -errno;
+        close(*cfd);
+        *cfd = -1;
+        return rc;
+    }
+    if (lost && (h->flags & IOS_CSUM_COMPLETE)) /* its old blocks are gone, not holes */
+        log_warn("strip %016" PRIx64 ": recreating a lost strip file", file_id);
+    return 0;
+}
+
 /* Opens file_id's strip file and sidecar. A new strip file gets its sidecar
  * first, so a strip file missing beside its sidecar was lost (-ENODATA),
  * not never written (-ENOENT). Writing to a strip file that predates
@@ -216,27 +247,15 @@ static int strip_open(ios_strips *s, uint64_t file_id, bool create, uint32_t su,
         return -errno;
     int rc;
     if (*fd < 0) {
-        if (!create) {
-            if (!sidecar_exists(s, file_id))
-                return -ENOENT;
-            log_warn("strip %016" PRIx64 ": the strip file is missing beside its checksums",
-                     file_id);
-            return -ENODATA;
-        }
-        bool lost = sidecar_exists(s, file_id);
-        if ((rc = sidecar_create(s, file_id, su, !lost, cfd, h)))
+        /* creations and removals make the pair under create_mu: a sidecar
+         * alone seen under it is a loss, not a creation half done */
+        pthread_mutex_lock(&s->create_mu);
+        *fd = openat(s->dir_fd, name, flags);
+        rc = *fd >= 0 ? 0 : errno == ENOENT ? strip_create(s, file_id, create, su, fd, cfd, h)
+                                            : -errno;
+        pthread_mutex_unlock(&s->create_mu);
+        if (rc || *cfd >= 0)
             return rc;
-        *fd = openat(s->dir_fd, name, flags | O_CREAT, STRIP_FILE_MODE);
-        if (*fd < 0) {
-            rc = -errno;
-            close(*cfd);
-            return rc;
-        }
-        if (lost && (h->flags & IOS_CSUM_COMPLETE)) {
-            /* recreated after a loss: its old blocks are gone, not holes */
-            log_warn("strip %016" PRIx64 ": recreating a lost strip file", file_id);
-        }
-        return 0;
     }
     rc = sidecar_open(s, file_id, cfd, h);
     if (rc == 0 && *cfd < 0 && create)
@@ -371,6 +390,7 @@ int ios_strips_open(const char *data_dir, unsigned max_open_files, ios_strips **
         goto fail;
     }
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->create_mu, NULL);
     for (unsigned i = 0; i < CSUM_REGION_LOCKS; i++)
         pthread_mutex_init(&s->region_mu[i], NULL);
     *out = s;
@@ -397,6 +417,7 @@ void ios_strips_close(ios_strips *s)
     }
     close(s->dir_fd);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->create_mu);
     for (unsigned i = 0; i < CSUM_REGION_LOCKS; i++)
         pthread_mutex_destroy(&s->region_mu[i]);
     free(s->buckets);
@@ -758,11 +779,13 @@ int ios_strips_remove(ios_strips *s, uint64_t file_id)
         if (e->refs == 0)
             doomed = e;
     }
+    pthread_mutex_lock(&s->create_mu);
     int rc = unlinkat(s->dir_fd, name, 0) == 0 || errno == ENOENT ? 0 : -errno;
     char cname[IOS_STRIP_NAME_LEN + sizeof(IOS_CSUM_SUFFIX)];
     sidecar_name(file_id, cname); /* after the strip file: a sidecar alone is harmless */
     if (rc == 0 && unlinkat(s->dir_fd, cname, 0) != 0 && errno != ENOENT)
         rc = -errno;
+    pthread_mutex_unlock(&s->create_mu);
     pthread_mutex_unlock(&s->mu);
     if (doomed)
         entry_destroy(doomed);

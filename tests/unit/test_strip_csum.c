@@ -6,6 +6,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,6 +270,36 @@ START_TEST(small_stripe_units_get_small_blocks)
 }
 END_TEST
 
+/* A reader racing the creation of a strip file (sidecar first, then the
+ * data file) never takes the half-made pair for a lost file. */
+#define RACE_FILES 300u
+static void *race_creator(void *arg)
+{
+    (void)arg;
+    uint8_t w[512];
+    memset(w, 0x5a, sizeof w);
+    for (uint64_t id = 1; id <= RACE_FILES; id++)
+        if (put(0x7000 + id, 0, w, sizeof w, 65536) != 0)
+            return (void *)1;
+    return NULL;
+}
+
+START_TEST(a_strip_being_created_is_not_lost)
+{
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, race_creator, NULL), 0);
+    uint8_t r[512];
+    unsigned enodata = 0;
+    for (unsigned round = 0; round < 20; round++)
+        for (uint64_t id = 1; id <= RACE_FILES; id++)
+            enodata += get(0x7000 + id, 0, r, sizeof r) == -ENODATA;
+    void *failed;
+    ck_assert_int_eq(pthread_join(t, &failed), 0);
+    ck_assert_ptr_null(failed);
+    ck_assert_uint_eq(enodata, 0);
+}
+END_TEST
+
 int main(void)
 {
     seed_rng();
@@ -284,6 +315,7 @@ int main(void)
     tcase_add_test(tc, a_lost_strip_file_is_not_a_hole);
     tcase_add_test(tc, strip_files_from_before_checksums_keep_working);
     tcase_add_test(tc, small_stripe_units_get_small_blocks);
+    tcase_add_test(tc, a_strip_being_created_is_not_lost);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
