@@ -106,10 +106,13 @@ cp "$STRIP" "$DEPFS_STATE/strip.orig"
 log "flipping 16 bytes of data unit 3 of stripe 11 on disk (server $SID, $STRIP)"
 flip "$STRIP" $((OFF + 5000)) 16
 scrub_expect d86-disk 1 "11 3 data $SID checksum false" /d86/f
-read_back /d86/f "$REF86" # read around it
 scrub_expect d86-disk-repair 0 "11 3 data $SID checksum true" --repair /d86/f
 cmp "$STRIP" "$DEPFS_STATE/strip.orig" || fail "repair did not restore data unit 3 of stripe 11 on disk"
 scrub_expect d86-disk-again 0 "" /d86/f
+flip "$STRIP" $((OFF + 9000)) 16 # again: this time a read meets it first
+read_back /d86/f "$REF86"        # read around it, and rebuilt in place
+cmp "$STRIP" "$DEPFS_STATE/strip.orig" || fail "the read did not rebuild data unit 3 of stripe 11 on disk"
+scrub_expect d86-disk-healed 0 "" /d86/f
 
 unit_at 5 2 # data unit 2 of stripe 5
 cp "$STRIP" "$DEPFS_STATE/strip.orig"
