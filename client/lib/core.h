@@ -119,6 +119,9 @@ rpc_conn *dc_server_conn(depfs_t *fs, uint32_t id);
  * until now + server_down_expiry_ms. */
 void dc_server_mark_failed(depfs_t *fs, uint32_t id);
 bool dc_server_is_down(depfs_t *fs, uint32_t id);
+/* Down only by this client's failure mark: the MDS, as last heard, still
+ * calls it UP (the cluster has not decided about it). */
+bool dc_server_marked_only(depfs_t *fs, uint32_t id);
 
 /* Inode table: get creates the entry (refs+1) from the layout and size the
  * caller read from the MDS; put drops a ref and frees at zero (after

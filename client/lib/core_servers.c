@@ -121,6 +121,17 @@ static void maybe_refresh_states(depfs_t *fs)
     dc_set_error("%s", saved);
 }
 
+bool dc_server_marked_only(depfs_t *fs, uint32_t id)
+{
+    dc_server *s = dc_server_by_id(fs, id);
+    if (!s || atomic_load(&s->down_until_ms) <= dc_now_ms())
+        return false;
+    pthread_mutex_lock(&s->lock);
+    bool up = s->state == DEPFS__SERVER_STATE__SERVER_UP;
+    pthread_mutex_unlock(&s->lock);
+    return up;
+}
+
 bool dc_server_is_down(depfs_t *fs, uint32_t id)
 {
     dc_server *s = dc_server_by_id(fs, id);

@@ -174,7 +174,7 @@ static void dc_assign_buffers(dc_wround *w, dc_wstripe *ws, uint8_t **cursor)
 static int dc_plan_round(dc_wround *w)
 {
     const layout *lay = w->lay;
-    w->down = dc_down_mask(w->fs, lay);
+    w->down = dc_write_down_mask(w->fs, lay);
     if (dc_popcount32(w->down) > lay->n - lay->k) {
         dc_set_error("write of inode %llu: %u of %u servers down, more than n-k=%u",
                      (unsigned long long)w->in->ino, dc_popcount32(w->down), lay->n,

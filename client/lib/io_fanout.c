@@ -615,6 +615,40 @@ uint32_t dc_down_mask(depfs_t *fs, const layout *lay)
     return m;
 }
 
+static uint32_t dc_marked_only_mask(depfs_t *fs, const layout *lay, uint32_t down)
+{
+    uint32_t m = 0;
+    for (unsigned p = 0; p < lay->n; p++)
+        if (((down >> p) & 1u) && dc_server_marked_only(fs, lay->servers[p]))
+            m |= 1u << p;
+    return m;
+}
+
+uint32_t dc_write_down_mask(depfs_t *fs, const layout *lay)
+{
+    uint32_t down = dc_down_mask(fs, lay);
+    uint32_t undecided = dc_marked_only_mask(fs, lay, down);
+    if (undecided == 0)
+        return down;
+    uint64_t deadline_ms = dc_now_ms() + DC_WRITE_AROUND_WAIT_MS;
+    for (;;) {
+        (void)dc_cluster_refresh(fs); /* states as the MDS has them */
+        dc_status_recheck_now(fs);    /* and marks it has lifted */
+        down = dc_down_mask(fs, lay);
+        undecided = dc_marked_only_mask(fs, lay, down);
+        if (undecided == 0)
+            return down;
+        if (dc_now_ms() >= deadline_ms) {
+            log_warn("libdepfs: I/O servers (positions %#x) still fail here while the cluster "
+                     "calls them up after %u ms: writing around them", undecided,
+                     DC_WRITE_AROUND_WAIT_MS);
+            return down;
+        }
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)DC_WRITE_AROUND_POLL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 unsigned dc_popcount32(uint32_t v) { return (unsigned)__builtin_popcount(v); }
 
 uint64_t dc_round_stripes(const depfs_t *fs, const layout *lay)

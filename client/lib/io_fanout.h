@@ -140,6 +140,19 @@ int dc_record_down(depfs_t *fs, uint64_t ino, const layout *lay, uint32_t *down)
 void dc_lock_backoff(unsigned attempt);
 
 /* Layout positions whose servers are down now (bit i = position i). */
+/* The positions a write may go around (write them dirty records instead):
+ * servers the cluster itself calls not UP. A server only this client
+ * marked failed (two timeouts) while the MDS still calls it UP is one the
+ * cluster has not decided about: if it is back already, the dirty records
+ * of a write around it come after its rejoin and no rejoin reads them,
+ * while other clients read its stale units. So the MDS is asked again
+ * (marks and states) until it declares the server down or lifts the mark,
+ * for at most DC_WRITE_AROUND_WAIT_MS; then it is written around anyway
+ * (a partition between this client and that server only: depfs-recovery
+ * demotes a server that is up with dirty records). */
+#define DC_WRITE_AROUND_WAIT_MS 10000u
+#define DC_WRITE_AROUND_POLL_MS 100u
+uint32_t dc_write_down_mask(depfs_t *fs, const layout *lay);
 uint32_t dc_down_mask(depfs_t *fs, const layout *lay);
 unsigned dc_popcount32(uint32_t v);
 
