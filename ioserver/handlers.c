@@ -492,6 +492,48 @@ static int may_go_up(ios_ctx *c, ios_result *res)
                 "writers: staying %s", pending, depfs_state_name(ios_state_get(c->state)));
 }
 
+/* IO_SET_STATE drain_ms (a rejoin, recovery/README.md step 2): wait until
+ * every lock held now by a live writer (younger than the lease: older ones
+ * are orphans, the orphan repair's) is released, so that what those
+ * writers record (they planned without the returning server) is stored
+ * before the rejoin's last pass looks. */
+static int do_drain(ios_ctx *c, uint32_t drain_ms, ios_result *res)
+{
+    if (drain_ms > IOS_MAX_DRAIN_MS)
+        return fail(res, -EINVAL, "drain_ms %u > max %u", drain_ms, IOS_MAX_DRAIN_MS);
+    uint64_t now_ms = clock_now_ms(), total = 0;
+    size_t all = 0;
+    (void)ios_locks_stale(c->locks, now_ms, 0, NULL, 0, &all);
+    size_t max = all < IOS_MAX_DRAIN_LOCKS ? all : IOS_MAX_DRAIN_LOCKS;
+    ios_lock_entry *v = max ? calloc(max, sizeof(*v)) : NULL;
+    if (max && !v)
+        return fail(res, -ENOMEM, "out of memory");
+    size_t n = max ? ios_locks_stale(c->locks, now_ms, 0, v, max, NULL) : 0;
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) /* live writers only */
+        if (now_ms - v[i].taken_ms < c->lock_lease_ms)
+            v[w++] = v[i];
+    n = w;
+    total = n;
+    uint64_t deadline_ms = now_ms + drain_ms;
+    while (n > 0) {
+        w = 0;
+        for (size_t i = 0; i < n; i++)
+            if (ios_locks_holds_any(c->locks, v[i].file_id, v[i].first, v[i].count, v[i].owner))
+                v[w++] = v[i];
+        n = w;
+        if (n == 0 || clock_now_ms() >= deadline_ms)
+            break;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)IOS_DRAIN_POLL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    free(v);
+    if (n > 0)
+        return fail(res, -EBUSY, "%zu of %" PRIu64 " locks held at the epoch change still held "
+                    "after %u ms", n, total, drain_ms);
+    return 0;
+}
+
 static int do_set_state(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     int rc;
@@ -516,6 +558,8 @@ static int do_set_state(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
         if (now != old)
             log_debug("cluster epoch %" PRIu64 " -> %" PRIu64, old, now);
     }
+    if (q->has_drain_ms && q->drain_ms > 0)
+        return do_drain(c, q->drain_ms, res);
     return 0;
 }
 

@@ -19,6 +19,9 @@
 #define IOS_MAX_EXTENTS 4096u            /* extents per READ/WRITE */
 #define IOS_MAX_LOCAL_BYTES (1ull << 50) /* strip file offsets stay below this */
 #define IOS_MAX_STALE_REPLY 1024u        /* lock entries per heartbeat reply */
+#define IOS_MAX_DRAIN_MS 30000u          /* longest IO_SET_STATE drain wait */
+#define IOS_MAX_DRAIN_LOCKS 65536u       /* lock entries one drain waits for */
+#define IOS_DRAIN_POLL_MS 5u             /* drain: how often the held locks are looked at */
 #define IOS_DIRTY_LIST_MAX 4096u         /* file ids per IO_DIRTY listing */
 #define IOS_MAX_TAKE_OVER 64u            /* orphan entries one take-over may displace */
 #define IOS_MESSAGE_BYTES 256u

@@ -28,6 +28,9 @@ typedef struct dc_server {
     int state;                /* DEPFS__SERVER_STATE__* as last told by the MDS */
     _Atomic uint64_t down_until_ms; /* status vector: treated as failed until then (monotonic ms) */
     _Atomic uint64_t failed_ms;  /* when that mark was set (status.c) */
+    _Atomic bool mark_timed_out; /* the mark came from requests timing out (a
+                                  * stalled or cut-off server: it may be back
+                                  * before the cluster calls it down) */
     _Atomic uint64_t fail_epoch; /* cluster epoch after the failure, from the
                                   * first MDS_CLUSTER sent after the mark
                                   * (DC_FAIL_EPOCH_UNKNOWN until then) */
@@ -115,12 +118,14 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
  * marked failed). */
 dc_server *dc_server_by_id(depfs_t *fs, uint32_t id);
 rpc_conn *dc_server_conn(depfs_t *fs, uint32_t id);
-/* Timeout/connection error: drop the connection and mark the server failed
- * until now + server_down_expiry_ms. */
-void dc_server_mark_failed(depfs_t *fs, uint32_t id);
+/* Timeout/connection error (-errno why): drop the connection and mark the
+ * server failed until now + server_down_expiry_ms. */
+void dc_server_mark_failed(depfs_t *fs, uint32_t id, int why);
 bool dc_server_is_down(depfs_t *fs, uint32_t id);
-/* Down only by this client's failure mark: the MDS, as last heard, still
- * calls it UP (the cluster has not decided about it). */
+/* Down only by this client's failure mark from timed-out requests while
+ * the MDS, as last heard, still calls it UP: the cluster has not decided
+ * about it, and it may be back already (a refused connection is a dead
+ * process, which cannot serve anything). */
 bool dc_server_marked_only(depfs_t *fs, uint32_t id);
 
 /* Inode table: get creates the entry (refs+1) from the layout and size the

@@ -124,7 +124,7 @@ static void maybe_refresh_states(depfs_t *fs)
 bool dc_server_marked_only(depfs_t *fs, uint32_t id)
 {
     dc_server *s = dc_server_by_id(fs, id);
-    if (!s || atomic_load(&s->down_until_ms) <= dc_now_ms())
+    if (!s || atomic_load(&s->down_until_ms) <= dc_now_ms() || !atomic_load(&s->mark_timed_out))
         return false;
     pthread_mutex_lock(&s->lock);
     bool up = s->state == DEPFS__SERVER_STATE__SERVER_UP;
@@ -162,8 +162,9 @@ bool dc_server_is_down(depfs_t *fs, uint32_t id)
     return state != DEPFS__SERVER_STATE__SERVER_UP;
 }
 
-static void server_mark_failed_locked(depfs_t *fs, dc_server *s)
+static void server_mark_failed_locked(depfs_t *fs, dc_server *s, int why)
 {
+    atomic_store(&s->mark_timed_out, why == -ETIMEDOUT);
     /* close the stream at once: what is still queued at a frozen or cut-off
      * server must be dropped there, not acted on when it wakes up */
     rpc_conn_abort(s->conn);
@@ -173,14 +174,14 @@ static void server_mark_failed_locked(depfs_t *fs, dc_server *s)
     atomic_store(&s->down_until_ms, dc_now_ms() + fs->cfg.server_down_expiry_ms);
 }
 
-void dc_server_mark_failed(depfs_t *fs, uint32_t id)
+void dc_server_mark_failed(depfs_t *fs, uint32_t id, int why)
 {
     dc_server *s = dc_server_by_id(fs, id);
     if (!s)
         return;
     pthread_mutex_lock(&s->lock);
     bool was_up = atomic_load(&s->down_until_ms) <= dc_now_ms();
-    server_mark_failed_locked(fs, s);
+    server_mark_failed_locked(fs, s, why);
     pthread_mutex_unlock(&s->lock);
     if (was_up)
         log_warn("libdepfs: I/O server %u (%s) marked failed for %u ms", id, s->address,
@@ -219,7 +220,7 @@ rpc_conn *dc_server_conn_any(depfs_t *fs, uint32_t id)
                                (int)fs->cfg.connect_timeout_ms, &s->conn);
         if (rc < 0) {
             s->conn = NULL;
-            server_mark_failed_locked(fs, s);
+            server_mark_failed_locked(fs, s, rc);
             dc_set_error("cannot connect to I/O server %u (%s): %s", id, s->address, strerror(-rc));
             log_warn("libdepfs: %s", depfs_last_error());
         }

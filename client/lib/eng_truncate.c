@@ -30,6 +30,12 @@ static int dc_zero_range(depfs_t *fs, dc_inode *in, uint64_t from, uint64_t to)
     return rc;
 }
 
+/* Shorten every strip file. Once one server has cut its strip the old
+ * bytes are gone there, so the truncate must not fail half done: a server
+ * that refuses it for a moment (its epoch moving: -EAGAIN) is asked again,
+ * and one that still refuses or cannot be reached missed the cut like a
+ * down server: it is recorded dirty, so its rejoin rebuilds the file. Only
+ * an error before any server cut anything fails the truncate. */
 static int dc_truncate_strips(depfs_t *fs, dc_inode *in, uint64_t new_size)
 {
     const layout *lay = &in->lay;
@@ -42,18 +48,45 @@ static int dc_truncate_strips(depfs_t *fs, dc_inode *in, uint64_t new_size)
         reqs[p].local_size = layout_local_size(lay, new_size, p);
         reqs[p].ignore_locks = fs->ignore_locks;
     }
-    dc_io_run(fs, in->ino, reqs, lay->n);
+    uint32_t done = 0, down = 0, again = 0;
     int rc = 0;
-    uint32_t down = 0;
-    for (unsigned p = 0; p < lay->n; p++) {
-        if (reqs[p].result == DC_ERR_DOWN)
-            down |= 1u << p;
-        else if (reqs[p].result < 0 && reqs[p].result != -ENOENT && rc == 0)
-            rc = reqs[p].result;
+    for (unsigned attempt = 0; attempt <= DC_FAILOVER_RESTARTS_MAX; attempt++) {
+        if (attempt > 0)
+            dc_lock_backoff(attempt);
+        dc_io_run(fs, in->ino, reqs, lay->n);
+        again = 0;
+        for (unsigned p = 0; p < lay->n; p++) {
+            if (!reqs[p].active)
+                continue;
+            int r = reqs[p].result;
+            if (r == 0 || r == -ENOENT)
+                done |= 1u << p;
+            else if (r == DC_ERR_DOWN)
+                down |= 1u << p;
+            else if (r == -EAGAIN || r == -ESTALE)
+                again |= 1u << p;
+            else if (rc == 0)
+                rc = r;
+            reqs[p].active = (again >> p) & 1u;
+        }
+        if (again == 0 || rc != 0)
+            break;
     }
+    if (rc != 0 && done == 0) {
+        free(reqs);
+        return rc; /* nothing was cut anywhere: the truncate simply failed */
+    }
+    uint32_t all = (lay->n < 32 ? (1u << lay->n) : 0u) - 1u;
+    uint32_t missed = all & ~(done | down);
+    if (missed != 0)
+        log_warn("libdepfs: truncate of inode %llu: servers at positions %#x refused to cut "
+                 "their strips (%s): recorded as missing the cut", (unsigned long long)in->ino,
+                 missed, rc != 0 ? strerror(-rc) : "epoch changing");
     /* a server that missed the cut keeps bytes past the new end, which a
      * later extension would read back: its rejoin must rebuild the file */
-    if (rc == 0 && down != 0)
+    down |= missed;
+    rc = 0;
+    if (down != 0)
         rc = dc_record_down(fs, in->ino, lay, &down);
     if (rc == 0 && dc_popcount32(down) > lay->n - lay->k)
         rc = -EIO;

@@ -533,14 +533,14 @@ static void dc_phase2_finish_stale(dc_wround *w, dc_req *reqs, uint32_t stale)
     for (unsigned attempt = 0; stale != 0 && attempt < DC_FAILOVER_RESTARTS_MAX; attempt++) {
         for (unsigned p = 0; p < lay->n; p++) {
             reqs[p].active = (stale >> p) & 1u;
-            reqs[p].finish_plan = reqs[p].active;
+            reqs[p].keep_down = reqs[p].active;
         }
         dc_io_run(w->fs, w->in->ino, reqs, lay->n);
         stale = dc_results_of(w, reqs, DC_ERR_STALE_PLAN);
     }
     for (unsigned p = 0; p < lay->n; p++) {
         reqs[p].active = active[p];
-        reqs[p].finish_plan = false;
+        reqs[p].keep_down = false;
     }
 }
 

@@ -360,7 +360,7 @@ static void dc_send(depfs_t *fs, dc_req *reqs, dc_pending *pend, const bool *sen
         if (todo[i] && pend[i].retry) {
             log_warn("ioserver %u: %s twice, marking it failed", reqs[i].server_id,
                      strerror(-reqs[i].result));
-            dc_server_mark_failed(fs, reqs[i].server_id);
+            dc_server_mark_failed(fs, reqs[i].server_id, reqs[i].result);
             reqs[i].result = DC_ERR_DOWN;
         }
     }
@@ -378,7 +378,7 @@ static bool dc_prepare(depfs_t *fs, uint64_t ino, uint64_t epoch, dc_req *r, dc_
         r->result = DC_ERR_DOWN;
         return false;
     }
-    if (!r->finish_plan && dc_plan_stale(fs, r)) {
+    if (!r->keep_down && dc_plan_stale(fs, r)) {
         r->result = dc_stale_result(r);
         return false;
     }
@@ -410,7 +410,7 @@ static bool dc_resend_plan(depfs_t *fs, dc_req *reqs, dc_pending *pend, bool *se
         } else if (p->server_behind && now_ms >= *behind_deadline_ms) {
             log_warn("ioserver %u is behind cluster epoch %llu: treating it as down",
                      reqs[i].server_id, (unsigned long long)p->msg.cluster_epoch);
-            dc_server_mark_failed(fs, reqs[i].server_id);
+            dc_server_mark_failed(fs, reqs[i].server_id, -ESTALE);
             reqs[i].result = DC_ERR_DOWN;
             sent[i] = false;
         } else if (p->stale_epoch > want) {
@@ -502,6 +502,7 @@ int dc_record_down(depfs_t *fs, uint64_t ino, const layout *lay, uint32_t *down)
         if ((*down >> p) & 1u)
             continue;
         dc_req_init(&reqs[p], lay, p, DEPFS__IO_OP__IO_WRITE);
+        reqs[p].keep_down = true; /* records of a miss, whatever they are now */
         for (unsigned q = 0; q < lay->n; q++)
             if ((*down >> q) & 1u)
                 reqs[p].down[reqs[p].n_down++] = lay->servers[q];

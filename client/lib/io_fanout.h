@@ -51,9 +51,10 @@ typedef struct dc_req {
     Depfs__LockSpec lock;
     uint32_t lock_attempt;        /* with has_lock: 0 first try, n the n-th retry after a NACK */
     bool unlock, sync, ignore_locks;
-    bool finish_plan;             /* WRITE finishing a torn round: sent with the
-                                   * servers it was planned without still named
-                                   * down (their records), though they are back */
+    bool keep_down;               /* WRITE naming servers that missed a change
+                                   * (their dirty records): sent even when some
+                                   * are up again, unlike a plan made without
+                                   * them (a torn round's finish, dc_record_down) */
     bool any_state;               /* recovery: send even when the status vector
                                    * calls the server down (REBUILDING targets) */
     bool has_local_size;

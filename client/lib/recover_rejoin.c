@@ -159,6 +159,46 @@ static int dc_rejoin_push(depfs_t *fs, uint32_t server, uint64_t epoch)
     return rc;
 }
 
+/* Rejoin: how long every live server waits for the locks it held at the
+ * epoch push (writers that planned without S) before the last pass. One
+ * call waits at most a fraction of a request timeout (the call's own
+ * timeout), and is repeated up to DC_REJOIN_DRAIN_TRIES times. */
+#define DC_REJOIN_DRAIN_TRIES 8u
+
+/* After the push of S's new epoch, wait until the writes that were in
+ * flight across it let go of their stripes: a round planned without S and
+ * finished after the push (some servers took it at the old epoch, others
+ * refused it at the new one) records S dirty only while it still holds its
+ * locks, and the last pass must see those records. */
+static int dc_rejoin_drain(depfs_t *fs, uint32_t server)
+{
+    uint32_t ids[CONFIG_MAX_IOSERVERS];
+    unsigned n = dc_live_servers(fs, server, ids, CONFIG_MAX_IOSERVERS);
+    uint32_t wait_ms = fs->cfg.request_timeout_ms ? fs->cfg.request_timeout_ms / 2
+                                                  : DC_DEFAULT_TIMEOUT_MS / 2;
+    dc_ctl v[CONFIG_MAX_IOSERVERS];
+    for (unsigned attempt = 0; n > 0 && attempt < DC_REJOIN_DRAIN_TRIES; attempt++) {
+        for (unsigned i = 0; i < n; i++) {
+            dc_ctl_init(&v[i], ids[i], DEPFS__IO_OP__IO_SET_STATE, 0);
+            v[i].req.has_drain_ms = true;
+            v[i].req.drain_ms = wait_ms;
+        }
+        dc_ctl_run(fs, v, n);
+        unsigned busy = 0;
+        for (unsigned i = 0; i < n; i++)
+            if (v[i].rc == -EBUSY)
+                ids[busy++] = ids[i]; /* others drained, or are out of reach */
+        dc_ctl_free(v, n);
+        n = busy;
+    }
+    if (n > 0) {
+        dc_set_error("rejoin of server %u: writes that went around it still hold their stripes "
+                     "on %u servers", server, n);
+        return -EBUSY;
+    }
+    return 0;
+}
+
 int depfs_server_rejoin(depfs_t *fs, uint32_t server_id, depfs_progress_fn fn, void *arg)
 {
     if (fs == NULL)
@@ -174,6 +214,8 @@ int depfs_server_rejoin(depfs_t *fs, uint32_t server_id, depfs_progress_fn fn, v
         rc = dc_mds_set_state(fs, server_id, DEPFS__SERVER_STATE__SERVER_UP, &epoch);
     if (rc == 0)
         rc = dc_rejoin_push(fs, server_id, epoch);
+    if (rc == 0)
+        rc = dc_rejoin_drain(fs, server_id);
     if (rc == 0)
         rc = dc_rejoin_passes(fs, server_id, &prog);
     if (rc == 0)

@@ -8,7 +8,7 @@
 # records that no rejoin reads, and every other client reads S's stale
 # units. A second client reads each piece right after the writer's fsync:
 # every read must be exact (make-test campaign seed 20261125 round 1).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 require_recovery
 cluster_up --servers 8
 mkdir "$MNT/d"; setfattr -n user.depfs.layout -v 8@6 "$MNT/d"
@@ -17,7 +17,7 @@ cp "$DEPFS_STATE/ref" "$MNT/d/f" && sync "$MNT/d/f"
 read -r S1 S2 S3 < <(depfs layout get --json /d/f | json_get servers.1 servers.3 servers.6)
 T=$(conf_ms request_timeout_ms 2000)
 STOP_MS=$((2 * T + 300)) # past the writer's two timeouts, before detection (t_HB + 2 t_T)
-python3 "$TOP/tests/integration/stalemark.py" --lib "$LIBDEPFS_SO" --conf "$CONF" --path /d/f \
+python3 "$TOP/tests/integration/open/stalemark.py" --lib "$LIBDEPFS_SO" --conf "$CONF" --path /d/f \
   --seconds 36 --started "$DEPFS_STATE/started" > "$DEPFS_STATE/mark.out" 2> "$DEPFS_STATE/mark.err" &
 pid=$!
 for _ in $(seq 100); do [ -e "$DEPFS_STATE/started" ] && break; sleep 0.1; done
