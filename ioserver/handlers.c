@@ -518,8 +518,10 @@ static int do_drain(ios_ctx *c, uint32_t drain_ms, ios_result *res)
     uint64_t deadline_ms = now_ms + drain_ms;
     while (n > 0) {
         w = 0;
-        for (size_t i = 0; i < n; i++)
-            if (ios_locks_holds_any(c->locks, v[i].file_id, v[i].first, v[i].count, v[i].owner))
+        uint64_t t_ms = clock_now_ms();
+        for (size_t i = 0; i < n; i++) /* held, and not an orphan by now */
+            if (t_ms - v[i].taken_ms < c->lock_lease_ms &&
+                ios_locks_holds_any(c->locks, v[i].file_id, v[i].first, v[i].count, v[i].owner))
                 v[w++] = v[i];
         n = w;
         if (n == 0 || clock_now_ms() >= deadline_ms)

@@ -28,6 +28,10 @@ typedef struct dc_server {
     int state;                /* DEPFS__SERVER_STATE__* as last told by the MDS */
     _Atomic uint64_t down_until_ms; /* status vector: treated as failed until then (monotonic ms) */
     _Atomic uint64_t failed_ms;  /* when that mark was set (status.c) */
+    _Atomic uint64_t noted_until_ms; /* the server itself said it is not UP
+                                  * (REBUILDING, RECONSTRUCTING: it refuses
+                                  * reads): read around it until then; writes
+                                  * go by the MDS state and the mark only */
     _Atomic bool mark_timed_out; /* the mark came from requests timing out (a
                                   * stalled or cut-off server: it may be back
                                   * before the cluster calls it down) */
@@ -117,11 +121,16 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
  * is marked failed in the status vector or cannot be reached (then it is
  * marked failed). */
 dc_server *dc_server_by_id(depfs_t *fs, uint32_t id);
-rpc_conn *dc_server_conn(depfs_t *fs, uint32_t id);
+rpc_conn *dc_server_conn(depfs_t *fs, uint32_t id, bool reading);
 /* Timeout/connection error (-errno why): drop the connection and mark the
  * server failed until now + server_down_expiry_ms. */
 void dc_server_mark_failed(depfs_t *fs, uint32_t id, int why);
 bool dc_server_is_down(depfs_t *fs, uint32_t id);
+/* The same for writing to it: a server that only said it does not serve
+ * reads (REBUILDING) takes writes, and must get them while the cluster
+ * calls it UP (else they would go around it into dirty records after its
+ * rejoin's last pass). */
+bool dc_server_is_down_write(depfs_t *fs, uint32_t id);
 /* Down only by this client's failure mark from timed-out requests while
  * the MDS, as last heard, still calls it UP: the cluster has not decided
  * about it, and it may be back already (a refused connection is a dead

@@ -97,10 +97,12 @@ void dc_server_note_state(depfs_t *fs, uint32_t id, int state)
     dc_server *s = dc_server_by_id(fs, id);
     if (!s)
         return;
-    pthread_mutex_lock(&s->lock);
-    bool changed = s->state != state;
-    s->state = state;
-    pthread_mutex_unlock(&s->lock);
+    if (state == DEPFS__SERVER_STATE__SERVER_UP) {
+        atomic_store(&s->noted_until_ms, 0);
+        return;
+    }
+    uint64_t now_ms = dc_now_ms();
+    bool changed = atomic_exchange(&s->noted_until_ms, now_ms + fs->cfg.server_down_expiry_ms) <= now_ms;
     if (changed)
         log_info("libdepfs: I/O server %u says it is in state %d; reading around it", id, state);
 }
@@ -133,6 +135,14 @@ bool dc_server_marked_only(depfs_t *fs, uint32_t id)
 }
 
 bool dc_server_is_down(depfs_t *fs, uint32_t id)
+{
+    dc_server *s = dc_server_by_id(fs, id);
+    if (s && atomic_load(&s->noted_until_ms) > dc_now_ms())
+        return true;
+    return dc_server_is_down_write(fs, id);
+}
+
+bool dc_server_is_down_write(depfs_t *fs, uint32_t id)
 {
     dc_server *s = dc_server_by_id(fs, id);
     if (!s)
@@ -188,14 +198,14 @@ void dc_server_mark_failed(depfs_t *fs, uint32_t id, int why)
                  fs->cfg.server_down_expiry_ms);
 }
 
-rpc_conn *dc_server_conn(depfs_t *fs, uint32_t id)
+rpc_conn *dc_server_conn(depfs_t *fs, uint32_t id, bool reading)
 {
     dc_server *s = dc_server_by_id(fs, id);
     if (!s) {
         dc_set_error("I/O server %u is not in the cluster", id);
         return NULL;
     }
-    if (dc_server_is_down(fs, id)) {
+    if (reading ? dc_server_is_down(fs, id) : dc_server_is_down_write(fs, id)) {
         dc_set_error("I/O server %u (%s) is down", id, s->address);
         return NULL;
     }

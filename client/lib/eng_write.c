@@ -45,7 +45,8 @@ typedef struct dc_wround {
     unsigned nst;                     /* pieces in this round, ascending distinct stripes */
     dc_wstripe *st;
     uint8_t *arena;
-    uint32_t down;                    /* positions down when planned */
+    uint32_t down;                    /* positions written around when planned */
+    uint32_t noread;                  /* positions not read from (down, or refusing reads) */
     uint32_t lockset;                 /* positions locked (written or pre-read) */
     uint32_t writeset;                /* positions written in phase 2 */
     bool sync;
@@ -65,6 +66,13 @@ static uint8_t *dc_new_ptr(const dc_wround *w, const dc_wstripe *ws, unsigned u,
 static bool dc_unit_down(const dc_wround *w, uint64_t stripe, unsigned u)
 {
     return (w->down >> layout_unit_pos(w->lay, stripe, u)) & 1u;
+}
+
+/* Not to be read from: down, or it said it serves no reads (REBUILDING) -
+ * such a server is still written. */
+static bool dc_unit_noread(const dc_wround *w, uint64_t stripe, unsigned u)
+{
+    return (w->noread >> layout_unit_pos(w->lay, stripe, u)) & 1u;
 }
 
 /* ------------------------------------------------------------------ plan */
@@ -102,21 +110,26 @@ static void dc_plan_method(const dc_wround *w, dc_wstripe *ws)
         return;
     }
     uint64_t r = ws->rb - ws->ra, touched = 0;
-    bool data_down = false;
+    bool data_down = false, parity_unreadable = false;
     unsigned parity_alive = 0;
     for (unsigned u = 0; u < lay->k; u++) {
         touched += ws->ub[u] - ws->ua[u];
-        data_down = data_down || dc_unit_down(w, ws->pc.stripe, u);
+        data_down = data_down || dc_unit_noread(w, ws->pc.stripe, u);
     }
-    for (unsigned u = lay->k; u < lay->n; u++)
+    for (unsigned u = lay->k; u < lay->n; u++) {
         parity_alive += !dc_unit_down(w, ws->pc.stripe, u);
+        /* written but not readable: read-modify-write cannot update it */
+        parity_unreadable = parity_unreadable || (dc_unit_noread(w, ws->pc.stripe, u) &&
+                                                  !dc_unit_down(w, ws->pc.stripe, u));
+    }
     if (data_down) {
         ws->method = DC_W_DECODE;
         return;
     }
     uint64_t rmw_cost = touched + parity_alive * r;
     uint64_t recon_cost = lay->k * r - touched;
-    ws->method = rmw_cost < recon_cost && !w->force_recon ? DC_W_RMW : DC_W_RECON;
+    ws->method = rmw_cost < recon_cost && !w->force_recon && !parity_unreadable ? DC_W_RMW
+                                                                                : DC_W_RECON;
 }
 
 static uint64_t dc_stripe_buf_bytes(const dc_wround *w, const dc_wstripe *ws)
@@ -175,9 +188,10 @@ static int dc_plan_round(dc_wround *w)
 {
     const layout *lay = w->lay;
     w->down = dc_write_down_mask(w->fs, lay);
-    if (dc_popcount32(w->down) > lay->n - lay->k) {
+    w->noread = w->down | dc_down_mask(w->fs, lay);
+    if (dc_popcount32(w->noread) > lay->n - lay->k) {
         dc_set_error("write of inode %llu: %u of %u servers down, more than n-k=%u",
-                     (unsigned long long)w->in->ino, dc_popcount32(w->down), lay->n,
+                     (unsigned long long)w->in->ino, dc_popcount32(w->noread), lay->n,
                      lay->n - lay->k);
         return -EIO;
     }
@@ -228,7 +242,7 @@ static void dc_preread_stripe(dc_wround *w, dc_wstripe *ws, dc_req *reqs)
             if (ws->ub[u] > ws->ua[u])
                 dc_add(reqs, w, s, u, op, ws->ua[u], ws->ub[u] - ws->ua[u], ws->old[u]);
         for (unsigned u = lay->k; u < lay->n; u++)
-            if (!dc_unit_down(w, s, u))
+            if (!dc_unit_noread(w, s, u))
                 dc_add(reqs, w, s, u, op, ra, rb - ra, ws->unit[u]);
     } else if (ws->method == DC_W_RECON) {
         for (unsigned u = 0; u < lay->k; u++) {
@@ -245,13 +259,13 @@ static void dc_preread_stripe(dc_wround *w, dc_wstripe *ws, dc_req *reqs)
         unsigned got = 0;
         memset(ws->present, 0, sizeof ws->present);
         for (unsigned u = 0; u < lay->n && got < lay->k; u++) {
-            if (dc_unit_down(w, s, u))
+            if (dc_unit_noread(w, s, u))
                 continue;
             dc_add(reqs, w, s, u, op, ra, rb - ra, ws->unit[u]);
             ws->present[u] = true;
             got++;
         }
-        assert(got == lay->k); /* the plan checked at most n-k are down */
+        assert(got == lay->k); /* the plan checked at most n-k are unreadable */
     }
 }
 

@@ -202,7 +202,7 @@ static bool dc_plan_stale(depfs_t *fs, const dc_req *r)
     if (r->op != DEPFS__IO_OP__IO_WRITE)
         return false;
     for (unsigned i = 0; i < r->n_down; i++)
-        if (!dc_server_is_down(fs, r->down[i]))
+        if (!dc_server_is_down_write(fs, r->down[i]))
             return true;
     return false;
 }
@@ -218,7 +218,7 @@ static int dc_stale_result(const dc_req *r)
 static int dc_start_one(depfs_t *fs, dc_req *r, dc_pending *p)
 {
     rpc_conn *c = r->any_state ? dc_server_conn_any(fs, r->server_id)
-                               : dc_server_conn(fs, r->server_id);
+                               : dc_server_conn(fs, r->server_id, r->op == DEPFS__IO_OP__IO_READ);
     if (c == NULL)
         return DC_ERR_DOWN;
     bool is_write = r->op == DEPFS__IO_OP__IO_WRITE;
@@ -374,7 +374,9 @@ static bool dc_prepare(depfs_t *fs, uint64_t ino, uint64_t epoch, dc_req *r, dc_
     r->reply_bulk = 0;
     p->stale_epoch = 0;
     p->server_behind = false;
-    if (!r->any_state && dc_server_is_down(fs, r->server_id)) {
+    bool reading = r->op == DEPFS__IO_OP__IO_READ;
+    if (!r->any_state && (reading ? dc_server_is_down(fs, r->server_id)
+                                  : dc_server_is_down_write(fs, r->server_id))) {
         r->result = DC_ERR_DOWN;
         return false;
     }
@@ -625,9 +627,18 @@ static uint32_t dc_marked_only_mask(depfs_t *fs, const layout *lay, uint32_t dow
     return m;
 }
 
+static uint32_t dc_down_mask_write(depfs_t *fs, const layout *lay)
+{
+    uint32_t m = 0;
+    for (unsigned p = 0; p < lay->n; p++)
+        if (dc_server_is_down_write(fs, lay->servers[p]))
+            m |= 1u << p;
+    return m;
+}
+
 uint32_t dc_write_down_mask(depfs_t *fs, const layout *lay)
 {
-    uint32_t down = dc_down_mask(fs, lay);
+    uint32_t down = dc_down_mask_write(fs, lay);
     uint32_t undecided = dc_marked_only_mask(fs, lay, down);
     if (undecided == 0)
         return down;
@@ -635,7 +646,7 @@ uint32_t dc_write_down_mask(depfs_t *fs, const layout *lay)
     for (;;) {
         (void)dc_cluster_refresh(fs); /* states as the MDS has them */
         dc_status_recheck_now(fs);    /* and marks it has lifted */
-        down = dc_down_mask(fs, lay);
+        down = dc_down_mask_write(fs, lay);
         undecided = dc_marked_only_mask(fs, lay, down);
         if (undecided == 0)
             return down;

@@ -172,6 +172,7 @@ log "orphan lock freed $(( $(now_ms) - t_lock )) ms after it was taken (bound ${
 grep -q "fault point strip_pread_eio fires" "$DEPFS_STATE/logs/ioserver-$READ1.log" ||
   fail "the fault point did not fire on server $READ1 (the repair read nothing there?)"
 grep -q "repair failed" "$DEPFS_STATE/logs/recovery.log" || fail "the first repair did not fail"
+wait_all_up 60 || fail "server $READ1 did not rejoin: $(states_line)"
 cmp "$DEPFS_STATE/ref" "$MNT/d/f" || fail "the file differs from what was acknowledged"
 scrub_clean
 echo "PASS: fault points strip_pwrite_eio (written around the server, which demoted itself and rejoined), xport_flip_bit (resent, copy exact), kv_sync_eio (logged, server kept serving), strip_pwrite_enospc (no UP while the writer of a failed store holds its lock; a failed repair write is written around) and strip_pread_eio (a failed repair is retried) end in a consistent cluster"

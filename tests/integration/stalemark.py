@@ -13,7 +13,7 @@ then on). Exit 0 when every read was exact; 1 with "WRONG" on the first
 stale piece."""
 import argparse, os, random, sys, time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from depfs_ctypes import Depfs  # noqa: E402
 
 PIECE = 65536
