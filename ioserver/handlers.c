@@ -172,6 +172,11 @@ static ios_lock_owner owner_of(const Depfs__LockSpec *l)
     return (ios_lock_owner){ .client = l->owner_client, .op = l->owner_op };
 }
 
+static ios_lock_mode mode_of(const Depfs__LockSpec *l)
+{
+    return l->has_read_only && l->read_only ? IOS_LOCK_READ : IOS_LOCK_WRITE;
+}
+
 static bool obeys_locks(const Depfs__IoRequest *q)
 {
     return q->lock && !(q->has_ignore_locks && q->ignore_locks);
@@ -210,7 +215,7 @@ static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
             goto out;
         count_retry(c, q);
         rc = ios_locks_try(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
-                           owner_of(q->lock), clock_now_ms());
+                           owner_of(q->lock), mode_of(q->lock), clock_now_ms());
         if (rc) {
             fail(res, rc, rc == -EAGAIN ? "stripes locked by another owner" : "lock refused");
             goto out;
@@ -289,6 +294,11 @@ static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
                   CONFIG_MAX_IOSERVERS);
         goto out;
     }
+    /* from here the units may change: a lock taken to read them writes now
+     * (journaled first, so a crash leaves them known to be in doubt) */
+    if (q->lock && ex.n)
+        ios_locks_mark_written(c->locks, q->file_id, q->lock->first_stripe,
+                               q->lock->stripe_count, owner_of(q->lock));
     if (q->n_down_servers) {
         rc = ios_dirty_add(c->state, q->down_servers, q->n_down_servers, q->file_id);
         if (rc) {
@@ -337,6 +347,8 @@ static int fill_lock_entries(ios_result *res, const ios_lock_entry *v, size_t n,
         s->stripe_count = v[i].count;
         s->owner_client = v[i].owner.client;
         s->owner_op = v[i].owner.op;
+        s->has_read_only = !v[i].writes;
+        s->read_only = !v[i].writes;
         depfs__lock_entry__init(e);
         e->file_id = v[i].file_id;
         e->lock = s;
@@ -355,18 +367,18 @@ static int do_take_over(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
     size_t n = 0;
     uint64_t now_ms = clock_now_ms();
     int rc = ios_locks_take_over(c->locks, q->file_id, q->lock->first_stripe,
-                                 q->lock->stripe_count, owner_of(q->lock), now_ms,
-                                 c->lock_lease_ms, taken, IOS_MAX_TAKE_OVER, &n);
+                                 q->lock->stripe_count, owner_of(q->lock), mode_of(q->lock),
+                                 now_ms, c->lock_lease_ms, taken, IOS_MAX_TAKE_OVER, &n);
     if (rc == -EAGAIN)
         return fail(res, rc, "stripes locked by another owner for less than the lease");
     if (rc)
         return fail(res, rc, "lock refused: %s", strerror(-rc));
     for (size_t i = 0; i < n; i++)
         log_info("file %016" PRIx64 " stripes [%" PRIu64 ",%" PRIu64 ") of client %" PRIu64
-                 " op %" PRIu64 " (held %" PRIu64 " ms) taken over by client %" PRIu64
+                 " op %" PRIu64 " (held %" PRIu64 " ms, to %s) taken over by client %" PRIu64
                  " for repair", q->file_id, taken[i].first, taken[i].first + taken[i].count,
                  taken[i].owner.client, taken[i].owner.op, now_ms - taken[i].taken_ms,
-                 q->lock->owner_client);
+                 taken[i].writes ? "write" : "read", q->lock->owner_client);
     return fill_lock_entries(res, taken, n, now_ms);
 }
 
@@ -379,7 +391,7 @@ static int do_lock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
         return do_take_over(c, q, res);
     count_retry(c, q);
     rc = ios_locks_try(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
-                       owner_of(q->lock), clock_now_ms());
+                       owner_of(q->lock), mode_of(q->lock), clock_now_ms());
     if (rc == -EAGAIN)
         return fail(res, rc, "stripes locked by another owner");
     if (rc)

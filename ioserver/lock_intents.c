@@ -16,16 +16,17 @@ typedef struct restore_ctx {
 } restore_ctx;
 
 static void restore_one(void *arg, uint64_t file_id, uint64_t client, uint64_t op,
-                        uint64_t first, uint64_t end)
+                        uint64_t first, uint64_t end, bool writes)
 {
     restore_ctx *r = arg;
     ios_lock_owner owner = { .client = client, .op = op };
-    int rc = ios_locks_restore(r->t, file_id, first, end - first, owner, r->taken_ms);
+    int rc = ios_locks_restore(r->t, file_id, first, end - first, owner, writes, r->taken_ms);
     if (rc && r->err == 0)
         r->err = rc;
     log_info("lock intent of client %" PRIu64 " op %" PRIu64 " on file %016" PRIx64
-             " stripes [%" PRIu64 ",%" PRIu64 ") left by a crash: held until repaired%s",
-             client, op, file_id, first, end, rc ? " (could not restore it!)" : "");
+             " stripes [%" PRIu64 ",%" PRIu64 ") (%s) left by a crash: held until repaired%s",
+             client, op, file_id, first, end, writes ? "to write" : "to read",
+             rc ? " (could not restore it!)" : "");
 }
 
 int ios_lock_intents_restore(ios_locks *t, ios_state *st, uint64_t now_ms, uint64_t lease_ms)
@@ -38,9 +39,9 @@ int ios_lock_intents_restore(ios_locks *t, ios_state *st, uint64_t now_ms, uint6
 }
 
 static void journal(void *arg, uint64_t file_id, ios_lock_owner owner, bool held, uint64_t first,
-                    uint64_t end)
+                    uint64_t end, bool writes)
 {
-    int rc = ios_intent_set(arg, file_id, owner.client, owner.op, held, first, end);
+    int rc = ios_intent_set(arg, file_id, owner.client, owner.op, held, first, end, writes);
     if (rc)
         log_warn("cannot store the lock intent of client %" PRIu64 " op %" PRIu64
                  " on file %016" PRIx64 ": %s", owner.client, owner.op, file_id,

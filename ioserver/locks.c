@@ -24,6 +24,7 @@ typedef struct lock_range {
     uint64_t first, end; /* stripes [first, end) */
     ios_lock_owner owner;
     uint64_t taken_ms;
+    bool writes;         /* locks.h: a writing lock (in doubt if orphaned) */
 } lock_range;
 
 typedef struct file_node {
@@ -168,6 +169,7 @@ static void journal_owner(ios_locks *t, const file_node *f, uint64_t file_id,
     if (!t->journal)
         return;
     uint64_t first = UINT64_MAX, end = 0;
+    bool writes = false;
     for (size_t i = 0; f && i < f->n; i++) {
         const lock_range *r = &f->v[i];
         if (!same_owner(r->owner, owner))
@@ -176,8 +178,9 @@ static void journal_owner(ios_locks *t, const file_node *f, uint64_t file_id,
             first = r->first;
         if (r->end > end)
             end = r->end;
+        writes = writes || r->writes;
     }
-    t->journal(t->journal_arg, file_id, owner, end > 0, end > 0 ? first : 0, end);
+    t->journal(t->journal_arg, file_id, owner, end > 0, end > 0 ? first : 0, end, writes);
 }
 
 void ios_locks_set_journal(ios_locks *t, ios_lock_journal_fn fn, void *arg)
@@ -224,9 +227,10 @@ void ios_locks_free(ios_locks *t)
 }
 
 /* Merge the owner's entries overlapping or adjacent to [first,end) with it
- * into one entry. Caller checked there is no conflict. */
+ * into one entry (writing if any part writes). Caller checked there is no
+ * conflict. */
 static int node_grant(ios_locks *t, file_node *f, uint64_t first, uint64_t end,
-                      ios_lock_owner owner, uint64_t now_ms)
+                      ios_lock_owner owner, bool writes, uint64_t now_ms)
 {
     size_t merged = 0;
     uint64_t taken_ms = now_ms;
@@ -241,6 +245,7 @@ static int node_grant(ios_locks *t, file_node *f, uint64_t first, uint64_t end,
             end = r->end;
         if (r->taken_ms < taken_ms)
             taken_ms = r->taken_ms;
+        writes = writes || r->writes;
     }
     if (merged == 0) {
         int rc = entries_reserve(t, 1);
@@ -261,14 +266,15 @@ static int node_grant(ios_locks *t, file_node *f, uint64_t first, uint64_t end,
     }
     assert(f->n - w == merged);
     f->n = w;
-    f->v[f->n++] = (lock_range){ .first = first, .end = end, .owner = owner, .taken_ms = taken_ms };
+    f->v[f->n++] = (lock_range){
+        .first = first, .end = end, .owner = owner, .taken_ms = taken_ms, .writes = writes };
     if (merged > 1)
         atomic_fetch_sub(&t->n_entries, merged - 1);
     return 0;
 }
 
 int ios_locks_try(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
-                  ios_lock_owner owner, uint64_t now_ms)
+                  ios_lock_owner owner, ios_lock_mode mode, uint64_t now_ms)
 {
     int rc = range_check(first, count);
     if (rc)
@@ -298,7 +304,7 @@ int ios_locks_try(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count
         *bucket = f;
         created = true;
     }
-    rc = node_grant(t, f, first, end, owner, now_ms);
+    rc = node_grant(t, f, first, end, owner, mode == IOS_LOCK_WRITE, now_ms);
     if (rc == 0)
         journal_owner(t, f, file_id, owner);
     node_verify(f);
@@ -421,8 +427,9 @@ static int take_over_check(const file_node *f, uint64_t first, uint64_t end,
 }
 
 int ios_locks_take_over(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
-                        ios_lock_owner owner, uint64_t now_ms, uint64_t min_age_ms,
-                        ios_lock_entry *taken, size_t max_taken, size_t *n_taken)
+                        ios_lock_owner owner, ios_lock_mode mode, uint64_t now_ms,
+                        uint64_t min_age_ms, ios_lock_entry *taken, size_t max_taken,
+                        size_t *n_taken)
 {
     *n_taken = 0;
     int rc = range_check(first, count);
@@ -440,7 +447,7 @@ int ios_locks_take_over(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t
     if (rc || conflicts == 0) {
         pthread_mutex_unlock(&s->mu);
         if (rc == 0) /* nothing to take over: an ordinary lock */
-            return ios_locks_try(t, file_id, first, count, owner, now_ms);
+            return ios_locks_try(t, file_id, first, count, owner, mode, now_ms);
         if (rc == -EAGAIN)
             atomic_fetch_add(&t->nacked, 1);
         return rc;
@@ -456,6 +463,7 @@ int ios_locks_take_over(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t
         atomic_fetch_sub(&t->n_entries, splits);
     if (rc)
         goto out;
+    bool writes = mode == IOS_LOCK_WRITE;
     for (size_t i = 0; i < f->n && *n_taken < conflicts; i++) {
         const lock_range *r = &f->v[i];
         if (!overlaps(r, first, end) || same_owner(r->owner, owner))
@@ -466,14 +474,16 @@ int ios_locks_take_over(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t
             .count = (r->end < end ? r->end : end) - (r->first > first ? r->first : first),
             .owner = r->owner,
             .taken_ms = r->taken_ms,
+            .writes = r->writes,
         };
+        writes = writes || r->writes;
     }
     assert(*n_taken == conflicts);
     for (size_t i = 0; i < *n_taken; i++) {
         node_cut(t, f, first, end, taken[i].owner, now_ms);
         journal_owner(t, f, file_id, taken[i].owner);
     }
-    rc = node_grant(t, f, first, end, owner, now_ms);
+    rc = node_grant(t, f, first, end, owner, writes, now_ms);
     assert(rc == 0 || rc == -ENOLCK); /* the array has room */
     if (rc == 0)
         journal_owner(t, f, file_id, owner);
@@ -488,7 +498,7 @@ out:
 }
 
 int ios_locks_restore(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
-                      ios_lock_owner owner, uint64_t taken_ms)
+                      ios_lock_owner owner, bool writes, uint64_t taken_ms)
 {
     int rc = range_check(first, count);
     if (rc)
@@ -527,7 +537,7 @@ int ios_locks_restore(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t c
             at = covered_end;
             continue;
         }
-        rc = node_grant(t, f, at, piece_end, owner, taken_ms);
+        rc = node_grant(t, f, at, piece_end, owner, writes, taken_ms);
         at = piece_end;
     }
     if (rc == 0)
@@ -584,6 +594,30 @@ bool ios_locks_holds_any(ios_locks *t, uint64_t file_id, uint64_t first, uint64_
     return held;
 }
 
+void ios_locks_mark_written(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                            ios_lock_owner owner)
+{
+    if (range_check(first, count))
+        return;
+    uint64_t end = first + count;
+    file_node **bucket;
+    lock_shard *s = shard_of(t, file_id, &bucket);
+    bool changed = false;
+
+    pthread_mutex_lock(&s->mu);
+    file_node *f = node_find(bucket, file_id);
+    for (size_t i = 0; f != NULL && i < f->n; i++) {
+        lock_range *r = &f->v[i];
+        if (same_owner(r->owner, owner) && overlaps(r, first, end) && !r->writes) {
+            r->writes = true;
+            changed = true;
+        }
+    }
+    if (changed)
+        journal_owner(t, f, file_id, owner);
+    pthread_mutex_unlock(&s->mu);
+}
+
 size_t ios_locks_drop_file(ios_locks *t, uint64_t file_id, uint64_t now_ms)
 {
     file_node **bucket;
@@ -599,7 +633,7 @@ size_t ios_locks_drop_file(ios_locks *t, uint64_t file_id, uint64_t now_ms)
         }
         for (size_t i = 0; i < f->n; i++)
             if (t->journal)
-                t->journal(t->journal_arg, file_id, f->v[i].owner, false, 0, 0);
+                t->journal(t->journal_arg, file_id, f->v[i].owner, false, 0, 0, false);
         dropped = f->n;
         atomic_fetch_sub(&t->n_entries, dropped);
         f->n = 0;
@@ -628,7 +662,8 @@ size_t ios_locks_stale(ios_locks *t, uint64_t now_ms, uint64_t age_ms, ios_lock_
                                                           .first = r->first,
                                                           .count = r->end - r->first,
                                                           .owner = r->owner,
-                                                          .taken_ms = r->taken_ms };
+                                                          .taken_ms = r->taken_ms,
+                                                          .writes = r->writes };
                 }
             }
         }

@@ -2,11 +2,17 @@
  * DESIGN.md "Writing: the stripe-lock protocol", thesis fig. 3.3).
  *
  * An entry says: stripes [first, first+count) of file `file_id` are held by
- * owner (client id, op id) since taken_ms. Rules:
+ * owner (client id, op id) since taken_ms, to write this server's units of
+ * them or only to read them (the mode). Rules:
  *   - try: granted when no entry of that file held by a DIFFERENT owner
  *     overlaps the range; a NACK leaves the table unchanged. Re-locking by
  *     the same owner is idempotent: the owner's overlapping or adjacent
- *     entries are merged into one (keeping the oldest taken_ms).
+ *     entries are merged into one (keeping the oldest taken_ms; it writes
+ *     when any of them did).
+ *   - a lock taken to read becomes a writing one once a write arrives under
+ *     it (ios_locks_mark_written). Only a writing lock can leave its units
+ *     in doubt when its owner vanishes: under a reading one they are as
+ *     they were, so depfs-recovery just releases it.
  *   - release: removes exactly the given stripes from the owner's entries
  *     (an entry may shrink or split); nothing held there is fine (0); when
  *     only other owners hold stripes there: -EPERM, nothing changed.
@@ -27,12 +33,19 @@ typedef struct ios_lock_owner {
     uint64_t op;
 } ios_lock_owner;
 
+/* What a lock is taken for, at this server. */
+typedef enum ios_lock_mode {
+    IOS_LOCK_WRITE, /* the owner may write its units here (in doubt if it vanishes) */
+    IOS_LOCK_READ   /* the owner only reads them here (pre-reads, degraded reads, scrub) */
+} ios_lock_mode;
+
 typedef struct ios_lock_entry {
     uint64_t file_id;
     uint64_t first;   /* first stripe */
     uint64_t count;   /* stripes, >= 1 */
     ios_lock_owner owner;
     uint64_t taken_ms;
+    bool writes;      /* taken with IOS_LOCK_WRITE, or written under since */
 } ios_lock_entry;
 
 typedef struct ios_lock_stats {
@@ -52,7 +65,11 @@ void ios_locks_free(ios_locks *t);
 /* 0 granted, -EAGAIN NACK (another owner holds an overlapping stripe),
  * -ENOLCK table full, -EINVAL count 0 or first+count overflows. */
 int ios_locks_try(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
-                  ios_lock_owner owner, uint64_t now_ms);
+                  ios_lock_owner owner, ios_lock_mode mode, uint64_t now_ms);
+/* A write under owner's lock arrived for [first, first+count): its entries
+ * there write from now on (journaled before the caller stores anything). */
+void ios_locks_mark_written(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                            ios_lock_owner owner);
 /* 0 (released, or nothing of the range was held by anyone), -EPERM (only
  * other owners hold stripes in the range), -ENOLCK (a split would exceed the
  * table bound), -EINVAL (bad range). Nothing changes on error. */
@@ -71,23 +88,27 @@ size_t ios_locks_drop_file(ios_locks *t, uint64_t file_id, uint64_t now_ms);
  * held for at least min_age_ms (an orphan) loses the overlapping stripes
  * to `owner`, all under one table mutex. The stripes each such owner lost
  * go to taken[] (at most max_taken; more conflicts: -ENOLCK, nothing
- * changed). -EAGAIN (nothing changed) when a conflicting entry is younger. */
+ * changed). -EAGAIN (nothing changed) when a conflicting entry is younger.
+ * The new entry writes when `mode` says so or when a writing entry was
+ * taken over: what was in doubt stays in doubt until written. */
 int ios_locks_take_over(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
-                        ios_lock_owner owner, uint64_t now_ms, uint64_t min_age_ms,
-                        ios_lock_entry *taken, size_t max_taken, size_t *n_taken);
+                        ios_lock_owner owner, ios_lock_mode mode, uint64_t now_ms,
+                        uint64_t min_age_ms, ios_lock_entry *taken, size_t max_taken,
+                        size_t *n_taken);
 /* Re-creates an entry from the journal after a restart (no conflict check:
  * the journal never held conflicting entries), held since taken_ms. */
 int ios_locks_restore(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
-                      ios_lock_owner owner, uint64_t taken_ms);
+                      ios_lock_owner owner, bool writes, uint64_t taken_ms);
 
 /* The lock journal: called under the table's mutex after every change of
  * what an owner holds in a file, with the span [first, end) covering all
- * of it, or held=false when the owner holds nothing there any more. The
+ * of it and whether any of it writes, or held=false when the owner holds
+ * nothing there any more. The
  * ioserver keeps it as durable lock intents (state.h), so that stripes an
  * interrupted write left locked are still known as in doubt after a crash
  * and repaired by depfs-recovery. Set once, before the table is used. */
 typedef void (*ios_lock_journal_fn)(void *arg, uint64_t file_id, ios_lock_owner owner, bool held,
-                                    uint64_t first, uint64_t end);
+                                    uint64_t first, uint64_t end, bool writes);
 void ios_locks_set_journal(ios_locks *t, ios_lock_journal_fn fn, void *arg);
 
 /* Copies up to max entries with now_ms - taken_ms >= age_ms into out[];

@@ -4,9 +4,11 @@
  *   "S"                       -> u32 little-endian ServerState
  *   "E"                       -> u64 little-endian cluster epoch
  *   "D" + be32(server) + be64(file) -> empty, or "C" once claimed (dirty record)
- *   "L" + be64(file) + be64(client) + be64(op) -> le64 first, le64 end
+ *   "L" + be64(file) + be64(client) + be64(op) -> le64 first, le64 end, u8 mode
  *                              (lock intent: that owner holds stripes of
- *                              [first, end) of the file)
+ *                              [first, end) of the file; mode 1: to write
+ *                              them, 0: only to read them; an intent of
+ *                              16 bytes, from before modes, writes)
  * Big-endian ids make LevelDB's byte order the numeric order, so a listing
  * walks one server's records in file id order. Dirty adds skip a put when
  * the record exists unclaimed (a get costs no fsync); the mutex orders add
@@ -40,7 +42,9 @@
 #define DIRTY_CLAIMED_BYTES 1u
 #define INTENT_PREFIX 'L'
 #define INTENT_KEY_BYTES 25u /* prefix + u64 file + u64 client + u64 op */
-#define INTENT_VALUE_BYTES 16u
+#define INTENT_SPAN_BYTES 16u  /* le64 first + le64 end: all an older intent holds */
+#define INTENT_VALUE_BYTES 17u /* the span + u8 mode */
+#define INTENT_MODE_WRITES 1u
 
 struct ios_state {
     kvstore *kv;
@@ -375,7 +379,7 @@ static void intent_key(uint8_t key[INTENT_KEY_BYTES], uint64_t file_id, uint64_t
 }
 
 int ios_intent_set(ios_state *st, uint64_t file_id, uint64_t client, uint64_t op, bool held,
-                   uint64_t first, uint64_t end)
+                   uint64_t first, uint64_t end, bool writes)
 {
     uint8_t key[INTENT_KEY_BYTES], val[INTENT_VALUE_BYTES];
     intent_key(key, file_id, client, op);
@@ -388,6 +392,7 @@ int ios_intent_set(ios_state *st, uint64_t file_id, uint64_t client, uint64_t op
             val[i] = (uint8_t)(first >> (8 * i));
             val[8 + i] = (uint8_t)(end >> (8 * i));
         }
+        val[INTENT_SPAN_BYTES] = writes ? INTENT_MODE_WRITES : 0;
         kv_batch_put(b, key, sizeof(key), val, sizeof(val));
     } else {
         kv_batch_delete(b, key, sizeof(key));
@@ -406,9 +411,10 @@ int ios_intent_each(ios_state *st, ios_intent_fn fn, void *arg)
     const void *key, *val;
     size_t klen, vlen, n = 0;
     while (kv_iter_next(it, &key, &klen, &val, &vlen)) {
-        if (klen != INTENT_KEY_BYTES || vlen != INTENT_VALUE_BYTES)
+        if (klen != INTENT_KEY_BYTES || (vlen != INTENT_VALUE_BYTES && vlen != INTENT_SPAN_BYTES))
             continue; /* never written by this module */
         const uint8_t *k = key, *v = val;
+        bool writes = vlen == INTENT_SPAN_BYTES || (v[INTENT_SPAN_BYTES] & INTENT_MODE_WRITES);
         uint64_t first = 0, end = 0;
         for (int i = 7; i >= 0; i--) {
             first = (first << 8) | v[i];
@@ -416,7 +422,7 @@ int ios_intent_each(ios_state *st, ios_intent_fn fn, void *arg)
         }
         if (first >= end)
             continue;
-        fn(arg, get_be64(k + 1), get_be64(k + 9), get_be64(k + 17), first, end);
+        fn(arg, get_be64(k + 1), get_be64(k + 9), get_be64(k + 17), first, end, writes);
         n++;
     }
     kv_iter_free(it);

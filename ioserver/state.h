@@ -56,12 +56,13 @@ int ios_dirty_probe(ios_state *st, uint64_t file_id, const uint32_t *servers, si
                     uint32_t *out, size_t *n_out);
 
 /* Lock intents (the lock journal of locks.h): owner (client, op) holds
- * stripes within [first, end) of file_id (held), or nothing (!held).
- * Written without a sync (they outlive the process, like unsynced data). */
+ * stripes within [first, end) of file_id (held), to write them or only to
+ * read them (writes), or nothing (!held). Written without a sync (they
+ * outlive the process, like unsynced data). */
 int ios_intent_set(ios_state *st, uint64_t file_id, uint64_t client, uint64_t op, bool held,
-                   uint64_t first, uint64_t end);
+                   uint64_t first, uint64_t end, bool writes);
 typedef void (*ios_intent_fn)(void *arg, uint64_t file_id, uint64_t client, uint64_t op,
-                              uint64_t first, uint64_t end);
+                              uint64_t first, uint64_t end, bool writes);
 /* Calls fn for every intent stored (at startup); returns how many, or <0. */
 int ios_intent_each(ios_state *st, ios_intent_fn fn, void *arg);
 

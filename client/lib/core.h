@@ -220,13 +220,14 @@ typedef enum {
     DC_PAUSE_NONE,
     DC_PAUSE_AFTER_LOCK,
     DC_PAUSE_BETWEEN_WRITES,
-    DC_PAUSE_BEFORE_DIRTY
+    DC_PAUSE_BEFORE_DIRTY,
+    DC_PAUSE_DEGRADED_LOCKED
 } dc_pause_point;
 typedef struct dc_test_hooks {
     bool no_locks;            /* DEPFS_TEST_NO_LOCKS=1: writes take no stripe locks */
     bool write_behind_off;    /* DEPFS_WRITE_BEHIND=0 */
     bool read_ahead_off;      /* DEPFS_READ_AHEAD=0 */
-    dc_pause_point pause;     /* DEPFS_TEST_PAUSE=after_lock|between_writes|before_dirty */
+    dc_pause_point pause;     /* DEPFS_TEST_PAUSE=after_lock|...: core_test_hooks.c */
     uint64_t pause_ms;        /* DEPFS_TEST_PAUSE_MS (default: 600 s) */
 } dc_test_hooks;
 const dc_test_hooks *dc_test_hooks_get(void);

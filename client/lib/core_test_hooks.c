@@ -11,7 +11,7 @@
  *                           and after a write: test_degraded_read_race.sh
  *                           proves its reader would catch that. NEVER set it
  *                           on real data.
- *   DEPFS_TEST_PAUSE=NAME   a writer reaching point NAME prints
+ *   DEPFS_TEST_PAUSE=NAME   a client reaching point NAME prints
  *                           "DEPFS_TEST_PAUSE reached: NAME pid=PID" to stderr
  *                           and sleeps DC_TEST_PAUSE_S seconds (tests kill or
  *                           stop it there: a client dying mid-protocol):
@@ -22,7 +22,10 @@
  *                             before_dirty    a phase-2 write failed on a server
  *                                             that could not store its unit; the
  *                                             others not yet told to record it
- *                                             dirty (its lock still held).
+ *                                             dirty (its lock still held);
+ *                             degraded_locked a decoding reader holds the stripe
+ *                                             locks of its units, read, not yet
+ *                                             decoded or released.
  *   DEPFS_TEST_PAUSE_MS=N   the pause lasts N ms instead (then the writer
  *                           goes on: a slow writer rather than a dead one).
  * These exist only in test builds (make hooks: -DDEPFS_TEST_HOOKS, in
@@ -63,6 +66,8 @@ static void dc_test_hooks_read(void)
         dc_hooks.pause = DC_PAUSE_BETWEEN_WRITES;
     else if (dc_env_is("DEPFS_TEST_PAUSE", "before_dirty"))
         dc_hooks.pause = DC_PAUSE_BEFORE_DIRTY;
+    else if (dc_env_is("DEPFS_TEST_PAUSE", "degraded_locked"))
+        dc_hooks.pause = DC_PAUSE_DEGRADED_LOCKED;
     else
         dc_hooks.pause = DC_PAUSE_NONE;
     const char *ms = getenv("DEPFS_TEST_PAUSE_MS");
@@ -93,6 +98,7 @@ static const char *dc_pause_name(dc_pause_point p)
     case DC_PAUSE_AFTER_LOCK: return "after_lock";
     case DC_PAUSE_BETWEEN_WRITES: return "between_writes";
     case DC_PAUSE_BEFORE_DIRTY: return "before_dirty";
+    case DC_PAUSE_DEGRADED_LOCKED: return "degraded_locked";
     default: return "none";
     }
 }

@@ -73,7 +73,7 @@ static int dc_degraded_build(depfs_t *fs, const layout *lay, dc_dstripe *ds, uns
         if (fs->ignore_locks) {
             reqs[p].ignore_locks = true;
         } else if (!dc_test_hooks_get()->no_locks) { /* TEST ONLY: torn decodes */
-            dc_req_set_lock(&reqs[p], first, count, depfs_client_id(fs), op_id);
+            dc_req_set_lock(&reqs[p], first, count, depfs_client_id(fs), op_id, DC_LOCK_READ);
             reqs[p].lock_attempt = lock_attempt;
         }
     }
@@ -220,6 +220,8 @@ static int dc_degraded_batch(depfs_t *fs, dc_inode *in, dc_dcache *dc, dc_dstrip
         rc = dc_degraded_fetch(fs, in, ds, nd, bad, reqs);
         locked = rc == 0;
     }
+    if (locked)
+        dc_test_pause(DC_PAUSE_DEGRADED_LOCKED);
     for (unsigned i = 0; i < nd && rc == 0; i++)
         rc = dc_degraded_decode(lay, cd, &ds[i]);
     for (unsigned i = 0; i < nd; i++)

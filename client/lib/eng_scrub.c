@@ -87,7 +87,8 @@ static void dc_scrub_unlock(dc_scrub *sc, uint64_t first, uint64_t count, uint32
         if (!((mask >> p) & 1u))
             continue;
         dc_req_init(&sc->wreqs[p], &sc->lay, p, DEPFS__IO_OP__IO_UNLOCK);
-        dc_req_set_lock(&sc->wreqs[p], first, count, depfs_client_id(sc->fs), sc->op);
+        dc_req_set_lock(&sc->wreqs[p], first, count, depfs_client_id(sc->fs), sc->op,
+                        DC_LOCK_READ);
     }
     dc_io_run(sc->fs, sc->ino, sc->wreqs, sc->lay.n);
 }
@@ -104,7 +105,7 @@ static void dc_scrub_lock_req(dc_scrub *sc, dc_req *r, uint64_t first, uint64_t 
         r->ignore_locks = true;
         return;
     }
-    dc_req_set_lock(r, first, count, depfs_client_id(sc->fs), sc->op);
+    dc_req_set_lock(r, first, count, depfs_client_id(sc->fs), sc->op, DC_LOCK_READ);
     r->lock_attempt = attempt;
 }
 
@@ -404,7 +405,7 @@ static int dc_scrub_finish(dc_scrub *sc, uint64_t first, uint64_t count)
         if (sc->fs->ignore_locks) {
             w->ignore_locks = true;
         } else {
-            dc_req_set_lock(w, first, count, depfs_client_id(sc->fs), sc->op);
+            dc_req_set_lock(w, first, count, depfs_client_id(sc->fs), sc->op, DC_LOCK_READ);
             w->unlock = true;
         }
         w->sync = w->op == DEPFS__IO_OP__IO_WRITE;

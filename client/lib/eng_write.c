@@ -291,6 +291,13 @@ static uint64_t dc_round_stripe_count(const dc_wround *w)
     return w->st[w->nst - 1].pc.stripe - w->st[0].pc.stripe + 1;
 }
 
+/* Positions only pre-read (reconstruct-write's untouched data units) are
+ * locked to read: a writer vanishing leaves nothing in doubt there. */
+static dc_lock_mode dc_lock_mode_at(const dc_wround *w, unsigned pos)
+{
+    return (w->writeset >> pos) & 1u ? DC_LOCK_WRITE : DC_LOCK_READ;
+}
+
 static void dc_build_phase1(dc_wround *w, dc_req *reqs)
 {
     const layout *lay = w->lay;
@@ -317,7 +324,7 @@ static void dc_build_phase1(dc_wround *w, dc_req *reqs)
         if (!r->active)
             dc_req_init(r, lay, p, DEPFS__IO_OP__IO_LOCK);
         dc_req_set_lock(r, dc_round_first_stripe(w), dc_round_stripe_count(w),
-                        depfs_client_id(w->fs), w->owner_op);
+                        depfs_client_id(w->fs), w->owner_op, dc_lock_mode_at(w, p));
         r->lock_attempt = w->lock_attempt;
     }
 }
@@ -467,7 +474,7 @@ static void dc_build_phase2(dc_wround *w, dc_req *reqs)
             r->ignore_locks = true;
         } else if (!w->no_locks) {
             dc_req_set_lock(r, dc_round_first_stripe(w), dc_round_stripe_count(w),
-                            depfs_client_id(w->fs), w->owner_op);
+                            depfs_client_id(w->fs), w->owner_op, dc_lock_mode_at(w, p));
             r->unlock = true;
         }
         r->sync = w->sync;

@@ -76,7 +76,7 @@ int dc_req_add(dc_req *r, uint64_t local_off, uint64_t len, void *buf)
 }
 
 void dc_req_set_lock(dc_req *r, uint64_t first_stripe, uint64_t count, uint64_t owner_client,
-                     uint64_t owner_op)
+                     uint64_t owner_op, dc_lock_mode mode)
 {
     assert(count > 0);
     depfs__lock_spec__init(&r->lock);
@@ -84,6 +84,7 @@ void dc_req_set_lock(dc_req *r, uint64_t first_stripe, uint64_t count, uint64_t 
     r->lock.stripe_count = count;
     r->lock.owner_client = owner_client;
     r->lock.owner_op = owner_op;
+    r->lock.has_read_only = r->lock.read_only = mode == DC_LOCK_READ;
     r->has_lock = true;
 }
 

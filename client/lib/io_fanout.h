@@ -81,8 +81,12 @@ void dc_req_free_reply(dc_req *r);
  * (merging with the previous extent/segment when contiguous). -E2BIG when
  * the request is full (callers size rounds so it never is). */
 int dc_req_add(dc_req *r, uint64_t local_off, uint64_t len, void *buf);
+/* What a lock is taken for at that server (LockSpec.read_only): to write
+ * its units, or only to read them (a stale reading lock leaves nothing in
+ * doubt; a write under it makes it a writing one). */
+typedef enum dc_lock_mode { DC_LOCK_WRITE, DC_LOCK_READ } dc_lock_mode;
 void dc_req_set_lock(dc_req *r, uint64_t first_stripe, uint64_t count, uint64_t owner_client,
-                     uint64_t owner_op);
+                     uint64_t owner_op, dc_lock_mode mode);
 
 /* At most this many requests in one dc_io_run (one per server). */
 #define DC_IO_MAX_REQS CONFIG_MAX_IOSERVERS

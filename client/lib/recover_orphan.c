@@ -19,9 +19,11 @@
 /* An orphan lock marks stripes an unfinished write left in doubt. The write
  * protocol locks every server of a stripe it writes before it writes any,
  * and a server drops the lock only once it stored its unit (WRITE+UNLOCK),
- * so on a server where a stale lock is still held the write did not land,
- * and on every other server the stripe holds the writer's new unit or an
- * untouched one: the units outside the held positions are one consistent
+ * so on a server where a stale writing lock is still held the write did
+ * not land, and on every other server the stripe holds the writer's new
+ * unit or an untouched one (a stale reading lock - a pre-read, a degraded
+ * read, a scrub, a rebuild's source, none of which wrote there - leaves
+ * its unit as it was: it is taken over and released, nothing more): the units outside the held positions are one consistent
  * codeword (the new one). The repair therefore treats held positions and
  * untrusted ones as erasures, decodes them from the rest and writes the
  * held, trusted ones. With more erasures than n-k it falls back to
@@ -42,7 +44,7 @@ typedef struct dc_orphan {
     uint32_t held;            /* positions where we hold it */
     uint32_t reach;           /* positions that answered */
     uint32_t untrusted;       /* positions whose units may be stale */
-    /* per position, the stripes a stale lock held there (taken over) */
+    /* per position, the stripes a stale writing lock held there (taken over) */
     uint64_t taken_first[LAYOUT_MAX_N][DC_ORPHAN_TAKEN_MAX];
     uint64_t taken_end[LAYOUT_MAX_N][DC_ORPHAN_TAKEN_MAX];
     unsigned n_taken[LAYOUT_MAX_N];
@@ -61,6 +63,9 @@ static int dc_orphan_lock(dc_orphan *o)
     o->mine.stripe_count = o->count;
     o->mine.owner_client = depfs_client_id(o->fs);
     o->mine.owner_op = dc_next_op_id(o->fs);
+    /* ours writes where a writing orphan was taken over (the server keeps
+     * that in doubt) and where we write; elsewhere we only read */
+    o->mine.has_read_only = o->mine.read_only = true;
     for (unsigned attempt = 0;; attempt++) {
         uint32_t reach = dc_reachable_mask(o->fs, lay);
         dc_ctl v[LAYOUT_MAX_N];
@@ -95,8 +100,8 @@ static int dc_orphan_lock(dc_orphan *o)
                 o->held |= 1u << p;
                 for (size_t e = 0; e < v[i].rep->n_stale_locks; e++) {
                     const Depfs__LockSpec *l = v[i].rep->stale_locks[e]->lock;
-                    if (l == NULL)
-                        continue;
+                    if (l == NULL || (l->has_read_only && l->read_only))
+                        continue; /* a reader's: the units are as they were */
                     if (o->n_taken[p] == DC_ORPHAN_TAKEN_MAX) {
                         o->taken_all[p] = true;
                         continue;

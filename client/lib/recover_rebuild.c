@@ -96,7 +96,8 @@ static void dc_rb_build_phase1(dc_rebuild *rb, uint64_t first, uint64_t count, u
         dc_req *r = &rb->reqs[p];
         if (!r->active)
             dc_req_init(r, lay, p, DEPFS__IO_OP__IO_LOCK);
-        dc_req_set_lock(r, first, count, depfs_client_id(rb->fs), op);
+        dc_req_set_lock(r, first, count, depfs_client_id(rb->fs), op,
+                        p == rb->spos ? DC_LOCK_WRITE : DC_LOCK_READ);
         r->lock_attempt = attempt;
         r->any_state = true;
     }
@@ -316,7 +317,8 @@ static int dc_rb_lock_tail(dc_rebuild *rb, uint64_t stripes)
             if (!((reach >> p) & 1u))
                 continue;
             dc_req_init(&rb->reqs[p], lay, p, DEPFS__IO_OP__IO_LOCK);
-            dc_req_set_lock(&rb->reqs[p], stripes, DC_RB_TAIL_STRIPES, depfs_client_id(rb->fs), op);
+            dc_req_set_lock(&rb->reqs[p], stripes, DC_RB_TAIL_STRIPES, depfs_client_id(rb->fs), op,
+                            p == rb->spos ? DC_LOCK_WRITE : DC_LOCK_READ);
             rb->reqs[p].lock_attempt = attempt;
             rb->reqs[p].any_state = true;
         }

@@ -31,33 +31,33 @@ static uint64_t held(void)
 
 START_TEST(adjacent_ranges_do_not_conflict)
 {
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, C1_OP1, T0_MS), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 4, 4, C2_OP1, T0_MS), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 8, 1, C1_OP2, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, C1_OP1, IOS_LOCK_WRITE, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 4, 4, C2_OP1, IOS_LOCK_WRITE, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 8, 1, C1_OP2, IOS_LOCK_WRITE, T0_MS), 0);
     ck_assert_uint_eq(held(), 3);
 }
 END_TEST
 
 START_TEST(overlapping_ranges_conflict)
 {
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 10, 5, C1_OP1, T0_MS), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 14, 1, C2_OP1, T0_MS), -EAGAIN);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 11, C2_OP1, T0_MS), -EAGAIN);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 11, 2, C2_OP1, T0_MS), -EAGAIN);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 100, C2_OP1, T0_MS), -EAGAIN);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 10, 5, C1_OP1, IOS_LOCK_WRITE, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 14, 1, C2_OP1, IOS_LOCK_WRITE, T0_MS), -EAGAIN);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 11, C2_OP1, IOS_LOCK_WRITE, T0_MS), -EAGAIN);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 11, 2, C2_OP1, IOS_LOCK_WRITE, T0_MS), -EAGAIN);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 100, C2_OP1, IOS_LOCK_WRITE, T0_MS), -EAGAIN);
     /* the same stripes of another file are independent */
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_B, 10, 5, C2_OP1, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_B, 10, 5, C2_OP1, IOS_LOCK_WRITE, T0_MS), 0);
 }
 END_TEST
 
 START_TEST(same_owner_relock_is_idempotent_and_merges)
 {
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, C1_OP1, T0_MS), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, C1_OP1, T0_MS + 5), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, C1_OP1, IOS_LOCK_WRITE, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, C1_OP1, IOS_LOCK_WRITE, T0_MS + 5), 0);
     ck_assert_uint_eq(held(), 1);
     /* extend: overlapping and adjacent ranges merge into one entry */
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 2, 6, C1_OP1, T0_MS + 6), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 8, 2, C1_OP1, T0_MS + 7), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 2, 6, C1_OP1, IOS_LOCK_WRITE, T0_MS + 6), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 8, 2, C1_OP1, IOS_LOCK_WRITE, T0_MS + 7), 0);
     ck_assert_uint_eq(held(), 1);
     ck_assert(ios_locks_held_by(tbl, FILE_A, 0, 10, C1_OP1));
     ck_assert(!ios_locks_held_by(tbl, FILE_A, 0, 11, C1_OP1));
@@ -69,10 +69,10 @@ START_TEST(same_owner_relock_is_idempotent_and_merges)
     ck_assert_uint_eq(e[0].count, 10);
     ck_assert_uint_eq(e[0].taken_ms, T0_MS);
     /* a disjoint range of the same owner is a second entry */
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 20, 1, C1_OP1, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 20, 1, C1_OP1, IOS_LOCK_WRITE, T0_MS), 0);
     ck_assert_uint_eq(held(), 2);
     /* bridging the gap merges all three */
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 9, 12, C1_OP1, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 9, 12, C1_OP1, IOS_LOCK_WRITE, T0_MS), 0);
     ck_assert_uint_eq(held(), 1);
     ck_assert(ios_locks_held_by(tbl, FILE_A, 0, 21, C1_OP1));
 }
@@ -80,46 +80,46 @@ END_TEST
 
 START_TEST(different_op_of_same_client_conflicts)
 {
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, C1_OP1, T0_MS), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 3, 1, C1_OP2, T0_MS), -EAGAIN);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, C1_OP1, IOS_LOCK_WRITE, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 3, 1, C1_OP2, IOS_LOCK_WRITE, T0_MS), -EAGAIN);
     ck_assert(!ios_locks_held_by(tbl, FILE_A, 3, 1, C1_OP2));
 }
 END_TEST
 
 START_TEST(nack_leaves_nothing_behind)
 {
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 5, 1, C1_OP1, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 5, 1, C1_OP1, IOS_LOCK_WRITE, T0_MS), 0);
     /* C2 asks for a range that is free except for stripe 5 */
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 10, C2_OP1, T0_MS), -EAGAIN);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 10, C2_OP1, IOS_LOCK_WRITE, T0_MS), -EAGAIN);
     ck_assert_uint_eq(held(), 1);
     ck_assert(!ios_locks_held_by(tbl, FILE_A, 0, 1, C2_OP1));
     /* a third owner can take the free stripes: nothing of C2 remained */
     ios_lock_owner c3 = { .client = 3, .op = 9 };
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 5, c3, T0_MS), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 6, 4, c3, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 5, c3, IOS_LOCK_WRITE, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 6, 4, c3, IOS_LOCK_WRITE, T0_MS), 0);
     /* the NACK on a file with no entry left no node behind either */
     ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 5, 1, C1_OP1, T0_MS), 0);
     ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 0, 10, c3, T0_MS), 0);
     ck_assert_uint_eq(held(), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 10, C2_OP1, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 10, C2_OP1, IOS_LOCK_WRITE, T0_MS), 0);
 }
 END_TEST
 
 START_TEST(unlock_releases_only_owner_entries)
 {
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 2, C1_OP1, T0_MS), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 5, 2, C2_OP1, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 2, C1_OP1, IOS_LOCK_WRITE, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 5, 2, C2_OP1, IOS_LOCK_WRITE, T0_MS), 0);
     /* C1 unlocks a range spanning both: only its own entry goes */
     ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 0, 10, C1_OP1, T0_MS + 3), 0);
     ck_assert_uint_eq(held(), 1);
     ck_assert(ios_locks_held_by(tbl, FILE_A, 5, 2, C2_OP1));
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 2, C1_OP2, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 2, C1_OP2, IOS_LOCK_WRITE, T0_MS), 0);
 }
 END_TEST
 
 START_TEST(wrong_owner_unlock_refused)
 {
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, C1_OP1, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, C1_OP1, IOS_LOCK_WRITE, T0_MS), 0);
     ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 0, 4, C2_OP1, T0_MS), -EPERM);
     ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 1, 1, C1_OP2, T0_MS), -EPERM);
     ck_assert_uint_eq(held(), 1);
@@ -128,20 +128,20 @@ START_TEST(wrong_owner_unlock_refused)
     ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 10, 4, C2_OP1, T0_MS), 0);
     ck_assert_int_eq(ios_locks_release(tbl, FILE_B, 0, 4, C2_OP1, T0_MS), 0);
     ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 0, 0, C1_OP1, T0_MS), -EINVAL);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, UINT64_MAX, 2, C1_OP1, T0_MS), -EINVAL);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, UINT64_MAX, 2, C1_OP1, IOS_LOCK_WRITE, T0_MS), -EINVAL);
 }
 END_TEST
 
 START_TEST(partial_unlock_splits)
 {
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 10, C1_OP1, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 10, C1_OP1, IOS_LOCK_WRITE, T0_MS), 0);
     ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 4, 2, C1_OP1, T0_MS), 0);
     ck_assert_uint_eq(held(), 2);
     ck_assert(ios_locks_held_by(tbl, FILE_A, 0, 4, C1_OP1));
     ck_assert(ios_locks_held_by(tbl, FILE_A, 6, 4, C1_OP1));
     ck_assert(!ios_locks_held_by(tbl, FILE_A, 4, 1, C1_OP1));
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 4, 2, C2_OP1, T0_MS), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 3, 2, C2_OP1, T0_MS), -EAGAIN);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 4, 2, C2_OP1, IOS_LOCK_WRITE, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 3, 2, C2_OP1, IOS_LOCK_WRITE, T0_MS), -EAGAIN);
     ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 0, 1, C1_OP1, T0_MS), 0);
     ck_assert(ios_locks_held_by(tbl, FILE_A, 1, 3, C1_OP1));
     ck_assert_uint_eq(held(), 3);
@@ -150,9 +150,9 @@ END_TEST
 
 START_TEST(stale_listing_by_age)
 {
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 1, C1_OP1, 1000), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 1, 1, C2_OP1, 4000), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_B, 7, 3, C1_OP2, 6000), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 1, C1_OP1, IOS_LOCK_WRITE, 1000), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 1, 1, C2_OP1, IOS_LOCK_WRITE, 4000), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_B, 7, 3, C1_OP2, IOS_LOCK_WRITE, 6000), 0);
     ios_lock_entry e[8];
     size_t total = 0;
     /* at 6000 with a 5000 ms lease only the first is stale */
@@ -177,10 +177,10 @@ END_TEST
 START_TEST(counters)
 {
     ios_lock_stats s;
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 2, C1_OP1, 100), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 1, 2, C2_OP1, 100), -EAGAIN);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 1, 2, C2_OP1, 100), -EAGAIN);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_B, 1, 2, C2_OP1, 200), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 2, C1_OP1, IOS_LOCK_WRITE, 100), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 1, 2, C2_OP1, IOS_LOCK_WRITE, 100), -EAGAIN);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 1, 2, C2_OP1, IOS_LOCK_WRITE, 100), -EAGAIN);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_B, 1, 2, C2_OP1, IOS_LOCK_WRITE, 200), 0);
     ios_locks_stats(tbl, &s);
     ck_assert_uint_eq(s.granted, 2);
     ck_assert_uint_eq(s.nacked, 2);
@@ -199,15 +199,15 @@ START_TEST(table_bound)
     ios_locks *small;
     ck_assert_int_eq(ios_locks_create(3, &small), 0);
     for (uint64_t i = 0; i < 3; i++)
-        ck_assert_int_eq(ios_locks_try(small, FILE_A, i * 10, 1, C1_OP1, T0_MS), 0);
-    ck_assert_int_eq(ios_locks_try(small, FILE_B, 0, 1, C2_OP1, T0_MS), -ENOLCK);
+        ck_assert_int_eq(ios_locks_try(small, FILE_A, i * 10, 1, C1_OP1, IOS_LOCK_WRITE, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(small, FILE_B, 0, 1, C2_OP1, IOS_LOCK_WRITE, T0_MS), -ENOLCK);
     /* merging into an existing entry needs no new slot */
-    ck_assert_int_eq(ios_locks_try(small, FILE_A, 0, 5, C1_OP1, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(small, FILE_A, 0, 5, C1_OP1, IOS_LOCK_WRITE, T0_MS), 0);
     /* a split would need one: refused and nothing changed */
     ck_assert_int_eq(ios_locks_release(small, FILE_A, 2, 1, C1_OP1, T0_MS), -ENOLCK);
     ck_assert(ios_locks_held_by(small, FILE_A, 0, 5, C1_OP1));
     ck_assert_int_eq(ios_locks_release(small, FILE_A, 0, 100, C1_OP1, T0_MS), 0);
-    ck_assert_int_eq(ios_locks_try(small, FILE_B, 0, 1, C2_OP1, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(small, FILE_B, 0, 1, C2_OP1, IOS_LOCK_WRITE, T0_MS), 0);
     ios_locks_free(small);
 }
 END_TEST
@@ -225,7 +225,7 @@ static void *race_worker(void *arg)
     ios_lock_owner o = { .client = me, .op = 7 };
     for (int i = 0; i < RACE_ROUNDS; i++) {
         uint64_t stripe = (uint64_t)(i + (int)me) % 4;
-        if (ios_locks_try(tbl, FILE_A, stripe, 1, o, T0_MS) != 0)
+        if (ios_locks_try(tbl, FILE_A, stripe, 1, o, IOS_LOCK_WRITE, T0_MS) != 0)
             continue;
         if (__atomic_add_fetch(&race_inside[stripe], 1, __ATOMIC_SEQ_CST) != 1)
             __atomic_add_fetch(&race_violations, 1, __ATOMIC_SEQ_CST);
@@ -240,17 +240,17 @@ static void *race_worker(void *arg)
 START_TEST(take_over_only_stale_locks_of_any_owner)
 {
     const ios_lock_owner a = { 1, 1 }, b = { 2, 1 }, rec = { 9, 1 }, young = { 3, 1 };
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 10, a, 100), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 12, 8, b, 200), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 30, 5, young, 5900), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 10, a, IOS_LOCK_WRITE, 100), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 12, 8, b, IOS_LOCK_WRITE, 200), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 30, 5, young, IOS_LOCK_WRITE, 5900), 0);
     ios_lock_entry taken[4];
     size_t n = 99;
     /* the young lock blocks: nothing changes */
-    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 5, 30, rec, 6000, 5000, taken, 4, &n), -EAGAIN);
+    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 5, 30, rec, IOS_LOCK_WRITE, 6000, 5000, taken, 4, &n), -EAGAIN);
     ck_assert_uint_eq(n, 0);
     ck_assert(ios_locks_held_by(tbl, FILE_A, 0, 10, a));
     /* stripes 5..19: a loses 5..9, b loses 12..19 */
-    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 5, 15, rec, 6000, 5000, taken, 4, &n), 0);
+    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 5, 15, rec, IOS_LOCK_WRITE, 6000, 5000, taken, 4, &n), 0);
     ck_assert_uint_eq(n, 2);
     ck_assert(ios_locks_held_by(tbl, FILE_A, 5, 15, rec));
     ck_assert(ios_locks_held_by(tbl, FILE_A, 0, 5, a));
@@ -270,7 +270,7 @@ START_TEST(take_over_only_stale_locks_of_any_owner)
     }
     ck_assert(seen_a && seen_b);
     /* nothing stale in the way: an ordinary lock */
-    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 100, 2, rec, 6000, 5000, taken, 4, &n), 0);
+    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 100, 2, rec, IOS_LOCK_WRITE, 6000, 5000, taken, 4, &n), 0);
     ck_assert_uint_eq(n, 0);
 }
 END_TEST
@@ -279,10 +279,10 @@ END_TEST
 START_TEST(take_over_splits_a_longer_orphan)
 {
     const ios_lock_owner a = { 1, 1 }, rec = { 9, 1 };
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 100, a, 0), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 100, a, IOS_LOCK_WRITE, 0), 0);
     ios_lock_entry taken[2];
     size_t n;
-    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 40, 10, rec, 9000, 5000, taken, 2, &n), 0);
+    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 40, 10, rec, IOS_LOCK_WRITE, 9000, 5000, taken, 2, &n), 0);
     ck_assert_uint_eq(n, 1);
     ck_assert(ios_locks_held_by(tbl, FILE_A, 0, 40, a));
     ck_assert(ios_locks_held_by(tbl, FILE_A, 50, 50, a));
@@ -293,11 +293,11 @@ END_TEST
 typedef struct jrec {
     unsigned calls;
     uint64_t file, client, first, end;
-    bool held;
+    bool held, writes;
 } jrec;
 
 static void jfn(void *arg, uint64_t file_id, ios_lock_owner owner, bool held, uint64_t first,
-                uint64_t end)
+                uint64_t end, bool writes)
 {
     jrec *j = arg;
     j->calls++;
@@ -306,7 +306,77 @@ static void jfn(void *arg, uint64_t file_id, ios_lock_owner owner, bool held, ui
     j->held = held;
     j->first = first;
     j->end = end;
+    j->writes = writes;
 }
+
+/* The one stale entry of FILE_A (age >= 0): its mode. */
+static bool stale_writes(uint64_t now_ms)
+{
+    ios_lock_entry e[2];
+    size_t total = 0;
+    size_t n = ios_locks_stale(tbl, now_ms, 0, e, 2, &total);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(total, 1);
+    return e[0].writes;
+}
+
+/* A lock taken to read stays a reading one until a write arrives under it
+ * (journaled); merging with a writing lock of the owner makes it write; a
+ * take-over keeps what was in doubt in doubt. */
+START_TEST(lock_modes)
+{
+    jrec j = {0};
+    const ios_lock_owner a = { 1, 1 }, rec = { 9, 9 };
+    ios_locks_set_journal(tbl, jfn, &j);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, a, IOS_LOCK_READ, T0_MS), 0);
+    ck_assert(j.held && !j.writes);
+    ck_assert(!stale_writes(T0_MS));
+    unsigned calls = j.calls;
+    ios_locks_mark_written(tbl, FILE_A, 8, 1, a); /* not under the lock: nothing */
+    ios_locks_mark_written(tbl, FILE_A, 2, 1, (ios_lock_owner){ 2, 2 }); /* not the owner */
+    ck_assert_uint_eq(j.calls, calls);
+    ck_assert(!stale_writes(T0_MS));
+    ios_locks_mark_written(tbl, FILE_A, 2, 1, a);
+    ck_assert_uint_eq(j.calls, calls + 1);
+    ck_assert(j.held && j.writes && j.first == 0 && j.end == 4);
+    ck_assert(stale_writes(T0_MS));
+    ios_locks_mark_written(tbl, FILE_A, 2, 1, a); /* already: not journaled again */
+    ck_assert_uint_eq(j.calls, calls + 1);
+    ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 0, 4, a, T0_MS), 0);
+
+    /* a reader's entry merged with the owner's writing one writes */
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 2, a, IOS_LOCK_READ, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 2, 2, a, IOS_LOCK_WRITE, T0_MS), 0);
+    ck_assert(j.writes);
+    ck_assert(stale_writes(T0_MS));
+    ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 0, 4, a, T0_MS), 0);
+
+    /* taking over a reader's orphan: reported as such, ours reads */
+    ios_lock_entry taken[2];
+    size_t n = 0;
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, a, IOS_LOCK_READ, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 0, 4, rec, IOS_LOCK_READ, T0_MS + 6000,
+                                         5000, taken, 2, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(!taken[0].writes);
+    ck_assert(!stale_writes(T0_MS + 6000));
+    ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 0, 4, rec, T0_MS), 0);
+
+    /* taking over a writer's orphan to read: ours stays in doubt */
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, a, IOS_LOCK_WRITE, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 0, 4, rec, IOS_LOCK_READ, T0_MS + 6000,
+                                         5000, taken, 2, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(taken[0].writes);
+    ck_assert(stale_writes(T0_MS + 6000));
+    ck_assert(j.client == rec.client && j.writes);
+    ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 0, 4, rec, T0_MS), 0);
+
+    /* restored from the journal with its mode */
+    ck_assert_int_eq(ios_locks_restore(tbl, FILE_A, 0, 4, a, false, T0_MS), 0);
+    ck_assert(!stale_writes(T0_MS));
+}
+END_TEST
 
 /* The journal sees each owner's span after every change. */
 START_TEST(journal_follows_the_owner_span)
@@ -314,26 +384,26 @@ START_TEST(journal_follows_the_owner_span)
     jrec j = {0};
     const ios_lock_owner a = { 1, 1 };
     ios_locks_set_journal(tbl, jfn, &j);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 10, 5, a, 0), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 10, 5, a, IOS_LOCK_WRITE, 0), 0);
     ck_assert(j.held && j.first == 10 && j.end == 15);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 20, 5, a, 0), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 20, 5, a, IOS_LOCK_WRITE, 0), 0);
     ck_assert(j.held && j.first == 10 && j.end == 25);
     ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 10, 5, a, 0), 0);
     ck_assert(j.held && j.first == 20 && j.end == 25);
     ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 20, 5, a, 0), 0);
     ck_assert(!j.held);
     unsigned before = j.calls;
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 1, (ios_lock_owner){ 2, 2 }, 0), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 1, a, 0), -EAGAIN); /* a NACK: no entry */
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 1, (ios_lock_owner){ 2, 2 }, IOS_LOCK_WRITE, 0), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 1, a, IOS_LOCK_WRITE, 0), -EAGAIN); /* a NACK: no entry */
     ck_assert_uint_eq(j.calls, before + 1);
     ck_assert_uint_eq(ios_locks_drop_file(tbl, FILE_A, 0), 1);
     ck_assert(!j.held && j.client == 2);
-    ck_assert_int_eq(ios_locks_restore(tbl, FILE_A, 3, 4, a, 0), 0);
+    ck_assert_int_eq(ios_locks_restore(tbl, FILE_A, 3, 4, a, true, 0), 0);
     ck_assert(ios_locks_held_by(tbl, FILE_A, 3, 4, a));
     /* intents are spans: another owner's restored span may cover part of
      * it; each keeps what the other does not hold */
     const ios_lock_owner b = { 7, 7 };
-    ck_assert_int_eq(ios_locks_restore(tbl, FILE_A, 0, 20, b, 0), 0);
+    ck_assert_int_eq(ios_locks_restore(tbl, FILE_A, 0, 20, b, true, 0), 0);
     ck_assert(ios_locks_held_by(tbl, FILE_A, 0, 3, b));
     ck_assert(ios_locks_held_by(tbl, FILE_A, 7, 13, b));
     ck_assert(!ios_locks_held_by(tbl, FILE_A, 3, 1, b));
@@ -363,8 +433,8 @@ START_TEST(failed_store_pending_while_its_lock_is_held)
     ios_unstored *u;
     ck_assert_int_eq(ios_unstored_create(&u), 0);
     ck_assert_uint_eq(ios_unstored_pending(u, tbl), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 10, 4, C1_OP1, T0_MS), 0);
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 20, 1, C2_OP1, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 10, 4, C1_OP1, IOS_LOCK_WRITE, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 20, 1, C2_OP1, IOS_LOCK_WRITE, T0_MS), 0);
     ios_unstored_note(u, FILE_A, 10, 4, C1_OP1);
     ios_unstored_note(u, FILE_A, 10, 4, C1_OP1); /* the same failure twice: one note */
     ck_assert_uint_eq(ios_unstored_pending(u, tbl), 1);
@@ -374,12 +444,11 @@ START_TEST(failed_store_pending_while_its_lock_is_held)
     ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 13, 1, C1_OP1, T0_MS), 0);
     ck_assert_uint_eq(ios_unstored_pending(u, tbl), 0);
     /* taken over by the orphan repair: the writer's note ends too */
-    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 30, 2, C1_OP2, T0_MS), 0);
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 30, 2, C1_OP2, IOS_LOCK_WRITE, T0_MS), 0);
     ios_unstored_note(u, FILE_A, 30, 2, C1_OP2);
     ios_lock_entry taken[4];
     size_t n_taken = 0;
-    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 30, 2, C2_OP1, T0_MS + 10000, 5000, taken,
-                                         4, &n_taken), 0);
+    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 30, 2, C2_OP1, IOS_LOCK_WRITE, T0_MS + 10000, 5000, taken, 4, &n_taken), 0);
     ck_assert_uint_eq(n_taken, 1);
     ck_assert_uint_eq(ios_unstored_pending(u, tbl), 0);
     /* more notes than kept: pending until no lock is held at all */
@@ -413,6 +482,7 @@ int main(void)
     tcase_add_test(tc, take_over_only_stale_locks_of_any_owner);
     tcase_add_test(tc, take_over_splits_a_longer_orphan);
     tcase_add_test(tc, journal_follows_the_owner_span);
+    tcase_add_test(tc, lock_modes);
     tcase_add_test(tc, failed_store_pending_while_its_lock_is_held);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "ioserver/handlers.h"
+#include "kvstore.h"
 #include "ioserver/state.h"
 #include "ioserver/strip_csum.h"
 #include "ioserver/strips.h"
@@ -371,7 +373,7 @@ START_TEST(dirty_record_added_after_claim_survives_clear)
 END_TEST
 
 static void intent_collect(void *arg, uint64_t file_id, uint64_t client, uint64_t op,
-                           uint64_t first, uint64_t end)
+                           uint64_t first, uint64_t end, bool writes)
 {
     uint64_t *v = arg;
     v[0]++;
@@ -380,20 +382,21 @@ static void intent_collect(void *arg, uint64_t file_id, uint64_t client, uint64_
     v[3] = op;
     v[4] = first;
     v[5] = end;
+    v[6] = writes;
 }
 
-/* Lock intents outlive the process; a released one is gone. */
+/* Lock intents outlive the process with their mode; a released one is gone. */
 START_TEST(lock_intents_persist)
 {
     ios_state *s;
     char err[256];
     ck_assert_int_eq(ios_state_open(tmpdir, &s, err, sizeof(err)), 0);
-    ck_assert_int_eq(ios_intent_set(s, 77, 3, 4, true, 10, 20), 0);
-    ck_assert_int_eq(ios_intent_set(s, 78, 3, 5, true, 0, 1), 0);
-    ck_assert_int_eq(ios_intent_set(s, 78, 3, 5, false, 0, 0), 0);
+    ck_assert_int_eq(ios_intent_set(s, 77, 3, 4, true, 10, 20, false), 0);
+    ck_assert_int_eq(ios_intent_set(s, 78, 3, 5, true, 0, 1, true), 0);
+    ck_assert_int_eq(ios_intent_set(s, 78, 3, 5, false, 0, 0, false), 0);
     ios_state_close(s);
     ck_assert_int_eq(ios_state_open(tmpdir, &s, err, sizeof(err)), 0);
-    uint64_t v[6] = {0};
+    uint64_t v[7] = {0};
     ck_assert_int_eq(ios_intent_each(s, intent_collect, v), 1);
     ck_assert_uint_eq(v[0], 1);
     ck_assert_uint_eq(v[1], 77);
@@ -401,6 +404,42 @@ START_TEST(lock_intents_persist)
     ck_assert_uint_eq(v[3], 4);
     ck_assert_uint_eq(v[4], 10);
     ck_assert_uint_eq(v[5], 20);
+    ck_assert_uint_eq(v[6], 0); /* a reader's */
+    ck_assert_int_eq(ios_intent_set(s, 77, 3, 4, true, 10, 20, true), 0);
+    memset(v, 0, sizeof v);
+    ck_assert_int_eq(ios_intent_each(s, intent_collect, v), 1);
+    ck_assert_uint_eq(v[6], 1);
+    ios_state_close(s);
+}
+END_TEST
+
+/* An intent stored before lock modes (16 bytes: the span alone) came from
+ * a writer's lock: it is restored as a writing one. */
+START_TEST(lock_intents_without_mode_write)
+{
+    char path[PATH_MAX], err[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, IOS_STATE_SUBDIR);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    kvstore *kv;
+    ck_assert_int_eq(kv_open(path, true, &kv, err, sizeof err), 0);
+    uint8_t key[25] = { 'L' }, val[16] = {0};
+    key[8] = 9;   /* be64 file 9 */
+    key[16] = 2;  /* be64 client 2 */
+    key[24] = 31; /* be64 op 31 */
+    val[0] = 5;   /* le64 first 5 */
+    val[8] = 6;   /* le64 end 6 */
+    ck_assert_int_eq(kv_put(kv, key, sizeof key, val, sizeof val), 0);
+    kv_close(kv);
+    ios_state *s;
+    ck_assert_int_eq(ios_state_open(tmpdir, &s, err, sizeof(err)), 0);
+    uint64_t v[7] = {0};
+    ck_assert_int_eq(ios_intent_each(s, intent_collect, v), 1);
+    ck_assert_uint_eq(v[1], 9);
+    ck_assert_uint_eq(v[2], 2);
+    ck_assert_uint_eq(v[3], 31);
+    ck_assert_uint_eq(v[4], 5);
+    ck_assert_uint_eq(v[5], 6);
+    ck_assert_uint_eq(v[6], 1);
     ios_state_close(s);
 }
 END_TEST
@@ -761,6 +800,7 @@ int main(void)
     tcase_add_test(tc, state_and_dirty_records_persist);
     tcase_add_test(tc, dirty_record_added_after_claim_survives_clear);
     tcase_add_test(tc, lock_intents_persist);
+    tcase_add_test(tc, lock_intents_without_mode_write);
     suite_add_tcase(s, tc);
     TCase *th = tcase_create("handlers");
     tcase_add_checked_fixture(th, hsetup, hteardown);
