@@ -326,6 +326,27 @@ require_recovery() {
 # cluster calls it up again; wait that long before asking the mount for
 # stripes that need a server it saw fail.
 settle_clients() { sleep "$(awk -v ms="$(conf_ms server_down_expiry_ms 5000)" 'BEGIN { print ms / 1000 + 0.5 }')"; }
+# rejoins_of ID: how many rejoins of server ID depfs-recovery has logged.
+rejoins_of() { grep -c "ioserver $1: rejoined" "$DEPFS_STATE/logs/recovery.log" || true; }
+# wait_rejoined ID BEFORE BOUND_S: until server ID rejoined once more than
+# BEFORE (a server back from a known failure says "up" before that).
+wait_rejoined() {
+  local deadline=$((SECONDS + $(tscale "$3")))
+  until [ "$(rejoins_of "$1")" -gt "$2" ]; do
+    [ "$SECONDS" -lt "$deadline" ] ||
+      fail "server $1 did not rejoin within $(tscale "$3") s: $(states_line); $(grep -h -E 'orphan|rejoin' "$DEPFS_STATE/logs/recovery.log" | tail -2)"
+    sleep 0.2
+  done
+}
+# restart_rejoined ID BOUND_S: restart server ID (environment passed on) and
+# wait for its rejoin, then for every server up.
+restart_rejoined() {
+  local before
+  before=$(rejoins_of "$1")
+  lc restart "$1" >/dev/null
+  wait_rejoined "$1" "$before" "$2"
+  wait_all_up 60 || fail "servers not up after restarting $1: $(states_line)"
+}
 # kill_down ID: SIGKILL I/O server ID and wait until the cluster calls it down
 # (so a later restart is a return from a known failure, not a blip).
 kill_down() {

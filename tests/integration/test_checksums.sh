@@ -92,14 +92,7 @@ done
 # ---- a strip file deleted by hand, and one cut short
 read -r sid strip off < <(strip_of /L8_6/f 1 0)
 cp "$strip" "$DEPFS_STATE/saved-strip"; rm "$strip"
-rejoined=$(grep -c "ioserver $sid: rejoined" "$DEPFS_STATE/logs/recovery.log" || true)
-lc restart "$sid" >/dev/null # no cached descriptor: the loss shows
-deadline=$((SECONDS + $(tscale 60)))
-until [ "$(grep -c "ioserver $sid: rejoined" "$DEPFS_STATE/logs/recovery.log" || true)" -gt "$rejoined" ]; do
-  [ "$SECONDS" -lt "$deadline" ] || fail "server $sid did not rejoin after its restart: $(states_line)"
-  sleep 0.2
-done
-wait_all_up 60 || fail "servers not up after restarting $sid: $(states_line)"
+restart_rejoined "$sid" 60 # no cached descriptor: the loss shows
 read_back /L8_6/f "$REF/8@6" || fail "8@6: a deleted strip file on server $sid: not read back exact: $(cat "$DEPFS_STATE/back.err")"
 grep -q "missing beside its checksums" "$DEPFS_STATE/logs/ioserver-$sid.log" ||
   fail "server $sid did not report its strip file missing"

@@ -34,7 +34,7 @@ log "server 2 restarted with DEPFS_FAULTS=strip_pwrite_eio=1"
 DEPFS_FAULTS=strip_pwrite_eio=1 lc restart 2 >/dev/null
 wait_all_up 60 || fail "servers not up after the restart: $(states_line)"
 settle_clients # the mount's mark of the restarted server has expired: it writes to it again
-rejoined=$(grep -c "ioserver 2: rejoined" "$DEPFS_STATE/logs/recovery.log" || true)
+rejoined=$(rejoins_of 2)
 python3 - "$MNT/d/f" "$DEPFS_STATE/ref" <<'PY' || fail "the overwrite failed: server 2's failed pwrite must be written around"
 import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY)
@@ -51,11 +51,7 @@ grep -q "fault point strip_pwrite_eio fires" "$DEPFS_STATE"/logs/ioserver-2.log 
 grep -q "failed to store a unit" "$DEPFS_STATE"/logs/ioserver-2.log ||
   fail "server 2 did not demote itself after failing to store a unit"
 log "written around server 2, which demoted itself; waiting for its rejoin (bound ${REPAIR_BOUND_S}s)"
-deadline=$((SECONDS + REPAIR_BOUND_S))
-until [ "$(grep -c "ioserver 2: rejoined" "$DEPFS_STATE/logs/recovery.log" || true)" -gt "$rejoined" ]; do
-  [ "$SECONDS" -lt "$deadline" ] || fail "server 2 did not rejoin within ${REPAIR_BOUND_S}s: $(states_line)"
-  sleep 0.5
-done
+wait_rejoined 2 "$rejoined" "$REPAIR_BOUND_S"
 wait_all_up 60 || fail "servers not up: $(states_line)"
 [ "$(locks_held)" = 0 ] || fail "locks still held after the rejoin"
 cmp "$DEPFS_STATE/ref" "$MNT/d/f" || fail "the file differs from what was acknowledged"
@@ -76,14 +72,7 @@ lc kill 3 >/dev/null # writes now record server 3 dirty on the others (synced wr
 wait_state 3 down 30 >/dev/null
 head -c 200000 /dev/urandom > "$DEPFS_STATE/more"
 cp "$DEPFS_STATE/more" "$MNT/d/more" && sync "$MNT/d/more" || : > "$DEPFS_STATE/more"
-rejoined=$(grep -c "ioserver 3: rejoined" "$DEPFS_STATE/logs/recovery.log" || true)
-lc restart 3 >/dev/null
-deadline=$((SECONDS + 120))
-until [ "$(grep -c "ioserver 3: rejoined" "$DEPFS_STATE/logs/recovery.log" || true)" -gt "$rejoined" ]; do
-  [ "$SECONDS" -lt "$deadline" ] || fail "server 3 did not rejoin within 120 s: $(states_line)"
-  sleep 0.5
-done
-wait_all_up 120 || fail "servers not up: $(states_line)"
+restart_rejoined 3 120
 grep -q "injected EIO" "$DEPFS_STATE"/logs/ioserver-5.log || fail "kv_sync_eio did not fire on server 5"
 kill -0 "$(cat "$DEPFS_STATE/pids/ioserver-5.pid")" || fail "server 5 died"
 cmp "$DEPFS_STATE/ref" "$MNT/d/f" || fail "the file changed"

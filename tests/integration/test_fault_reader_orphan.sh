@@ -65,16 +65,8 @@ until [ "$(locks_held)" = 0 ]; do
 done
 log "the dead reader's locks were released after $(( $(now_ms) - t0 )) ms"
 
-rejoined=$(grep -c "ioserver $S: rejoined" "$DEPFS_STATE/logs/recovery.log" || true)
 log "server $S restarted: it must rejoin (rebuild its stale units) within ${REJOIN_BOUND_S} s"
-lc restart "$S" >/dev/null
-deadline=$((SECONDS + REJOIN_BOUND_S))
-until [ "$(grep -c "ioserver $S: rejoined" "$DEPFS_STATE/logs/recovery.log" || true)" -gt "$rejoined" ]; do
-  [ "$SECONDS" -lt "$deadline" ] ||
-    fail "server $S did not rejoin within ${REJOIN_BOUND_S} s: $(states_line); $(grep -h -E 'orphan|rejoin' "$DEPFS_STATE/logs/recovery.log" | tail -2)"
-  sleep 0.5
-done
-wait_all_up 60 || fail "servers not up: $(states_line)"
+restart_rejoined "$S" "$REJOIN_BOUND_S"
 ! grep -q "repair failed" "$DEPFS_STATE/logs/recovery.log" ||
   fail "depfs-recovery logged a failed repair: $(grep -m1 'repair failed' "$DEPFS_STATE/logs/recovery.log")"
 [ "$(locks_held)" = 0 ] || fail "locks held after the rejoin: $(locks_held)"
@@ -88,7 +80,6 @@ kill_down "$O"
 settle_clients
 depfs cp depfs:/d/f "$DEPFS_STATE/back" && cmp "$DEPFS_STATE/ref" "$DEPFS_STATE/back" ||
   fail "decoding around $O does not give what was acknowledged"
-lc restart "$O" >/dev/null
-wait_all_up 60 || fail "servers not up after restarting $O: $(states_line)"
+restart_rejoined "$O" 60
 scrub_clean
 echo "PASS: a decoding reader killed holding its stripe locks beside a stale server: its locks released, the server rejoined, every byte as written, scrub clean"

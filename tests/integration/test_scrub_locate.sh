@@ -191,16 +191,8 @@ read_back /d87/f "$REF87" # decoded around it
 # ---- strip_pread_eio on that server: its unit is named as an I/O error
 # restart_faulty FAULTS: server X back with DEPFS_FAULTS=FAULTS, rejoined.
 restart_faulty() {
-  local rejoined deadline
-  rejoined=$(grep -c "ioserver $X: rejoined" "$DEPFS_STATE/logs/recovery.log" || true)
   log "server $X restarted with DEPFS_FAULTS=$1"
-  DEPFS_FAULTS=$1 lc restart "$X" >/dev/null
-  deadline=$((SECONDS + $(tscale 60)))
-  until [ "$(grep -c "ioserver $X: rejoined" "$DEPFS_STATE/logs/recovery.log" || true)" -gt "$rejoined" ]; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "server $X did not rejoin: $(states_line)"
-    sleep 0.2
-  done
-  wait_all_up 60
+  DEPFS_FAULTS=$1 restart_rejoined "$X" 60
 }
 fires() { grep -c "fault point strip_pread_eio fires" "$DEPFS_STATE/logs/ioserver-$X.log" || true; }
 # /d87/f has a unit on every server in every stripe. Read errors 1 and 2
