@@ -23,3 +23,39 @@ uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
     }
     return ~reg;
 }
+
+/* ------------------------------------------------------------ combining */
+/* crc32c(0, a||b) == crc32c_shift(op for |b| bytes, crc32c(0, a)) ^
+ * crc32c(0, b): the CRC register is linear in its start value, and
+ * advancing it over |b| zero bytes is the 32x32 bit matrix the op holds
+ * as four byte-indexed tables (built once per length by running ISA-L's
+ * raw register over zeros from each basis bit). */
+void crc32c_shift_init(crc32c_shift_op *op, size_t len)
+{
+    static const unsigned char zeros[CRC32C_SHIFT_CHUNK];
+    uint32_t basis[32];
+    for (unsigned bit = 0; bit < 32; bit++) {
+        uint32_t reg = 1u << bit;
+        for (size_t left = len; left > 0;) {
+            size_t n = left < sizeof zeros ? left : sizeof zeros;
+            reg = crc32_iscsi((unsigned char *)zeros, (int)n, reg);
+            left -= n;
+        }
+        basis[bit] = reg;
+    }
+    for (unsigned byte = 0; byte < 4; byte++)
+        for (unsigned v = 0; v < 256; v++) {
+            uint32_t out = 0;
+            for (unsigned bit = 0; bit < 8; bit++)
+                if ((v >> bit) & 1u)
+                    out ^= basis[8 * byte + bit];
+            op->t[byte][v] = out;
+        }
+    op->len = len;
+}
+
+uint32_t crc32c_shift(const crc32c_shift_op *op, uint32_t crc)
+{
+    return op->t[0][crc & 0xffu] ^ op->t[1][(crc >> 8) & 0xffu] ^ op->t[2][(crc >> 16) & 0xffu] ^
+           op->t[3][crc >> 24];
+}

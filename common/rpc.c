@@ -155,8 +155,9 @@ void rpc_replier_release(rpc_replier *r)
     free(r);
 }
 
-int rpc_reply(rpc_replier *r, const rpc_msg *req, const void *hdr, size_t hdr_len,
-              const struct iovec *bulk, int bulk_cnt)
+/* A reply frame; the bulk's CRC32C is computed here unless given. */
+static int reply_frame(rpc_replier *r, const rpc_msg *req, const void *hdr, size_t hdr_len,
+                       const struct iovec *bulk, int bulk_cnt, const uint32_t *bulk_crc)
 {
     frame_header fh;
     uint64_t bulk_len;
@@ -175,7 +176,7 @@ int rpc_reply(rpc_replier *r, const rpc_msg *req, const void *hdr, size_t hdr_le
         .flags = FRAME_FLAG_REPLY,
         .hdr_len = (uint32_t)hdr_len,
         .bulk_len = (uint32_t)bulk_len,
-        .bulk_crc32c = iov_crc(bulk, bulk_cnt),
+        .bulk_crc32c = bulk_crc != NULL ? *bulk_crc : iov_crc(bulk, bulk_cnt),
         .req_id = req->req_id,
     };
     pthread_mutex_lock(&r->send_m);
@@ -186,8 +187,14 @@ int rpc_reply(rpc_replier *r, const rpc_msg *req, const void *hdr, size_t hdr_le
     return rc;
 }
 
-int rpc_reply_msg(rpc_replier *r, const rpc_msg *req, const ProtobufCMessage *msg,
-                  const struct iovec *bulk, int bulk_cnt)
+int rpc_reply(rpc_replier *r, const rpc_msg *req, const void *hdr, size_t hdr_len,
+              const struct iovec *bulk, int bulk_cnt)
+{
+    return reply_frame(r, req, hdr, hdr_len, bulk, bulk_cnt, NULL);
+}
+
+static int reply_msg(rpc_replier *r, const rpc_msg *req, const ProtobufCMessage *msg,
+                     const struct iovec *bulk, int bulk_cnt, const uint32_t *bulk_crc)
 {
     uint8_t stack[RPC_MSG_STACK_BYTES], *buf;
     size_t len;
@@ -195,10 +202,22 @@ int rpc_reply_msg(rpc_replier *r, const rpc_msg *req, const ProtobufCMessage *ms
 
     if (rc < 0)
         return rc;
-    rc = rpc_reply(r, req, buf, len, bulk, bulk_cnt);
+    rc = reply_frame(r, req, buf, len, bulk, bulk_cnt, bulk_crc);
     if (buf != stack)
         free(buf);
     return rc;
+}
+
+int rpc_reply_msg(rpc_replier *r, const rpc_msg *req, const ProtobufCMessage *msg,
+                  const struct iovec *bulk, int bulk_cnt)
+{
+    return reply_msg(r, req, msg, bulk, bulk_cnt, NULL);
+}
+
+int rpc_reply_msg_crc(rpc_replier *r, const rpc_msg *req, const ProtobufCMessage *msg,
+                      const struct iovec *bulk, int bulk_cnt, uint32_t bulk_crc)
+{
+    return reply_msg(r, req, msg, bulk, bulk_cnt, &bulk_crc);
 }
 
 /* Makes *buf hold at least len bytes (never 0-sized). */

@@ -67,6 +67,11 @@ int rpc_reply(rpc_replier *r, const rpc_msg *req, const void *hdr, size_t hdr_le
 /* Packs msg with protobuf-c and replies. */
 int rpc_reply_msg(rpc_replier *r, const rpc_msg *req, const ProtobufCMessage *msg,
                   const struct iovec *bulk, int bulk_cnt);
+/* rpc_reply_msg with the bulk's CRC32C given by the caller, who made it
+ * from checksums the bytes were verified against (the frame carries it and
+ * the receiver checks the bytes against it; no pass over the bulk here). */
+int rpc_reply_msg_crc(rpc_replier *r, const rpc_msg *req, const ProtobufCMessage *msg,
+                      const struct iovec *bulk, int bulk_cnt, uint32_t bulk_crc);
 
 /* ----------------------------------------------------------- client side */
 typedef struct rpc_conn rpc_conn;

@@ -228,12 +228,13 @@ static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
             rc = fail(res, -ENOMEM, "out of memory for %" PRIu64 " bytes", ex.total_bytes);
             goto out;
         }
-        rc = ios_strips_read(c->strips, q->file_id, ex.v, ex.n, res->bulk);
+        rc = ios_strips_read(c->strips, q->file_id, ex.v, ex.n, res->bulk, &res->bulk_crc);
         if (rc) {
             fail(res, rc, "read failed: %s", strerror(-rc));
             goto out;
         }
         res->bulk_len = ex.total_bytes;
+        res->bulk_crc_known = true;
     }
 out:
     if (rc && locked) /* the caller gets no data: do not leave the lock behind */
@@ -763,8 +764,11 @@ void ios_handle(void *ctx, const rpc_msg *req, rpc_replier *r)
     ios_result res;
     ios_process(c, req->type, req->hdr, req->hdr_len, req->bulk, req->bulk_len, req->peer, &res);
     struct iovec iov = { .iov_base = res.bulk, .iov_len = res.bulk_len };
-    int rc = rpc_reply_msg(r, req, &res.reply.base, res.bulk_len ? &iov : NULL,
-                           res.bulk_len ? 1 : 0);
+    int rc = res.bulk_crc_known
+                 ? rpc_reply_msg_crc(r, req, &res.reply.base, res.bulk_len ? &iov : NULL,
+                                     res.bulk_len ? 1 : 0, res.bulk_crc)
+                 : rpc_reply_msg(r, req, &res.reply.base, res.bulk_len ? &iov : NULL,
+                                 res.bulk_len ? 1 : 0);
     if (rc)
         log_warn("%s: reply to %s failed: %s", req->peer ? req->peer : "-", op_name(req->type),
                  strerror(-rc));

@@ -6,6 +6,7 @@
  * directly; ios_handle() is the rpc_handler_fn that wraps it. */
 #ifndef DEPFS_IOS_HANDLERS_H
 #define DEPFS_IOS_HANDLERS_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,8 @@ typedef struct ios_result {
     char message[IOS_MESSAGE_BYTES];
     uint8_t *bulk; /* READ data, malloc'd */
     size_t bulk_len;
+    uint32_t bulk_crc;   /* with bulk_crc_known: CRC32C of bulk, from the stored checksums */
+    bool bulk_crc_known;
     Depfs__LockEntry *stale;
     Depfs__LockSpec *stale_specs;
     Depfs__LockEntry **stale_ptrs;

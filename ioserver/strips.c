@@ -7,6 +7,7 @@
  * (never across I/O): a thread takes a reference, does pread/pwrite with no
  * lock held, and drops it. Eviction and remove close a descriptor only when
  * no thread holds it. */
+#include "crc32c.h"
 #include "fault.h"
 #include "log.h"
 #include "strip_csum.h"
@@ -36,6 +37,10 @@
 #define CSUM_REGION_LOCKS 256u
 /* Blocks checked or written per step (bounds the buffers of one step). */
 #define CSUM_STEP_BLOCKS 256u
+/* Checksum block sizes: IOS_CSUM_BLOCK_MIN .. IOS_CSUM_BLOCK_MAX, powers of two. */
+#define CSUM_BLOCK_SIZES 4u
+_Static_assert(IOS_CSUM_BLOCK_MIN << (CSUM_BLOCK_SIZES - 1) == IOS_CSUM_BLOCK_MAX,
+               "one combining op per checksum block size");
 
 typedef struct fd_entry {
     uint64_t file_id;
@@ -61,6 +66,9 @@ struct ios_strips {
     pthread_mutex_t create_mu;     /* a strip file and its sidecar made or removed */
     pthread_mutex_t region_mu[CSUM_REGION_LOCKS];
     uint64_t csum_errors;          /* blocks found damaged (atomic) */
+    /* CRC32C combining over one checksum block, per block size
+     * IOS_CSUM_BLOCK_MIN << i: a read's CRC from its blocks' entries */
+    crc32c_shift_op shift[CSUM_BLOCK_SIZES];
 };
 
 void ios_strip_name(uint64_t file_id, char out[IOS_STRIP_NAME_LEN])
@@ -389,6 +397,8 @@ int ios_strips_open(const char *data_dir, unsigned max_open_files, ios_strips **
         rc = -errno;
         goto fail;
     }
+    for (unsigned i = 0; i < CSUM_BLOCK_SIZES; i++)
+        crc32c_shift_init(&s->shift[i], (size_t)IOS_CSUM_BLOCK_MIN << i);
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->create_mu, NULL);
     for (unsigned i = 0; i < CSUM_REGION_LOCKS; i++)
@@ -510,6 +520,15 @@ static void regions_unlock(ios_strips *s, const region_set *rs)
 }
 
 /* ------------------------------------------------------- checked reads */
+/* The combining op of a sidecar's block size. */
+static const crc32c_shift_op *shift_op(const ios_strips *s, uint32_t B)
+{
+    for (unsigned i = 0; i < CSUM_BLOCK_SIZES; i++)
+        if (s->shift[i].len == B)
+            return &s->shift[i];
+    return NULL; /* ios_csum_header_read admits no other size */
+}
+
 /* One step of a checked read: whole blocks [a, a + nb*B) into blocks[]
  * (and their entries), 0 when every block matches, else the offset of the
  * first damaged block + 1. */
@@ -529,10 +548,32 @@ static int step_load(const fd_entry *e, uint64_t a, uint64_t nb, uint8_t *blocks
     return 0;
 }
 
-/* Reads [off, off+len) of a strip file that has checksums, checking every
- * block it touches. -EBADMSG for a damaged block. */
+/* Adds the bytes [from, to) of the verified blocks at a (bytes in blocks[],
+ * entries in ent[]) to *crc: a whole block with a checksum by combining
+ * its entry, anything else from its bytes. */
+static uint32_t step_crc(const ios_strips *s, const fd_entry *e, uint64_t a, const uint8_t *blocks,
+                         const ios_csum_entry *ent, uint64_t from, uint64_t to, uint32_t crc)
+{
+    uint32_t B = e->csum.block;
+    const crc32c_shift_op *op = shift_op(s, B);
+    for (uint64_t b = from / B * B; b < to; b += B) {
+        uint64_t lo = from > b ? from : b, hi = to < b + B ? to : b + B;
+        const ios_csum_entry *x = &ent[(b - a) / B];
+        if (op != NULL && lo == b && hi == b + B && x->tag == IOS_CSUM_TAG_OK)
+            crc = crc32c_shift(op, crc) ^ x->crc;
+        else
+            crc = crc32c(crc, blocks + (lo - a), hi - lo);
+    }
+    return crc;
+}
+
+/* Reads [off, off+len) of a strip file that has checksums into buf,
+ * checking every block it touches, and chains the CRC32C of the bytes
+ * returned onto *crc (from the entries they were checked against: what was
+ * stored is what the client checks). Whole blocks are read in place, the
+ * edges through bounce[]. -EBADMSG for a damaged block. */
 static int read_checked(ios_strips *s, const fd_entry *e, uint64_t off, uint64_t len, uint8_t *buf,
-                        uint8_t *blocks, ios_csum_entry *ent)
+                        uint8_t *bounce, ios_csum_entry *ent, uint32_t *crc)
 {
     uint32_t B = e->csum.block;
     uint64_t end = off + len;
@@ -541,6 +582,7 @@ static int read_checked(ios_strips *s, const fd_entry *e, uint64_t off, uint64_t
         if (stop > (end + B - 1) / B * B)
             stop = (end + B - 1) / B * B;
         uint64_t nb = (stop - a) / B, bad = 0;
+        uint8_t *blocks = a >= off && stop <= end ? buf + (a - off) : bounce;
         int rc = step_load(e, a, nb, blocks, ent, &bad);
         if (rc == 0 && bad != 0) {
             /* maybe a write between its data and its checksums: look again
@@ -560,41 +602,52 @@ static int read_checked(ios_strips *s, const fd_entry *e, uint64_t off, uint64_t
             return -EBADMSG;
         }
         uint64_t from = off > a ? off : a, to = end < stop ? end : stop;
-        memcpy(buf + (from - off), blocks + (from - a), to - from);
+        if (crc != NULL)
+            *crc = step_crc(s, e, a, blocks, ent, from, to, *crc);
+        if (blocks == bounce)
+            memcpy(buf + (from - off), bounce + (from - a), to - from);
         a = stop;
     }
     return 0;
 }
 
 int ios_strips_read(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
-                    uint8_t *buf)
+                    uint8_t *buf, uint32_t *crc)
 {
+    if (crc != NULL)
+        *crc = 0;
     fd_entry *e;
     int rc = fd_get(s, file_id, false, 0, &e);
     if (rc == -ENOENT) {
-        memset(buf, 0, extents_bytes(ext, n_ext));
+        uint64_t total = extents_bytes(ext, n_ext);
+        memset(buf, 0, total);
+        if (crc != NULL)
+            *crc = crc32c(0, buf, total);
         return 0;
     }
     if (rc)
         return rc;
-    uint8_t *blocks = NULL;
+    uint8_t *bounce = NULL;
     ios_csum_entry *ent = NULL;
     bool checked = __atomic_load_n(&e->cfd, __ATOMIC_ACQUIRE) >= 0; /* once: a write may add it */
     if (checked) {
-        blocks = malloc((size_t)CSUM_STEP_BLOCKS * e->csum.block);
+        bounce = malloc((size_t)CSUM_STEP_BLOCKS * e->csum.block);
         ent = malloc(CSUM_STEP_BLOCKS * sizeof(*ent));
-        if (!blocks || !ent)
+        if (!bounce || !ent)
             rc = -ENOMEM;
     }
     for (size_t i = 0; i < n_ext && rc == 0; i++) {
-        if (checked)
-            rc = read_checked(s, e, ext[i].offset, ext[i].length, buf, blocks, ent);
-        else
+        if (checked) {
+            rc = read_checked(s, e, ext[i].offset, ext[i].length, buf, bounce, ent, crc);
+        } else {
             rc = pread_full(e->fd, buf, ext[i].length, ext[i].offset);
+            if (rc == 0 && crc != NULL)
+                *crc = crc32c(*crc, buf, ext[i].length); /* nothing stored to check against */
+        }
         buf += ext[i].length;
     }
     free(ent);
-    free(blocks);
+    free(bounce);
     fd_put(s, e);
     return rc;
 }

@@ -34,9 +34,12 @@ void ios_strips_close(ios_strips *s);
 void ios_strip_name(uint64_t file_id, char out[IOS_STRIP_NAME_LEN]);
 
 /* Reads the extents into buf, one after another (buf holds the sum of the
- * extent lengths). */
+ * extent lengths). crc (may be NULL) gets the CRC32C of the bytes read,
+ * made from the checksums they were verified against wherever whole
+ * blocks were read: the reply carries it, so the client checks the bytes
+ * it receives against what was stored, without a second pass here. */
 int ios_strips_read(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
-                    uint8_t *buf);
+                    uint8_t *buf, uint32_t *crc);
 /* Writes buf (extents' bytes concatenated) at the extents. su: the layout's
  * stripe unit (0: unknown), which sizes the checksum blocks of a new file. */
 int ios_strips_write(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,

@@ -1,4 +1,4 @@
-/* test_crc32c.c - CRC32C check value, known vectors and chaining. */
+/* test_crc32c.c - CRC32C check value, known vectors, chaining and combining. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +57,35 @@ START_TEST(test_chaining)
 }
 END_TEST
 
+/* Combining block checksums without the bytes: for blocks of several
+ * lengths (an op longer than its zero chunk too), the shifted CRC of what
+ * came before XOR the block's own CRC is the CRC of the whole. */
+START_TEST(test_shift_combines)
+{
+    enum { LEN = 3 * 8192 + 77 };
+    uint8_t *buf = malloc(LEN);
+    ck_assert_ptr_nonnull(buf);
+    uint32_t x = 7;
+    for (int i = 0; i < LEN; i++) {
+        x = x * 1103515245u + 12345u;
+        buf[i] = (uint8_t)(x >> 16);
+    }
+    static crc32c_shift_op op;
+    const size_t lens[] = { 1, 512, 4096, 8192 };
+    for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+        size_t B = lens[l];
+        crc32c_shift_init(&op, B);
+        ck_assert_uint_eq(op.len, B);
+        uint32_t acc = crc32c(0, buf, 77); /* a head of another length */
+        for (size_t off = 77; off + B <= LEN; off += B) {
+            acc = crc32c_shift(&op, acc) ^ crc32c(0, buf + off, B);
+            ck_assert_uint_eq(acc, crc32c(0, buf, off + B));
+        }
+    }
+    free(buf);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("crc32c");
@@ -64,6 +93,7 @@ int main(void)
     tcase_add_test(tc, test_check_value);
     tcase_add_test(tc, test_rfc3720_vectors);
     tcase_add_test(tc, test_chaining);
+    tcase_add_test(tc, test_shift_combines);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -79,12 +79,12 @@ START_TEST(write_read_extents)
     fill(w, sizeof(w), 1);
     ios_extent ext[3] = { { 0, SU_BYTES }, { 5 * SU_BYTES, SU_BYTES }, { 2 * SU_BYTES + 100, SU_BYTES } };
     ck_assert_int_eq(ios_strips_write(st, FILE_X, ext, 3, w, 0), 0);
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, ext, 3, r), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, ext, 3, r, NULL), 0);
     ck_assert_mem_eq(r, w, sizeof(w));
     /* read back in another order and cut: bytes land where asked */
     ios_extent back[2] = { { 5 * SU_BYTES + 10, 20 }, { 0, 5 } };
     uint8_t r2[25];
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, back, 2, r2), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, back, 2, r2, NULL), 0);
     ck_assert_mem_eq(r2, w + SU_BYTES + 10, 20);
     ck_assert_mem_eq(r2 + 20, w, 5);
     uint64_t size;
@@ -101,7 +101,7 @@ START_TEST(zero_fill_past_eof_and_absent)
     ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w, 0), 0);
     memset(r, 0xee, sizeof(r));
     ios_extent across = { 50, 250 }; /* 50 bytes of data, then 200 past EOF */
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, &across, 1, r), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &across, 1, r, NULL), 0);
     ck_assert_mem_eq(r, w + 50, 50);
     ck_assert(all_zero(r + 50, 200));
     /* a hole in the middle reads as zeros too */
@@ -109,12 +109,12 @@ START_TEST(zero_fill_past_eof_and_absent)
     ck_assert_int_eq(ios_strips_write(st, FILE_X, &far, 1, w, 0), 0);
     ios_extent hole = { 200, 300 };
     memset(r, 0xee, sizeof(r));
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, &hole, 1, r), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &hole, 1, r, NULL), 0);
     ck_assert(all_zero(r, 300));
     /* an absent file reads as zeros and is not created */
     memset(r, 0xee, sizeof(r));
     ios_extent e2 = { 12345, 300 };
-    ck_assert_int_eq(ios_strips_read(st, 77, &e2, 1, r), 0);
+    ck_assert_int_eq(ios_strips_read(st, 77, &e2, 1, r, NULL), 0);
     ck_assert(all_zero(r, 300));
     ck_assert(!strip_exists(77));
 }
@@ -130,7 +130,7 @@ START_TEST(truncate_strip)
     uint64_t size;
     ck_assert_int_eq(ios_strips_size(st, FILE_X, &size), 0);
     ck_assert_uint_eq(size, SU_BYTES + 10);
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r, NULL), 0);
     ck_assert_mem_eq(r, w, SU_BYTES + 10);
     ck_assert(all_zero(r + SU_BYTES + 10, SU_BYTES - 10));
     /* growing is sparse and reads zeros */
@@ -154,14 +154,14 @@ START_TEST(remove_strip)
     ck_assert(strip_exists(FILE_X));
     ck_assert_int_eq(ios_strips_remove(st, FILE_X), 0);
     ck_assert(!strip_exists(FILE_X));
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r, NULL), 0);
     ck_assert(all_zero(r, sizeof(r)));
     ck_assert_int_eq(ios_strips_remove(st, FILE_X), 0); /* absent is fine */
     ck_assert_int_eq(ios_strips_fsync(st, FILE_X), 0);
     /* a later write starts a fresh file, not the unlinked one */
     ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w, 0), 0);
     ck_assert(strip_exists(FILE_X));
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r, NULL), 0);
     ck_assert_mem_eq(r, w, sizeof(w));
 }
 END_TEST
@@ -228,7 +228,7 @@ START_TEST(fd_cache_is_bounded)
     }
     for (unsigned id = 1; id <= 10; id++) {
         fill(w, sizeof(w), id);
-        ck_assert_int_eq(ios_strips_read(small, id, &e, 1, r), 0);
+        ck_assert_int_eq(ios_strips_read(small, id, &e, 1, r, NULL), 0);
         ck_assert_mem_eq(r, w, sizeof(w));
     }
     ck_assert_uint_le(ios_strips_cached(small), 2);
@@ -261,7 +261,7 @@ static void *par_worker(void *arg)
     for (int i = 0; i < PAR_ROUNDS; i++) {
         fill(w, sizeof(w), (unsigned)(id + (uint64_t)i));
         ios_extent e = { (uint64_t)(i % 7) * sizeof(w), sizeof(w) };
-        if (ios_strips_write(par_st, id, &e, 1, w, 0) || ios_strips_read(par_st, id, &e, 1, r) ||
+        if (ios_strips_write(par_st, id, &e, 1, w, 0) || ios_strips_read(par_st, id, &e, 1, r, NULL) ||
             memcmp(w, r, sizeof(w)) != 0)
             return (void *)1;
         if (ios_strips_remove(par_st, 5) != 0)

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crc32c.h"
 #include "ioserver/strip_csum.h"
 #include "ioserver/strips.h"
 #include "tests/lib/rng.h"
@@ -78,10 +79,16 @@ static int put(uint64_t id, uint64_t off, const uint8_t *b, uint64_t len, uint32
     return ios_strips_write(st, id, &e, 1, b, su);
 }
 
+/* Every read also gives the CRC32C of the bytes it returns (combined from
+ * the stored checksums where it can): it must be theirs. */
 static int get(uint64_t id, uint64_t off, uint8_t *b, uint64_t len)
 {
     ios_extent e = {off, len};
-    return ios_strips_read(st, id, &e, 1, b);
+    uint32_t crc = 0xdeadbeefu;
+    int rc = ios_strips_read(st, id, &e, 1, b, &crc);
+    if (rc == 0)
+        ck_assert_uint_eq(crc, crc32c(0, b, len));
+    return rc;
 }
 
 START_TEST(block_size_divides_the_stripe_unit)
