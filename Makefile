@@ -175,7 +175,7 @@ mpich: $(LIBDEPFS_SO)
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
-bench: all
+bench: all hooks
 	@BUILD=$(BUILD) tests/bench/run-bench
 
 # The fault campaign of tests/integration/campaign.py (test_fault_campaign is

@@ -19,6 +19,9 @@ typedef enum fault_point {
     FAULT_KV_SYNC_EIO,         /* common/kvstore.c: a synced write fails EIO */
     FAULT_XPORT_FLIP_BIT,      /* common/transport_tcp.c: one bit of a frame's bulk flips
                                 * on the way (a copy: the sender's bytes stay) */
+    FAULT_STRIP_NO_CHECKSUMS,  /* ioserver/strips.c (asked once, at start): strip files
+                                * are made and written without checksum sidecars, as
+                                * before checksums (make bench's "checksums off") */
     FAULT_POINTS
 } fault_point;
 

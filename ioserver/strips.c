@@ -66,6 +66,7 @@ struct ios_strips {
     pthread_mutex_t create_mu;     /* a strip file and its sidecar made or removed */
     pthread_mutex_t region_mu[CSUM_REGION_LOCKS];
     uint64_t csum_errors;          /* blocks found damaged (atomic) */
+    bool no_checksums;             /* TEST ONLY (FAULT_STRIP_NO_CHECKSUMS): new strips get none */
     /* CRC32C combining over one checksum block, per block size
      * IOS_CSUM_BLOCK_MIN << i: a read's CRC from its blocks' entries */
     crc32c_shift_op shift[CSUM_BLOCK_SIZES];
@@ -222,7 +223,8 @@ static int strip_create(ios_strips *s, uint64_t file_id, bool create, uint32_t s
         log_warn("strip %016" PRIx64 ": the strip file is missing beside its checksums", file_id);
         return -ENODATA;
     }
-    int rc = sidecar_create(s, file_id, su, !lost, cfd, h);
+    int rc = lost || !s->no_checksums ? sidecar_create(s, file_id, su, !lost, cfd, h)
+                                      : 0; /* TEST ONLY: as before checksums (*cfd stays -1) */
     if (rc)
         return rc;
     char name[IOS_STRIP_NAME_LEN];
@@ -230,7 +232,8 @@ static int strip_create(ios_strips *s, uint64_t file_id, bool create, uint32_t s
     *fd = openat(s->dir_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_CREAT, STRIP_FILE_MODE);
     if (*fd < 0) {
         rc = -errno;
-        close(*cfd);
+        if (*cfd >= 0)
+            close(*cfd);
         *cfd = -1;
         return rc;
     }
@@ -266,7 +269,7 @@ static int strip_open(ios_strips *s, uint64_t file_id, bool create, uint32_t su,
             return rc;
     }
     rc = sidecar_open(s, file_id, cfd, h);
-    if (rc == 0 && *cfd < 0 && create)
+    if (rc == 0 && *cfd < 0 && create && !s->no_checksums)
         rc = sidecar_create(s, file_id, su, false, cfd, h);
     if (rc) {
         close(*fd);
@@ -339,7 +342,7 @@ static int fd_get(ios_strips *s, uint64_t file_id, bool create, uint32_t su, fd_
  * checksums) adds one; the first thread to get there publishes it. */
 static int entry_add_sidecar(ios_strips *s, fd_entry *e, uint32_t su)
 {
-    if (__atomic_load_n(&e->cfd, __ATOMIC_ACQUIRE) >= 0)
+    if (__atomic_load_n(&e->cfd, __ATOMIC_ACQUIRE) >= 0 || s->no_checksums)
         return 0;
     int cfd;
     ios_csum_hdr h;
@@ -399,6 +402,7 @@ int ios_strips_open(const char *data_dir, unsigned max_open_files, ios_strips **
     }
     for (unsigned i = 0; i < CSUM_BLOCK_SIZES; i++)
         crc32c_shift_init(&s->shift[i], (size_t)IOS_CSUM_BLOCK_MIN << i);
+    s->no_checksums = FAULT_POINT(FAULT_STRIP_NO_CHECKSUMS);
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->create_mu, NULL);
     for (unsigned i = 0; i < CSUM_REGION_LOCKS; i++)

@@ -31,3 +31,28 @@ publish_results() {
         !skip' "$doc" >"$tmp" && cat "$tmp" >"$doc"
     rm -f "$tmp"
 }
+
+# randw FILE MIB SECONDS: 4 KiB writes at random 4 KiB-aligned offsets of
+# FILE (MIB long) for SECONDS, then fsync (counted); prints the IOPS.
+randw() {
+    python3 - "$@" <<'PY'
+import os, random, sys, time
+path, mib, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+blocks = mib * 256
+buf = os.urandom(4096)
+rng = random.Random(42)
+fd = os.open(path, os.O_WRONLY)
+n = 0
+t0 = time.monotonic()
+end = t0 + secs
+while True:
+    for _ in range(64):
+        os.pwrite(fd, buf, rng.randrange(blocks) * 4096)
+    n += 64
+    if time.monotonic() >= end:
+        break
+os.fsync(fd)
+os.close(fd)
+print(f"{n / (time.monotonic() - t0):.0f}")
+PY
+}
