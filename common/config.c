@@ -32,8 +32,9 @@
 #define DEFAULT_SERVER_DOWN_EXPIRY_MS 5000u
 #define DEFAULT_MAX_HEADER_BYTES (1u * MIB)
 #define DEFAULT_MAX_BULK_BYTES (64u * MIB)
+#define DEFAULT_SCRUB_RATE (16u * MIB) /* a 10 TB disk verified about once a week */
 
-enum key_type { K_ADDR, K_PATH, K_TRANSPORT, K_IOSERVER, K_LAYOUT, K_MS, K_BYTES };
+enum key_type { K_ADDR, K_PATH, K_TRANSPORT, K_IOSERVER, K_LAYOUT, K_MS, K_BYTES, K_RATE };
 
 struct key_def {
     const char *name;
@@ -59,6 +60,7 @@ static const struct key_def keys[] = {
     NUM_KEY(server_down_expiry_ms, K_MS),
     NUM_KEY(max_header_bytes, K_BYTES),
     NUM_KEY(max_bulk_bytes, K_BYTES),
+    NUM_KEY(scrub_rate, K_RATE),
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -101,6 +103,7 @@ void config_defaults(depfs_config *c)
     c->server_down_expiry_ms = DEFAULT_SERVER_DOWN_EXPIRY_MS;
     c->max_header_bytes = DEFAULT_MAX_HEADER_BYTES;
     c->max_bulk_bytes = DEFAULT_MAX_BULK_BYTES;
+    c->scrub_rate = DEFAULT_SCRUB_RATE;
 }
 
 const ioserver_conf *config_ioserver(const depfs_config *c, uint32_t id)
@@ -231,6 +234,13 @@ static int parse_number(struct parse_ctx *x, const struct key_def *k, const char
         *(unsigned *)((char *)x->c + k->offset) = (unsigned)num;
         return 0;
     }
+    if (k->type == K_RATE) {
+        if (parse_size(v, &num) != 0 || num > UINT32_MAX)
+            return fail(x, "%s: bad value '%s' (expected bytes per second like 16m, 0 for "
+                        "off, at most %u)", k->name, v, UINT32_MAX);
+        *(uint32_t *)((char *)x->c + k->offset) = (uint32_t)num;
+        return 0;
+    }
     if (parse_size(v, &num) != 0 || num < CONFIG_BYTES_MIN || num > UINT32_MAX)
         return fail(x, "%s: bad value '%s' (expected a size like 1m, %u..%u bytes)", k->name, v,
                     CONFIG_BYTES_MIN, UINT32_MAX);
@@ -258,6 +268,7 @@ static int parse_value(struct parse_ctx *x, const struct key_def *k, char *v)
         return parse_layout(x, v);
     case K_MS:
     case K_BYTES:
+    case K_RATE:
         return parse_number(x, k, v);
     }
     return fail(x, "internal: unhandled key type");

@@ -56,6 +56,8 @@ typedef struct depfs_config {
     unsigned server_down_expiry_ms;    /* client status-vector expiry, default 5000 */
     uint32_t max_header_bytes;         /* default 1 MiB */
     uint32_t max_bulk_bytes;           /* default 64 MiB */
+    uint32_t scrub_rate;               /* background scrub, bytes/s per I/O server
+                                        * (0: off), default 16 MiB/s */
 } depfs_config;
 
 void config_defaults(depfs_config *c);

@@ -75,6 +75,7 @@
  * CONFIG_MAX_IOSERVERS down_servers (each one a durable dirty record). */
 #include "handlers.h"
 #include "lease.h"
+#include "scrubber.h"
 #include "stall.h"
 #include "unstored.h"
 
@@ -318,6 +319,8 @@ static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
         demote_after_failed_store(c, q, rc);
         goto out;
     }
+    for (size_t i = 0; i < ex.n; i++) /* what the background scrub found there is rewritten */
+        ios_scrubber_note_write(c->scrubber, q->file_id, ex.v[i].offset, ex.v[i].length);
     if (q->has_unlock && q->unlock) {
         rc = ios_locks_release(c->locks, q->file_id, q->lock->first_stripe,
                                q->lock->stripe_count, owner_of(q->lock), clock_now_ms());
@@ -431,6 +434,7 @@ static int do_remove(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     int rc = ios_strips_remove(c->strips, q->file_id);
     ios_locks_drop_file(c->locks, q->file_id, clock_now_ms());
+    ios_scrubber_note_remove(c->scrubber, q->file_id);
     if (rc)
         return fail(res, rc, "remove failed: %s", strerror(-rc));
     return 0;
@@ -461,6 +465,46 @@ static void fill_lock_counters(ios_ctx *c, Depfs__IoReply *r)
     r->has_damaged_blocks = 1;
 }
 
+/* The background scrub's counters (IO_STAT and IO_HEARTBEAT). */
+static void fill_scrub_stats(ios_ctx *c, ios_result *res)
+{
+    ios_scrub_stats st;
+    ios_scrubber_stats(c->scrubber, &st);
+    Depfs__ScrubStats *s = &res->scrub;
+    depfs__scrub_stats__init(s);
+    s->bytes_verified = st.bytes_verified;
+    s->blocks_damaged = st.blocks_damaged;
+    s->blocks_repaired = st.blocks_repaired;
+    s->passes = st.passes;
+    s->has_last_pass_end_s = st.last_pass_end_s != 0;
+    s->last_pass_end_s = st.last_pass_end_s;
+    s->rate = st.rate;
+    res->reply.scrub = s;
+}
+
+/* What the background scrub found and nobody rewrote yet (IO_HEARTBEAT). */
+static int fill_scrub_damage(ios_ctx *c, ios_result *res)
+{
+    ios_scrub_damage v[IOS_SCRUB_DAMAGE_MAX];
+    size_t n = ios_scrubber_damage(c->scrubber, v, IOS_SCRUB_DAMAGE_MAX);
+    if (n == 0)
+        return 0;
+    res->damage = calloc(n, sizeof(*res->damage));
+    res->damage_ptrs = calloc(n, sizeof(*res->damage_ptrs));
+    if (!res->damage || !res->damage_ptrs)
+        return fail(res, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        depfs__scrub_damage__init(&res->damage[i]);
+        res->damage[i].file_id = v[i].file_id;
+        res->damage[i].local_offset = v[i].offset;
+        res->damage[i].length = v[i].length;
+        res->damage_ptrs[i] = &res->damage[i];
+    }
+    res->reply.scrub_damage = res->damage_ptrs;
+    res->reply.n_scrub_damage = n;
+    return 0;
+}
+
 static int do_stat(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     Depfs__IoReply *r = &res->reply;
@@ -469,6 +513,7 @@ static int do_stat(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
         return fail(res, rc, "statvfs failed: %s", strerror(-rc));
     r->has_bytes_used = r->has_bytes_free = 1;
     fill_lock_counters(c, r);
+    fill_scrub_stats(c, res);
     if (q->file_id != 0) {
         rc = ios_strips_size(c->strips, q->file_id, &r->local_size);
         if (rc)
@@ -487,7 +532,10 @@ static int do_heartbeat(ios_ctx *c, ios_result *res)
     size_t total = 0;
     size_t n = ios_locks_stale(c->locks, now_ms, c->lock_lease_ms, v, IOS_MAX_STALE_REPLY, &total);
     fill_lock_counters(c, &res->reply);
+    fill_scrub_stats(c, res);
     int rc = fill_lock_entries(res, v, n, now_ms);
+    if (rc == 0)
+        rc = fill_scrub_damage(c, res);
     if (rc == 0 && total > n)
         log_warn("heartbeat: %zu stale locks, reporting %zu", total, n);
     free(v);
@@ -694,6 +742,8 @@ static void dispatch(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, const
     }
     if (epoch_check(c, type, q, res))
         return;
+    if (type == DEPFS__IO_OP__IO_READ || type == DEPFS__IO_OP__IO_WRITE)
+        ios_scrubber_note_client_io(c->scrubber); /* the background scrub yields */
     switch (type) {
     case DEPFS__IO_OP__IO_READ: do_read(c, q, res); break;
     case DEPFS__IO_OP__IO_WRITE: do_write(c, q, bulk, bulk_len, res); break;
@@ -755,6 +805,8 @@ void ios_result_free(ios_result *res)
     free(res->stale_specs);
     free(res->stale_ptrs);
     free(res->dirty);
+    free(res->damage);
+    free(res->damage_ptrs);
     memset(res, 0, sizeof(*res));
 }
 

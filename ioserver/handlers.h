@@ -47,6 +47,7 @@ typedef struct ios_ctx {
     struct ios_stall *stall; /* stall detection (NULL: none) */
     struct ios_lease *lease; /* recovery lease (NULL: none) */
     struct ios_unstored *unstored; /* failed stores under a lock (NULL: none) */
+    struct ios_scrubber *scrubber; /* background scrub (NULL: none) */
 } ios_ctx;
 
 /* Everything a reply owns; ios_result_free releases it. */
@@ -61,6 +62,9 @@ typedef struct ios_result {
     Depfs__LockSpec *stale_specs;
     Depfs__LockEntry **stale_ptrs;
     uint64_t *dirty;
+    Depfs__ScrubStats scrub;
+    Depfs__ScrubDamage *damage;
+    Depfs__ScrubDamage **damage_ptrs;
 } ios_result;
 
 /* Handles one request of frame type `type`. Never fails: errors are in

@@ -27,6 +27,7 @@
 #include "handlers.h"
 #include "lock_intents.h"
 #include "lease.h"
+#include "scrubber.h"
 #include "unstored.h"
 #include "stall.h"
 #include "wire.h"
@@ -193,6 +194,10 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
         log_err("cannot start the recovery lease: %s", strerror(-rc));
         goto out;
     }
+    if ((rc = ios_scrubber_start(ctx.strips, cfg->scrub_rate, &ctx.scrubber))) {
+        log_err("cannot start the background scrub: %s", strerror(-rc));
+        goto out;
+    }
     rpc_server_opts o = { .transport = cfg->transport, .address = me->address,
                           .limits = { .max_header_bytes = cfg->max_header_bytes,
                                       .max_bulk_bytes = cfg->max_bulk_bytes },
@@ -209,6 +214,7 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
     log_info("signal %d: stopping", sig);
     rpc_server_stop(srv);
 out:
+    ios_scrubber_stop(ctx.scrubber);
     ios_lease_stop(ctx.lease);
     ios_stall_stop(ctx.stall);
     ios_unstored_free(ctx.unstored);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "crc32c.h"
@@ -136,6 +137,18 @@ int ios_csum_entries_write(int cfd, uint64_t first, uint64_t n, const ios_csum_e
             return rc;
         done += c;
     }
+    return 0;
+}
+
+int ios_csum_covered_bytes(int cfd, const ios_csum_hdr *h, uint64_t *bytes)
+{
+    struct stat st;
+    if (fstat(cfd, &st) != 0)
+        return -errno;
+    uint64_t size = (uint64_t)st.st_size;
+    *bytes = size > IOS_CSUM_HEADER_BYTES
+                 ? (size - IOS_CSUM_HEADER_BYTES) / IOS_CSUM_ENTRY_BYTES * h->block
+                 : 0;
     return 0;
 }
 

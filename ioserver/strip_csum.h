@@ -59,6 +59,8 @@ int ios_csum_header_read(int cfd, ios_csum_hdr *h);
 /* Entries of blocks [first, first+n) (zeros past the sidecar's end). */
 int ios_csum_entries_read(int cfd, uint64_t first, uint64_t n, ios_csum_entry *out);
 int ios_csum_entries_write(int cfd, uint64_t first, uint64_t n, const ios_csum_entry *in);
+/* Bytes of strip file the sidecar holds entries for (its blocks * B). */
+int ios_csum_covered_bytes(int cfd, const ios_csum_hdr *h, uint64_t *bytes);
 /* Drops the entries of blocks >= n_blocks. */
 int ios_csum_entries_truncate(int cfd, uint64_t n_blocks);
 

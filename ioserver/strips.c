@@ -14,6 +14,7 @@
 #include "strips.h"
 
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -874,6 +875,77 @@ int ios_strips_size(ios_strips *s, uint64_t file_id, uint64_t *size)
         return errno == ENOENT ? 0 : -errno;
     *size = (uint64_t)st.st_size;
     return 0;
+}
+
+/* The file id a directory entry names: 16 lowercase hex digits, then
+ * suffix; false for anything else (never ours). */
+static bool id_of_name(const char *name, const char *suffix, uint64_t *id)
+{
+    size_t hex = IOS_STRIP_NAME_LEN - 1;
+    if (strlen(name) != hex + strlen(suffix) || strcmp(name + hex, suffix) != 0)
+        return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < hex; i++) {
+        char c = name[i];
+        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+                   : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16u;
+        if (d == 16u)
+            return false;
+        v = v << 4 | d;
+    }
+    *id = v;
+    return true;
+}
+
+int ios_strips_walk(ios_strips *s, ios_strip_walk_fn fn, void *arg)
+{
+    int fd = dup(s->dir_fd);
+    if (fd < 0)
+        return -errno;
+    DIR *d = fdopendir(fd);
+    if (d == NULL) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    rewinddir(d); /* a dup shares the offset: start at the beginning */
+    struct dirent *de;
+    uint64_t id;
+    bool go = true;
+    while (go && (de = readdir(d)) != NULL) {
+        if (id_of_name(de->d_name, "", &id)) {
+            go = fn(arg, id, false);
+        } else if (id_of_name(de->d_name, IOS_CSUM_SUFFIX, &id)) {
+            char name[IOS_STRIP_NAME_LEN];
+            struct stat st;
+            ios_strip_name(id, name);
+            if (fstatat(s->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+                go = fn(arg, id, true); /* a sidecar alone: the strip file was lost */
+        }
+    }
+    closedir(d);
+    return 0;
+}
+
+int ios_strips_checked_size(ios_strips *s, uint64_t file_id, uint64_t *size)
+{
+    *size = 0;
+    fd_entry *e;
+    int rc = fd_get(s, file_id, false, 0, &e);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc)
+        return rc;
+    struct stat st;
+    uint64_t covered = 0;
+    if (fstat(e->fd, &st) != 0)
+        rc = -errno;
+    else if (__atomic_load_n(&e->cfd, __ATOMIC_ACQUIRE) >= 0)
+        rc = ios_csum_covered_bytes(e->cfd, &e->csum, &covered);
+    if (rc == 0)
+        *size = (uint64_t)st.st_size > covered ? (uint64_t)st.st_size : covered;
+    fd_put(s, e);
+    return rc;
 }
 
 int ios_strips_usage(ios_strips *s, uint64_t *used, uint64_t *avail)

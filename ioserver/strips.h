@@ -12,6 +12,7 @@
  * threads. Return convention: 0 or negative errno. */
 #ifndef DEPFS_IOS_STRIPS_H
 #define DEPFS_IOS_STRIPS_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,8 +51,18 @@ int ios_strips_truncate(ios_strips *s, uint64_t file_id, uint64_t local_size);
 int ios_strips_remove(ios_strips *s, uint64_t file_id);
 /* fdatasync; absent is fine. */
 int ios_strips_fsync(ios_strips *s, uint64_t file_id);
+/* How far a strip file must be verified: its length, or further when its
+ * sidecar holds checksums past it (a strip file cut short or recreated:
+ * those blocks read as zeros and fail their checks). 0 when absent,
+ * -ENODATA when lost. */
+int ios_strips_checked_size(ios_strips *s, uint64_t file_id, uint64_t *size);
 /* Length of the strip file (0 when absent). */
 int ios_strips_size(ios_strips *s, uint64_t file_id, uint64_t *size);
+/* Calls fn for every strip file (lost: false) and every sidecar whose strip
+ * file is gone (lost: true), in directory order, until fn returns false.
+ * Files made or removed meanwhile may or may not be seen. */
+typedef bool (*ios_strip_walk_fn)(void *arg, uint64_t file_id, bool lost);
+int ios_strips_walk(ios_strips *s, ios_strip_walk_fn fn, void *arg);
 /* File system usage of the data directory, bytes. */
 int ios_strips_usage(ios_strips *s, uint64_t *used, uint64_t *avail);
 /* Blocks reads found damaged since start. */

@@ -190,7 +190,8 @@ static void collect_orphans(rec_ctx *c, const rec_obs *obs)
             if (k == n) {
                 if (n == REC_ORPHAN_QUEUE_MAX)
                     continue;
-                v[n++] = (rec_orphan){ .file_id = l->file_id, .first = l->first,
+                v[n++] = (rec_orphan){ .kind = REC_JOB_ORPHAN, .file_id = l->file_id,
+                                       .first = l->first,
                                        .count = l->count, .client = l->client, .op = l->op,
                                        .age_ms = l->age_ms };
                 continue;
@@ -208,6 +209,23 @@ static void collect_orphans(rec_ctx *c, const rec_obs *obs)
             rec_orphan_queue(c, &v[k]);
     free(v);
     rec_orphan_retry_due(c);
+}
+
+/* What the servers' background scrubs found and nobody repaired yet: one
+ * repair job per range (the repairer works through them after orphans
+ * queued before). */
+static void collect_damage(rec_ctx *c, const rec_obs *obs)
+{
+    for (unsigned i = 0; i < c->nservers; i++) {
+        for (size_t j = 0; obs[i].answered && j < obs[i].n_damage; j++) {
+            const rec_damage *d = &obs[i].damage[j];
+            if (rec_fs_ensure(c) != 0)
+                return;
+            rec_orphan_queue(c, &(rec_orphan){ .kind = REC_JOB_DAMAGE, .server = c->servers[i].id,
+                                               .file_id = d->file_id, .first = d->offset,
+                                               .count = d->length });
+        }
+    }
 }
 
 /* Degraded file counts and rebuild progress, when they changed. */
@@ -282,6 +300,7 @@ void rec_decide_round(rec_ctx *c)
         decide_server(c, s, &obs[i], ms[j].state);
     }
     collect_orphans(c, obs);
+    collect_damage(c, obs);
     catch_up_epochs(c, obs);
     for (unsigned i = 0; i < c->nservers; i++)
         if (c->servers[i].mds_known)

@@ -29,10 +29,24 @@ rpc_conn *rec_conn(rec_ctx *c, rpc_conn **slot, const char *address)
     return *slot;
 }
 
+/* The damage a heartbeat reply lists, up to REC_MAX_DAMAGE. */
+static size_t take_damage(const Depfs__IoReply *rep, rec_damage *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < rep->n_scrub_damage && n < REC_MAX_DAMAGE; i++) {
+        const Depfs__ScrubDamage *d = rep->scrub_damage[i];
+        out[n++] = (rec_damage){ .file_id = d->file_id, .offset = d->local_offset,
+                                 .length = d->length };
+    }
+    return n;
+}
+
 /* One IO_HEARTBEAT with one retry. On success fills state/epoch and, when
- * locks is non-NULL, up to REC_MAX_STALE_LOCKS stale lock entries. */
+ * locks is non-NULL, up to REC_MAX_STALE_LOCKS stale lock entries and the
+ * background scrub's findings. */
 static int heartbeat(rec_ctx *c, rpc_conn **slot, const char *address, uint32_t *state,
-                     uint64_t *epoch, bool *stalled, rec_lock *locks, size_t *n_locks)
+                     uint64_t *epoch, bool *stalled, rec_lock *locks, size_t *n_locks,
+                     rec_damage *damage, size_t *n_damage)
 {
     Depfs__IoRequest req = DEPFS__IO_REQUEST__INIT;
     int rv = -ETIMEDOUT;
@@ -63,6 +77,8 @@ static int heartbeat(rec_ctx *c, rpc_conn **slot, const char *address, uint32_t 
             }
             if (n_locks)
                 *n_locks = n;
+            if (damage)
+                *n_damage = take_damage(rep, damage);
             depfs__io_reply__free_unpacked(rep, NULL);
             return 0;
         }
@@ -75,7 +91,7 @@ static int heartbeat(rec_ctx *c, rpc_conn **slot, const char *address, uint32_t 
 
 int rec_probe_now(rec_ctx *c, rec_server *s, uint32_t *state, uint64_t *epoch)
 {
-    int rv = heartbeat(c, &s->ctl, s->address, state, epoch, NULL, NULL, NULL);
+    int rv = heartbeat(c, &s->ctl, s->address, state, epoch, NULL, NULL, NULL, NULL, NULL);
     if (rv == 0) { /* newer than the prober's picture */
         pthread_mutex_lock(&c->mu);
         s->obs.state = *state;
@@ -166,11 +182,12 @@ static void probe_round(rec_ctx *c, rec_server *s, bool scan)
     uint32_t state = 0;
     uint64_t epoch = 0, scan_ms = 0;
     bool stalled = false;
-    size_t n_locks = 0;
+    size_t n_locks = 0, n_damage = 0;
     rec_lock *locks = calloc(REC_MAX_STALE_LOCKS, sizeof(*locks));
+    rec_damage damage[REC_MAX_DAMAGE];
     rec_dirty *dirty = NULL;
     int rv = locks ? heartbeat(c, &s->conn, s->address, &state, &epoch, &stalled, locks,
-                               &n_locks)
+                               &n_locks, damage, &n_damage)
                    : -ENOMEM;
     if (rv == 0 && scan) {
         scan_ms = clock_now_ms();
@@ -191,8 +208,11 @@ static void probe_round(rec_ctx *c, rec_server *s, bool scan)
         o->stale = locks;
         o->n_stale = n_locks;
         locks = NULL;
+        memcpy(o->damage, damage, n_damage * sizeof(damage[0]));
+        o->n_damage = n_damage;
     } else {
         o->n_stale = 0;
+        o->n_damage = 0;
     }
     if (dirty) {
         dirty_free(o->dirty, c->nservers);

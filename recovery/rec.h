@@ -39,11 +39,19 @@
  * is this old: a repair that failed left the stripes in doubt locked by
  * us (recover_orphan.c), and a later repair takes them over. */
 #define REC_SELF_ORPHAN_AGE_MS 60000u
+#define REC_MAX_DAMAGE 64u            /* background-scrub findings kept per server */
+#define REC_DAMAGE_RECHECK_MS 30000u  /* a repaired finding still reported: again after this */
 
 /* A stripe lock older than the lease, as a heartbeat reported it. */
 typedef struct rec_lock {
     uint64_t file_id, first, count, client, op, age_ms;
 } rec_lock;
+
+/* A damaged range a server's background scrub reported (length 0: the
+ * strip file is lost). */
+typedef struct rec_damage {
+    uint64_t file_id, offset, length;
+} rec_damage;
 
 /* One survivor's dirty records for one server: ascending file ids. */
 typedef struct rec_dirty {
@@ -62,6 +70,8 @@ typedef struct rec_obs {
     uint64_t last_ok_ms;   /* monotonic time of its last answer */
     rec_lock *stale;       /* REC_MAX_STALE_LOCKS entries */
     size_t n_stale;
+    rec_damage damage[REC_MAX_DAMAGE]; /* what its background scrub found, unrepaired */
+    size_t n_damage;
     rec_dirty *dirty;      /* [nservers]: its records naming each server */
     uint64_t dirty_scan_ms; /* start of the last complete scan (0: none yet) */
 } rec_obs;
@@ -93,7 +103,13 @@ typedef struct rec_server {
     uint64_t rejoin_retry_after_ms;
 } rec_server;
 
+/* A repair job: an orphan lock (REC_JOB_ORPHAN: stripes [first,
+ * first+count) of client/op), or damage a background scrub found
+ * (REC_JOB_DAMAGE: bytes [first, first+count) of server's strip file). */
+enum { REC_JOB_ORPHAN, REC_JOB_DAMAGE };
 typedef struct rec_orphan {
+    unsigned kind;
+    uint32_t server;
     uint64_t file_id, first, count, client, op, age_ms;
 } rec_orphan;
 

@@ -109,7 +109,11 @@ void rec_rejoin_start(rec_ctx *c, rec_server *s)
 /* ----------------------------------------------------------- orphan locks */
 static bool same_orphan(const rec_orphan *a, const rec_orphan *b)
 {
-    return a->file_id == b->file_id && a->client == b->client && a->op == b->op;
+    if (a->kind != b->kind || a->file_id != b->file_id)
+        return false;
+    if (a->kind == REC_JOB_DAMAGE)
+        return a->server == b->server && a->first == b->first && a->count == b->count;
+    return a->client == b->client && a->op == b->op;
 }
 
 /* Caller holds mu. */
@@ -175,8 +179,34 @@ void rec_orphan_retry_due(rec_ctx *c)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* A background scrub's finding: rebuild those stripes from the other
+ * units. Done or not, the same report is not acted on again before
+ * REC_DAMAGE_RECHECK_MS (the server drops it once a write covers it, or
+ * when it reads fine at its next pass); a failure is retried then. */
+static void repair_damage(rec_ctx *c, const rec_orphan *o)
+{
+    depfs_scrub_report rep;
+    int rv = depfs_repair_strip_range(c->fs, o->file_id, o->server, o->first, o->count, &rep);
+    if (rv == 0 || rv == -ENOENT)
+        log_info("server %u's background scrub: file %" PRIu64 " bytes [%" PRIu64 ",%" PRIu64
+                 ") of its strip: %" PRIu64 " stripes checked, %" PRIu64 " units rebuilt%s",
+                 o->server, o->file_id, o->first, o->first + o->count, rep.stripes_checked,
+                 rep.units_repaired, rv ? " (the file is gone)" : "");
+    else
+        log_warn("server %u's background scrub: file %" PRIu64 " bytes [%" PRIu64 ",%" PRIu64
+                 "): repair failed: %s (%s); retry in %u ms", o->server, o->file_id, o->first,
+                 o->first + o->count, strerror(-rv), depfs_last_error(), REC_DAMAGE_RECHECK_MS);
+    pthread_mutex_lock(&c->mu);
+    remember(c, o, clock_now_ms() + REC_DAMAGE_RECHECK_MS, rv != 0 && rv != -ENOENT);
+    pthread_mutex_unlock(&c->mu);
+}
+
 static void repair_one(rec_ctx *c, const rec_orphan *o)
 {
+    if (o->kind == REC_JOB_DAMAGE) {
+        repair_damage(c, o);
+        return;
+    }
     uint64_t t0_ms = clock_now_ms();
     int rv = depfs_repair_orphan_lock(c->fs, o->file_id, o->first, o->count, o->client, o->op);
     uint64_t took_ms = clock_now_ms() - t0_ms;

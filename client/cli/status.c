@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define STATUS_CMD "status"
 #define STATUS_INITIAL_SERVERS 256u
@@ -23,6 +24,7 @@
 #define SPEED_TEXT_MAX 64u
 #define BYTES_PER_MB 1e6 /* rates in MB/s, like depfs reconstruct */
 #define SECONDS_PER_MIN 60u
+#define CLOCK_TEXT_MAX 32u /* "2026-11-25 12:34:56" */
 
 typedef struct status_totals {
     unsigned servers, up, down, rebuilding, reconstructing, reachable;
@@ -30,6 +32,7 @@ typedef struct status_totals {
     uint64_t bytes_used, bytes_free;
     uint64_t locks_granted, locks_nacked, locks_retried, locks_held, lock_hold_ms_total;
     uint64_t damaged_blocks;
+    uint64_t scrub_bytes_verified, scrub_blocks_damaged, scrub_blocks_repaired;
 } status_totals;
 
 static void status_usage(FILE *out)
@@ -43,7 +46,9 @@ static void status_usage(FILE *out)
             "bytes done/total, rate and ETA while a rebuild or reconstruction runs), whether\n"
             "this client reaches it, bytes used and free, and its stripe-lock counters\n"
             "(granted, nacked, retried after a NACK, currently held, total hold time\n"
-            "in ms); then totals.\n"
+            "in ms); then each server's background scrub (rate, bytes verified, damaged\n"
+            "ranges found and repaired since it started, full passes, when the last one\n"
+            "ended); then totals.\n"
             "\n"
             "Options:\n"
             "  -c, --config PATH  cluster config\n"
@@ -85,6 +90,9 @@ static void add_totals(status_totals *t, const depfs_server_status *s)
     t->locks_held += s->locks_held;
     t->damaged_blocks += s->damaged_blocks;
     t->lock_hold_ms_total += s->lock_hold_ms_total;
+    t->scrub_bytes_verified += s->scrub_bytes_verified;
+    t->scrub_blocks_damaged += s->scrub_blocks_damaged;
+    t->scrub_blocks_repaired += s->scrub_blocks_repaired;
 }
 
 /* Seconds left at the reported rate; false when unknown (no rate). */
@@ -125,6 +133,35 @@ static void recovery_text(char *buf, size_t len, const depfs_server_status *s)
     }
 }
 
+/* "12:34:56" (UTC) of a wall-clock second, "-" for 0. */
+static void clock_text(char *buf, size_t len, uint64_t s)
+{
+    time_t t = (time_t)s;
+    struct tm tm;
+    if (s == 0 || gmtime_r(&t, &tm) == NULL || strftime(buf, len, "%F %T", &tm) == 0)
+        snprintf(buf, len, "-");
+}
+
+static void print_scrub_text(const depfs_server_status *v, unsigned n)
+{
+    char rate[SIZE_TEXT_MAX], done[SIZE_TEXT_MAX], last[CLOCK_TEXT_MAX];
+    printf("%-4s %10s %10s %8s %9s %7s  %s\n", "ID", "SCRUB_RATE", "VERIFIED", "DAMAGED",
+           "REPAIRED", "PASSES", "LAST_PASS_END (UTC)");
+    for (unsigned i = 0; i < n; i++) {
+        const depfs_server_status *s = &v[i];
+        if (s->scrub_rate == 0)
+            snprintf(rate, sizeof rate, "off");
+        else
+            human_bytes(rate, sizeof rate, s->scrub_rate);
+        human_bytes(done, sizeof done, s->scrub_bytes_verified);
+        clock_text(last, sizeof last, s->scrub_last_pass_end_s);
+        printf("%-4u %8s/s %10s %8llu %9llu %7llu  %s\n", s->id, rate, done,
+               (unsigned long long)s->scrub_blocks_damaged,
+               (unsigned long long)s->scrub_blocks_repaired, (unsigned long long)s->scrub_passes,
+               last);
+    }
+}
+
 static void print_text(const depfs_server_status *v, unsigned n, const status_totals *t)
 {
     char used[SIZE_TEXT_MAX], freeb[SIZE_TEXT_MAX], rec[RECOVERY_TEXT_MAX];
@@ -144,17 +181,21 @@ static void print_text(const depfs_server_status *v, unsigned n, const status_to
                (unsigned long long)s->locks_retried, (unsigned long long)s->locks_held,
                (unsigned long long)s->lock_hold_ms_total, rec);
     }
+    print_scrub_text(v, n);
     human_bytes(used, sizeof(used), t->bytes_used);
     human_bytes(freeb, sizeof(freeb), t->bytes_free);
     printf("total: %u servers (%u up, %u down, %u rebuilding, %u reconstructing, %u reachable), "
            "%llu degraded files, used %s, free %s, "
            "locks granted %llu, nacked %llu, retried %llu, held %llu, hold %llu ms, "
-           "damaged blocks read %llu\n",
+           "damaged blocks read %llu, scrub verified %llu bytes, found %llu damaged, "
+           "repaired %llu\n",
            t->servers, t->up, t->down, t->rebuilding, t->reconstructing, t->reachable,
            (unsigned long long)t->degraded_files, used, freeb,
            (unsigned long long)t->locks_granted, (unsigned long long)t->locks_nacked,
            (unsigned long long)t->locks_retried, (unsigned long long)t->locks_held,
-           (unsigned long long)t->lock_hold_ms_total, (unsigned long long)t->damaged_blocks);
+           (unsigned long long)t->lock_hold_ms_total, (unsigned long long)t->damaged_blocks,
+           (unsigned long long)t->scrub_bytes_verified, (unsigned long long)t->scrub_blocks_damaged,
+           (unsigned long long)t->scrub_blocks_repaired);
 }
 
 static void json_locks(cli_json *j, uint64_t granted, uint64_t nacked, uint64_t retried,
@@ -195,6 +236,17 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
         json_locks(&j, s->locks_granted, s->locks_nacked, s->locks_retried, s->locks_held,
                    s->lock_hold_ms_total);
         cli_json_uint(&j, "damaged_blocks", s->damaged_blocks);
+        cli_json_begin_object(&j, "scrub");
+        cli_json_uint(&j, "rate", s->scrub_rate);
+        cli_json_uint(&j, "bytes_verified", s->scrub_bytes_verified);
+        cli_json_uint(&j, "blocks_damaged", s->scrub_blocks_damaged);
+        cli_json_uint(&j, "blocks_repaired", s->scrub_blocks_repaired);
+        cli_json_uint(&j, "passes", s->scrub_passes);
+        if (s->scrub_last_pass_end_s)
+            cli_json_uint(&j, "last_pass_end_s", s->scrub_last_pass_end_s);
+        else
+            cli_json_null(&j, "last_pass_end_s");
+        cli_json_end_object(&j);
         cli_json_end_object(&j);
     }
     cli_json_end_array(&j);
@@ -211,6 +263,9 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
     json_locks(&j, t->locks_granted, t->locks_nacked, t->locks_retried, t->locks_held,
                t->lock_hold_ms_total);
     cli_json_uint(&j, "damaged_blocks", t->damaged_blocks);
+    cli_json_uint(&j, "scrub_bytes_verified", t->scrub_bytes_verified);
+    cli_json_uint(&j, "scrub_blocks_damaged", t->scrub_blocks_damaged);
+    cli_json_uint(&j, "scrub_blocks_repaired", t->scrub_blocks_repaired);
     cli_json_end_object(&j);
     cli_json_end_object(&j);
     cli_json_finish(&j);

@@ -92,6 +92,14 @@ static void status_fill(const dc_server *s, const Depfs__IoReply *rep, const Dep
     st->lock_hold_ms_total = rep->lock_hold_ms_total;
     st->locks_retried = rep->locks_retried;
     st->damaged_blocks = rep->damaged_blocks;
+    if (rep->scrub) {
+        st->scrub_rate = rep->scrub->rate;
+        st->scrub_bytes_verified = rep->scrub->bytes_verified;
+        st->scrub_blocks_damaged = rep->scrub->blocks_damaged;
+        st->scrub_blocks_repaired = rep->scrub->blocks_repaired;
+        st->scrub_passes = rep->scrub->passes;
+        st->scrub_last_pass_end_s = rep->scrub->has_last_pass_end_s ? rep->scrub->last_pass_end_s : 0;
+    }
 }
 
 int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max)

@@ -255,6 +255,13 @@ typedef struct depfs_server_status {
     uint64_t rebuild_rate_bps;  /* rebuild bytes/s as last reported (0 = unknown) */
     uint64_t damaged_blocks;    /* blocks its reads found damaged (checksum
                                  * mismatch) since it started */
+    /* its background scrub, since it started */
+    uint32_t scrub_rate;              /* bytes/s configured (0: off) */
+    uint64_t scrub_bytes_verified;
+    uint64_t scrub_blocks_damaged;    /* damaged ranges (4 KiB) and lost strip files found */
+    uint64_t scrub_blocks_repaired;   /* of those, rewritten since */
+    uint64_t scrub_passes;            /* full passes finished */
+    uint64_t scrub_last_pass_end_s;   /* wall clock of the last one (0: none yet) */
 } depfs_server_status;
 /* Fills up to max entries; returns the number of servers. */
 int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max);

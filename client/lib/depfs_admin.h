@@ -66,6 +66,15 @@ typedef int (*depfs_progress_fn)(void *arg, uint64_t bytes_done);
 int depfs_repair_orphan_lock(depfs_t *fs, uint64_t ino, uint64_t first_stripe,
                              uint64_t stripe_count, uint64_t owner_client, uint64_t owner_op);
 
+/* Damage an I/O server's background scrub found in its strip file of ino,
+ * bytes [local_offset, local_offset+length) (length 0: the strip file is
+ * lost): every unit of the stripes there is checked under the stripe locks
+ * and the bad ones are rebuilt from the good ones, as a reading client
+ * does; rep says what was found and repaired. -ENOENT when the file is
+ * gone, -EINVAL when server_id holds none of it. */
+int depfs_repair_strip_range(depfs_t *fs, uint64_t ino, uint32_t server_id, uint64_t local_offset,
+                             uint64_t length, depfs_scrub_report *rep);
+
 /* Rebuild every unit that I/O server `server_id` holds for file ino (data
  * and parity, every stripe up to the file size), decoding from the other
  * servers under the stripe locks and writing to server_id even while it is

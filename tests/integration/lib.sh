@@ -306,6 +306,26 @@ wait_state() {
   done
 }
 io_dir() { awk -v id="$1" '$1 == "ioserver" && $3 == id {print $5}' "$CONF"; }
+# strip_of PATH STRIPE UNIT -> "server strip-file local-offset": where unit
+# UNIT of stripe STRIPE of a file lies on disk (units rotate: unit u of
+# stripe s is at layout position (u + s) mod n, at local offset s * su).
+strip_of() {
+  local ino n su servers pos sid sv
+  read -r ino n su servers < <(depfs layout get --json "$1" | json_get ino n stripe_unit servers)
+  read -r -a sv <<<"$servers"
+  pos=$(( ($3 + $2) % n ))
+  sid=${sv[$pos]}
+  echo "$sid $(io_dir "$sid")/strips/$(printf '%016x' "$ino") $(( $2 * su ))"
+}
+# flip_byte FILE OFFSET: xor one byte of FILE in place, behind the servers'
+# backs (flipping it again undoes it).
+flip_byte() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    off = int(sys.argv[2]); f.seek(off); b = f.read(1); f.seek(off); f.write(bytes([b[0] ^ 0x5a]))
+PY
+}
 # file_servers /PATH: the file's ordered server list, space separated.
 file_servers() { depfs layout get --json "$1" | json_get servers; }
 # file_layout /PATH: the file's (or directory's) layout as N@K@SU.
@@ -339,13 +359,13 @@ wait_rejoined() {
   done
 }
 # restart_rejoined ID BOUND_S: restart server ID (environment passed on) and
-# wait for its rejoin, then for every server up.
+# wait for its rejoin, then until status shows it up.
 restart_rejoined() {
   local before
   before=$(rejoins_of "$1")
   lc restart "$1" >/dev/null
   wait_rejoined "$1" "$before" "$2"
-  wait_all_up 60 || fail "servers not up after restarting $1: $(states_line)"
+  wait_state "$1" up 60 >/dev/null || fail "server $1 not up after its rejoin: $(states_line)"
 }
 # kill_down ID: SIGKILL I/O server ID and wait until the cluster calls it down
 # (so a later restart is a return from a known failure, not a blip).

@@ -14,27 +14,12 @@
 # is clean), also the lost and the cut strip file; the n-k+1 case is
 # brought back to n-k by hand and scrub --repair rebuilds the rest.
 source "$(dirname "$0")/lib.sh"
+# the damage planted here is for reads and `depfs scrub` to meet first:
+# no background scrub (test_background_scrub covers that one)
+export DEPFS_CONF_EXTRA="scrub_rate = 0"
 cluster_up --servers 8
 REF="$DEPFS_STATE/ref"
 mkdir -p "$REF"
-
-# strip_of PATH STRIPE UNIT -> "server strip-file local-offset"
-strip_of() {
-  local ino n su servers pos sid
-  read -r ino n su servers < <(depfs layout get --json "$1" | json_get ino n stripe_unit servers)
-  read -r -a sv <<<"$servers"
-  pos=$(( ($3 + $2) % n ))
-  sid=${sv[$pos]}
-  echo "$sid $(io_dir "$sid")/strips/$(printf '%016x' "$ino") $(( $2 * su ))"
-}
-
-flip() { # FILE OFFSET: xor one byte in place (again: undone)
-  python3 - "$1" "$2" <<'PY'
-import sys
-with open(sys.argv[1], "r+b") as f:
-    off = int(sys.argv[2]); f.seek(off); b = f.read(1); f.seek(off); f.write(bytes([b[0] ^ 0x5a]))
-PY
-}
 
 damaged_total() { status_json | json_get totals.damaged_blocks 2>/dev/null || echo 0; }
 
@@ -56,7 +41,7 @@ for L in 8@6 8@7 4@2 8@4; do
   for j in $(seq 0 $((m - 1))); do
     u=$j; [ "$j" -eq $((m - 1)) ] && [ "$m" -ge 2 ] && u=$((n - 1))
     read -r sid strip off < <(strip_of "$d/f" 2 "$u")
-    flip "$strip" $((off + 1000 + 97 * j))
+    flip_byte "$strip" $((off + 1000 + 97 * j))
   done
   read_back "$d/f" "$REF/$L" ||
     fail "$L: with $m damaged units the read did not return the written bytes: $(cat "$DEPFS_STATE/back.err")"
@@ -72,7 +57,7 @@ for L in 8@6 8@7 4@2 8@4; do
   flips=()
   for u in $(seq 0 "$m"); do
     read -r sid strip off < <(strip_of "$d/f" 3 "$u")
-    flip "$strip" $((off + 4321))
+    flip_byte "$strip" $((off + 4321))
     flips+=("$strip $((off + 4321))")
   done
   if depfs cp "depfs:$d/f" "$DEPFS_STATE/back" 2> "$DEPFS_STATE/back.err"; then
@@ -80,7 +65,7 @@ for L in 8@6 8@7 4@2 8@4; do
     fail "$L: $((m + 1)) damaged units of a stripe: the read returned WRONG bytes instead of failing"
   fi
   log "$L: $((m + 1)) damaged units: the read fails ($(tail -1 "$DEPFS_STATE/back.err"))"
-  flip ${flips[0]} # back to n-k: undone by hand; the rest is scrub's
+  flip_byte ${flips[0]} # back to n-k: undone by hand; the rest is scrub's
   depfs scrub --repair "$d/f" > "$DEPFS_STATE/repair.out" 2>&1 ||
     { cat "$DEPFS_STATE/repair.out"; fail "$L: scrub --repair left damage"; }
   grep -q "$m checksum" "$DEPFS_STATE/repair.out" ||

@@ -6,6 +6,9 @@
 # (tests/integration/test_scrub_locate.sh covers data units, 8@7 and read
 # errors.)
 source "$(dirname "$0")/lib.sh"
+# the damage planted here is for reads and `depfs scrub` to meet first:
+# no background scrub (test_background_scrub covers that one)
+export DEPFS_CONF_EXTRA="scrub_rate = 0"
 cluster_up --servers 8
 mkdir "$MNT/d"; setfattr -n user.depfs.layout -v 8@6 "$MNT/d"
 head -c $((3 * 1024 * 1024 + 12345)) /dev/urandom > "$DEPFS_STATE/src"

@@ -22,6 +22,9 @@
 source "$(dirname "$0")/lib.sh"
 use_test_build
 require_recovery
+# the damage planted here is for reads and `depfs scrub` to meet first:
+# no background scrub (test_background_scrub covers that one)
+export DEPFS_CONF_EXTRA="scrub_rate = 0"
 cluster_up --servers 8
 
 # findings FILE: one line per finding of a scrub --json document:
