@@ -16,6 +16,10 @@
 #define LAYOUT_MIN_SU 512u
 #define LAYOUT_MAX_SU (16u * 1024 * 1024)
 #define LAYOUT_DEFAULT_SU (64u * 1024)
+/* Strip files stay below this many bytes (I/O servers refuse offsets past
+ * it), so a file of layout l holds at most layout_max_file_bytes(l). */
+#define LAYOUT_MAX_STRIP_BYTES (1ull << 50)
+_Static_assert(LAYOUT_MAX_STRIP_BYTES % LAYOUT_MAX_SU == 0, "whole units fit a strip");
 
 typedef struct layout {
     uint32_t n, k;          /* units per stripe, data units per stripe */
@@ -31,6 +35,10 @@ int layout_validate(const layout *l, char *why, size_t why_len);
 static inline uint64_t layout_stripe_bytes(const layout *l) { return (uint64_t)l->k * l->su; }
 static inline uint64_t layout_stripe_of(const layout *l, uint64_t off) { return off / layout_stripe_bytes(l); }
 static inline uint64_t layout_local_offset(const layout *l, uint64_t stripe) { return stripe * l->su; }
+/* The largest file size layout l can store: k strips of LAYOUT_MAX_STRIP_BYTES
+ * (at most 2^55: LAYOUT_MAX_N x 2^50). */
+static inline uint64_t layout_max_file_bytes(const layout *l)
+{ return (uint64_t)l->k * LAYOUT_MAX_STRIP_BYTES; }
 
 /* Position in servers[] of unit `unit` of stripe `stripe`, and the inverse. */
 unsigned layout_unit_pos(const layout *l, uint64_t stripe, unsigned unit);

@@ -18,7 +18,7 @@
 #include "strips.h"
 
 #define IOS_MAX_EXTENTS 4096u            /* extents per READ/WRITE */
-#define IOS_MAX_LOCAL_BYTES (1ull << 50) /* strip file offsets stay below this */
+#define IOS_MAX_LOCAL_BYTES LAYOUT_MAX_STRIP_BYTES /* strip file offsets stay below this */
 #define IOS_MAX_STALE_REPLY 1024u        /* lock entries per heartbeat reply */
 #define IOS_MAX_DRAIN_MS 30000u          /* longest IO_SET_STATE drain wait */
 #define IOS_MAX_DRAIN_LOCKS 65536u       /* lock entries one drain waits for */

@@ -158,6 +158,16 @@ uint64_t mds_ns_thread_writes(void)
     return ns_thread_writes;
 }
 
+/* The running total of file sizes (statfs) moves by a file's old and new
+ * size. It is a statistic: it saturates instead of wrapping (a store whose
+ * total wrapped before it did stays usable), and a total below a file's
+ * size only clamps at 0. */
+static void account_size(ns_txn *t, uint64_t old_size, uint64_t new_size)
+{
+    uint64_t v = t->logical_bytes >= old_size ? t->logical_bytes - old_size : 0;
+    t->logical_bytes = v > UINT64_MAX - new_size ? UINT64_MAX : v + new_size;
+}
+
 /* ------------------------------------------------------- inodes & dirents */
 
 int ns_load_inode(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
@@ -280,10 +290,8 @@ int ns_destroy_inode(ns_txn *t, const mds_inode *in)
     }
     assert(t->inodes > 0);
     t->inodes--;
-    if (S_ISREG(in->mode)) {
-        assert(t->logical_bytes >= in->size);
-        t->logical_bytes -= in->size;
-    }
+    if (S_ISREG(in->mode))
+        account_size(t, in->size, 0);
     return 0;
 }
 
@@ -1091,13 +1099,25 @@ static int check_regular(const mds_inode *in, char *why)
     return 0;
 }
 
+/* A size a regular file can take: at most what its layout can store (the
+ * I/O servers refuse strip offsets past LAYOUT_MAX_STRIP_BYTES). */
+static int check_size(const mds_inode *in, uint64_t size, char *why)
+{
+    uint64_t max = in->has_layout ? layout_max_file_bytes(&in->lay) : LAYOUT_MAX_STRIP_BYTES;
+    if (size > max)
+        return ns_fail(why, EFBIG, "size %llu of inode %llu > %llu, the most its layout stores",
+                       (unsigned long long)size, (unsigned long long)in->ino,
+                       (unsigned long long)max);
+    return 0;
+}
+
 /* A size > 0 means a client may have written strip files (clients publish
  * the size after writing; data inside a size that was set by truncate also
- * needs size > 0 first). may_have_data stays set for good. */
+ * needs size > 0 first). may_have_data stays set for good. The caller
+ * checked the size (check_size). */
 static void set_size(ns_txn *t, mds_inode *in, uint64_t size)
 {
-    assert(t->logical_bytes >= in->size);
-    t->logical_bytes = t->logical_bytes - in->size + size;
+    account_size(t, in->size, size);
     in->size = size;
     if (size > 0)
         in->may_have_data = true;
@@ -1108,6 +1128,8 @@ static int apply_setattr(ns_txn *t, mds_inode *in, uint32_t mask, const mds_seta
     int64_t now = clock_real_ns();
     if (mask & DEPFS_SET_SIZE) {
         int rc = check_regular(in, why);
+        if (rc == 0)
+            rc = check_size(in, a->size, why);
         if (rc < 0)
             return rc;
         set_size(t, in, a->size);
@@ -1172,6 +1194,8 @@ int mds_ns_extend(mds_ns *ns, uint64_t ino, uint64_t size, bool has_mtime, int64
     rc = ns_load_inode(ns, ino, &in, why);
     if (rc == 0)
         rc = check_regular(&in, why);
+    if (rc == 0)
+        rc = check_size(&in, size, why);
     if (rc < 0)
         goto out;
     rc = ns_txn_begin(ns, &t);

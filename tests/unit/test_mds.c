@@ -578,6 +578,63 @@ START_TEST(test_setattr_extend)
 }
 END_TEST
 
+/* Sizes from any client: the issue-13 sequence (two files truncated to
+ * 2^63-1, one to 2, one back to 0) wrapped the running total, the MDS
+ * asserted, saved the wrapped total and asserted again at every later
+ * remove. Now a size past what the layout stores is EFBIG, and the total
+ * saturates and clamps: a store whose total wrapped before stays usable
+ * (reopened, files removed, no abort). */
+START_TEST(test_sizes_bounded)
+{
+    mds_inode in;
+    mds_removed rm;
+    uint64_t files, bytes;
+    uint64_t a = new_file(ROOT, "a"), b = new_file(ROOT, "b"), c = new_file(ROOT, "c");
+    mds_inode ai = attr_of(a);
+    uint64_t max = layout_max_file_bytes(&ai.lay);
+    mds_setattr_in s = { .size = INT64_MAX };
+    ck_assert_int_eq(mds_ns_setattr(ns, a, DEPFS_SET_SIZE, &s, &in, why), -EFBIG);
+    ck_assert_int_eq(mds_ns_setattr(ns, b, DEPFS_SET_SIZE, &s, &in, why), -EFBIG);
+    ck_assert_int_eq(mds_ns_extend(ns, b, UINT64_MAX, false, 0, &in, why), -EFBIG);
+    s.size = 2;
+    ck_assert_int_eq(mds_ns_setattr(ns, c, DEPFS_SET_SIZE, &s, &in, why), 0);
+    s.size = 0;
+    ck_assert_int_eq(mds_ns_setattr(ns, a, DEPFS_SET_SIZE, &s, &in, why), 0);
+    s.size = max;
+    ck_assert_int_eq(mds_ns_setattr(ns, a, DEPFS_SET_SIZE, &s, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, b, max + 1, false, 0, &in, why), -EFBIG);
+    ck_assert_int_eq(mds_ns_extend(ns, b, max, false, 0, &in, why), 0);
+    mds_ns_statfs(ns, &files, &bytes);
+    ck_assert_uint_eq(bytes, 2 * max + 2);
+    /* a total that wrapped in an older store: near 2^64 it saturates, below
+     * a file's size it clamps at 0, and nothing aborts */
+    store_close();
+    {
+        char err[256];
+        kvstore *raw;
+        uint8_t key[MDS_KEY_MAX], val[8];
+        ck_assert_int_eq(kv_open(tmpdir, true, &raw, err, sizeof err), 0);
+        mds_put_u64le(val, UINT64_MAX - 1);
+        ck_assert_int_eq(kv_put(raw, key, mds_key_counter(key, MDS_COUNTER_LOGICAL_BYTES), val,
+                                sizeof val), 0);
+        kv_close(raw);
+    }
+    store_open();
+    s.size = 3;
+    ck_assert_int_eq(mds_ns_setattr(ns, c, DEPFS_SET_SIZE, &s, &in, why), 0);
+    mds_ns_statfs(ns, &files, &bytes);
+    ck_assert_uint_eq(bytes, UINT64_MAX);
+    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "a", &rm, why), 0);
+    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "b", &rm, why), 0);
+    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "c", &rm, why), 0);
+    mds_ns_statfs(ns, &files, &bytes);
+    ck_assert_uint_le(bytes, UINT64_MAX);
+    store_close();
+    store_open(); /* and it opens again */
+    ck_assert_uint_eq(ino_of(ROOT, "b"), 0);
+}
+END_TEST
+
 START_TEST(test_setgid_dir)
 {
     mds_setattr_in a = { .mode = 02775, .gid = 555 };
@@ -1300,6 +1357,7 @@ static Suite *mds_suite(void)
     tcase_add_test(tc, test_readdir_paging);
     tcase_add_test(tc, test_symlink_mknod);
     tcase_add_test(tc, test_setattr_extend);
+    tcase_add_test(tc, test_sizes_bounded);
     tcase_add_test(tc, test_setgid_dir);
     tcase_add_test(tc, test_xattrs);
     tcase_add_test(tc, test_layout_inheritance);
