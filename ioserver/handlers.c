@@ -479,6 +479,9 @@ static void fill_scrub_stats(ios_ctx *c, ios_result *res)
     s->has_last_pass_end_s = st.last_pass_end_s != 0;
     s->last_pass_end_s = st.last_pass_end_s;
     s->rate = st.rate;
+    s->has_last_pass_bytes = s->has_last_pass_ms = st.passes > 0;
+    s->last_pass_bytes = st.last_pass_bytes;
+    s->last_pass_ms = st.last_pass_ms;
     res->reply.scrub = s;
 }
 

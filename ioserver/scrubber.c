@@ -140,8 +140,16 @@ static bool scrub_file(void *arg, uint64_t file_id, bool lost)
         damage_add(sc, file_id, 0, 0, -ENODATA);
         return scrub_pace(sc);
     }
+    uint64_t adopted = 0;
+    int rc = ios_strips_adopt(sc->strips, file_id, &adopted);
+    if (rc < 0)
+        log_warn("background scrub: strip %016" PRIx64 ": cannot add checksums to it: %s",
+                 file_id, strerror(-rc));
+    else if (adopted > 0)
+        log_info("background scrub: strip %016" PRIx64 " predates checksums: %" PRIu64
+                 " blocks have theirs now", file_id, adopted);
     uint64_t size = 0;
-    int rc = ios_strips_checked_size(sc->strips, file_id, &size);
+    rc = ios_strips_checked_size(sc->strips, file_id, &size);
     if (rc == -ENODATA)
         damage_add(sc, file_id, 0, 0, rc);
     if (rc < 0)
@@ -194,6 +202,8 @@ static void *scrub_main(void *arg)
         pthread_mutex_lock(&sc->mu);
         if (rc == 0 && !sc->stopping) {
             sc->st.passes++;
+            sc->st.last_pass_bytes = sc->pass_bytes;
+            sc->st.last_pass_ms = clock_now_ms() - sc->pass_start_ms;
             sc->st.last_pass_end_s = (uint64_t)(clock_real_ns() / (int64_t)CLOCK_NS_PER_S);
         }
         pthread_mutex_unlock(&sc->mu);

@@ -31,6 +31,7 @@ typedef struct ios_scrub_stats {
     uint64_t blocks_repaired; /* of those, covered by a write since */
     uint64_t passes;
     uint64_t last_pass_end_s; /* wall clock; 0: no pass finished yet */
+    uint64_t last_pass_bytes, last_pass_ms; /* what it verified, how long it took */
     uint32_t rate;            /* bytes/s, 0: off */
 } ios_scrub_stats;
 

@@ -927,6 +927,72 @@ int ios_strips_walk(ios_strips *s, ios_strip_walk_fn fn, void *arg)
     return 0;
 }
 
+/* One step of an adoption: under the region locks, the blocks of
+ * [a, a + nb*B) that have no checksum get the one of their bytes now. */
+static int adopt_step(ios_strips *s, const fd_entry *e, uint64_t a, uint64_t nb, uint8_t *blocks,
+                      ios_csum_entry *ent, uint64_t *adopted)
+{
+    uint32_t B = e->csum.block;
+    region_set rs;
+    regions_of(e->file_id, a, a + nb * B, &rs);
+    regions_lock(s, &rs);
+    int rc = pread_full(e->fd, blocks, nb * B, a);
+    if (rc == 0)
+        rc = ios_csum_entries_read(e->cfd, a / B, nb, ent);
+    uint64_t n = 0;
+    for (uint64_t i = 0; rc == 0 && i < nb; i++) {
+        if (ent[i].tag != 0)
+            continue; /* checked already (or known bad) */
+        ent[i] = ios_csum_of(blocks + i * B, B);
+        n++;
+    }
+    if (rc == 0 && n > 0)
+        rc = ios_csum_entries_write(e->cfd, a / B, nb, ent);
+    regions_unlock(s, &rs);
+    if (rc == 0)
+        *adopted += n;
+    return rc;
+}
+
+int ios_strips_adopt(ios_strips *s, uint64_t file_id, uint64_t *adopted)
+{
+    *adopted = 0;
+    fd_entry *e;
+    int rc = fd_get(s, file_id, false, 0, &e);
+    if (rc == -ENOENT || rc == -ENODATA)
+        return 0; /* nothing to adopt; a lost strip is the scrub's finding */
+    if (rc)
+        return rc;
+    rc = entry_add_sidecar(s, e, IOS_CSUM_BLOCK_MIN); /* the stripe unit is not known here */
+    struct stat st;
+    uint8_t *blocks = NULL;
+    ios_csum_entry *ent = NULL;
+    if (rc || __atomic_load_n(&e->cfd, __ATOMIC_ACQUIRE) < 0 ||
+        (e->csum.flags & IOS_CSUM_COMPLETE))
+        goto out; /* complete: every block has had its checksum since it was written */
+    if (fstat(e->fd, &st) != 0) {
+        rc = -errno;
+        goto out;
+    }
+    uint32_t B = e->csum.block;
+    blocks = malloc((size_t)CSUM_STEP_BLOCKS * B);
+    ent = malloc(CSUM_STEP_BLOCKS * sizeof(*ent));
+    if (!blocks || !ent) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    uint64_t end = ((uint64_t)st.st_size + B - 1) / B * B;
+    for (uint64_t a = 0; a < end && rc == 0; a += (uint64_t)CSUM_STEP_BLOCKS * B) {
+        uint64_t nb = (end - a) / B < CSUM_STEP_BLOCKS ? (end - a) / B : CSUM_STEP_BLOCKS;
+        rc = adopt_step(s, e, a, nb, blocks, ent, adopted);
+    }
+out:
+    free(ent);
+    free(blocks);
+    fd_put(s, e);
+    return rc;
+}
+
 int ios_strips_checked_size(ios_strips *s, uint64_t file_id, uint64_t *size)
 {
     *size = 0;

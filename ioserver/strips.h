@@ -51,6 +51,13 @@ int ios_strips_truncate(ios_strips *s, uint64_t file_id, uint64_t local_size);
 int ios_strips_remove(ios_strips *s, uint64_t file_id);
 /* fdatasync; absent is fine. */
 int ios_strips_fsync(ios_strips *s, uint64_t file_id);
+/* The upgrade path: a strip file from before checksums (no sidecar, or
+ * one added by a write, whose untouched blocks have none) gets the
+ * checksums of the bytes it holds now, block by block under the region
+ * locks (smallest blocks: the stripe unit is not known). *adopted: how
+ * many blocks got one. A strip file whose checksums came with it is left
+ * alone. */
+int ios_strips_adopt(ios_strips *s, uint64_t file_id, uint64_t *adopted);
 /* How far a strip file must be verified: its length, or further when its
  * sidecar holds checksums past it (a strip file cut short or recreated:
  * those blocks read as zeros and fail their checks). 0 when absent,

@@ -242,6 +242,8 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
         cli_json_uint(&j, "blocks_damaged", s->scrub_blocks_damaged);
         cli_json_uint(&j, "blocks_repaired", s->scrub_blocks_repaired);
         cli_json_uint(&j, "passes", s->scrub_passes);
+        cli_json_uint(&j, "last_pass_bytes", s->scrub_last_pass_bytes);
+        cli_json_uint(&j, "last_pass_ms", s->scrub_last_pass_ms);
         if (s->scrub_last_pass_end_s)
             cli_json_uint(&j, "last_pass_end_s", s->scrub_last_pass_end_s);
         else

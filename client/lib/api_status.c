@@ -99,6 +99,8 @@ static void status_fill(const dc_server *s, const Depfs__IoReply *rep, const Dep
         st->scrub_blocks_repaired = rep->scrub->blocks_repaired;
         st->scrub_passes = rep->scrub->passes;
         st->scrub_last_pass_end_s = rep->scrub->has_last_pass_end_s ? rep->scrub->last_pass_end_s : 0;
+        st->scrub_last_pass_bytes = rep->scrub->last_pass_bytes;
+        st->scrub_last_pass_ms = rep->scrub->last_pass_ms;
     }
 }
 

@@ -20,6 +20,7 @@
 #include "tests/lib/rng.h"
 
 #define FILE_A 0x1234ull
+#define FILE_B 0x5678ull
 #define BLK IOS_CSUM_BLOCK_MAX
 
 static char tmpdir[64];
@@ -235,16 +236,22 @@ END_TEST
 
 /* A strip file written before checksums existed: read unverified; a write
  * adds a sidecar, and the blocks it rewrote are verified from then on. */
+/* A strip file as written before checksums: no sidecar. */
+static void write_legacy(uint64_t id, const uint8_t *w, size_t len)
+{
+    char path[256];
+    strip_path(id, "", path, sizeof path);
+    int fd = open(path, O_CREAT | O_WRONLY, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, w, len, 0), (ssize_t)len);
+    close(fd);
+}
+
 START_TEST(strip_files_from_before_checksums_keep_working)
 {
     uint8_t w[2 * BLK], r[2 * BLK];
     rnd_fill(w, sizeof w);
-    char path[256];
-    strip_path(FILE_A, "", path, sizeof path);
-    int fd = open(path, O_CREAT | O_WRONLY, 0600);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(pwrite(fd, w, sizeof w, 0), (ssize_t)sizeof w);
-    close(fd);
+    write_legacy(FILE_A, w, sizeof w);
     ck_assert_int_eq(get(FILE_A, 0, r, sizeof r), 0);
     ck_assert_int_eq(memcmp(r, w, sizeof w), 0);
     ck_assert_int_eq(put(FILE_A, BLK, w, BLK, 65536), 0);
@@ -257,6 +264,39 @@ START_TEST(strip_files_from_before_checksums_keep_working)
     reopen();
     ck_assert_int_eq(get(FILE_A, 0, r, BLK), 0);
     ck_assert_int_eq(get(FILE_A, BLK, r, BLK), -EBADMSG);
+}
+END_TEST
+
+/* The upgrade path: adoption gives every block of a strip file from before
+ * checksums (and the untouched blocks of one a write added a sidecar to)
+ * the checksum of its bytes, so damage after it is found; a strip file
+ * born with checksums is left alone, and adopting twice adds nothing. */
+START_TEST(adoption_gives_old_strips_checksums)
+{
+    uint8_t w[3 * BLK + 100], r[sizeof w];
+    rnd_fill(w, sizeof w);
+    write_legacy(FILE_A, w, sizeof w);
+    reopen();
+    uint64_t n = 0;
+    ck_assert_int_eq(ios_strips_adopt(st, FILE_A, &n), 0);
+    ck_assert_uint_eq(n, (sizeof w + IOS_CSUM_BLOCK_MIN - 1) / IOS_CSUM_BLOCK_MIN);
+    ck_assert_int_eq(ios_strips_adopt(st, FILE_A, &n), 0);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(get(FILE_A, 0, r, sizeof r), 0);
+    ck_assert_int_eq(memcmp(r, w, sizeof w), 0);
+    flip_on_disk(FILE_A, 5);
+    flip_on_disk(FILE_A, 3 * BLK + 50); /* in the last, partial block */
+    reopen();
+    ck_assert_int_eq(get(FILE_A, 0, r, IOS_CSUM_BLOCK_MIN), -EBADMSG);
+    ck_assert_int_eq(get(FILE_A, 3 * BLK, r, 100), -EBADMSG);
+    ck_assert_int_eq(get(FILE_A, BLK, r, BLK), 0);
+    /* born with checksums: nothing to adopt */
+    ck_assert_int_eq(put(FILE_B, 0, w, 2 * BLK, 65536), 0);
+    ck_assert_int_eq(ios_strips_adopt(st, FILE_B, &n), 0);
+    ck_assert_uint_eq(n, 0);
+    /* absent: nothing */
+    ck_assert_int_eq(ios_strips_adopt(st, 0x777, &n), 0);
+    ck_assert_uint_eq(n, 0);
 }
 END_TEST
 
@@ -321,6 +361,7 @@ int main(void)
     tcase_add_test(tc, truncation_keeps_checksums);
     tcase_add_test(tc, a_lost_strip_file_is_not_a_hole);
     tcase_add_test(tc, strip_files_from_before_checksums_keep_working);
+    tcase_add_test(tc, adoption_gives_old_strips_checksums);
     tcase_add_test(tc, small_stripe_units_get_small_blocks);
     tcase_add_test(tc, a_strip_being_created_is_not_lost);
     suite_add_tcase(s, tc);
