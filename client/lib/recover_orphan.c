@@ -365,6 +365,18 @@ static int dc_orphan_repair(dc_orphan *o)
      * around a server that landed before we held them recorded it first */
     if (rc == 0)
         rc = dc_untrusted_mask(o->fs, lay, o->t.ino, true, &o->untrusted);
+    uint32_t all = (lay->n < 32 ? (1u << lay->n) : 0u) - 1u;
+    uint32_t unreached = all & ~o->reach;
+    if (rc == 0 && unreached != 0 &&
+        dc_popcount32(unreached | o->untrusted) > lay->n - lay->k) {
+        /* the servers not reached would be recorded dirty (they may hold a
+         * unit in doubt): more untrusted units than n-k, and no rejoin could
+         * ever rebuild the file. They keep their own intents: wait for them */
+        dc_set_error("orphan repair of inode %llu: %u of its %u servers unreachable or stale, "
+                     "more than n-k=%u: waiting until they answer", (unsigned long long)o->t.ino,
+                     dc_popcount32(unreached | o->untrusted), lay->n, lay->n - lay->k);
+        rc = -EAGAIN;
+    }
     if (rc < 0) {
         dc_orphan_unlock(o, true);
         return rc;
@@ -376,8 +388,7 @@ static int dc_orphan_repair(dc_orphan *o)
     if (b.units == NULL)
         rc = -ENOMEM;
     bool in_doubt = false;
-    uint32_t all = (lay->n < 32 ? (1u << lay->n) : 0u) - 1u;
-    uint32_t missed = all & ~o->reach;
+    uint32_t missed = unreached;
     for (uint64_t s = o->first; s < o->first + o->count && rc == 0; s += b.batch) {
         b.first = s;
         b.count = o->first + o->count - s < b.batch ? o->first + o->count - s : b.batch;

@@ -715,6 +715,59 @@ START_TEST(test_intents_survive_a_crash_of_every_server)
 }
 END_TEST
 
+/* A dead reader's orphans (locks taken only to read) on the servers that
+ * answer, while more than n-k of the file's servers cannot be reached
+ * (make test's CI at cd0ed17: every server SIGKILLed mid-write, the repair
+ * ran while five were restarting). Before, it found nothing in doubt,
+ * "succeeded" and recorded every unreached server dirty for the file: more
+ * untrusted units than n-k, so no rejoin could ever rebuild it. Now it
+ * waits (EAGAIN, nothing recorded); once they answer it succeeds, and each
+ * of them can be rebuilt from the others. */
+START_TEST(test_orphan_repair_waits_for_servers)
+{
+    depfs_t *fs = mount_fs();
+    size_t size = 5 * 4 * 4096; /* 5 stripes of 6@4@4k */
+    uint8_t *model = calloc(1, size);
+    uint64_t ino = write_file(fs, "depfs@6@4@4k:/wait", model, 0, size);
+    depfs_layout_info li;
+    layout_of(fs, ino, &li);
+    const uint64_t first = 1, count = 2;
+    for (unsigned p = 0; p < 3; p++) {
+        Depfs__LockSpec l = DEPFS__LOCK_SPEC__INIT;
+        l.first_stripe = first;
+        l.stripe_count = count;
+        l.owner_client = T_ORPHAN_CLIENT;
+        l.owner_op = T_ORPHAN_OP;
+        l.has_read_only = l.read_only = true;
+        Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
+        q.file_id = ino;
+        q.lock = &l;
+        ck_assert_int_eq(raw_call(li.servers[p], DEPFS__IO_OP__IO_LOCK, &q, NULL, 0), 0);
+    }
+    for (unsigned p = 3; p < 6; p++) /* three of six: more than n-k = 2 */
+        td_ios_kill(&g_cl, li.servers[p]);
+    usleep(T_LEASE_WAIT_US);
+    int rc = depfs_repair_orphan_lock(fs, ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP);
+    ck_assert_msg(rc == -EAGAIN, "repair with 3 of 6 servers gone: %s (%s)", strerror(-rc),
+                  depfs_last_error());
+    for (unsigned p = 3; p < 6; p++)
+        ck_assert(td_ios_start(&g_cl, li.servers[p], NULL));
+    depfs_unmount(fs);
+    fs = mount_fs(); /* no failure marks from before */
+    rc = depfs_repair_orphan_lock(fs, ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP);
+    ck_assert_msg(rc == 0, "repair: %s (%s)", strerror(-rc), depfs_last_error());
+    for (unsigned p = 3; p < 6; p++) {
+        rc = depfs_rebuild_file(fs, ino, li.servers[p], NULL, NULL);
+        ck_assert_msg(rc == 0, "rebuild on server %u: %s (%s)", li.servers[p], strerror(-rc),
+                      depfs_last_error());
+    }
+    check_content(fs, "/wait", model, size);
+    scrub_clean(fs, ino);
+    depfs_unmount(fs);
+    free(model);
+}
+END_TEST
+
 /* ------------------------------------------------------- cluster epochs */
 
 /* A client that mounted before two state changes writes: every server
@@ -848,6 +901,7 @@ int main(void)
     suite_add_tcase(s, own_cluster("orphan_stale_server", test_orphan_on_stale_server));
     suite_add_tcase(s, own_cluster("orphans_overlap", test_orphans_overlap));
     suite_add_tcase(s, own_cluster("intents_crash", test_intents_survive_a_crash_of_every_server));
+    suite_add_tcase(s, own_cluster("orphan_waits", test_orphan_repair_waits_for_servers));
     suite_add_tcase(s, own_cluster("reconstruct_cli", test_reconstruct_cli));
     suite_add_tcase(s, own_cluster("epoch_refresh", test_epoch_refresh));
     SRunner *sr = srunner_create(s);
