@@ -572,7 +572,9 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
     dc_phase2_send(w, reqs);
     uint32_t stale = dc_results_of(w, reqs, DC_ERR_STALE_PLAN);
     bool torn = false; /* stale positions left beside stored ones: keep them locked */
+    bool finished_stale = false;
     if (stale != 0 && dc_results_of(w, reqs, 0) != 0) {
+        finished_stale = true;
         log_warn("libdepfs: write of inode %llu: the cluster changed during the write; "
                  "finishing it where it was refused", (unsigned long long)w->in->ino);
         dc_phase2_finish_stale(w, reqs, stale);
@@ -638,7 +640,13 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
             return -EIO;
         }
     }
-    return lost_lock ? -EAGAIN : 0;
+    if (lost_lock)
+        return -EAGAIN;
+    /* finished as planned after the cluster changed: a server planned
+     * without may be UP again with old units of these stripes */
+    return finished_stale && !torn && w->down != 0
+               ? dc_wait_missed_settled(w->fs, lay, w->in->ino, w->down)
+               : 0;
 }
 
 /* ---------------------------------------------------------------- rounds */

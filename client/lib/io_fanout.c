@@ -662,6 +662,89 @@ uint32_t dc_write_down_mask(depfs_t *fs, const layout *lay)
     }
 }
 
+int dc_dirty_probe(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t *recorded,
+                   uint32_t *silent)
+{
+    dc_ctl v[LAYOUT_MAX_N];
+    uint32_t ids[LAYOUT_MAX_N];
+    unsigned n = 0;
+    for (unsigned p = 0; p < lay->n; p++)
+        ids[p] = lay->servers[p];
+    for (unsigned p = 0; p < lay->n; p++) {
+        dc_server *s = dc_server_by_id(fs, lay->servers[p]);
+        if (s == NULL)
+            continue;
+        pthread_mutex_lock(&s->lock);
+        bool dead = s->state == DEPFS__SERVER_STATE__SERVER_DOWN;
+        pthread_mutex_unlock(&s->lock);
+        if (dead)
+            continue;
+        dc_ctl_init(&v[n], lay->servers[p], DEPFS__IO_OP__IO_DIRTY, ino);
+        v[n].req.has_dirty_action = true;
+        v[n].req.dirty_action = DEPFS__DIRTY_ACTION__DIRTY_PROBE;
+        v[n].req.n_down_servers = lay->n;
+        v[n].req.down_servers = ids;
+        n++;
+    }
+    dc_ctl_run(fs, v, n);
+    int rc = 0;
+    *recorded = 0;
+    if (silent)
+        *silent = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (v[i].rc == DC_ERR_DOWN) {
+            for (unsigned p = 0; silent && p < lay->n; p++)
+                if (lay->servers[p] == v[i].server_id)
+                    *silent |= 1u << p;
+            continue;
+        }
+        if (v[i].rc < 0) {
+            dc_set_error("dirty records of inode %llu on server %u: %s", (unsigned long long)ino,
+                         v[i].server_id, strerror(-v[i].rc));
+            if (rc == 0)
+                rc = v[i].rc;
+            continue;
+        }
+        for (size_t j = 0; j < v[i].rep->n_dirty_files; j++) {
+            for (unsigned p = 0; p < lay->n; p++)
+                if (lay->servers[p] == (uint32_t)v[i].rep->dirty_files[j])
+                    *recorded |= 1u << p;
+        }
+    }
+    dc_ctl_free(v, n);
+    return rc;
+}
+
+int dc_wait_missed_settled(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t missed)
+{
+    uint64_t deadline_ms = dc_now_ms() + DC_WRITE_AROUND_WAIT_MS;
+    for (;;) {
+        (void)dc_cluster_refresh(fs); /* states as the MDS has them now */
+        uint32_t up = 0, recorded = 0;
+        for (unsigned p = 0; p < lay->n; p++) {
+            dc_server *s = ((missed >> p) & 1u) ? dc_server_by_id(fs, lay->servers[p]) : NULL;
+            if (s == NULL)
+                continue;
+            pthread_mutex_lock(&s->lock);
+            if (s->state == DEPFS__SERVER_STATE__SERVER_UP)
+                up |= 1u << p;
+            pthread_mutex_unlock(&s->lock);
+        }
+        int rc = up ? dc_dirty_probe(fs, lay, ino, &recorded, NULL) : 0;
+        uint32_t pending = rc < 0 ? up : up & recorded;
+        if (pending == 0)
+            return 0;
+        if (dc_now_ms() >= deadline_ms) {
+            dc_set_error("write of inode %llu: servers at positions %#x came back during the write "
+                         "and still serve its stripes' old units after %u ms",
+                         (unsigned long long)ino, pending, DC_WRITE_AROUND_WAIT_MS);
+            return -EIO;
+        }
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)DC_WRITE_AROUND_POLL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 unsigned dc_popcount32(uint32_t v) { return (unsigned)__builtin_popcount(v); }
 
 uint64_t dc_round_stripes(const depfs_t *fs, const layout *lay)

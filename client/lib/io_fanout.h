@@ -158,6 +158,23 @@ void dc_lock_backoff(unsigned attempt);
 #define DC_WRITE_AROUND_WAIT_MS 10000u
 #define DC_WRITE_AROUND_POLL_MS 100u
 uint32_t dc_write_down_mask(depfs_t *fs, const layout *lay);
+
+/* Positions of the layout named in a dirty record for ino on any server of
+ * the layout that answers (IO_DIRTY DIRTY_PROBE; servers the MDS calls DOWN
+ * are not asked); *silent (may be NULL): positions asked that did not
+ * answer. 0, or the first error of an answering server. */
+int dc_dirty_probe(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t *recorded,
+                   uint32_t *silent);
+
+/* A write finished after the cluster changed under it (a server it was
+ * planned without came back meanwhile) left the units of those servers
+ * (positions in missed) stale in its stripes, with dirty records on the
+ * others; a server that is UP again would serve them until depfs-recovery
+ * demotes it and rebuilds the file. The write is acknowledged only once
+ * every such server is out of service or has no record for ino any more,
+ * for at most DC_WRITE_AROUND_WAIT_MS (then -EIO: the data is stored, but
+ * a reader might not see it). */
+int dc_wait_missed_settled(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t missed);
 uint32_t dc_down_mask(depfs_t *fs, const layout *lay);
 unsigned dc_popcount32(uint32_t v);
 

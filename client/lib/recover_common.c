@@ -163,44 +163,9 @@ int dc_untrusted_mask(depfs_t *fs, const layout *lay, uint64_t ino, bool refresh
     for (unsigned p = 0; p < lay->n; p++)
         if (dc_server_state(fs, lay->servers[p]) == DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING)
             bad |= 1u << p;
-    dc_ctl v[LAYOUT_MAX_N];
-    uint32_t ids[LAYOUT_MAX_N];
-    unsigned n = 0;
-    for (unsigned p = 0; p < lay->n; p++)
-        ids[p] = lay->servers[p];
-    for (unsigned p = 0; p < lay->n; p++) {
-        if ((bad >> p) & 1u && dc_server_state(fs, lay->servers[p]) ==
-                                   DEPFS__SERVER_STATE__SERVER_DOWN)
-            continue;
-        dc_ctl_init(&v[n], lay->servers[p], DEPFS__IO_OP__IO_DIRTY, ino);
-        v[n].req.has_dirty_action = true;
-        v[n].req.dirty_action = DEPFS__DIRTY_ACTION__DIRTY_PROBE;
-        v[n].req.n_down_servers = lay->n;
-        v[n].req.down_servers = ids;
-        n++;
-    }
-    dc_ctl_run(fs, v, n);
-    int rc = 0;
-    for (unsigned i = 0; i < n; i++) {
-        if (v[i].rc == DC_ERR_DOWN) {
-            int p = dc_pos_of(lay, v[i].server_id);
-            bad |= 1u << p;
-            continue;
-        }
-        if (v[i].rc < 0) {
-            dc_set_error("dirty records of inode %llu on server %u: %s", (unsigned long long)ino,
-                         v[i].server_id, strerror(-v[i].rc));
-            rc = v[i].rc;
-            continue;
-        }
-        for (size_t j = 0; j < v[i].rep->n_dirty_files; j++) {
-            int p = dc_pos_of(lay, (uint32_t)v[i].rep->dirty_files[j]);
-            if (p >= 0)
-                bad |= 1u << p;
-        }
-    }
-    dc_ctl_free(v, n);
-    *untrusted = bad;
+    uint32_t recorded = 0, silent = 0;
+    int rc = dc_dirty_probe(fs, lay, ino, &recorded, &silent);
+    *untrusted = bad | recorded | silent;
     return rc;
 }
 
