@@ -44,10 +44,13 @@
  * IO_FSYNC     file_id: fdatasync.
  * IO_STAT      [file_id] -> bytes_used, bytes_free (file system of the data
  *              dir), locks_granted/nacked/held/retried, lock_hold_ms_total, state,
- *              and with file_id != 0 local_size = that strip file's length.
- * IO_HEARTBEAT -> state, lock counters (as IO_STAT), stale_locks: entries
- *              held >= lock_lease_ms (at most IOS_MAX_STALE_REPLY, oldest not
- *              guaranteed first).
+ *              damaged_blocks, the background scrub's counters (scrub), and
+ *              with file_id != 0 local_size = that strip file's length.
+ * IO_HEARTBEAT -> state, lock counters and scrub counters (as IO_STAT),
+ *              stale_locks: entries held >= lock_lease_ms (at most
+ *              IOS_MAX_STALE_REPLY, oldest not guaranteed first; each says
+ *              whether it writes: LockSpec.read_only), scrub_damage: what the
+ *              background scrub found and no write covered yet.
  * IO_SET_STATE [server_state] [, cluster_epoch] (recovery): the state
  *              (UP, REBUILDING or RECONSTRUCTING; DOWN is EINVAL) is stored
  *              durably, and the known epoch becomes max(known, cluster_epoch).
