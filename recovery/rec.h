@@ -3,14 +3,16 @@
  *   heartbeat.c  one prober thread per I/O server: IO_HEARTBEAT every t_HB
  *                with timeout t_T and one retry (so a crash is seen within
  *                t_D <= t_HB + 2*t_T whatever happens to other servers),
- *                plus a periodic scan of the server's dirty records;
+ *                plus a periodic scan of the server's dirty records (each
+ *                answer also lists what the server's background scrub found);
  *   control.c    calls the main thread makes: MDS_CLUSTER,
  *                MDS_SET_SERVER_STATE (state or progress), IO_SET_STATE
  *                to one server or an epoch push to every reachable one;
  *   decide.c     one decision round: compares what the probers saw with
  *                what the MDS says and acts (recovery/README.md);
  *   workers.c    rejoin threads (depfs_server_rejoin, one per server at a
- *                time) and the orphan lock repairer.
+ *                time) and the repairer (orphan locks, background-scrub
+ *                findings).
  *
  * The daemon keeps no state on disk: everything is re-learnt from the
  * servers and the MDS each round. One daemon runs per cluster; a second is

@@ -2,7 +2,8 @@
  * heartbeats and decisions go on meanwhile: one rejoin thread per server
  * being rejoined (depfs_server_rejoin, at most one per server at a time)
  * and one repairer thread working through a queue of orphan locks
- * (depfs_repair_orphan_lock). Both use the daemon's one libdepfs client,
+ * (depfs_repair_orphan_lock) and of damage the servers' background scrubs
+ * found (depfs_repair_strip_range). Both use the daemon's one libdepfs client,
  * mounted with ignore_locks = false (the library takes the locks it needs). */
 #include "rec.h"
 
