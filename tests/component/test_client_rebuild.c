@@ -473,17 +473,25 @@ static int raw_call(unsigned id, uint16_t op, Depfs__IoRequest *q, const void *b
     return err;
 }
 
-static void orphan_lock(unsigned id, uint64_t ino, uint64_t first, uint64_t count)
+/* A raw IO_LOCK of (client, op); read_only: a lock taken only to read. */
+static void raw_lock(unsigned id, uint64_t ino, uint64_t first, uint64_t count, uint64_t client,
+                     uint64_t op, bool read_only)
 {
     Depfs__LockSpec l = DEPFS__LOCK_SPEC__INIT;
     l.first_stripe = first;
     l.stripe_count = count;
-    l.owner_client = T_ORPHAN_CLIENT;
-    l.owner_op = T_ORPHAN_OP;
+    l.owner_client = client;
+    l.owner_op = op;
+    l.has_read_only = l.read_only = read_only;
     Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
     q.file_id = ino;
     q.lock = &l;
     ck_assert_int_eq(raw_call(id, DEPFS__IO_OP__IO_LOCK, &q, NULL, 0), 0);
+}
+
+static void orphan_lock(unsigned id, uint64_t ino, uint64_t first, uint64_t count)
+{
+    raw_lock(id, ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP, false);
 }
 
 START_TEST(test_orphan_repair)
@@ -548,15 +556,7 @@ END_TEST
 static void orphan_lock_as(unsigned id, uint64_t ino, uint64_t first, uint64_t count,
                            uint64_t client, uint64_t op)
 {
-    Depfs__LockSpec l = DEPFS__LOCK_SPEC__INIT;
-    l.first_stripe = first;
-    l.stripe_count = count;
-    l.owner_client = client;
-    l.owner_op = op;
-    Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
-    q.file_id = ino;
-    q.lock = &l;
-    ck_assert_int_eq(raw_call(id, DEPFS__IO_OP__IO_LOCK, &q, NULL, 0), 0);
+    raw_lock(id, ino, first, count, client, op, false);
 }
 
 static void raw_unit_write(unsigned id, uint64_t ino, uint64_t local_off, const uint8_t *b,
@@ -732,18 +732,8 @@ START_TEST(test_orphan_repair_waits_for_servers)
     depfs_layout_info li;
     layout_of(fs, ino, &li);
     const uint64_t first = 1, count = 2;
-    for (unsigned p = 0; p < 3; p++) {
-        Depfs__LockSpec l = DEPFS__LOCK_SPEC__INIT;
-        l.first_stripe = first;
-        l.stripe_count = count;
-        l.owner_client = T_ORPHAN_CLIENT;
-        l.owner_op = T_ORPHAN_OP;
-        l.has_read_only = l.read_only = true;
-        Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
-        q.file_id = ino;
-        q.lock = &l;
-        ck_assert_int_eq(raw_call(li.servers[p], DEPFS__IO_OP__IO_LOCK, &q, NULL, 0), 0);
-    }
+    for (unsigned p = 0; p < 3; p++)
+        raw_lock(li.servers[p], ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP, true);
     for (unsigned p = 3; p < 6; p++) /* three of six: more than n-k = 2 */
         td_ios_kill(&g_cl, li.servers[p]);
     usleep(T_LEASE_WAIT_US);
