@@ -1,9 +1,11 @@
-/* log.c - leveled, timestamped, thread-safe logging to stderr (log.h).
+/* log.c - leveled, timestamped, thread-safe logging to stderr (log.h),
+ * and the rate limits of dlog_limited.
  * Each message is formatted into one buffer and written with a single
  * write(2) under a mutex, so lines from different threads never interleave. */
 #include "log.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,11 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 #define LOG_LINE_MAX 2048
 #define LOG_PROGNAME_MAX 64
 #define LOG_LEVEL_ENV "DEPFS_LOG_LEVEL"
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER; /* every dlog_limit */
 static char log_progname[LOG_PROGNAME_MAX] = "depfs";
 static enum dlog_level log_level = DLOG_INFO;
 
@@ -95,10 +100,9 @@ static size_t format_prefix(char *buf, size_t len, enum dlog_level level)
     return (size_t)w < len ? (size_t)w : len - 1;
 }
 
-void dlog(enum dlog_level level, const char *fmt, ...)
+static void vdlog(enum dlog_level level, const char *fmt, va_list ap)
 {
     char line[LOG_LINE_MAX];
-    va_list ap;
 
     if (level < DLOG_ERR)
         level = DLOG_ERR;
@@ -110,9 +114,7 @@ void dlog(enum dlog_level level, const char *fmt, ...)
     if (level > log_level)
         goto out;
     size_t used = format_prefix(line, sizeof(line), level);
-    va_start(ap, fmt);
     int w = vsnprintf(line + used, sizeof(line) - used, fmt, ap);
-    va_end(ap);
     if (w > 0)
         used += (size_t)w < sizeof(line) - used ? (size_t)w : sizeof(line) - used - 1;
     /* strip the caller's trailing newline(s); we add exactly one */
@@ -130,4 +132,52 @@ void dlog(enum dlog_level level, const char *fmt, ...)
     }
 out:
     pthread_mutex_unlock(&log_lock);
+}
+
+void dlog(enum dlog_level level, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vdlog(level, fmt, ap);
+    va_end(ap);
+}
+
+/* Counts the line against lim; true when it may be printed, with the number
+ * of lines held back before it in *held. */
+static bool limit_admit(dlog_limit *lim, unsigned long long *held)
+{
+    unsigned long long now_ms = clock_now_ms();
+    bool ok;
+
+    pthread_mutex_lock(&limit_lock);
+    if (now_ms - lim->window_start_ms >= lim->period_ms || lim->window_start_ms == 0) {
+        lim->window_start_ms = now_ms;
+        lim->printed = 0;
+    }
+    ok = lim->printed < lim->burst;
+    *held = 0;
+    if (ok) {
+        lim->printed++;
+        *held = lim->suppressed;
+        lim->suppressed = 0;
+    } else {
+        lim->suppressed++;
+    }
+    pthread_mutex_unlock(&limit_lock);
+    return ok;
+}
+
+void dlog_limited(dlog_limit *lim, enum dlog_level level, const char *fmt, ...)
+{
+    unsigned long long held;
+    va_list ap;
+
+    if (level > dlog_get_level() || !limit_admit(lim, &held))
+        return;
+    if (held)
+        dlog(level, "(%llu similar lines held back by the log rate limit)", held);
+    va_start(ap, fmt);
+    vdlog(level, fmt, ap);
+    va_end(ap);
 }
