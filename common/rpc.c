@@ -247,9 +247,13 @@ static void shrink_bufs(rpc_replier *r)
     }
 }
 
+/* The rest of the frame must arrive within timeout_ms from now, however it
+ * trickles in (0: no deadline). */
 static int set_frame_deadline(xport *x, unsigned timeout_ms)
 {
-    return x->ops->set_recv_timeout ? x->ops->set_recv_timeout(x, timeout_ms) : 0;
+    if (x->ops->set_recv_deadline)
+        x->ops->set_recv_deadline(x, timeout_ms ? clock_now_ms() + timeout_ms : 0);
+    return 0;
 }
 
 /* Reads one request and hands it to the handler. 0 to go on, or an error

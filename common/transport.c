@@ -161,3 +161,17 @@ void xport_format_sockaddr(const struct sockaddr *sa, char *out, size_t out_len)
     else
         snprintf(out, out_len, "%s:%s", host, serv);
 }
+
+void xport_peer_host(const xport *x, char out[XPORT_PEER_MAX])
+{
+    const char *colon;
+    size_t n;
+
+    assert(x && out);
+    colon = strrchr(x->peer, ':'); /* "[v6]:PORT" keeps its brackets */
+    n = colon ? (size_t)(colon - x->peer) : strlen(x->peer);
+    if (n >= XPORT_PEER_MAX)
+        n = XPORT_PEER_MAX - 1;
+    memcpy(out, x->peer, n);
+    out[n] = '\0';
+}

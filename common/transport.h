@@ -6,6 +6,7 @@
 #define DEPFS_TRANSPORT_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/uio.h>
 
 typedef struct xport xport;
@@ -19,9 +20,18 @@ struct xport_ops {
     int (*recv_all)(xport *x, void *buf, size_t len);
     /* Wake any thread blocked in recv_all/sendv with an error. */
     void (*shutdown)(xport *x);
-    /* Optional (may be NULL): bound every later recv_all to timeout_ms
-     * (-ETIMEDOUT when no byte arrives in time); 0 = wait forever. */
-    int (*set_recv_timeout)(xport *x, unsigned timeout_ms);
+    /* Optional (may be NULL = no deadlines): every later recv_all must
+     * finish by deadline_ms, an instant of clock_now_ms(), or it fails
+     * -ETIMEDOUT having taken part of the bytes (the stream is then of no
+     * more use: close it). 0 = no deadline. Set by the one thread that
+     * receives. */
+    void (*set_recv_deadline)(xport *x, uint64_t deadline_ms);
+    /* The same for every later sendv; set under the caller's send lock. */
+    void (*set_send_deadline)(xport *x, uint64_t deadline_ms);
+    /* Optional (may be NULL = none): a descriptor that polls readable
+     * (POLLIN) when recv_all has bytes to return or the stream ended, for a
+     * caller that waits on it together with other descriptors. */
+    int (*poll_fd)(xport *x);
     /* Optional (may be NULL = never known): true once the peer has closed
      * or reset the connection, even while bytes it sent before that are
      * still unread. A server asks it before acting on a request: a client
@@ -31,9 +41,11 @@ struct xport_ops {
     void (*close)(xport *x); /* frees x */
 };
 
+#define XPORT_PEER_MAX 64
+
 struct xport {
     const struct xport_ops *ops;
-    char peer[64]; /* "HOST:PORT" of the other side, for logs */
+    char peer[XPORT_PEER_MAX]; /* "HOST:PORT" of the other side, for logs */
 };
 
 int xport_listen(const char *kind, const char *addr, xport_listener **out);
@@ -45,6 +57,10 @@ int xport_connect(const char *kind, const char *addr, int timeout_ms, xport **ou
 
 /* true when the named transport can work on this machine (rdma: a device). */
 int xport_available(const char *kind);
+
+/* The HOST part of x->peer ("127.0.0.1", "[::1]"): which machine a
+ * connection comes from, whatever its port. */
+void xport_peer_host(const xport *x, char out[XPORT_PEER_MAX]);
 
 /* Split "HOST:PORT"; -EINVAL with nothing written on junk. */
 int xport_split_addr(const char *addr, char *host, size_t host_len, unsigned *port);

@@ -9,8 +9,9 @@
  * empty credit-only message once RDMA_CREDIT_RETURN_MIN have piled up. Data
  * sends keep the last credit in reserve so that a credit-only message can
  * always go out (no credit deadlock). One thread at a time polls the CQs
- * (blocking on the completion channel); others wait on a condvar. Without an
- * RDMA device listen/connect fail -ENODEV. */
+ * (blocking on the completion channel); others wait on a condvar. Deadlines
+ * are checked between waits of at most RDMA_WAIT_SLICE_MS. Without an RDMA
+ * device listen/connect fail -ENODEV. */
 #include "transport.h"
 
 #include <arpa/inet.h>
@@ -76,6 +77,9 @@ typedef struct rdma_xport {
     size_t recv_off;        /* bytes of recv_head consumed */
     uint32_t recv_len[RDMA_SLOTS];
     unsigned to_return;     /* re-posted slots not yet told to the peer */
+    /* deadlines (xport_ops), checked between waits of RDMA_WAIT_SLICE_MS */
+    uint64_t recv_deadline_ms;
+    uint64_t send_deadline_ms;
 } rdma_xport;
 
 typedef struct rdma_listener {
@@ -282,6 +286,12 @@ static void release_head(rdma_xport *c)
 
 /* ------------------------------------------------------------ stream ops */
 
+/* true once deadline_ms (0: none) has passed */
+static bool past(uint64_t deadline_ms)
+{
+    return deadline_ms && clock_now_ms() >= deadline_ms;
+}
+
 static bool can_send(const rdma_xport *c)
 {
     return c->credits > 1 && c->data_inflight < RDMA_SLOTS && c->sq_inflight < RDMA_SQ_DEPTH;
@@ -299,12 +309,16 @@ static int rdma_sendv(xport *x, const struct iovec *iov, int cnt)
         uint32_t fill = 0;
 
         progress(c);
-        while (!c->err && !can_send(c)) {
+        while (!c->err && !can_send(c) && !past(c->send_deadline_ms)) {
             wait_progress(c);
             progress(c);
         }
         if (c->err) {
             rc = c->err;
+            break;
+        }
+        if (!can_send(c)) {
+            rc = -ETIMEDOUT;
             break;
         }
         /* a slot is free once fewer than RDMA_SLOTS data sends are in flight */
@@ -345,12 +359,12 @@ static int rdma_recv_all(xport *x, void *buf, size_t len)
         size_t n;
 
         progress(c);
-        while (c->recv_ready == 0 && !c->err) {
+        while (c->recv_ready == 0 && !c->err && !past(c->recv_deadline_ms)) {
             wait_progress(c);
             progress(c);
         }
         if (c->recv_ready == 0) {
-            rc = c->err;
+            rc = c->err ? c->err : -ETIMEDOUT;
             break;
         }
         n = c->recv_len[c->recv_head] - c->recv_off;
@@ -378,6 +392,24 @@ static void rdma_shutdown(xport *x)
     pthread_mutex_unlock(&c->m);
     if (c->connected)
         (void)rdma_disconnect(c->id);
+}
+
+static void rdma_set_recv_deadline(xport *x, uint64_t deadline_ms)
+{
+    rdma_xport *c = (rdma_xport *)x;
+
+    pthread_mutex_lock(&c->m);
+    c->recv_deadline_ms = deadline_ms;
+    pthread_mutex_unlock(&c->m);
+}
+
+static void rdma_set_send_deadline(xport *x, uint64_t deadline_ms)
+{
+    rdma_xport *c = (rdma_xport *)x;
+
+    pthread_mutex_lock(&c->m);
+    c->send_deadline_ms = deadline_ms;
+    pthread_mutex_unlock(&c->m);
 }
 
 static void rdma_conn_free(rdma_xport *c)
@@ -420,6 +452,8 @@ static const struct xport_ops rdma_ops = {
     .sendv = rdma_sendv,
     .recv_all = rdma_recv_all,
     .shutdown = rdma_shutdown,
+    .set_recv_deadline = rdma_set_recv_deadline,
+    .set_send_deadline = rdma_set_send_deadline,
     .close = rdma_close,
 };
 

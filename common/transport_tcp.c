@@ -1,5 +1,6 @@
 /* transport_tcp.c - owns the TCP transport: listen/accept/connect over
- * IPv4 and IPv6 sockets and the blocking byte-stream ops of struct xport. */
+ * IPv4 and IPv6 sockets and the byte-stream ops of struct xport, blocking,
+ * or bounded by a deadline per direction (poll before each recv/send). */
 #include "transport.h"
 
 #include <assert.h>
@@ -30,6 +31,8 @@
 typedef struct tcp_xport {
     xport base;
     int fd;
+    uint64_t recv_deadline_ms; /* 0: recv_all blocks as long as it takes */
+    uint64_t send_deadline_ms; /* 0: sendv blocks as long as it takes */
 } tcp_xport;
 
 typedef struct tcp_listener {
@@ -59,6 +62,27 @@ static int set_nonblock(int fd, int on)
         return -errno;
     fl = on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK);
     return fcntl(fd, F_SETFL, fl) < 0 ? -errno : 0;
+}
+
+/* Waits until fd polls ready for events (or hung up: the next call says
+ * how) or deadline_ms passes: 0, -ETIMEDOUT or -errno. */
+static int wait_ready(int fd, short events, uint64_t deadline_ms)
+{
+    for (;;) {
+        uint64_t now_ms = clock_now_ms();
+        struct pollfd p = {.fd = fd, .events = events};
+        uint64_t left_ms;
+        int n;
+
+        if (now_ms >= deadline_ms)
+            return -ETIMEDOUT;
+        left_ms = deadline_ms - now_ms;
+        n = poll(&p, 1, left_ms > INT_MAX ? INT_MAX : (int)left_ms);
+        if (n > 0)
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return -errno;
+    }
 }
 
 static int tcp_resolve(const char *addr, int passive, struct addrinfo **res)
@@ -123,12 +147,19 @@ static int tcp_sendv(xport *x, const struct iovec *iov, int cnt)
             flipped[local[n - 1].iov_len / 2] ^= 1u;
             local[n - 1].iov_base = flipped;
         }
-        w = sendmsg(t->fd, &mh, MSG_NOSIGNAL);
+        w = sendmsg(t->fd, &mh, MSG_NOSIGNAL | (t->send_deadline_ms ? MSG_DONTWAIT : 0));
         free(flipped);
         if (w < 0) {
-            if (errno == EINTR)
+            int err = errno;
+            if (err == EINTR)
                 continue;
-            return errno == EPIPE ? -ECONNRESET : -errno;
+            if ((err == EAGAIN || err == EWOULDBLOCK) && t->send_deadline_ms) {
+                int rc = wait_ready(t->fd, POLLOUT, t->send_deadline_ms);
+                if (rc < 0)
+                    return rc;
+                continue;
+            }
+            return err == EPIPE ? -ECONNRESET : -err;
         }
         /* advance (done, off) by w bytes */
         size_t left = (size_t)w;
@@ -148,13 +179,20 @@ static int tcp_recv_all(xport *x, void *buf, size_t len)
     char *p = buf;
 
     while (len > 0) {
-        ssize_t r = recv(t->fd, p, len, 0);
+        ssize_t r;
+
+        if (t->recv_deadline_ms) {
+            int rc = wait_ready(t->fd, POLLIN, t->recv_deadline_ms);
+            if (rc < 0)
+                return rc;
+        }
+        r = recv(t->fd, p, len, t->recv_deadline_ms ? MSG_DONTWAIT : 0);
         if (r == 0)
             return -ECONNRESET;
         if (r < 0) {
-            if (errno == EINTR)
+            if (errno == EINTR || ((errno == EAGAIN || errno == EWOULDBLOCK) && t->recv_deadline_ms))
                 continue;
-            return (errno == EAGAIN || errno == EWOULDBLOCK) ? -ETIMEDOUT : -errno;
+            return -errno;
         }
         p += r;
         len -= (size_t)r;
@@ -162,12 +200,19 @@ static int tcp_recv_all(xport *x, void *buf, size_t len)
     return 0;
 }
 
-static int tcp_set_recv_timeout(xport *x, unsigned timeout_ms)
+static void tcp_set_recv_deadline(xport *x, uint64_t deadline_ms)
 {
-    tcp_xport *t = (tcp_xport *)x;
-    struct timeval tv = { .tv_sec = timeout_ms / 1000u, .tv_usec = (timeout_ms % 1000u) * 1000u };
+    ((tcp_xport *)x)->recv_deadline_ms = deadline_ms;
+}
 
-    return setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0 ? 0 : -errno;
+static void tcp_set_send_deadline(xport *x, uint64_t deadline_ms)
+{
+    ((tcp_xport *)x)->send_deadline_ms = deadline_ms;
+}
+
+static int tcp_poll_fd(xport *x)
+{
+    return ((tcp_xport *)x)->fd;
 }
 
 static void tcp_shutdown(xport *x)
@@ -201,7 +246,9 @@ static const struct xport_ops tcp_ops = {
     .sendv = tcp_sendv,
     .recv_all = tcp_recv_all,
     .shutdown = tcp_shutdown,
-    .set_recv_timeout = tcp_set_recv_timeout,
+    .set_recv_deadline = tcp_set_recv_deadline,
+    .set_send_deadline = tcp_set_send_deadline,
+    .poll_fd = tcp_poll_fd,
     .peer_closed = tcp_peer_closed,
     .close = tcp_close,
 };
