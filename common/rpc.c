@@ -1,8 +1,9 @@
-/* rpc.c - owns the request/reply RPC layer of rpc.h: the server (accept
- * thread + one thread per connection calling the handler) and the client
- * connection (pipelined calls matched to replies by a reader thread, reply
- * bulk received straight into the caller's iovec). */
+/* rpc.c - owns the client side of rpc.h (pipelined calls on a connection,
+ * matched to replies by a reader thread, reply bulk received straight into
+ * the caller's iovec) and the helpers both sides share (rpc_internal.h).
+ * The server side is rpc_server.c. */
 #include "rpc.h"
+#include "rpc_internal.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -17,17 +18,9 @@
 #include "log.h"
 #include "transport.h"
 
-#define RPC_DEFAULT_MAX_CONNECTIONS 1024u
-#define RPC_BULK_KEEP_BYTES (4u << 20) /* per-connection receive buffer kept between requests */
 #define RPC_DRAIN_CHUNK_BYTES (64u << 10)
-/* Once a request's first byte has arrived, the rest of its frame must follow
- * within this long: a peer that sends half a frame and stalls would
- * otherwise hold a server thread (and its buffers) forever. */
-#define RPC_FRAME_BODY_TIMEOUT_MS 30000u
 #define RPC_SLOT_BITS 12
 #define RPC_SLOT_MASK ((1u << RPC_SLOT_BITS) - 1)
-#define RPC_SEND_IOV_MAX (2 + RPC_MAX_IOV) /* frame + header + bulk */
-#define RPC_MSG_STACK_BYTES 512            /* packed headers up to this size stay on the stack */
 
 _Static_assert((1u << RPC_SLOT_BITS) == RPC_MAX_INFLIGHT, "req_id slot bits match the table");
 
@@ -43,8 +36,7 @@ static void cond_init_monotonic(pthread_cond_t *cv)
     pthread_condattr_destroy(&ca);
 }
 
-/* Sums iov lengths; -EINVAL on a bad count, -EMSGSIZE over max_bytes. */
-static int iov_total(const struct iovec *iov, int cnt, uint64_t max_bytes, uint64_t *total)
+int rpc__iov_total(const struct iovec *iov, int cnt, uint64_t max_bytes, uint64_t *total)
 {
     uint64_t sum = 0;
 
@@ -59,7 +51,7 @@ static int iov_total(const struct iovec *iov, int cnt, uint64_t max_bytes, uint6
     return 0;
 }
 
-static uint32_t iov_crc(const struct iovec *iov, int cnt)
+uint32_t rpc__iov_crc(const struct iovec *iov, int cnt)
 {
     uint32_t crc = 0;
 
@@ -68,9 +60,8 @@ static uint32_t iov_crc(const struct iovec *iov, int cnt)
     return crc;
 }
 
-/* Sends frame + hdr + bulk in one sendv. The caller holds the send lock. */
-static int send_frame(xport *x, const frame_header *fh, const void *hdr,
-                      const struct iovec *bulk, int bulk_cnt)
+int rpc__send_frame(xport *x, const frame_header *fh, const void *hdr,
+                    const struct iovec *bulk, int bulk_cnt)
 {
     uint8_t raw[FRAME_HEADER_BYTES];
     struct iovec iov[RPC_SEND_IOV_MAX];
@@ -102,8 +93,7 @@ static int drain(xport *x, size_t len)
     return 0;
 }
 
-/* Packs a protobuf message into *buf (stack when small, else malloc). */
-static int pack_msg(const ProtobufCMessage *msg, uint8_t *stack, uint8_t **buf, size_t *len)
+int rpc__pack_msg(const ProtobufCMessage *msg, uint8_t *stack, uint8_t **buf, size_t *len)
 {
     size_t n = msg ? protobuf_c_message_get_packed_size(msg) : 0;
 
@@ -113,379 +103,6 @@ static int pack_msg(const ProtobufCMessage *msg, uint8_t *stack, uint8_t **buf, 
     *len = n ? protobuf_c_message_pack(msg, *buf) : 0;
     assert(*len == n);
     return 0;
-}
-
-/* ================================================================ server */
-
-struct rpc_replier {
-    rpc_server *s;
-    xport *x;
-    pthread_mutex_t send_m;
-    atomic_int refs;
-    struct rpc_replier *prev, *next; /* in s->conns, under s->m */
-    uint8_t *hdr_buf, *bulk_buf;      /* reused between requests */
-    size_t hdr_cap, bulk_cap;
-};
-
-struct rpc_server {
-    rpc_server_opts o;
-    xport_listener *l;
-    pthread_t accept_thr;
-    pthread_mutex_t m;
-    pthread_cond_t idle_cv; /* nconns dropped to 0 */
-    rpc_replier *conns;
-    unsigned nconns;
-    bool stopping;
-};
-
-void rpc_replier_hold(rpc_replier *r)
-{
-    assert(r && atomic_load(&r->refs) > 0);
-    atomic_fetch_add(&r->refs, 1);
-}
-
-void rpc_replier_release(rpc_replier *r)
-{
-    if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
-        return;
-    r->x->ops->close(r->x);
-    pthread_mutex_destroy(&r->send_m);
-    free(r->hdr_buf);
-    free(r->bulk_buf);
-    free(r);
-}
-
-/* A reply frame; the bulk's CRC32C is computed here unless given. */
-static int reply_frame(rpc_replier *r, const rpc_msg *req, const void *hdr, size_t hdr_len,
-                       const struct iovec *bulk, int bulk_cnt, const uint32_t *bulk_crc)
-{
-    frame_header fh;
-    uint64_t bulk_len;
-    int rc;
-
-    assert(r && req);
-    if (hdr_len > UINT32_MAX || (hdr_len && !hdr))
-        return -EINVAL;
-    rc = iov_total(bulk, bulk_cnt, UINT32_MAX, &bulk_len);
-    if (rc < 0)
-        return rc;
-    fh = (frame_header){
-        .magic = FRAME_MAGIC,
-        .version = FRAME_VERSION,
-        .type = req->type,
-        .flags = FRAME_FLAG_REPLY,
-        .hdr_len = (uint32_t)hdr_len,
-        .bulk_len = (uint32_t)bulk_len,
-        .bulk_crc32c = bulk_crc != NULL ? *bulk_crc : iov_crc(bulk, bulk_cnt),
-        .req_id = req->req_id,
-    };
-    pthread_mutex_lock(&r->send_m);
-    rc = send_frame(r->x, &fh, hdr, bulk, bulk_cnt);
-    pthread_mutex_unlock(&r->send_m);
-    if (rc < 0) /* the stream may be cut mid-frame: end the connection */
-        r->x->ops->shutdown(r->x);
-    return rc;
-}
-
-int rpc_reply(rpc_replier *r, const rpc_msg *req, const void *hdr, size_t hdr_len,
-              const struct iovec *bulk, int bulk_cnt)
-{
-    return reply_frame(r, req, hdr, hdr_len, bulk, bulk_cnt, NULL);
-}
-
-static int reply_msg(rpc_replier *r, const rpc_msg *req, const ProtobufCMessage *msg,
-                     const struct iovec *bulk, int bulk_cnt, const uint32_t *bulk_crc)
-{
-    uint8_t stack[RPC_MSG_STACK_BYTES], *buf;
-    size_t len;
-    int rc = pack_msg(msg, stack, &buf, &len);
-
-    if (rc < 0)
-        return rc;
-    rc = reply_frame(r, req, buf, len, bulk, bulk_cnt, bulk_crc);
-    if (buf != stack)
-        free(buf);
-    return rc;
-}
-
-int rpc_reply_msg(rpc_replier *r, const rpc_msg *req, const ProtobufCMessage *msg,
-                  const struct iovec *bulk, int bulk_cnt)
-{
-    return reply_msg(r, req, msg, bulk, bulk_cnt, NULL);
-}
-
-int rpc_reply_msg_crc(rpc_replier *r, const rpc_msg *req, const ProtobufCMessage *msg,
-                      const struct iovec *bulk, int bulk_cnt, uint32_t bulk_crc)
-{
-    return reply_msg(r, req, msg, bulk, bulk_cnt, &bulk_crc);
-}
-
-/* Makes *buf hold at least len bytes (never 0-sized). */
-static int ensure_buf(uint8_t **buf, size_t *cap, size_t len)
-{
-    size_t want = len ? len : 1;
-
-    if (*cap >= want)
-        return 0;
-    free(*buf);
-    *buf = malloc(want);
-    *cap = *buf ? want : 0;
-    return *buf ? 0 : -ENOMEM;
-}
-
-static void shrink_bufs(rpc_replier *r)
-{
-    if (r->bulk_cap > RPC_BULK_KEEP_BYTES) {
-        free(r->bulk_buf);
-        r->bulk_buf = NULL;
-        r->bulk_cap = 0;
-    }
-    if (r->hdr_cap > RPC_BULK_KEEP_BYTES) {
-        free(r->hdr_buf);
-        r->hdr_buf = NULL;
-        r->hdr_cap = 0;
-    }
-}
-
-/* The rest of the frame must arrive within timeout_ms from now, however it
- * trickles in (0: no deadline). */
-static int set_frame_deadline(xport *x, unsigned timeout_ms)
-{
-    if (x->ops->set_recv_deadline)
-        x->ops->set_recv_deadline(x, timeout_ms ? clock_now_ms() + timeout_ms : 0);
-    return 0;
-}
-
-/* Reads one request and hands it to the handler. 0 to go on, or an error
- * after which the connection is closed (reason logged). */
-static int serve_one(rpc_replier *r)
-{
-    rpc_server *s = r->s;
-    uint8_t raw[FRAME_HEADER_BYTES];
-    frame_header fh;
-    const char *why = NULL;
-    rpc_msg msg;
-    int rc;
-
-    rc = r->x->ops->recv_all(r->x, raw, 1); /* idle connections may wait forever */
-    if (rc < 0)
-        return rc; /* peer went away: not worth a warning */
-    rc = set_frame_deadline(r->x, s->o.frame_timeout_ms);
-    if (rc == 0)
-        rc = r->x->ops->recv_all(r->x, raw + 1, sizeof(raw) - 1);
-    if (rc < 0) {
-        why = rc == -ETIMEDOUT ? "frame header stalled" : "connection lost inside a frame header";
-        goto bad;
-    }
-    rc = frame_decode(raw, &s->o.limits, &fh, &why);
-    if (rc == 0 && (fh.flags & FRAME_FLAG_REPLY)) {
-        rc = -EPROTO;
-        why = "reply frame sent to a server";
-    }
-    if (rc < 0)
-        goto bad;
-    if (ensure_buf(&r->hdr_buf, &r->hdr_cap, fh.hdr_len) < 0 ||
-        ensure_buf(&r->bulk_buf, &r->bulk_cap, fh.bulk_len) < 0) {
-        rc = -ENOMEM;
-        why = "out of memory for the request";
-        goto bad;
-    }
-    rc = r->x->ops->recv_all(r->x, r->hdr_buf, fh.hdr_len);
-    if (rc == 0)
-        rc = r->x->ops->recv_all(r->x, r->bulk_buf, fh.bulk_len);
-    if (rc == 0)
-        rc = set_frame_deadline(r->x, 0);
-    if (rc < 0) {
-        why = rc == -ETIMEDOUT ? "frame body stalled" : "connection lost inside a frame";
-        goto bad;
-    }
-    if (crc32c(0, r->bulk_buf, fh.bulk_len) != fh.bulk_crc32c) {
-        rc = -EPROTO;
-        why = "bulk crc32c mismatch";
-        goto bad;
-    }
-    if (r->x->ops->peer_closed && r->x->ops->peer_closed(r->x)) {
-        /* the client gave up on us (it closes the connection when a request
-         * times out for good): a request queued before that close arrived
-         * too late to take effect, e.g. after this server was frozen */
-        log_info("dropping request type %u from %s: the client closed the connection",
-                 (unsigned)fh.type, r->x->peer);
-        return -ECONNRESET;
-    }
-    msg = (rpc_msg){
-        .type = fh.type,
-        .req_id = fh.req_id,
-        .hdr = r->hdr_buf,
-        .hdr_len = fh.hdr_len,
-        .bulk = r->bulk_buf,
-        .bulk_len = fh.bulk_len,
-        .peer = r->x->peer,
-    };
-    s->o.handler(s->o.ctx, &msg, r);
-    shrink_bufs(r);
-    return 0;
-bad:
-    log_warn("closing connection from %s: %s", r->x->peer, why);
-    return rc;
-}
-
-static void *conn_main(void *arg)
-{
-    rpc_replier *r = arg;
-    rpc_server *s = r->s;
-
-    while (serve_one(r) == 0)
-        ;
-    r->x->ops->shutdown(r->x);
-    pthread_mutex_lock(&s->m);
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        s->conns = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    assert(s->nconns > 0);
-    if (--s->nconns == 0)
-        pthread_cond_broadcast(&s->idle_cv);
-    pthread_mutex_unlock(&s->m);
-    rpc_replier_release(r);
-    return NULL;
-}
-
-/* Registers a new connection and starts its thread; closes x on failure. */
-static void start_conn(rpc_server *s, xport *x)
-{
-    rpc_replier *r;
-    pthread_attr_t at;
-    pthread_t thr;
-    int rc;
-
-    pthread_mutex_lock(&s->m);
-    if (s->stopping || s->nconns >= s->o.max_connections) {
-        if (!s->stopping)
-            log_warn("rejecting connection from %s: %u connections open (max_connections)",
-                     x->peer, s->nconns);
-        pthread_mutex_unlock(&s->m);
-        x->ops->close(x);
-        return;
-    }
-    r = calloc(1, sizeof(*r));
-    if (!r) {
-        pthread_mutex_unlock(&s->m);
-        log_err("rejecting connection from %s: out of memory", x->peer);
-        x->ops->close(x);
-        return;
-    }
-    r->s = s;
-    r->x = x;
-    atomic_init(&r->refs, 1);
-    pthread_mutex_init(&r->send_m, NULL);
-    r->next = s->conns;
-    if (s->conns)
-        s->conns->prev = r;
-    s->conns = r;
-    s->nconns++;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    rc = pthread_create(&thr, &at, conn_main, r);
-    pthread_attr_destroy(&at);
-    if (rc != 0) {
-        s->conns = r->next;
-        if (r->next)
-            r->next->prev = NULL;
-        s->nconns--;
-        log_err("rejecting connection from %s: cannot start a thread: %s", x->peer,
-                strerror(rc));
-        pthread_mutex_unlock(&s->m);
-        rpc_replier_release(r);
-        return;
-    }
-    log_debug("connection from %s", x->peer);
-    pthread_mutex_unlock(&s->m);
-}
-
-static void *accept_main(void *arg)
-{
-    rpc_server *s = arg;
-
-    for (;;) {
-        xport *x = NULL;
-        int rc = xport_accept(s->l, &x);
-
-        if (rc == -ECANCELED)
-            break;
-        if (rc < 0) {
-            log_warn("accept on %s failed: %s", s->o.address, strerror(-rc));
-            struct timespec pause = {.tv_nsec = 10 * 1000000L}; /* e.g. EMFILE: back off */
-            nanosleep(&pause, NULL);
-            continue;
-        }
-        start_conn(s, x);
-    }
-    return NULL;
-}
-
-int rpc_server_start(const rpc_server_opts *o, rpc_server **out)
-{
-    rpc_server *s;
-    int rc;
-
-    if (!o || !o->handler || !o->address || !out)
-        return -EINVAL;
-    s = calloc(1, sizeof(*s));
-    if (!s)
-        return -ENOMEM;
-    s->o = *o;
-    if (s->o.max_connections == 0)
-        s->o.max_connections = RPC_DEFAULT_MAX_CONNECTIONS;
-    if (s->o.frame_timeout_ms == 0)
-        s->o.frame_timeout_ms = RPC_FRAME_BODY_TIMEOUT_MS;
-    if (s->o.limits.max_header_bytes == 0 && s->o.limits.max_bulk_bytes == 0)
-        frame_limits_default(&s->o.limits);
-    pthread_mutex_init(&s->m, NULL);
-    pthread_cond_init(&s->idle_cv, NULL);
-    rc = xport_listen(o->transport, o->address, &s->l);
-    if (rc < 0)
-        goto fail;
-    rc = -pthread_create(&s->accept_thr, NULL, accept_main, s);
-    if (rc < 0) {
-        xport_listener_close(s->l);
-        goto fail;
-    }
-    *out = s;
-    return 0;
-fail:
-    pthread_cond_destroy(&s->idle_cv);
-    pthread_mutex_destroy(&s->m);
-    free(s);
-    return rc;
-}
-
-int rpc_server_port(const rpc_server *s)
-{
-    assert(s && s->l);
-    return xport_listener_port(s->l);
-}
-
-void rpc_server_stop(rpc_server *s)
-{
-    if (!s)
-        return;
-    pthread_mutex_lock(&s->m);
-    s->stopping = true;
-    pthread_mutex_unlock(&s->m);
-    xport_listener_shutdown(s->l);
-    pthread_join(s->accept_thr, NULL);
-    xport_listener_close(s->l);
-    pthread_mutex_lock(&s->m);
-    for (rpc_replier *r = s->conns; r; r = r->next)
-        r->x->ops->shutdown(r->x);
-    while (s->nconns > 0)
-        pthread_cond_wait(&s->idle_cv, &s->m);
-    pthread_mutex_unlock(&s->m);
-    pthread_cond_destroy(&s->idle_cv);
-    pthread_mutex_destroy(&s->m);
-    free(s);
 }
 
 /* ================================================================ client */
@@ -786,9 +403,9 @@ int rpc_call_start(rpc_conn *c, uint16_t type, const void *hdr, size_t hdr_len,
     assert(c && out);
     if (type == 0 || hdr_len > c->lim.max_header_bytes || (hdr_len && !hdr))
         return hdr_len > c->lim.max_header_bytes ? -EMSGSIZE : -EINVAL;
-    rc = iov_total(bulk, bulk_cnt, c->lim.max_bulk_bytes, &bulk_len);
+    rc = rpc__iov_total(bulk, bulk_cnt, c->lim.max_bulk_bytes, &bulk_len);
     if (rc == 0)
-        rc = iov_total(resp_iov, resp_cnt, UINT64_MAX, &resp_len);
+        rc = rpc__iov_total(resp_iov, resp_cnt, UINT64_MAX, &resp_len);
     if (rc < 0)
         return rc;
     call = call_new(type, resp_iov, resp_cnt);
@@ -807,11 +424,11 @@ int rpc_call_start(rpc_conn *c, uint16_t type, const void *hdr, size_t hdr_len,
         .flags = 0,
         .hdr_len = (uint32_t)hdr_len,
         .bulk_len = (uint32_t)bulk_len,
-        .bulk_crc32c = iov_crc(bulk, bulk_cnt),
+        .bulk_crc32c = rpc__iov_crc(bulk, bulk_cnt),
         .req_id = call->req_id,
     };
     pthread_mutex_lock(&c->send_m);
-    rc = send_frame(c->x, &fh, hdr, bulk, bulk_cnt);
+    rc = rpc__send_frame(c->x, &fh, hdr, bulk, bulk_cnt);
     pthread_mutex_unlock(&c->send_m);
     if (rc < 0) { /* a cut frame ruins the stream: the reader fails the rest */
         c->x->ops->shutdown(c->x);
@@ -828,7 +445,7 @@ int rpc_call_start_msg(rpc_conn *c, uint16_t type, const ProtobufCMessage *msg,
 {
     uint8_t stack[RPC_MSG_STACK_BYTES], *buf;
     size_t len;
-    int rc = pack_msg(msg, stack, &buf, &len);
+    int rc = rpc__pack_msg(msg, stack, &buf, &len);
 
     if (rc < 0)
         return rc;

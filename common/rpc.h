@@ -1,13 +1,25 @@
 /* rpc.h - request/reply RPC over a transport: protobuf-c headers + raw bulk.
  *
- * Server: one thread per connection reads frames in order and calls the
- * handler, which must answer each request exactly once with rpc_reply*.
- * A malformed frame (frame_decode error, bad bulk CRC) closes that
- * connection with a logged reason; the server keeps running.
+ * Server (rpc_server.c): one thread per connection reads frames in order
+ * and calls the handler, which must answer each request exactly once with
+ * rpc_reply*. A malformed frame (frame_decode error, bad bulk CRC) closes
+ * that connection with a logged reason; the server keeps running. What one
+ * peer can cost a server is bounded (rpc_server_opts): a frame must arrive
+ * whole within frame_timeout_ms of its first byte, a silent connection is
+ * closed after idle_timeout_ms, request buffers grow only as bytes arrive,
+ * a reply must be sent within send_timeout_ms, a connection's replies
+ * answered later by other threads (rpc_replier_hold) are sent by its own
+ * thread, and it stops reading while max_deferred_replies of them are
+ * pending. Connections are capped (max_connections in all,
+ * max_unproven_per_peer not yet past their first valid request per peer
+ * address); a newcomer over a cap takes the place of the oldest unproven
+ * or the longest idle connection. Refusals are logged, rate-limited.
  *
- * Client: a connection carries many requests in flight (pipelining); a
- * reader thread matches replies to calls by req_id. Reply bulk is received
- * straight into the caller's iovec (no copy). Every wait has a timeout.
+ * Client (rpc.c): a connection carries many requests in flight
+ * (pipelining); a reader thread matches replies to calls by req_id. Reply
+ * bulk is received straight into the caller's iovec (no copy). Every wait
+ * has a timeout. A server may close an idle connection: callers reconnect
+ * when rpc_conn_broken says so.
  * Return convention: 0 or negative errno. */
 #ifndef DEPFS_RPC_H
 #define DEPFS_RPC_H
@@ -21,6 +33,15 @@
 
 #define RPC_MAX_IOV 64 /* max iovec entries per call side */
 #define RPC_MAX_INFLIGHT 4096 /* calls pending per client connection; more: -EBUSY */
+
+/* Server defaults (rpc_server_opts fields left 0; the config keys of the
+ * same names, config.h, start from these). */
+#define RPC_DEFAULT_MAX_CONNECTIONS 1024u
+#define RPC_DEFAULT_MAX_UNPROVEN_PER_PEER 64u
+#define RPC_DEFAULT_FRAME_TIMEOUT_MS 30000u  /* 64 MiB at >= 2.2 MB/s */
+#define RPC_DEFAULT_IDLE_TIMEOUT_MS 600000u  /* 10 min: clients reconnect */
+#define RPC_DEFAULT_SEND_TIMEOUT_MS 30000u
+#define RPC_DEFAULT_MAX_DEFERRED_REPLIES 1024u
 
 /* ----------------------------------------------------------- server side */
 typedef struct rpc_server rpc_server;
@@ -38,27 +59,55 @@ typedef struct rpc_msg {
 
 typedef void (*rpc_handler_fn)(void *ctx, const rpc_msg *req, rpc_replier *r);
 
+/* Every limit left 0 takes its RPC_DEFAULT_*. */
 typedef struct rpc_server_opts {
     const char *transport; /* "tcp" / "rdma" */
     const char *address;   /* HOST:PORT to listen on */
-    frame_limits limits;
+    frame_limits limits;   /* all 0: frame_limits_default; max_bulk_bytes 0
+                            * alone: no request may carry bulk */
     rpc_handler_fn handler;
     void *ctx;
-    unsigned max_connections; /* 0 = 1024 */
-    unsigned frame_timeout_ms; /* rest of a frame after its first byte; 0 = 30 s */
+    unsigned max_connections;       /* open at once, in all */
+    unsigned max_unproven_per_peer; /* from one address, before their first
+                                     * valid request */
+    unsigned frame_timeout_ms;      /* a whole frame, from its first byte; a
+                                     * new connection's first frame, from
+                                     * the connect */
+    unsigned idle_timeout_ms;       /* between frames, with nothing pending */
+    unsigned send_timeout_ms;       /* a whole reply frame */
+    unsigned max_deferred_replies;  /* per connection: holds not yet
+                                     * released; at the limit it stops
+                                     * reading requests */
 } rpc_server_opts;
+
+/* What the server holds now and what it refused since it started. */
+typedef struct rpc_server_stats {
+    unsigned connections;     /* open, threads alive */
+    unsigned unproven;        /* of them, no valid request yet */
+    uint64_t rx_buffer_bytes; /* request buffers of every connection */
+    uint64_t evicted;         /* closed to make room for a newcomer */
+    uint64_t refused;         /* newcomers closed at once: no room */
+    uint64_t timed_out;       /* closed by the frame, idle or send deadline */
+    uint64_t output_stalled;  /* closed: their replies were not being read */
+} rpc_server_stats;
 
 int rpc_server_start(const rpc_server_opts *o, rpc_server **out);
 /* Stops accepting, closes connections, joins threads. */
 void rpc_server_stop(rpc_server *s);
 /* The port the server listens on (after listening on port 0), or -errno. */
 int rpc_server_port(const rpc_server *s);
+void rpc_server_get_stats(rpc_server *s, rpc_server_stats *out);
 
 /* A replier is valid while the handler runs. A handler that answers later
  * (from another thread) takes a hold first and releases it after replying;
  * it must then pass an rpc_msg copy carrying the request's type and req_id
  * (hdr/bulk of the original are freed when the handler returns). Replies
- * on a connection that has gone away fail -ECONNRESET. */
+ * on a connection that has gone away fail -ECONNRESET.
+ * A reply made by another thread never waits for the peer: it is copied
+ * into the connection's queue and sent by the connection's own thread
+ * (TCP; on a transport without poll_fd it is sent at once, under the send
+ * deadline). A queue over its limit (the peer reads no replies) closes
+ * the connection: -ENOBUFS. */
 void rpc_replier_hold(rpc_replier *r);
 void rpc_replier_release(rpc_replier *r);
 

@@ -1,7 +1,10 @@
 /* syncer.c - the MDS group commit (syncer.h): a queue of packed replies and
- * one thread that runs a barrier (kv_sync) per batch and then sends the
- * batch. See the durability comment in namespace.c for what a crash can
- * lose (only what was never acknowledged). */
+ * one thread that runs a barrier (kv_sync) per batch and then answers the
+ * batch. The answers are handed to each connection's own thread (rpc.h:
+ * replies made by another thread are queued), so a client that reads no
+ * replies never blocks this thread and with it every other client's
+ * mutations. See the durability comment in namespace.c for what a crash
+ * can lose (only what was never acknowledged). */
 #include "syncer.h"
 
 #include <errno.h>

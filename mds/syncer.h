@@ -1,9 +1,12 @@
 /* syncer.h - the MDS's group commit: replies to mutations wait here until a
- * barrier (kv_sync) has made the mutation durable, and are then sent by the
- * syncer thread. One barrier answers every reply queued before it started,
- * from every connection, and the connection thread that queued a reply goes
- * on with that client's next request meanwhile: one client's parallel
- * requests overlap their syncs, and many clients share one fsync. */
+ * barrier (kv_sync) has made the mutation durable, and are then answered by
+ * the syncer thread (and sent by each connection's own thread, never
+ * waiting for a client). One barrier answers every reply queued before it
+ * started, from every connection, and the connection thread that queued a
+ * reply goes on with that client's next request meanwhile: one client's
+ * parallel requests overlap their syncs, and many clients share one fsync.
+ * A connection with RPC_DEFAULT_MAX_DEFERRED_REPLIES answers pending here
+ * is read no further until some are answered (rpc.h). */
 #ifndef DEPFS_MDS_SYNCER_H
 #define DEPFS_MDS_SYNCER_H
 #include <protobuf-c/protobuf-c.h>

@@ -348,7 +348,8 @@ static void expect_server_closes(rpc_server *s, const void *bytes, size_t len)
 
     server_addr(s, addr, sizeof(addr));
     ck_assert_int_eq(xport_connect("tcp", addr, CONNECT_TIMEOUT_MS, &x), 0);
-    ck_assert_int_eq(x->ops->sendv(x, &iov, 1), 0);
+    if (len)
+        ck_assert_int_eq(x->ops->sendv(x, &iov, 1), 0);
     ck_assert_int_eq(x->ops->recv_all(x, got, sizeof(got)), -ECONNRESET);
     x->ops->close(x);
 }
@@ -411,8 +412,9 @@ START_TEST(test_server_survives_garbage)
 END_TEST
 
 /* A peer that sends part of a frame and stalls loses its connection after
- * the frame timeout instead of holding a server thread forever; an idle
- * connection (no byte of a new frame yet) is kept. */
+ * the frame timeout instead of holding a server thread forever, and so
+ * does one that connects and sends nothing; an established connection
+ * between requests is kept (until the much longer idle timeout). */
 START_TEST(test_server_drops_stalled_frames)
 {
     rpc_server *s = server_start(0);
@@ -422,9 +424,11 @@ START_TEST(test_server_drops_stalled_frames)
     expect_server_closes(s, frame, 10);                /* stalls inside the header */
     n = make_frame(frame, 4096, 0, NULL);
     expect_server_closes(s, frame, n);                 /* stalls before the bulk */
+    expect_server_closes(s, frame, 0);                 /* never says anything */
 
     rpc_conn *c = conn_open(s);
-    usleep(3 * TEST_FRAME_TIMEOUT_MS * 1000u);         /* idle longer than the timeout */
+    echo_ok(c);
+    usleep(3 * TEST_FRAME_TIMEOUT_MS * 1000u);         /* idle longer than the frame timeout */
     echo_ok(c);
     ck_assert(!rpc_conn_broken(c));
     rpc_conn_close(c);
@@ -546,14 +550,20 @@ START_TEST(test_inflight_limit)
 }
 END_TEST
 
+/* With every slot taken by a connection at work a newcomer is refused; with
+ * one idle, the newcomer takes its place (that client reconnects). */
 START_TEST(test_max_connections)
 {
     rpc_server *s = server_start(1);
     rpc_conn *c1 = conn_open(s), *c2;
-    rpc_call *call = NULL;
+    uint8_t *resp = malloc(SLOW_REPLY_BULK_BYTES);
+    rpc_call *call = NULL, *slow;
+    rpc_server_stats st;
     int rc;
 
     echo_ok(c1);
+    slow = start_slow(c1, 400, resp, SLOW_REPLY_BULK_BYTES); /* c1 is at work */
+    usleep(50 * 1000);
     c2 = conn_open(s); /* TCP accepts; the server then closes it */
     rc = rpc_call_start(c2, T_ECHO, "x", 1, NULL, 0, NULL, 0, &call);
     if (rc == 0) {
@@ -564,24 +574,34 @@ START_TEST(test_max_connections)
     }
     ck_assert(rpc_conn_broken(c2));
     rpc_conn_close(c2);
+    rpc_server_get_stats(s, &st);
+    ck_assert_uint_eq(st.refused, 1);
+    ck_assert_int_eq(rpc_call_wait(slow, WAIT_MS), 0);
+    rpc_call_free(slow);
     echo_ok(c1);
-    rpc_conn_close(c1);
-    /* once the server has noticed the first is gone, a new one is served */
+    /* c1 idle now: a newcomer is served in its place */
     for (int tries = 0;; tries++) {
         rpc_call *probe = NULL;
-        c1 = conn_open(s);
-        if (rpc_call_start(c1, T_ECHO, "x", 1, NULL, 0, NULL, 0, &probe) == 0) {
+        c2 = conn_open(s);
+        if (rpc_call_start(c2, T_ECHO, "x", 1, NULL, 0, NULL, 0, &probe) == 0) {
             rc = rpc_call_wait(probe, WAIT_MS);
             rpc_call_free(probe);
             if (rc == 0)
                 break;
         }
-        rpc_conn_close(c1);
+        rpc_conn_close(c2);
         ck_assert_int_lt(tries, MAX_CONN_RETRIES);
         usleep(MAX_CONN_RETRY_PAUSE_MS * 1000);
     }
-    echo_ok(c1);
+    echo_ok(c2);
+    for (int i = 0; i < MAX_CONN_RETRIES && !rpc_conn_broken(c1); i++)
+        usleep(MAX_CONN_RETRY_PAUSE_MS * 1000);
+    ck_assert(rpc_conn_broken(c1));
+    rpc_server_get_stats(s, &st);
+    ck_assert_uint_ge(st.evicted, 1);
     rpc_conn_close(c1);
+    rpc_conn_close(c2);
+    free(resp);
     rpc_server_stop(s);
 }
 END_TEST
