@@ -15,6 +15,7 @@
 #include "label.h"
 #include "layout.h"
 #include "log.h"
+#include "rpc.h"
 
 #define CONFIG_LINE_MAX 8192u
 #define CONFIG_MS_MAX 86400000u          /* one day: larger is surely a typo */
@@ -33,8 +34,9 @@
 #define DEFAULT_MAX_HEADER_BYTES (1u * MIB)
 #define DEFAULT_MAX_BULK_BYTES (64u * MIB)
 #define DEFAULT_SCRUB_RATE (16u * MIB) /* a 10 TB disk verified about once a week */
+#define CONFIG_COUNT_MAX (1u << 20)      /* connection counts: larger is surely a typo */
 
-enum key_type { K_ADDR, K_PATH, K_TRANSPORT, K_IOSERVER, K_LAYOUT, K_MS, K_BYTES, K_RATE };
+enum key_type { K_ADDR, K_PATH, K_TRANSPORT, K_IOSERVER, K_LAYOUT, K_MS, K_BYTES, K_RATE, K_COUNT };
 
 struct key_def {
     const char *name;
@@ -61,6 +63,11 @@ static const struct key_def keys[] = {
     NUM_KEY(max_header_bytes, K_BYTES),
     NUM_KEY(max_bulk_bytes, K_BYTES),
     NUM_KEY(scrub_rate, K_RATE),
+    NUM_KEY(frame_timeout_ms, K_MS),
+    NUM_KEY(idle_timeout_ms, K_MS),
+    NUM_KEY(send_timeout_ms, K_MS),
+    NUM_KEY(max_connections, K_COUNT),
+    NUM_KEY(max_unproven_per_peer, K_COUNT),
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -104,6 +111,11 @@ void config_defaults(depfs_config *c)
     c->max_header_bytes = DEFAULT_MAX_HEADER_BYTES;
     c->max_bulk_bytes = DEFAULT_MAX_BULK_BYTES;
     c->scrub_rate = DEFAULT_SCRUB_RATE;
+    c->frame_timeout_ms = RPC_DEFAULT_FRAME_TIMEOUT_MS;
+    c->idle_timeout_ms = RPC_DEFAULT_IDLE_TIMEOUT_MS;
+    c->send_timeout_ms = RPC_DEFAULT_SEND_TIMEOUT_MS;
+    c->max_connections = RPC_DEFAULT_MAX_CONNECTIONS;
+    c->max_unproven_per_peer = RPC_DEFAULT_MAX_UNPROVEN_PER_PEER;
 }
 
 const ioserver_conf *config_ioserver(const depfs_config *c, uint32_t id)
@@ -234,6 +246,13 @@ static int parse_number(struct parse_ctx *x, const struct key_def *k, const char
         *(unsigned *)((char *)x->c + k->offset) = (unsigned)num;
         return 0;
     }
+    if (k->type == K_COUNT) {
+        if (parse_u64(v, &num) != 0 || num == 0 || num > CONFIG_COUNT_MAX)
+            return fail(x, "%s: bad value '%s' (expected a count, 1..%u)", k->name, v,
+                        CONFIG_COUNT_MAX);
+        *(unsigned *)((char *)x->c + k->offset) = (unsigned)num;
+        return 0;
+    }
     if (k->type == K_RATE) {
         if (parse_size(v, &num) != 0 || num > UINT32_MAX)
             return fail(x, "%s: bad value '%s' (expected bytes per second like 16m, 0 for "
@@ -269,6 +288,7 @@ static int parse_value(struct parse_ctx *x, const struct key_def *k, char *v)
     case K_MS:
     case K_BYTES:
     case K_RATE:
+    case K_COUNT:
         return parse_number(x, k, v);
     }
     return fail(x, "internal: unhandled key type");

@@ -8,7 +8,10 @@
  *   transport = tcp|rdma              (default tcp)
  *   default_layout = N@K[@SU]         (default 8@6@64k, clamped to servers)
  *   request_timeout_ms, connect_timeout_ms, heartbeat_period_ms,
- *   lock_lease_ms, server_down_expiry_ms, max_header_bytes, max_bulk_bytes
+ *   lock_lease_ms, server_down_expiry_ms, max_header_bytes, max_bulk_bytes,
+ *   scrub_rate,
+ *   frame_timeout_ms, idle_timeout_ms, send_timeout_ms, max_connections,
+ *   max_unproven_per_peer   (every daemon's RPC server: rpc.h)
  * Unknown keys and bad values are errors naming file and line.
  *
  * Details (config.c):
@@ -17,6 +20,7 @@
  *   - Every key except ioserver may appear once; a repeat is an error.
  *   - ioserver ids and addresses must be unique; at most CONFIG_MAX_IOSERVERS.
  *   - *_ms values: 1..86400000. max_*_bytes: sizes (1m, 65536) in 1024..2^32-1.
+ *     max_connections, max_unproven_per_peer: counts, 1..2^20.
  *   - default_layout without SU uses LAYOUT_DEFAULT_SU (64 KiB).
  *   - If ioservers are listed and default n exceeds their count, the default
  *     is clamped (with a warning): n = servers, k = min(k, n - 1) so one
@@ -58,6 +62,12 @@ typedef struct depfs_config {
     uint32_t max_bulk_bytes;           /* default 64 MiB */
     uint32_t scrub_rate;               /* background scrub, bytes/s per I/O server
                                         * (0: off), default 16 MiB/s */
+    /* what one peer may cost a daemon's RPC server (rpc.h, rpc_server_opts) */
+    unsigned frame_timeout_ms;         /* a whole request frame, default 30 s */
+    unsigned idle_timeout_ms;          /* a silent established connection, default 10 min */
+    unsigned send_timeout_ms;          /* a whole reply frame, default 30 s */
+    unsigned max_connections;          /* per daemon, default 1024 */
+    unsigned max_unproven_per_peer;    /* per address, before a first valid request, default 64 */
 } depfs_config;
 
 void config_defaults(depfs_config *c);

@@ -1,10 +1,13 @@
-/* daemon.c - daemon startup: logging, config, directories, signals (daemon.h). */
+/* daemon.c - daemon startup: logging, config, directories, signals, RPC
+ * server limits, descriptor limit (daemon.h). */
 #include "daemon.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #define DAEMON_ERR_MAX 512u
@@ -47,4 +50,31 @@ void daemon_block_stop_signals(sigset_t *stop)
     sigaddset(stop, SIGINT);
     pthread_sigmask(SIG_BLOCK, stop, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
+
+void daemon_server_opts(const depfs_config *cfg, rpc_server_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->transport = cfg->transport;
+    o->limits.max_header_bytes = cfg->max_header_bytes;
+    o->limits.max_bulk_bytes = cfg->max_bulk_bytes;
+    o->frame_timeout_ms = cfg->frame_timeout_ms;
+    o->idle_timeout_ms = cfg->idle_timeout_ms;
+    o->send_timeout_ms = cfg->send_timeout_ms;
+    o->max_connections = cfg->max_connections;
+    o->max_unproven_per_peer = cfg->max_unproven_per_peer;
+}
+
+unsigned long daemon_raise_fd_limit(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0)
+            log_warn("cannot raise the descriptor limit: %s", strerror(errno));
+    }
+    return (unsigned long)rl.rlim_cur;
 }

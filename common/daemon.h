@@ -1,8 +1,10 @@
 /* daemon.h - what every DePFS daemon (depfs-mds, depfs-ioserver,
  * depfs-recovery) does before its own work: start logging at the level its
  * command line asked for (log.h dlog_level_parse; DEPFS_LOG_LEVEL still
- * overrides), load the cluster config, create its data directories, and
- * route SIGTERM/SIGINT to the thread that waits for them.
+ * overrides), load the cluster config, create its data directories, route
+ * SIGTERM/SIGINT to the thread that waits for them, and, for the daemons
+ * that serve RPCs, take the server's limits from the config and raise the
+ * descriptor limit those connections need.
  * Return convention: 0 or a negative errno. */
 #ifndef DEPFS_DAEMON_H
 #define DEPFS_DAEMON_H
@@ -11,6 +13,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "rpc.h"
 
 #define DAEMON_DIR_MODE 0700 /* data directories: the daemon's user only */
 
@@ -24,5 +27,13 @@ int daemon_make_dirs(const char *path);
  * later (one thread collects them with sigwait(stop)), ignores SIGPIPE (a
  * peer that went away is an error return, not a death). */
 void daemon_block_stop_signals(sigset_t *stop);
+/* The RPC server options every daemon takes from the config: frame limits,
+ * time outs and connection caps (transport, address, handler and ctx are
+ * the caller's). */
+void daemon_server_opts(const depfs_config *cfg, rpc_server_opts *o);
+/* Raises the soft descriptor limit to the hard one (each connection holds
+ * a descriptor, and an eventfd once replies are queued for it); returns
+ * the limit now in force. */
+unsigned long daemon_raise_fd_limit(void);
 
 #endif

@@ -102,6 +102,10 @@ static int frame_check(const frame_header *h, const frame_limits *lim, const cha
         *why = "frame header length over limit";
         return -EMSGSIZE;
     }
+    if (h->bulk_len > 0 && lim->max_bulk_bytes == 0) {
+        *why = "frame carries bulk data, which this receiver never takes";
+        return -EMSGSIZE;
+    }
     if (h->bulk_len > lim->max_bulk_bytes) {
         *why = "frame bulk length over limit";
         return -EMSGSIZE;

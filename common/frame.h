@@ -22,7 +22,7 @@
 
 typedef struct frame_limits {
     uint32_t max_header_bytes;
-    uint32_t max_bulk_bytes;
+    uint32_t max_bulk_bytes; /* 0: a frame with any bulk is refused (the MDS) */
 } frame_limits;
 
 typedef struct frame_header {

@@ -827,8 +827,8 @@ void ios_handle(void *ctx, const rpc_msg *req, rpc_replier *r)
                                      res.bulk_len ? 1 : 0, res.bulk_crc)
                  : rpc_reply_msg(r, req, &res.reply.base, res.bulk_len ? &iov : NULL,
                                  res.bulk_len ? 1 : 0);
-    if (rc)
-        log_warn("%s: reply to %s failed: %s", req->peer ? req->peer : "-", op_name(req->type),
-                 strerror(-rc));
+    if (rc) /* the rpc layer logs (rate-limited) why it closes the connection */
+        log_debug("%s: reply to %s failed: %s", req->peer ? req->peer : "-", op_name(req->type),
+                  strerror(-rc));
     ios_result_free(&res);
 }

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "clock.h"
@@ -111,15 +110,10 @@ static int parse_args(int argc, char **argv, ios_args *a)
  * size that fits under it. */
 static unsigned fd_budget(void)
 {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+    unsigned long limit = daemon_raise_fd_limit();
+    if (limit == 0)
         return IOS_STRIPS_DEFAULT_OPEN_FILES / 4;
-    if (rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-        getrlimit(RLIMIT_NOFILE, &rl);
-    }
-    rlim_t usable = rl.rlim_cur > 2 * FDS_RESERVED ? rl.rlim_cur / 2 : FDS_RESERVED / 4;
+    unsigned long usable = limit > 2 * FDS_RESERVED ? limit / 2 : FDS_RESERVED / 4;
     return usable > IOS_STRIPS_DEFAULT_OPEN_FILES ? IOS_STRIPS_DEFAULT_OPEN_FILES
                                                   : (unsigned)usable;
 }
@@ -198,10 +192,11 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
         log_err("cannot start the background scrub: %s", strerror(-rc));
         goto out;
     }
-    rpc_server_opts o = { .transport = cfg->transport, .address = me->address,
-                          .limits = { .max_header_bytes = cfg->max_header_bytes,
-                                      .max_bulk_bytes = cfg->max_bulk_bytes },
-                          .handler = ios_handle, .ctx = &ctx };
+    rpc_server_opts o;
+    daemon_server_opts(cfg, &o);
+    o.address = me->address;
+    o.handler = ios_handle;
+    o.ctx = &ctx;
     if ((rc = rpc_server_start(&o, &srv))) {
         log_err("cannot listen on %s (%s): %s", me->address, cfg->transport, strerror(-rc));
         goto out;

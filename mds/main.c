@@ -30,6 +30,7 @@
 
 #define MDS_PROG "depfs-mds"
 #define MDS_ERR_MAX 512u
+#define MDS_FDS_RESERVED 256u /* LevelDB files, logs, listener */
 
 typedef struct mds_args {
     const char *config_path;
@@ -138,11 +139,11 @@ static int open_store(mds_daemon *d)
 static int start_server(mds_daemon *d)
 {
     rpc_server_opts o;
-    memset(&o, 0, sizeof(o));
-    o.transport = d->cfg.transport;
+    daemon_server_opts(&d->cfg, &o);
     o.address = d->cfg.mds_address;
-    o.limits.max_header_bytes = d->cfg.max_header_bytes;
-    o.limits.max_bulk_bytes = d->cfg.max_bulk_bytes;
+    /* no MDS request carries bulk: a frame that declares some is refused
+     * before any byte of it is read */
+    o.limits.max_bulk_bytes = 0;
     o.handler = mds_handle;
     d->ctx.ns = d->ns;
     d->ctx.cluster = d->cluster;
@@ -241,6 +242,10 @@ int main(int argc, char **argv)
     /* Block the stop signals in every thread; main collects them. */
     daemon_block_stop_signals(&set);
 
+    unsigned long fds = daemon_raise_fd_limit();
+    if (fds < d.cfg.max_connections + MDS_FDS_RESERVED)
+        log_warn("descriptor limit %lu is below max_connections (%u) + %u: connections "
+                 "beyond it are refused at accept", fds, d.cfg.max_connections, MDS_FDS_RESERVED);
     rc = open_store(&d);
     if (rc == 0)
         rc = start_server(&d);

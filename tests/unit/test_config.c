@@ -65,6 +65,11 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cfg.server_down_expiry_ms, 5000);
     ck_assert_uint_eq(cfg.max_header_bytes, 1u << 20);
     ck_assert_uint_eq(cfg.max_bulk_bytes, 64u << 20);
+    ck_assert_uint_eq(cfg.frame_timeout_ms, 30000);
+    ck_assert_uint_eq(cfg.idle_timeout_ms, 600000);
+    ck_assert_uint_eq(cfg.send_timeout_ms, 30000);
+    ck_assert_uint_eq(cfg.max_connections, 1024);
+    ck_assert_uint_eq(cfg.max_unproven_per_peer, 64);
     ck_assert_uint_eq(cfg.n_ioservers, 0);
 }
 END_TEST
@@ -86,6 +91,11 @@ START_TEST(test_full_file)
                   "server_down_expiry_ms = 9000\n"
                   "max_header_bytes = 64k\n"
                   "max_bulk_bytes = 16m\n"
+                  "frame_timeout_ms = 4000\n"
+                  "idle_timeout_ms = 60000\n"
+                  "send_timeout_ms = 5000\n"
+                  "max_connections = 4096\n"
+                  "max_unproven_per_peer = 16\n"
                   "\tioserver = 7  [::1]:7101   /data/with space/s7 \n"
                   "ioserver = 3 host3:7103 /data/s3\n",
                   err);
@@ -102,6 +112,11 @@ START_TEST(test_full_file)
     ck_assert_uint_eq(cfg.server_down_expiry_ms, 9000);
     ck_assert_uint_eq(cfg.max_header_bytes, 65536);
     ck_assert_uint_eq(cfg.max_bulk_bytes, 16u << 20);
+    ck_assert_uint_eq(cfg.frame_timeout_ms, 4000);
+    ck_assert_uint_eq(cfg.idle_timeout_ms, 60000);
+    ck_assert_uint_eq(cfg.send_timeout_ms, 5000);
+    ck_assert_uint_eq(cfg.max_connections, 4096);
+    ck_assert_uint_eq(cfg.max_unproven_per_peer, 16);
     ck_assert_uint_eq(cfg.n_ioservers, 2);
     /* only two servers: 10@8 is clamped to 2@1, the SU kept */
     ck_assert_uint_eq(cfg.default_n, 2);
@@ -176,6 +191,9 @@ static const struct { const char *text; unsigned line; const char *needle; } bad
     { MDS_LINE "connect_timeout_ms = -5\n", 2, "connect_timeout_ms" },
     { MDS_LINE "max_bulk_bytes = 8g\n", 2, "max_bulk_bytes" },
     { MDS_LINE "max_header_bytes = 12\n", 2, "max_header_bytes" },
+    { MDS_LINE "max_connections = 0\n", 2, "max_connections: bad value '0'" },
+    { MDS_LINE "max_unproven_per_peer = 2000000\n", 2, "max_unproven_per_peer" },
+    { MDS_LINE "idle_timeout_ms = 0\n", 2, "idle_timeout_ms" },
     { MDS_LINE "ioserver = 1 127.0.0.1:7101\n", 2, "ID HOST:PORT DATADIR" },
     { MDS_LINE "ioserver = x 127.0.0.1:7101 /d\n", 2, "bad id 'x'" },
     { MDS_LINE "ioserver = 4294967296 127.0.0.1:7101 /d\n", 2, "bad id" },

@@ -101,6 +101,25 @@ START_TEST(test_limits_are_inclusive)
 }
 END_TEST
 
+/* A receiver that takes no bulk (the MDS) refuses any, and says so. */
+START_TEST(test_no_bulk_at_all)
+{
+    frame_header h = sample_header(), g;
+    frame_limits lim = {.max_header_bytes = 1u << 20, .max_bulk_bytes = 0};
+    uint8_t raw[FRAME_HEADER_BYTES];
+    const char *why = NULL;
+
+    h.bulk_len = 1;
+    frame_encode(&h, raw);
+    ck_assert_int_eq(frame_decode(raw, &lim, &g, &why), -EMSGSIZE);
+    ck_assert_ptr_nonnull(strstr(why, "never takes"));
+    h.bulk_len = 0;
+    h.bulk_crc32c = 0;
+    frame_encode(&h, raw);
+    ck_assert_int_eq(frame_decode(raw, &lim, &g, &why), 0);
+}
+END_TEST
+
 START_TEST(test_garbage_bytes)
 {
     uint8_t raw[FRAME_HEADER_BYTES];
@@ -320,6 +339,7 @@ int main(void)
     tcase_add_test(tc, test_round_trip);
     tcase_add_test(tc, test_rejections);
     tcase_add_test(tc, test_limits_are_inclusive);
+    tcase_add_test(tc, test_no_bulk_at_all);
     tcase_add_test(tc, test_garbage_bytes);
     tcase_add_test(tc, test_fuzz_random_headers);
     tcase_add_test(tc, test_split_addr);
