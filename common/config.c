@@ -34,7 +34,7 @@
 #define DEFAULT_MAX_BULK_BYTES (64u * MIB)
 #define DEFAULT_SCRUB_RATE (16u * MIB) /* a 10 TB disk verified about once a week */
 
-enum key_type { K_ADDR, K_PATH, K_TRANSPORT, K_IOSERVER, K_LAYOUT, K_MS, K_BYTES, K_RATE };
+enum key_type { K_ADDR, K_PATH, K_TRANSPORT, K_IOSERVER, K_LAYOUT, K_MS, K_BYTES, K_RATE, K_SWITCH };
 
 struct key_def {
     const char *name;
@@ -61,6 +61,9 @@ static const struct key_def keys[] = {
     NUM_KEY(max_header_bytes, K_BYTES),
     NUM_KEY(max_bulk_bytes, K_BYTES),
     NUM_KEY(scrub_rate, K_RATE),
+    NUM_KEY(auth, K_SWITCH),
+    STR_KEY(cluster_key, K_PATH),
+    STR_KEY(munge_socket, K_PATH),
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -104,6 +107,8 @@ void config_defaults(depfs_config *c)
     c->max_header_bytes = DEFAULT_MAX_HEADER_BYTES;
     c->max_bulk_bytes = DEFAULT_MAX_BULK_BYTES;
     c->scrub_rate = DEFAULT_SCRUB_RATE;
+    c->auth = true;
+    snprintf(c->cluster_key, sizeof(c->cluster_key), "%s", CONFIG_DEFAULT_CLUSTER_KEY);
 }
 
 const ioserver_conf *config_ioserver(const depfs_config *c, uint32_t id)
@@ -262,6 +267,11 @@ static int parse_value(struct parse_ctx *x, const struct key_def *k, char *v)
         if (strcmp(v, "tcp") != 0 && strcmp(v, "rdma") != 0)
             return fail(x, "transport: bad value '%s' (expected tcp or rdma)", v);
         return set_string(x, k, v);
+    case K_SWITCH:
+        if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+            return fail(x, "%s: bad value '%s' (expected on or off)", k->name, v);
+        *(bool *)((char *)x->c + k->offset) = strcmp(v, "on") == 0;
+        return 0;
     case K_IOSERVER:
         return parse_ioserver(x, v);
     case K_LAYOUT:

@@ -9,6 +9,12 @@
  *   default_layout = N@K[@SU]         (default 8@6@64k, clamped to servers)
  *   request_timeout_ms, connect_timeout_ms, heartbeat_period_ms,
  *   lock_lease_ms, server_down_expiry_ms, max_header_bytes, max_bulk_bytes
+ *   auth = on|off                     (default on: every connection proves
+ *                                      who it is, common/auth.h; off only
+ *                                      for benchmarks and old clusters)
+ *   cluster_key = PATH                (default /etc/depfs/cluster.key; 0600,
+ *                                      on server and admin nodes only)
+ *   munge_socket = PATH               (default: MUNGE's own)
  * Unknown keys and bad values are errors naming file and line.
  *
  * Details (config.c):
@@ -25,6 +31,7 @@
 #ifndef DEPFS_CONFIG_H
 #define DEPFS_CONFIG_H
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +39,7 @@
 #define CONFIG_ADDR_MAX 128u
 #define CONFIG_DEFAULT_PATH "/etc/depfs/depfs.conf"
 #define CONFIG_ENV "DEPFS_CONF"
+#define CONFIG_DEFAULT_CLUSTER_KEY "/etc/depfs/cluster.key"
 
 typedef struct ioserver_conf {
     uint32_t id;
@@ -58,6 +66,9 @@ typedef struct depfs_config {
     uint32_t max_bulk_bytes;           /* default 64 MiB */
     uint32_t scrub_rate;               /* background scrub, bytes/s per I/O server
                                         * (0: off), default 16 MiB/s */
+    bool auth;                         /* connections authenticated (default on) */
+    char cluster_key[PATH_MAX];
+    char munge_socket[PATH_MAX];       /* "": MUNGE's default socket */
 } depfs_config;
 
 void config_defaults(depfs_config *c);

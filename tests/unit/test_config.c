@@ -66,6 +66,9 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cfg.max_header_bytes, 1u << 20);
     ck_assert_uint_eq(cfg.max_bulk_bytes, 64u << 20);
     ck_assert_uint_eq(cfg.n_ioservers, 0);
+    ck_assert(cfg.auth);
+    ck_assert_str_eq(cfg.cluster_key, "/etc/depfs/cluster.key");
+    ck_assert_str_eq(cfg.munge_socket, "");
 }
 END_TEST
 
@@ -86,6 +89,9 @@ START_TEST(test_full_file)
                   "server_down_expiry_ms = 9000\n"
                   "max_header_bytes = 64k\n"
                   "max_bulk_bytes = 16m\n"
+                  "auth = off\n"
+                  "cluster_key = /etc/depfs/k\n"
+                  "munge_socket = /run/m.sock\n"
                   "\tioserver = 7  [::1]:7101   /data/with space/s7 \n"
                   "ioserver = 3 host3:7103 /data/s3\n",
                   err);
@@ -102,6 +108,9 @@ START_TEST(test_full_file)
     ck_assert_uint_eq(cfg.server_down_expiry_ms, 9000);
     ck_assert_uint_eq(cfg.max_header_bytes, 65536);
     ck_assert_uint_eq(cfg.max_bulk_bytes, 16u << 20);
+    ck_assert(!cfg.auth);
+    ck_assert_str_eq(cfg.cluster_key, "/etc/depfs/k");
+    ck_assert_str_eq(cfg.munge_socket, "/run/m.sock");
     ck_assert_uint_eq(cfg.n_ioservers, 2);
     /* only two servers: 10@8 is clamped to 2@1, the SU kept */
     ck_assert_uint_eq(cfg.default_n, 2);
@@ -167,6 +176,7 @@ static const struct { const char *text; unsigned line; const char *needle; } bad
     { "mds_address = :7000\n", 1, "HOST:PORT" },
     { MDS_LINE "mds_address = 127.0.0.1:7001\n", 2, "set twice (first on line 1)" },
     { MDS_LINE "transport = udp\n", 2, "'udp'" },
+    { MDS_LINE "auth = maybe\n", 2, "auth: bad value 'maybe' (expected on or off)" },
     { MDS_LINE "default_layout = 8@9\n", 2, "k (9) > n (8)" },
     { MDS_LINE "default_layout = 8@6@1000\n", 2, "multiple of 512" },
     { MDS_LINE "default_layout = eight\n", 2, "default_layout" },
