@@ -40,7 +40,7 @@ CFLAGS  += -DDEPFS_TEST_HOOKS
 endif
 LDFLAGS ?=
 LDFLAGS += -pthread $(SAN)
-BASE_LIBS := $(PKG_LIBS) -lleveldb -lpthread -lm
+BASE_LIBS := $(PKG_LIBS) -lleveldb -lsodium -lmunge -lpthread -lm
 RDMA_LIBS := -libverbs -lrdmacm
 
 PROTO_SRC := $(wildcard proto/*.proto)

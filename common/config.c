@@ -36,7 +36,8 @@
 #define DEFAULT_SCRUB_RATE (16u * MIB) /* a 10 TB disk verified about once a week */
 #define CONFIG_COUNT_MAX (1u << 20)      /* connection counts: larger is surely a typo */
 
-enum key_type { K_ADDR, K_PATH, K_TRANSPORT, K_IOSERVER, K_LAYOUT, K_MS, K_BYTES, K_RATE, K_COUNT };
+enum key_type { K_ADDR, K_PATH, K_TRANSPORT, K_IOSERVER, K_LAYOUT, K_MS, K_BYTES, K_RATE, K_COUNT,
+                K_SWITCH };
 
 struct key_def {
     const char *name;
@@ -68,6 +69,9 @@ static const struct key_def keys[] = {
     NUM_KEY(send_timeout_ms, K_MS),
     NUM_KEY(max_connections, K_COUNT),
     NUM_KEY(max_unproven_per_peer, K_COUNT),
+    NUM_KEY(auth, K_SWITCH),
+    STR_KEY(cluster_key, K_PATH),
+    STR_KEY(munge_socket, K_PATH),
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -116,6 +120,8 @@ void config_defaults(depfs_config *c)
     c->send_timeout_ms = RPC_DEFAULT_SEND_TIMEOUT_MS;
     c->max_connections = RPC_DEFAULT_MAX_CONNECTIONS;
     c->max_unproven_per_peer = RPC_DEFAULT_MAX_UNPROVEN_PER_PEER;
+    c->auth = true;
+    snprintf(c->cluster_key, sizeof(c->cluster_key), "%s", CONFIG_DEFAULT_CLUSTER_KEY);
 }
 
 const ioserver_conf *config_ioserver(const depfs_config *c, uint32_t id)
@@ -281,6 +287,11 @@ static int parse_value(struct parse_ctx *x, const struct key_def *k, char *v)
         if (strcmp(v, "tcp") != 0 && strcmp(v, "rdma") != 0)
             return fail(x, "transport: bad value '%s' (expected tcp or rdma)", v);
         return set_string(x, k, v);
+    case K_SWITCH:
+        if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+            return fail(x, "%s: bad value '%s' (expected on or off)", k->name, v);
+        *(bool *)((char *)x->c + k->offset) = strcmp(v, "on") == 0;
+        return 0;
     case K_IOSERVER:
         return parse_ioserver(x, v);
     case K_LAYOUT:

@@ -12,6 +12,12 @@
  *   scrub_rate,
  *   frame_timeout_ms, idle_timeout_ms, send_timeout_ms, max_connections,
  *   max_unproven_per_peer   (every daemon's RPC server: rpc.h)
+ *   auth = on|off                     (default on: every connection proves
+ *                                      who it is, common/auth.h; off only
+ *                                      for benchmarks and old clusters)
+ *   cluster_key = PATH                (default /etc/depfs/cluster.key; 0600,
+ *                                      on server and admin nodes only)
+ *   munge_socket = PATH               (default: MUNGE's own)
  * Unknown keys and bad values are errors naming file and line.
  *
  * Details (config.c):
@@ -29,6 +35,7 @@
 #ifndef DEPFS_CONFIG_H
 #define DEPFS_CONFIG_H
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +43,7 @@
 #define CONFIG_ADDR_MAX 128u
 #define CONFIG_DEFAULT_PATH "/etc/depfs/depfs.conf"
 #define CONFIG_ENV "DEPFS_CONF"
+#define CONFIG_DEFAULT_CLUSTER_KEY "/etc/depfs/cluster.key"
 
 typedef struct ioserver_conf {
     uint32_t id;
@@ -68,6 +76,9 @@ typedef struct depfs_config {
     unsigned send_timeout_ms;          /* a whole reply frame, default 30 s */
     unsigned max_connections;          /* per daemon, default 1024 */
     unsigned max_unproven_per_peer;    /* per address, before a first valid request, default 64 */
+    bool auth;                         /* connections authenticated (default on) */
+    char cluster_key[PATH_MAX];
+    char munge_socket[PATH_MAX];       /* "": MUNGE's default socket */
 } depfs_config;
 
 void config_defaults(depfs_config *c);

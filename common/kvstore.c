@@ -1,7 +1,17 @@
 /* kvstore.c - the only user of LevelDB's C API (kvstore.h). Maps LevelDB's
  * char **errptr convention onto 0 / -ENOENT / -EIO and logs store errors.
  * Also the group-commit barrier (kv_sync), which fdatasyncs LevelDB's write
- * ahead log files (NNNNNN.log in the store directory) itself. */
+ * ahead log files (NNNNNN.log in the store directory) itself.
+ *
+ * A failed write (a full disk, say) can leave a torn record in LevelDB's
+ * log, and LevelDB's log writer then goes on as if the whole record were
+ * there: on the next open its reader would drop the rest of that log block,
+ * including records written after the failure and acknowledged. So the
+ * first write after a failure reopens the store (LevelDB replays the log
+ * up to the torn record into a synced table and starts a new log), and
+ * writes are serialized here so that none can slip in between a failure
+ * and that reopen. What the failed write itself did is unknown: its record
+ * may or may not be there after the reopen (kvstore.h). */
 #include "fault.h"
 #include "kvstore.h"
 
@@ -20,13 +30,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define KV_LOG_SUFFIX ".log"
 #define KV_DIR_MTIME_MARGIN_S 1 /* >> the file system's timestamp tick */
+#define KV_REOPEN_RETRY_MS 1000u /* between tries to reopen after a failed write */
 
 struct kvstore {
     leveldb_t *db;
+    pthread_rwlock_t db_rw;       /* readers: every use of db; writer: a reopen */
+    pthread_mutex_t write_m;      /* one write at a time (see the top) */
+    bool write_failed;            /* under write_m: reopen before the next write */
+    uint64_t reopen_after_ms;     /* under write_m: no reopen try before this */
     leveldb_options_t *options;
     leveldb_readoptions_t *read_options;
     leveldb_writeoptions_t *write_options;
@@ -50,7 +66,7 @@ struct kv_batch {
 };
 
 struct kv_iter {
-    const kvstore *kv;
+    kvstore *kv;
     leveldb_iterator_t *it;
     char *prefix;
     size_t plen;
@@ -75,6 +91,8 @@ int kv_open(const char *dir, bool sync_writes, kvstore **out, char *err, size_t 
     if (!kv)
         goto fail;
     kv->log_fd = -1;
+    pthread_rwlock_init(&kv->db_rw, NULL);
+    pthread_mutex_init(&kv->write_m, NULL);
     pthread_mutex_init(&kv->sync_m, NULL);
     pthread_cond_init(&kv->sync_cv, NULL);
     if (!(kv->dir = strdup(dir)))
@@ -117,12 +135,68 @@ void kv_close(kvstore *kv)
         close(kv->log_fd);
     pthread_cond_destroy(&kv->sync_cv);
     pthread_mutex_destroy(&kv->sync_m);
+    pthread_mutex_destroy(&kv->write_m);
+    pthread_rwlock_destroy(&kv->db_rw);
     if (kv->read_options)
         leveldb_readoptions_destroy(kv->read_options);
     if (kv->options)
         leveldb_options_destroy(kv->options);
     free(kv->dir);
     free(kv);
+}
+
+/* Caller holds write_m and no read hold on db_rw. After a failed write:
+ * closes LevelDB and opens it again (at most once per KV_REOPEN_RETRY_MS;
+ * while the disk is still full the open fails and the store has no handle:
+ * every call fails -EIO until a later try succeeds). 0 once open and past
+ * the failure, or -EIO. */
+static int reopen_after_failure(kvstore *kv)
+{
+    char *lerr = NULL;
+    if (!kv->write_failed)
+        return 0;
+    uint64_t now_ms = clock_now_ms();
+    if (now_ms < kv->reopen_after_ms)
+        return -EIO;
+    kv->reopen_after_ms = now_ms + KV_REOPEN_RETRY_MS;
+    if (pthread_rwlock_trywrlock(&kv->db_rw) != 0) {
+        log_warn("kvstore %s: cannot reopen after a failed write yet: the store is in use",
+                 kv->dir);
+        return -EIO;
+    }
+    if (kv->db)
+        leveldb_close(kv->db);
+    kv->db = leveldb_open(kv->options, kv->dir, &lerr);
+    int rc = 0;
+    if (lerr) {
+        kv->db = NULL;
+        rc = store_error(kv, "reopen after a failed write", lerr);
+    } else {
+        kv->write_failed = false;
+        log_info("kvstore %s: reopened after a failed write", kv->dir);
+    }
+    pthread_rwlock_unlock(&kv->db_rw);
+    return rc;
+}
+
+/* Takes a read hold on the handle for a get or an iterator: 0, or -EIO
+ * (nothing held) while a reopen after a failed write has not succeeded. */
+static int read_begin(kvstore *kv)
+{
+    pthread_rwlock_rdlock(&kv->db_rw);
+    if (kv->db)
+        return 0;
+    pthread_rwlock_unlock(&kv->db_rw);
+    pthread_mutex_lock(&kv->write_m);
+    int rc = reopen_after_failure(kv);
+    pthread_mutex_unlock(&kv->write_m);
+    if (rc < 0)
+        return rc;
+    pthread_rwlock_rdlock(&kv->db_rw);
+    if (kv->db)
+        return 0;
+    pthread_rwlock_unlock(&kv->db_rw);
+    return -EIO;
 }
 
 int kv_get(kvstore *kv, const void *key, size_t klen, void **val, size_t *vlen)
@@ -132,7 +206,10 @@ int kv_get(kvstore *kv, const void *key, size_t klen, void **val, size_t *vlen)
 
     *val = NULL;
     *vlen = 0;
+    if (read_begin(kv) < 0)
+        return -EIO;
     char *v = leveldb_get(kv->db, kv->read_options, key, klen, &len, &lerr);
+    pthread_rwlock_unlock(&kv->db_rw);
     if (lerr)
         return store_error(kv, "get", lerr);
     if (!v)
@@ -160,22 +237,48 @@ static bool kv_sync_fault(kvstore *kv, const char *what)
     return true;
 }
 
+/* Starts a write: takes write_m (and a read hold on the handle), reopening
+ * first after a failed write. 0, or -EIO with nothing held. */
+static int write_begin(kvstore *kv, const char *what, bool synced)
+{
+    if (atomic_load(&kv->failed) || (synced && kv_sync_fault(kv, what)))
+        return -EIO;
+    pthread_mutex_lock(&kv->write_m);
+    if (reopen_after_failure(kv) < 0) {
+        pthread_mutex_unlock(&kv->write_m);
+        return -EIO;
+    }
+    pthread_rwlock_rdlock(&kv->db_rw);
+    return 0;
+}
+
+/* Ends a write begun by write_begin: 0, or -EIO (logged) if LevelDB
+ * reported an error, which makes the next write reopen the store. */
+static int write_end(kvstore *kv, const char *what, char *lerr)
+{
+    pthread_rwlock_unlock(&kv->db_rw);
+    if (lerr)
+        kv->write_failed = true;
+    pthread_mutex_unlock(&kv->write_m);
+    return lerr ? store_error(kv, what, lerr) : 0;
+}
+
 int kv_put(kvstore *kv, const void *key, size_t klen, const void *val, size_t vlen)
 {
     char *lerr = NULL;
-    if (atomic_load(&kv->failed) || kv_sync_fault(kv, "put"))
+    if (write_begin(kv, "put", true) < 0)
         return -EIO;
     leveldb_put(kv->db, kv->write_options, key, klen, val, vlen, &lerr);
-    return lerr ? store_error(kv, "put", lerr) : 0;
+    return write_end(kv, "put", lerr);
 }
 
 int kv_delete(kvstore *kv, const void *key, size_t klen)
 {
     char *lerr = NULL;
-    if (atomic_load(&kv->failed) || kv_sync_fault(kv, "delete"))
+    if (write_begin(kv, "delete", true) < 0)
         return -EIO;
     leveldb_delete(kv->db, kv->write_options, key, klen, &lerr);
-    return lerr ? store_error(kv, "delete", lerr) : 0;
+    return write_end(kv, "delete", lerr);
 }
 
 kv_batch *kv_batch_new(void)
@@ -203,25 +306,25 @@ int kv_batch_commit(kvstore *kv, kv_batch *b)
 {
     char *lerr = NULL;
     assert(b);
-    if (atomic_load(&kv->failed) || kv_sync_fault(kv, "batch write"))
+    if (write_begin(kv, "batch write", true) < 0)
         return -EIO;
     leveldb_write(kv->db, kv->write_options, b->wb, &lerr);
-    return lerr ? store_error(kv, "batch write", lerr) : 0;
+    return write_end(kv, "batch write", lerr);
 }
 
 int kv_batch_commit_nosync(kvstore *kv, kv_batch *b)
 {
     char *lerr = NULL;
     assert(b);
-    if (atomic_load(&kv->failed))
+    if (write_begin(kv, "batch write", false) < 0)
         return -EIO;
     /* LevelDB has appended the record to its log with write(2) when this
-     * returns: it sits in the page cache, where kv_sync's fdatasync finds it. */
+     * returns: it sits in the page cache, where kv_sync's fdatasync finds it
+     * (or, after a reopen, in the table LevelDB synced from it). */
     leveldb_write(kv->db, kv->nosync_options, b->wb, &lerr);
-    if (lerr)
-        return store_error(kv, "batch write", lerr);
-    atomic_fetch_add(&kv->written_seq, 1);
-    return 0;
+    if (!lerr)
+        atomic_fetch_add(&kv->written_seq, 1);
+    return write_end(kv, "batch write", lerr);
 }
 
 /* ------------------------------------------------------------ group commit */
@@ -409,6 +512,11 @@ kv_iter *kv_iter_new(kvstore *kv, const void *prefix, size_t plen, const void *s
         memcpy(it->prefix, prefix, plen);
     it->plen = plen;
     it->kv = kv;
+    if (read_begin(kv) < 0) { /* else held until kv_iter_free */
+        free(it->prefix);
+        free(it);
+        return NULL;
+    }
     it->it = leveldb_create_iterator(kv->db, kv->read_options);
     /* begin at max(prefix, start): keys before the prefix cannot match */
     if (start && key_compare(start, slen, prefix, plen) > 0)
@@ -447,6 +555,7 @@ void kv_iter_free(kv_iter *it)
     if (!it)
         return;
     leveldb_iter_destroy(it->it);
+    pthread_rwlock_unlock(&it->kv->db_rw);
     free(it->prefix);
     free(it);
 }

@@ -1,7 +1,12 @@
 /* kvstore.h - the one wrapper around LevelDB's C API (no other file includes
  * leveldb/c.h). Keys and values are byte strings. With sync_writes every
  * put/delete/batch is durable (fsync'd WAL) before it returns.
- * Return convention: 0, -ENOENT (get: no such key), -EIO (store error, logged). */
+ * Return convention: 0, -ENOENT (get: no such key), -EIO (store error, logged).
+ * A write that failed may or may not have taken effect (it may show after
+ * the reopen the next write does, or after a restart); every write that
+ * succeeded, before or after it, stays. Writes are serialized; an open
+ * iterator holds off that reopen (the write fails -EIO and a later one
+ * retries). */
 #ifndef DEPFS_KVSTORE_H
 #define DEPFS_KVSTORE_H
 #include <stdbool.h>

@@ -176,12 +176,19 @@ static void collect_orphans(rec_ctx *c, const rec_obs *obs)
     rec_orphan *v = calloc(REC_ORPHAN_QUEUE_MAX, sizeof(*v));
     size_t n = 0;
     uint64_t self = c->fs ? depfs_client_id(c->fs) : 0;
+    /* Our own locks are held by a rejoin or repair of ours while one runs,
+     * or left in doubt by a failed repair for its retry (for no longer than
+     * REC_SELF_ORPHAN_AGE_MS); otherwise a lock of ours is one a server
+     * kept: e.g. restored from an intent whose store reported a failure, or
+     * a release lost with a server's crash. */
+    bool self_busy = self && rec_jobs_running(c);
     if (!v)
         return;
     for (unsigned i = 0; i < c->nservers; i++) {
         for (size_t j = 0; obs[i].answered && j < obs[i].n_stale; j++) {
             const rec_lock *l = &obs[i].stale[j];
-            if (self && l->client == self && l->age_ms < REC_SELF_ORPHAN_AGE_MS)
+            if (self && l->client == self && l->age_ms < REC_SELF_ORPHAN_AGE_MS &&
+                (self_busy || rec_retry_pending(c, l->file_id)))
                 continue; /* our own rebuild or repair holding stripes */
             size_t k;
             for (k = 0; k < n; k++)

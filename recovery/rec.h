@@ -37,9 +37,10 @@
 #define REC_RECENT_MAX 64u          /* orphan repairs remembered */
 #define REC_REJOIN_RETRY_MS 5000u    /* wait after a failed rejoin */
 #define REC_REJOIN_FINISH_GRACE_MS 15000u /* MDS UP but server not yet: a rejoin finishing */
-/* Our own locks are the rebuilds' and repairs' at work, except when one
- * is this old: a repair that failed left the stripes in doubt locked by
- * us (recover_orphan.c), and a later repair takes them over. */
+/* Our own locks are the rebuilds' and repairs' at work, or what a failed
+ * repair left locked in doubt for its retry (recover_orphan.c), except
+ * when one is this old; with no such job running or waiting, a lock of
+ * ours is an orphan like anyone's (decide.c collect_orphans). */
 #define REC_SELF_ORPHAN_AGE_MS 60000u
 #define REC_MAX_DAMAGE 64u            /* background-scrub findings kept per server */
 #define REC_DAMAGE_RECHECK_MS 30000u  /* a repaired finding still reported: again after this */
@@ -191,6 +192,12 @@ int rec_fs_ensure(rec_ctx *c);
 /* Starts a rejoin thread for s unless one runs or a retry is not due. */
 void rec_rejoin_start(rec_ctx *c, rec_server *s);
 bool rec_rejoin_running(rec_ctx *c, rec_server *s);
+/* Whether any job that takes stripe locks as this daemon's client (a
+ * rejoin or a repair) runs now. */
+bool rec_jobs_running(rec_ctx *c);
+/* Whether a failed orphan repair of file_id waits for its retry (which
+ * takes over the stripes that repair left locked in our name). */
+bool rec_retry_pending(rec_ctx *c, uint64_t file_id);
 /* Queues an orphan repair unless the same one is queued or running. */
 void rec_orphan_queue(rec_ctx *c, const rec_orphan *o);
 /* Queues again the failed repairs whose retry is due. A failed repair

@@ -79,6 +79,27 @@ bool rec_rejoin_running(rec_ctx *c, rec_server *s)
     return r;
 }
 
+bool rec_jobs_running(rec_ctx *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool r = c->repair_busy;
+    for (unsigned i = 0; i < c->nservers && !r; i++)
+        r = c->servers[i].rejoin_running;
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+bool rec_retry_pending(rec_ctx *c, uint64_t file_id)
+{
+    bool r = false;
+    pthread_mutex_lock(&c->mu);
+    for (unsigned i = 0; i < REC_RECENT_MAX && !r; i++)
+        r = c->recent[i].retry && c->recent[i].o.kind == REC_JOB_ORPHAN &&
+            c->recent[i].o.file_id == file_id;
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
 void rec_rejoin_start(rec_ctx *c, rec_server *s)
 {
     if (c->stopping || rec_fs_ensure(c) != 0)

@@ -71,6 +71,9 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cfg.max_connections, 1024);
     ck_assert_uint_eq(cfg.max_unproven_per_peer, 64);
     ck_assert_uint_eq(cfg.n_ioservers, 0);
+    ck_assert(cfg.auth);
+    ck_assert_str_eq(cfg.cluster_key, "/etc/depfs/cluster.key");
+    ck_assert_str_eq(cfg.munge_socket, "");
 }
 END_TEST
 
@@ -96,6 +99,9 @@ START_TEST(test_full_file)
                   "send_timeout_ms = 5000\n"
                   "max_connections = 4096\n"
                   "max_unproven_per_peer = 16\n"
+                  "auth = off\n"
+                  "cluster_key = /etc/depfs/k\n"
+                  "munge_socket = /run/m.sock\n"
                   "\tioserver = 7  [::1]:7101   /data/with space/s7 \n"
                   "ioserver = 3 host3:7103 /data/s3\n",
                   err);
@@ -117,6 +123,9 @@ START_TEST(test_full_file)
     ck_assert_uint_eq(cfg.send_timeout_ms, 5000);
     ck_assert_uint_eq(cfg.max_connections, 4096);
     ck_assert_uint_eq(cfg.max_unproven_per_peer, 16);
+    ck_assert(!cfg.auth);
+    ck_assert_str_eq(cfg.cluster_key, "/etc/depfs/k");
+    ck_assert_str_eq(cfg.munge_socket, "/run/m.sock");
     ck_assert_uint_eq(cfg.n_ioservers, 2);
     /* only two servers: 10@8 is clamped to 2@1, the SU kept */
     ck_assert_uint_eq(cfg.default_n, 2);
@@ -182,6 +191,7 @@ static const struct { const char *text; unsigned line; const char *needle; } bad
     { "mds_address = :7000\n", 1, "HOST:PORT" },
     { MDS_LINE "mds_address = 127.0.0.1:7001\n", 2, "set twice (first on line 1)" },
     { MDS_LINE "transport = udp\n", 2, "'udp'" },
+    { MDS_LINE "auth = maybe\n", 2, "auth: bad value 'maybe' (expected on or off)" },
     { MDS_LINE "default_layout = 8@9\n", 2, "k (9) > n (8)" },
     { MDS_LINE "default_layout = 8@6@1000\n", 2, "multiple of 512" },
     { MDS_LINE "default_layout = eight\n", 2, "default_layout" },

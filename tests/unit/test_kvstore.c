@@ -1,12 +1,16 @@
 /* test_kvstore.c - the LevelDB wrapper against a real LevelDB in a temp dir:
  * put/get/delete, batches (including all-or-nothing under SIGKILL), prefix
- * iteration with start keys, and durability across close/reopen. */
+ * iteration with start keys, durability across close/reopen, and writes
+ * after a write that failed half way (a full disk) kept. */
 #include <check.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +20,9 @@
 #define ERR_LEN 256
 #define BATCH_KEYS 50
 #define MAX_GENERATIONS 100000
+#define TORN_VALUE_BYTES 4000 /* a log record much longer than the room left */
+#define TORN_ROOM_BYTES 100   /* bytes the failing write gets onto the disk */
+#define AFTER_KEYS 20         /* acknowledged writes after the failed one */
 
 static char tmpdir[64];
 static char dbdir[128];
@@ -116,6 +123,67 @@ START_TEST(test_reopen_keeps_data)
         snprintf(k, sizeof(k), "key%04d", i);
         snprintf(val, sizeof(val), "val%d", i * 7);
         expect_str(kv, k, i == 100 ? NULL : val);
+    }
+    kv_close(kv);
+}
+END_TEST
+
+/* Bytes of the store's LevelDB log files (NNNNNN.log) together. */
+static off_t log_bytes(void)
+{
+    DIR *d = opendir(dbdir);
+    ck_assert_ptr_nonnull(d);
+    off_t total = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 4, ".log") != 0)
+            continue;
+        char path[256];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", dbdir, e->d_name);
+        if (stat(path, &st) == 0)
+            total += st.st_size;
+    }
+    closedir(d);
+    return total;
+}
+
+static void set_file_size_limit(rlim_t bytes)
+{
+    struct rlimit rl = { .rlim_cur = bytes, .rlim_max = RLIM_INFINITY };
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+}
+
+/* A write that fails after part of its log record reached the disk (as on
+ * a full disk; here RLIMIT_FSIZE cuts it) must not cost the writes that
+ * succeed after it: LevelDB's log writer would go on past the torn record
+ * and its reader drop them on the next open. */
+START_TEST(test_writes_after_torn_write_kept)
+{
+    kvstore *kv = open_db(false);
+    put_str(kv, "before", "kept");
+    signal(SIGXFSZ, SIG_IGN); /* over the limit: EFBIG, not a signal */
+    set_file_size_limit((rlim_t)log_bytes() + TORN_ROOM_BYTES);
+    static char big[TORN_VALUE_BYTES + 1];
+    memset(big, 'x', TORN_VALUE_BYTES);
+    ck_assert_int_eq(kv_put(kv, "torn", 4, big, TORN_VALUE_BYTES), -EIO);
+    set_file_size_limit(RLIM_INFINITY);
+
+    char k[32], val[32];
+    for (int i = 0; i < AFTER_KEYS; i++) {
+        snprintf(k, sizeof(k), "after%02d", i);
+        snprintf(val, sizeof(val), "v%d", i);
+        put_str(kv, k, val);
+    }
+    kv_close(kv);
+
+    kv = open_db(false);
+    expect_str(kv, "before", "kept");
+    for (int i = 0; i < AFTER_KEYS; i++) {
+        snprintf(k, sizeof(k), "after%02d", i);
+        snprintf(val, sizeof(val), "v%d", i);
+        expect_str(kv, k, val);
     }
     kv_close(kv);
 }
@@ -318,6 +386,7 @@ int main(void)
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, test_put_get_delete);
     tcase_add_test(tc, test_reopen_keeps_data);
+    tcase_add_test(tc, test_writes_after_torn_write_kept);
     tcase_add_test(tc, test_open_errors);
     tcase_add_test(tc, test_batch);
     tcase_add_test(tc, test_batch_all_or_nothing_under_kill);

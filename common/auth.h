@@ -1,0 +1,146 @@
+/* auth.h - who is at the other end of a connection, and the keys that
+ * prove it (the rpc layer runs the handshake; see rpc.h).
+ *
+ * Three ways in, one per kind of peer:
+ *   - AUTH_METHOD_KEY: the cluster key (a file of AUTH_KEY_BYTES random
+ *     bytes, mode 0600, on server and admin nodes only). Daemons talking to
+ *     each other, and admin tools run by root there. Role AUTH_ROLE_CLUSTER.
+ *   - AUTH_METHOD_MUNGE: a MUNGE credential (Slurm's way: munged vouches
+ *     for the uid/gid of the process that asked for it) carrying a fresh
+ *     random secret; only to the MDS. Role AUTH_ROLE_USER.
+ *   - AUTH_METHOD_TICKET: a ticket the MDS issued to a registered client
+ *     (client id, uid, gid, expiry; tagged with a key derived from the
+ *     cluster key) and the ticket's secret, which the client got wrapped
+ *     under its MDS session; only to the I/O servers. Role AUTH_ROLE_CLIENT.
+ *
+ * Each proves a secret K without sending it: both sides send a nonce and
+ * each shows MAC_K(transcript) (auth_proof), so a replayed handshake fails
+ * and the client knows it reached a real server. The session key derived
+ * from K and both nonces then tags every frame (auth_frame_tag): header
+ * fields and the protobuf header, with a per-direction sequence number, so
+ * frames cannot be changed, dropped, reordered or replayed unnoticed. The
+ * bulk is covered only through the frame header's CRC32C (and the units'
+ * block checksums): an attacker on the wire could change bulk bytes; nothing
+ * is encrypted.
+ *
+ * MACs and key derivation are keyed BLAKE2b (libsodium's generichash; the
+ * same function as Python's hashlib.blake2b(key=...), which the tests use). */
+#ifndef DEPFS_AUTH_H
+#define DEPFS_AUTH_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define AUTH_KEY_BYTES 32u     /* cluster key, secrets, session keys */
+#define AUTH_NONCE_BYTES 32u
+#define AUTH_PROOF_BYTES 32u
+#define AUTH_TAG_BYTES 16u     /* per frame */
+#define AUTH_MUNGE_CRED_MAX 4096u /* a credential's text, as the wire bounds it */
+#define AUTH_TICKET_TTL_S 3600u   /* a ticket's life; clients renew before */
+
+typedef enum auth_method {
+    AUTH_METHOD_KEY = 1,
+    AUTH_METHOD_MUNGE = 2,
+    AUTH_METHOD_TICKET = 3,
+} auth_method;
+
+typedef enum auth_role {
+    AUTH_ROLE_NONE = 0,    /* not authenticated */
+    AUTH_ROLE_CLUSTER = 1, /* holds the cluster key: daemons, admins */
+    AUTH_ROLE_USER = 2,    /* a MUNGE-proven uid/gid (at the MDS) */
+    AUTH_ROLE_CLIENT = 3,  /* a ticket holder (at the I/O servers) */
+} auth_role;
+
+/* What the server knows of a connection's peer once authenticated. */
+typedef struct auth_identity {
+    auth_role role;
+    uint32_t uid, gid;      /* USER, CLIENT; 0 for CLUSTER */
+    uint64_t client_id;     /* CLIENT: the ticket's; 0 otherwise */
+    uint32_t origin_ipv4;   /* USER: the host MUNGE says made the credential
+                             * (network byte order; 0 unknown) */
+} auth_identity;
+
+/* Random bytes from the kernel's generator (never fails once auth_init ran). */
+int auth_init(void);
+void auth_random(void *buf, size_t len);
+/* Constant-time comparison. */
+bool auth_equal(const void *a, const void *b, size_t len);
+/* Zeroes a secret so the compiler keeps the store. */
+void auth_wipe(void *buf, size_t len);
+
+/* Reads the cluster key. Refuses (-EPERM, reason in err) a file that is not
+ * a regular file of exactly AUTH_KEY_BYTES, or that others than its owner
+ * can read or write, or that another user owns. -ENOENT when missing,
+ * -EACCES when this process may not read it (a user on a node with the
+ * key: MUNGE is its way in). */
+int auth_key_load(const char *path, uint8_t key[AUTH_KEY_BYTES], char *err, size_t err_len);
+
+/* Keyed BLAKE2b of label (NUL included, so labels cannot run into data)
+ * followed by the parts: out_len in 16..64. */
+void auth_mac(const uint8_t key[AUTH_KEY_BYTES], const char *label, const void *const *parts,
+              const size_t *lens, unsigned nparts, uint8_t *out, size_t out_len);
+/* A sub-key of key for one purpose (label), so one cluster key serves the
+ * handshakes, the tickets and the capabilities without crossing them. */
+void auth_derive(const uint8_t key[AUTH_KEY_BYTES], const char *label,
+                 uint8_t out[AUTH_KEY_BYTES]);
+
+/* ---------------------------------------------------------- handshake */
+/* The proof that side 'C' (client) or 'S' (server) holds secret, bound to
+ * the method and both nonces. */
+void auth_proof(const uint8_t secret[AUTH_KEY_BYTES], char side, auth_method method,
+                const uint8_t cn[AUTH_NONCE_BYTES], const uint8_t sn[AUTH_NONCE_BYTES],
+                uint8_t out[AUTH_PROOF_BYTES]);
+
+/* A connection's frame-tagging state once the handshake is done. */
+typedef struct auth_session {
+    uint8_t key[AUTH_KEY_BYTES];
+    bool is_server;
+    uint64_t send_seq, recv_seq; /* frames sent / received since the handshake */
+} auth_session;
+
+void auth_session_init(auth_session *s, const uint8_t secret[AUTH_KEY_BYTES], bool is_server,
+                       const uint8_t cn[AUTH_NONCE_BYTES], const uint8_t sn[AUTH_NONCE_BYTES]);
+/* The tag of the next frame this side sends (advances send_seq), or checks
+ * the tag of the next frame received (advances recv_seq only when right). */
+void auth_tag_send(auth_session *s, const uint8_t *frame_hdr, size_t frame_hdr_len,
+                   const uint8_t *hdr, size_t hdr_len, uint8_t tag[AUTH_TAG_BYTES]);
+bool auth_tag_check(auth_session *s, const uint8_t *frame_hdr, size_t frame_hdr_len,
+                    const uint8_t *hdr, size_t hdr_len, const uint8_t tag[AUTH_TAG_BYTES]);
+
+/* ---------------------------------------------------------- tickets */
+#define AUTH_TICKET_BYTES (8u + 4u + 4u + 8u + 16u + AUTH_TAG_BYTES)
+
+typedef struct auth_ticket {
+    uint64_t client_id;
+    uint32_t uid, gid;
+    uint64_t expires_s; /* wall clock, seconds since the epoch */
+} auth_ticket;
+
+/* Encodes t with a fresh nonce and its tag (ticket_key: auth_derive of the
+ * cluster key, "ticket"); *secret is what the holder proves it knows. */
+void auth_ticket_issue(const uint8_t ticket_key[AUTH_KEY_BYTES], const auth_ticket *t,
+                       uint8_t out[AUTH_TICKET_BYTES], uint8_t secret[AUTH_KEY_BYTES]);
+/* 0 and *t, *secret; -EBADMSG (wrong length or tag: forged or not ours) or
+ * -EKEYEXPIRED (past its expiry at now_s). */
+int auth_ticket_open(const uint8_t ticket_key[AUTH_KEY_BYTES], const uint8_t *in, size_t len,
+                     uint64_t now_s, auth_ticket *t, uint8_t secret[AUTH_KEY_BYTES]);
+/* The ticket's secret travels to its client XORed with a pad only the two
+ * ends of that client's MDS session can make (the same call wraps and
+ * unwraps). */
+void auth_ticket_wrap(const auth_session *mds_session, const uint8_t ticket[AUTH_TICKET_BYTES],
+                      const uint8_t in[AUTH_KEY_BYTES], uint8_t out[AUTH_KEY_BYTES]);
+
+/* ---------------------------------------------------------- MUNGE */
+/* A credential (NUL-terminated text, malloc'd) carrying payload, made by
+ * the munged at socket (NULL: MUNGE's default socket). -EACCES/-EIO with
+ * the reason in err. */
+int auth_munge_encode(const char *socket, const void *payload, size_t len, char **cred,
+                      char *err, size_t err_len);
+/* Decodes cred: its payload must be exactly want_len bytes. Refuses
+ * replayed, expired, forged or rewound credentials (-EACCES, reason in
+ * err). */
+int auth_munge_decode(const char *socket, const char *cred, void *payload, size_t want_len,
+                      uint32_t *uid, uint32_t *gid, uint32_t *origin_ipv4, char *err,
+                      size_t err_len);
+
+#endif
