@@ -1,6 +1,7 @@
 /* auth.c - the keys, proofs, frame tags, tickets and MUNGE calls of auth.h
  * (libsodium for BLAKE2b and randomness, libmunge for credentials). */
 #include "auth.h"
+#include "frame.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -29,6 +30,7 @@ _Static_assert(AUTH_KEY_BYTES >= crypto_generichash_KEYBYTES_MIN &&
                    AUTH_KEY_BYTES <= crypto_generichash_KEYBYTES_MAX,
                "the cluster key is a BLAKE2b key");
 _Static_assert(AUTH_TAG_BYTES >= crypto_generichash_BYTES_MIN, "BLAKE2b output bounds");
+_Static_assert(AUTH_TAG_BYTES == FRAME_TAG_BYTES, "a frame's tag is an auth tag");
 _Static_assert(AUTH_TICKET_BODY_BYTES == 8u + 4u + 4u + 8u + AUTH_TICKET_NONCE_BYTES,
                "ticket layout");
 

@@ -65,6 +65,41 @@ void daemon_server_opts(const depfs_config *cfg, rpc_server_opts *o)
     o->max_unproven_per_peer = cfg->max_unproven_per_peer;
 }
 
+int daemon_server_auth(const depfs_config *cfg, bool munge, bool tickets, rpc_auth_server *a,
+                       rpc_server_opts *o)
+{
+    char err[RPC_ERROR_TEXT_MAX];
+    int rc = rpc_auth_server_init(cfg->auth, cfg->cluster_key, munge, tickets,
+                                  cfg->munge_socket, a, err, sizeof(err));
+    if (rc < 0) {
+        log_err("%s (auth = on in %s; the cluster key is made with: head -c %u /dev/urandom "
+                "> KEY; chmod 600 KEY)", err, cfg->path, AUTH_KEY_BYTES);
+        return rc;
+    }
+    o->auth = cfg->auth ? a : NULL;
+    if (!cfg->auth)
+        log_warn("auth = off in %s: anyone who reaches this port is trusted", cfg->path);
+    return 0;
+}
+
+int daemon_peer_creds(const depfs_config *cfg, rpc_auth_creds *cr)
+{
+    char err[RPC_ERROR_TEXT_MAX];
+    uint8_t key[AUTH_KEY_BYTES];
+    memset(cr, 0, sizeof(*cr));
+    if (!cfg->auth)
+        return 0;
+    int rc = auth_init() < 0 ? -EIO : auth_key_load(cfg->cluster_key, key, err, sizeof(err));
+    if (rc < 0) {
+        log_err("%s", rc == -EIO ? "cannot start libsodium" : err);
+        return rc;
+    }
+    cr->method = AUTH_METHOD_KEY;
+    auth_derive(key, AUTH_DERIVE_PEER, cr->secret);
+    auth_wipe(key, sizeof(key));
+    return 0;
+}
+
 unsigned long daemon_raise_fd_limit(void)
 {
     struct rlimit rl;

@@ -31,6 +31,14 @@ void daemon_block_stop_signals(sigset_t *stop);
  * time outs and connection caps (transport, address, handler and ctx are
  * the caller's). */
 void daemon_server_opts(const depfs_config *cfg, rpc_server_opts *o);
+/* What the daemon's server accepts (auth on: the cluster key always, and
+ * MUNGE users and/or ticket holders as asked); o->auth points at *a. 0, or
+ * -errno logged (a missing or loose cluster key stops the daemon). */
+int daemon_server_auth(const depfs_config *cfg, bool munge, bool tickets, rpc_auth_server *a,
+                       rpc_server_opts *o);
+/* The credentials a daemon connects to its peers with: the cluster key
+ * (nothing when auth is off). 0, or -errno logged. */
+int daemon_peer_creds(const depfs_config *cfg, rpc_auth_creds *cr);
 /* Raises the soft descriptor limit to the hard one (each connection holds
  * a descriptor, and an eventfd once replies are queued for it); returns
  * the limit now in force. */

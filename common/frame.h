@@ -1,6 +1,11 @@
 /* frame.h - the on-wire frame every RPC message travels in.
  *
- *   [32-byte frame header][hdr_len bytes protobuf header][bulk_len bytes raw bulk]
+ *   [32-byte frame header][16-byte tag][hdr_len bytes protobuf header][bulk_len bytes raw bulk]
+ *
+ * The tag is there when FRAME_FLAG_TAG is set: on an authenticated
+ * connection every frame after the handshake carries one (auth.h,
+ * auth_tag_send: the frame header and the protobuf header, in sequence),
+ * and no other frame may.
  *
  * Header fields are little-endian: magic u32, version u16, type u16,
  * flags u32, hdr_len u32, bulk_len u32, bulk_crc32c u32, req_id u64.
@@ -15,7 +20,9 @@
 #define FRAME_VERSION 1u
 #define FRAME_HEADER_BYTES 32u
 #define FRAME_FLAG_REPLY 0x1u
-#define FRAME_FLAGS_KNOWN FRAME_FLAG_REPLY
+#define FRAME_FLAG_TAG 0x2u
+#define FRAME_FLAGS_KNOWN (FRAME_FLAG_REPLY | FRAME_FLAG_TAG)
+#define FRAME_TAG_BYTES 16u
 
 #define FRAME_DEFAULT_MAX_HEADER_BYTES (1u << 20)
 #define FRAME_DEFAULT_MAX_BULK_BYTES (64u << 20)

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -60,18 +61,25 @@ uint32_t rpc__iov_crc(const struct iovec *iov, int cnt)
     return crc;
 }
 
-int rpc__send_frame(xport *x, const frame_header *fh, const void *hdr,
+int rpc__send_frame(xport *x, auth_session *sess, const frame_header *fh, const void *hdr,
                     const struct iovec *bulk, int bulk_cnt)
 {
-    uint8_t raw[FRAME_HEADER_BYTES];
+    uint8_t raw[FRAME_HEADER_BYTES], tag[FRAME_TAG_BYTES];
     struct iovec iov[RPC_SEND_IOV_MAX];
+    frame_header h = *fh;
     int n = 0;
 
     assert(bulk_cnt <= RPC_MAX_IOV);
-    frame_encode(fh, raw);
+    if (sess)
+        h.flags |= FRAME_FLAG_TAG;
+    frame_encode(&h, raw);
     iov[n++] = (struct iovec){.iov_base = raw, .iov_len = sizeof(raw)};
-    if (fh->hdr_len)
-        iov[n++] = (struct iovec){.iov_base = (void *)hdr, .iov_len = fh->hdr_len};
+    if (sess) {
+        auth_tag_send(sess, raw, sizeof(raw), hdr, h.hdr_len, tag);
+        iov[n++] = (struct iovec){.iov_base = tag, .iov_len = sizeof(tag)};
+    }
+    if (h.hdr_len)
+        iov[n++] = (struct iovec){.iov_base = (void *)hdr, .iov_len = h.hdr_len};
     for (int i = 0; i < bulk_cnt; i++)
         if (bulk[i].iov_len)
             iov[n++] = bulk[i];
@@ -144,7 +152,13 @@ struct rpc_conn {
     unsigned waiters; /* threads blocked on a call's cv */
     bool closing;
     atomic_bool broken;
+    bool authed;        /* a handshake was done: every frame carries a tag */
+    auth_session sess;  /* its keys and sequences (send side under send_m,
+                         * receive side the reader's) */
+    auth_role role;     /* what the server made of us */
 };
+
+static _Thread_local char open_error[2 * RPC_ERROR_TEXT_MAX]; /* with the address */
 
 static unsigned slot_of(uint64_t req_id)
 {
@@ -191,17 +205,27 @@ static int recv_into_call(rpc_conn *c, rpc_call *call, uint32_t bulk_len, uint32
 
 /* Handles one reply frame whose header was decoded into fh. Returns 0, or
  * a connection error. */
-static int reader_one(rpc_conn *c, const frame_header *fh)
+static int reader_one(rpc_conn *c, const uint8_t raw[FRAME_HEADER_BYTES],
+                      const frame_header *fh)
 {
-    uint8_t *hdr = malloc(fh->hdr_len ? fh->hdr_len : 1);
+    uint8_t *hdr = malloc(fh->hdr_len ? fh->hdr_len : 1), tag[FRAME_TAG_BYTES];
     rpc_call *call;
-    int rc;
+    int rc = 0;
 
     if (!hdr)
         return -ENOMEM;
-    rc = c->x->ops->recv_all(c->x, hdr, fh->hdr_len);
+    if (c->authed)
+        rc = c->x->ops->recv_all(c->x, tag, sizeof(tag));
+    if (rc == 0)
+        rc = c->x->ops->recv_all(c->x, hdr, fh->hdr_len);
     if (rc < 0)
         goto out;
+    if (c->authed && !auth_tag_check(&c->sess, raw, FRAME_HEADER_BYTES, hdr, fh->hdr_len, tag)) {
+        log_warn("closing connection to %s: a reply's tag is wrong (changed, replayed or "
+                 "reordered on the way)", c->x->peer);
+        rc = -EPROTO;
+        goto out;
+    }
     pthread_mutex_lock(&c->m);
     call = c->table[slot_of(fh->req_id)];
     if (!call || call->req_id != fh->req_id) { /* freed or timed out and freed */
@@ -255,11 +279,16 @@ static void *reader_main(void *arg)
             rc = -EPROTO;
             why = "request frame sent to a client";
         }
+        if (rc == 0 && !(fh.flags & FRAME_FLAG_TAG) != !c->authed) {
+            rc = -EPROTO;
+            why = c->authed ? "untagged frame on an authenticated connection"
+                            : "tagged frame on a connection without a handshake";
+        }
         if (rc < 0) {
             log_warn("closing connection to %s: %s", c->x->peer, why);
             break;
         }
-        rc = reader_one(c, &fh);
+        rc = reader_one(c, raw, &fh);
         if (rc < 0)
             break;
     }
@@ -274,11 +303,12 @@ static void *reader_main(void *arg)
 }
 
 int rpc_conn_open(const char *transport, const char *address, const frame_limits *lim,
-                  int connect_timeout_ms, rpc_conn **out)
+                  int connect_timeout_ms, const rpc_auth_creds *cr, rpc_conn **out)
 {
     rpc_conn *c;
     int rc;
 
+    open_error[0] = '\0';
     if (!address || !out)
         return -EINVAL;
     c = calloc(1, sizeof(*c));
@@ -298,6 +328,19 @@ int rpc_conn_open(const char *transport, const char *address, const frame_limits
     rc = xport_connect(transport, address, connect_timeout_ms, &c->x);
     if (rc < 0)
         goto fail;
+    if (cr && cr->method) {
+        unsigned hs_ms = connect_timeout_ms > (int)RPC_AUTH_MIN_TIMEOUT_MS
+                             ? (unsigned)connect_timeout_ms : RPC_AUTH_MIN_TIMEOUT_MS;
+        char err[RPC_ERROR_TEXT_MAX];
+        rc = rpc_auth_connect(c->x, cr, hs_ms, &c->sess, &c->role, err, sizeof(err));
+        if (rc < 0) {
+            snprintf(open_error, sizeof(open_error), "authentication with %s failed: %s",
+                     address, err);
+            c->x->ops->close(c->x);
+            goto fail;
+        }
+        c->authed = true;
+    }
     rc = -pthread_create(&c->reader, NULL, reader_main, c);
     if (rc < 0) {
         c->x->ops->close(c->x);
@@ -340,6 +383,16 @@ void rpc_conn_abort(rpc_conn *c)
 {
     if (c)
         c->x->ops->shutdown(c->x); /* the reader sees it, fails every call */
+}
+
+const char *rpc_conn_open_error(void)
+{
+    return open_error;
+}
+
+const auth_session *rpc_conn_session(const rpc_conn *c)
+{
+    return c->authed ? &c->sess : NULL;
 }
 
 bool rpc_conn_broken(const rpc_conn *c)
@@ -428,7 +481,7 @@ int rpc_call_start(rpc_conn *c, uint16_t type, const void *hdr, size_t hdr_len,
         .req_id = call->req_id,
     };
     pthread_mutex_lock(&c->send_m);
-    rc = rpc__send_frame(c->x, &fh, hdr, bulk, bulk_cnt);
+    rc = rpc__send_frame(c->x, c->authed ? &c->sess : NULL, &fh, hdr, bulk, bulk_cnt);
     pthread_mutex_unlock(&c->send_m);
     if (rc < 0) { /* a cut frame ruins the stream: the reader fails the rest */
         c->x->ops->shutdown(c->x);

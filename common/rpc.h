@@ -29,10 +29,14 @@
 #include <stdint.h>
 #include <sys/uio.h>
 #include <protobuf-c/protobuf-c.h>
+#include "auth.h"
 #include "frame.h"
+#include "rpc_auth.h"
 
 #define RPC_MAX_IOV 64 /* max iovec entries per call side */
 #define RPC_MAX_INFLIGHT 4096 /* calls pending per client connection; more: -EBUSY */
+#define RPC_AUTH_MIN_TIMEOUT_MS 1000u /* a client's handshake, at least */
+#define RPC_ERROR_TEXT_MAX 256u
 
 /* Server defaults (rpc_server_opts fields left 0; the config keys of the
  * same names, config.h, start from these). */
@@ -55,6 +59,8 @@ typedef struct rpc_msg {
     uint8_t *bulk; /* owned by the rpc layer; valid until the handler returns */
     size_t bulk_len;
     const char *peer;
+    const auth_identity *who; /* the authenticated peer; NULL when the
+                               * server runs with auth off */
 } rpc_msg;
 
 typedef void (*rpc_handler_fn)(void *ctx, const rpc_msg *req, rpc_replier *r);
@@ -78,6 +84,8 @@ typedef struct rpc_server_opts {
     unsigned max_deferred_replies;  /* per connection: holds not yet
                                      * released; at the limit it stops
                                      * reading requests */
+    const rpc_auth_server *auth;    /* what peers may authenticate with, and
+                                     * whether they must; NULL: auth off */
 } rpc_server_opts;
 
 /* What the server holds now and what it refused since it started. */
@@ -109,6 +117,9 @@ void rpc_server_get_stats(rpc_server *s, rpc_server_stats *out);
  * deadline). A queue over its limit (the peer reads no replies) closes
  * the connection: -ENOBUFS. */
 void rpc_replier_hold(rpc_replier *r);
+/* The connection's session (NULL before or without a handshake): what the
+ * MDS wraps a ticket's secret under. */
+const auth_session *rpc_replier_session(const rpc_replier *r);
 void rpc_replier_release(rpc_replier *r);
 
 int rpc_reply(rpc_replier *r, const rpc_msg *req, const void *hdr, size_t hdr_len,
@@ -126,8 +137,16 @@ int rpc_reply_msg_crc(rpc_replier *r, const rpc_msg *req, const ProtobufCMessage
 typedef struct rpc_conn rpc_conn;
 typedef struct rpc_call rpc_call;
 
+/* Connects, and with cr (method set) runs the handshake (rpc_auth.h) under
+ * max(connect_timeout_ms, RPC_AUTH_MIN_TIMEOUT_MS); every frame is then
+ * tagged. On failure rpc_conn_open_error() says why (this thread's last
+ * open; "" when the connect itself failed: the errno says it). */
 int rpc_conn_open(const char *transport, const char *address, const frame_limits *lim,
-                  int connect_timeout_ms, rpc_conn **out);
+                  int connect_timeout_ms, const rpc_auth_creds *cr, rpc_conn **out);
+const char *rpc_conn_open_error(void);
+/* The connection's session (to unwrap what the MDS sends under it), or
+ * NULL when it did no handshake. */
+const auth_session *rpc_conn_session(const rpc_conn *c);
 /* Fails every call in flight with -ECONNABORTED, joins the reader, frees. */
 void rpc_conn_close(rpc_conn *c);
 /* Closes the connection's stream now (the peer sees the close) but keeps c

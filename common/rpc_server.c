@@ -46,6 +46,8 @@
 #include "rpc.h"
 #include "rpc_internal.h"
 
+#include "auth.pb-c.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
@@ -84,7 +86,8 @@ enum conn_state {
 /* A reply frame queued by another thread, encoded whole. */
 typedef struct out_frame {
     struct out_frame *next;
-    size_t len;
+    frame_header fh;  /* encoded (and tagged) when sent: tags go in send order */
+    size_t len;       /* of bytes: the protobuf header, then the bulk */
     uint8_t bytes[];
 } out_frame;
 
@@ -109,6 +112,9 @@ struct rpc_replier {
     struct rpc_replier *prev, *next; /* in s->conns, under s->m */
     uint8_t *hdr_buf, *bulk_buf; /* the connection thread's own */
     size_t hdr_cap, bulk_cap;
+    bool authed;            /* the handshake is done (set once, by the thread) */
+    auth_session sess;      /* send side under send_m; receive side the thread's */
+    auth_identity who;      /* the peer, for the handler (rpc_msg.who) */
 };
 
 struct rpc_server {
@@ -175,6 +181,11 @@ static void replier_free(rpc_replier *r)
     free(r);
 }
 
+const auth_session *rpc_replier_session(const rpc_replier *r)
+{
+    return r->authed ? &r->sess : NULL;
+}
+
 void rpc_replier_hold(rpc_replier *r)
 {
     assert(r);
@@ -225,7 +236,7 @@ static int send_iov(rpc_replier *r, const frame_header *fh, const void *hdr,
 
     pthread_mutex_lock(&r->send_m);
     set_send_deadline(r->x, clock_now_ms() + r->s->o.send_timeout_ms);
-    rc = fh ? rpc__send_frame(r->x, fh, hdr, iov, cnt) : r->x->ops->sendv(r->x, iov, cnt);
+    rc = rpc__send_frame(r->x, r->authed ? &r->sess : NULL, fh, hdr, iov, cnt);
     set_send_deadline(r->x, 0);
     pthread_mutex_unlock(&r->send_m);
     if (rc == -ETIMEDOUT)
@@ -237,19 +248,19 @@ static int send_iov(rpc_replier *r, const frame_header *fh, const void *hdr,
     return rc;
 }
 
-/* An encoded copy of a reply frame, for the queue. */
+/* A copy of a reply frame, for the queue. */
 static out_frame *frame_copy(const frame_header *fh, const void *hdr, const struct iovec *bulk,
                              int bulk_cnt)
 {
-    size_t len = FRAME_HEADER_BYTES + (size_t)fh->hdr_len + fh->bulk_len, off;
+    size_t len = (size_t)fh->hdr_len + fh->bulk_len, off;
     out_frame *f = malloc(sizeof(*f) + len);
 
     if (!f)
         return NULL;
     f->next = NULL;
+    f->fh = *fh;
     f->len = len;
-    frame_encode(fh, f->bytes);
-    off = FRAME_HEADER_BYTES;
+    off = 0;
     if (fh->hdr_len)
         memcpy(f->bytes + off, hdr, fh->hdr_len);
     off += fh->hdr_len;
@@ -378,8 +389,8 @@ static int flush_queued(rpc_replier *r)
         pthread_mutex_unlock(&r->m);
         if (!f)
             return 0;
-        iov = (struct iovec){.iov_base = f->bytes, .iov_len = f->len};
-        rc = send_iov(r, NULL, NULL, &iov, 1);
+        iov = (struct iovec){.iov_base = f->bytes + f->fh.hdr_len, .iov_len = f->fh.bulk_len};
+        rc = send_iov(r, &f->fh, f->bytes, &iov, 1);
         free(f);
         if (rc < 0)
             return rc;
@@ -551,12 +562,54 @@ static void log_close(rpc_replier *r, int rc, const char *why)
     dlog_limited(&s->log_lim, DLOG_WARN, "closing connection from %s: %s", r->x->peer, why);
 }
 
-/* Reads the rest of a frame whose first byte is raw[0]. 0, or an error
- * with *why set. */
+/* A request that came before the handshake on a server that requires
+ * one: answered with only err = EACCES (field 1 of MdsReply and IoReply
+ * alike), so the client says why rather than "connection reset". */
+static void refuse_unauthenticated(rpc_replier *r, const frame_header *fh)
+{
+    static const uint8_t eacces_reply[] = { 0x08, EACCES }; /* field 1, varint */
+    _Static_assert(EACCES < 0x80, "one varint byte");
+    frame_header rh = { .magic = FRAME_MAGIC, .version = FRAME_VERSION, .type = fh->type,
+                        .flags = FRAME_FLAG_REPLY, .hdr_len = sizeof(eacces_reply),
+                        .req_id = fh->req_id };
+    send_iov(r, &rh, eacces_reply, NULL, 0);
+}
+
+/* Before the handshake: 1 when the frame is its hello, or an error (with
+ * *why) for a frame that may not come yet; after it, the frame's tag. */
+static int check_auth_state(rpc_replier *r, const frame_header *fh,
+                            uint8_t tag[FRAME_TAG_BYTES], const char **why)
+{
+    const rpc_auth_server *a = r->s->o.auth;
+
+    if (r->authed) {
+        if (!(fh->flags & FRAME_FLAG_TAG)) {
+            *why = "untagged frame on an authenticated connection";
+            return -EPROTO;
+        }
+        return r->x->ops->recv_all(r->x, tag, FRAME_TAG_BYTES);
+    }
+    if (fh->flags & FRAME_FLAG_TAG) {
+        *why = "tagged frame before the handshake";
+        return -EPROTO;
+    }
+    if (fh->type == DEPFS__AUTH_FRAME__AUTH_HELLO)
+        return 1;
+    if (a && a->required) {
+        refuse_unauthenticated(r, fh);
+        *why = "request before authenticating (refused with EACCES)";
+        return -EACCES;
+    }
+    return 0;
+}
+
+/* Reads the rest of a frame whose first byte is raw[0]. 0, 1 for the
+ * handshake's hello (its body unread), or an error with *why set. */
 static int recv_frame(rpc_replier *r, uint8_t raw[FRAME_HEADER_BYTES], frame_header *fh,
                       const char **why)
 {
     rpc_server *s = r->s;
+    uint8_t tag[FRAME_TAG_BYTES];
     int rc = r->x->ops->recv_all(r->x, raw + 1, FRAME_HEADER_BYTES - 1);
 
     if (rc < 0) {
@@ -571,7 +624,19 @@ static int recv_frame(rpc_replier *r, uint8_t raw[FRAME_HEADER_BYTES], frame_hea
     }
     if (rc < 0)
         return rc;
+    rc = check_auth_state(r, fh, tag, why);
+    if (rc != 0) {
+        if (rc == -ETIMEDOUT)
+            *why = "frame not complete within frame_timeout_ms";
+        return rc;
+    }
     rc = recv_grown(r, &r->hdr_buf, &r->hdr_cap, fh->hdr_len);
+    if (rc == 0 && r->authed &&
+        !auth_tag_check(&r->sess, raw, FRAME_HEADER_BYTES, r->hdr_buf, fh->hdr_len, tag)) {
+        /* before the bulk: nobody without the session makes us take it */
+        *why = "frame tag wrong: changed, replayed, reordered or forged";
+        return -EPROTO;
+    }
     if (rc == 0)
         rc = recv_grown(r, &r->bulk_buf, &r->bulk_cap, fh->bulk_len);
     if (rc < 0) {
@@ -614,6 +679,7 @@ static int dispatch(rpc_replier *r, const frame_header *fh)
         .bulk = r->bulk_buf ? r->bulk_buf : empty_part,
         .bulk_len = fh->bulk_len,
         .peer = r->x->peer,
+        .who = r->authed ? &r->who : NULL,
     };
     s->o.handler(s->o.ctx, &msg, r);
     if (r->bulk_cap > RPC_RX_KEEP_BYTES)
@@ -622,6 +688,29 @@ static int dispatch(rpc_replier *r, const frame_header *fh)
         rx_free(r, &r->hdr_buf, &r->hdr_cap);
     atomic_store(&r->last_active_ms, clock_now_ms());
     atomic_store(&r->state, CONN_IDLE);
+    return 0;
+}
+
+/* The handshake whose hello header came in (rpc_auth.h), under one
+ * frame_timeout_ms. A server with auth off (no keys) refuses it too. */
+static int handshake(rpc_replier *r, const frame_header *hello)
+{
+    static const rpc_auth_server none; /* accepts no method */
+    rpc_server *s = r->s;
+    char err[RPC_ERROR_TEXT_MAX];
+    int reading = CONN_READING;
+
+    int rc = rpc_auth_serve(r->x, s->o.auth ? s->o.auth : &none, hello, s->o.frame_timeout_ms,
+                            &r->sess, &r->who, err, sizeof(err));
+    if (rc < 0) {
+        log_close(r, rc, err);
+        return rc;
+    }
+    r->authed = true;
+    if (!atomic_compare_exchange_strong(&r->state, &reading, CONN_IDLE))
+        return -ECONNABORTED; /* evicted meanwhile */
+    atomic_store(&r->proven, true);
+    atomic_store(&r->last_active_ms, clock_now_ms());
     return 0;
 }
 
@@ -661,6 +750,8 @@ static int serve_one(rpc_replier *r)
     set_recv_deadline(r->x, frame_deadline_ms);
     rc = recv_frame(r, raw, &fh, &why);
     set_recv_deadline(r->x, 0);
+    if (rc == 1)
+        return handshake(r, &fh);
     if (rc < 0) {
         log_close(r, rc, why);
         return rc;

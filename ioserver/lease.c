@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "daemon.h"
 #include "depfs.pb-c.h"
 #include "log.h"
 #include "rpc.h"
@@ -19,6 +20,7 @@ struct ios_lease {
     ios_state *st;
     uint32_t server_id;
     const depfs_config *cfg;
+    rpc_auth_creds creds;      /* the cluster key, to ask the MDS */
     uint64_t lease_ms;
     _Atomic uint64_t last_ms;  /* last word from depfs-recovery (or the MDS) */
     atomic_bool heard;         /* depfs-recovery has spoken to us */
@@ -35,9 +37,10 @@ static int mds_confirms(ios_lease *l, char *why, size_t why_len)
                          .max_bulk_bytes = cfg->max_bulk_bytes };
     rpc_conn *c = NULL;
     int rc = rpc_conn_open(cfg->transport, cfg->mds_address, &lim, (int)cfg->connect_timeout_ms,
-                           &c);
+                           &l->creds, &c);
     if (rc < 0) {
-        snprintf(why, why_len, "the MDS cannot be reached: %s", strerror(-rc));
+        snprintf(why, why_len, "the MDS cannot be reached: %s%s%s", strerror(-rc),
+                 rpc_conn_open_error()[0] ? ": " : "", rpc_conn_open_error());
         return rc;
     }
     Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
@@ -105,11 +108,16 @@ int ios_lease_start(ios_state *st, uint32_t server_id, const depfs_config *cfg, 
     l->st = st;
     l->server_id = server_id;
     l->cfg = cfg;
+    int rc = daemon_peer_creds(cfg, &l->creds);
+    if (rc < 0) {
+        free(l);
+        return rc;
+    }
     l->lease_ms = cfg->request_timeout_ms;
     atomic_init(&l->last_ms, clock_now_ms());
     atomic_init(&l->heard, false);
     atomic_init(&l->stop, false);
-    int rc = pthread_create(&l->thr, NULL, ticker, l);
+    rc = pthread_create(&l->thr, NULL, ticker, l);
     if (rc) {
         free(l);
         return -rc;

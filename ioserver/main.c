@@ -193,10 +193,13 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
         goto out;
     }
     rpc_server_opts o;
+    rpc_auth_server auth; /* daemons and admins by the cluster key, clients by ticket */
     daemon_server_opts(cfg, &o);
     o.address = me->address;
     o.handler = ios_handle;
     o.ctx = &ctx;
+    if ((rc = daemon_server_auth(cfg, false, true, &auth, &o)))
+        goto out;
     if ((rc = rpc_server_start(&o, &srv))) {
         log_err("cannot listen on %s (%s): %s", me->address, cfg->transport, strerror(-rc));
         goto out;

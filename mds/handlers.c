@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "codec.h"
 #include "depfs.pb-c.h"
@@ -17,6 +18,9 @@
 
 typedef struct mds_reply_buf {
     Depfs__MdsReply rep;
+    const auth_identity *who;  /* the peer (NULL: auth off) */
+    const auth_session *sess;  /* its session: tickets' secrets go under it */
+    uint8_t ticket[AUTH_TICKET_BYTES], ticket_secret[AUTH_KEY_BYTES];
     Depfs__Attr attr;
     Depfs__Layout lay, def_lay;
     uint32_t lay_servers[LAYOUT_MAX_N];
@@ -127,15 +131,62 @@ static void mds_new_from(const Depfs__MdsRequest *q, mds_new *nw)
 
 /* ------------------------------------------------------------------- ops */
 
+/* A ticket for client id (auth on): the peer's uid/gid (0 for the cluster
+ * key's holders), its secret wrapped under this connection's session. */
+static int issue_ticket(mds_ctx *c, mds_reply_buf *b, uint64_t id)
+{
+    uint8_t secret[AUTH_KEY_BYTES];
+    if (!c->auth || !b->who || !b->sess)
+        return 0;
+    auth_ticket t = { .client_id = id, .uid = b->who->uid, .gid = b->who->gid,
+                      .expires_s = (uint64_t)time(NULL) + AUTH_TICKET_TTL_S };
+    auth_ticket_issue(c->auth->ticket_key, &t, b->ticket, secret);
+    auth_ticket_wrap(b->sess, b->ticket, secret, b->ticket_secret);
+    auth_wipe(secret, sizeof(secret));
+    b->rep.has_ticket = b->rep.has_ticket_secret = b->rep.has_ticket_expires_s = true;
+    b->rep.ticket = (ProtobufCBinaryData){ sizeof(b->ticket), b->ticket };
+    b->rep.ticket_secret = (ProtobufCBinaryData){ sizeof(b->ticket_secret), b->ticket_secret };
+    b->rep.ticket_expires_s = t.expires_s;
+    return 0;
+}
+
+/* A renewal: the old ticket (unexpired, tagged by us, of this uid) keeps
+ * its client id. */
+static int renew_ticket(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    auth_ticket t;
+    uint8_t secret[AUTH_KEY_BYTES];
+    if (!c->auth || !b->who) {
+        snprintf(b->why, sizeof(b->why), "no tickets: auth is off");
+        return -EINVAL;
+    }
+    int rc = auth_ticket_open(c->auth->ticket_key, q->renew_ticket.data, q->renew_ticket.len,
+                              (uint64_t)time(NULL), &t, secret);
+    auth_wipe(secret, sizeof(secret));
+    if (rc < 0 || t.uid != b->who->uid) {
+        snprintf(b->why, sizeof(b->why), "ticket not renewable (%s): register again",
+                 rc == -EKEYEXPIRED ? "expired" : "not ours or not this user's");
+        log_warn("refused to renew a ticket: %s", b->why);
+        return -EACCES;
+    }
+    b->rep.has_client_id = true;
+    b->rep.client_id = t.client_id;
+    return issue_ticket(c, b, t.client_id);
+}
+
 static int op_register(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
-    (void)q;
     uint64_t id;
+    if (q->has_renew_ticket)
+        return renew_ticket(c, q, b);
     int rc = mds_ns_register(c->ns, &id, b->why);
     if (rc == 0) {
         b->rep.has_client_id = true;
         b->rep.client_id = id;
-        log_info("registered client %llu", (unsigned long long)id);
+        log_info("registered client %llu%s", (unsigned long long)id,
+                 b->who ? (b->who->role == AUTH_ROLE_USER ? " (a user, by MUNGE)"
+                                                         : " (the cluster key)") : "");
+        rc = issue_ticket(c, b, id);
     }
     return rc;
 }
@@ -545,6 +596,8 @@ void mds_handle(void *ctx, const rpc_msg *m, rpc_replier *r)
         return;
     }
     depfs__mds_reply__init(&b->rep);
+    b->who = m->who;
+    b->sess = rpc_replier_session(r);
     uint64_t writes_before = mds_ns_thread_writes();
     int rc = dispatch(c, m, b, &op_name);
     bool wrote = mds_ns_thread_writes() != writes_before;

@@ -16,6 +16,7 @@ typedef struct mds_ctx {
      * barrier on kv inline). Both NULL: ns syncs before returning. */
     mds_syncer *syncer;
     kvstore *kv;
+    const rpc_auth_server *auth; /* NULL: auth off (no tickets, no roles) */
 } mds_ctx;
 
 /* An rpc_handler_fn; ctx is an mds_ctx. */

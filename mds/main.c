@@ -45,6 +45,7 @@ typedef struct mds_daemon {
     mds_cluster *cluster;
     mds_ctx ctx;
     mds_syncer *syncer;
+    rpc_auth_server auth; /* users by MUNGE, daemons and admins by the cluster key */
     rpc_server *srv;
 } mds_daemon;
 
@@ -145,12 +146,16 @@ static int start_server(mds_daemon *d)
      * before any byte of it is read */
     o.limits.max_bulk_bytes = 0;
     o.handler = mds_handle;
+    int rc = daemon_server_auth(&d->cfg, true, false, &d->auth, &o);
+    if (rc < 0)
+        return rc;
+    d->ctx.auth = o.auth; /* its ticket key: MDS_REGISTER issues tickets */
     d->ctx.ns = d->ns;
     d->ctx.cluster = d->cluster;
     d->ctx.syncer = d->syncer;
     d->ctx.kv = d->kv;
     o.ctx = &d->ctx;
-    int rc = rpc_server_start(&o, &d->srv);
+    rc = rpc_server_start(&o, &d->srv);
     if (rc < 0)
         log_err("cannot listen on %s (%s): %s", d->cfg.mds_address, d->cfg.transport, strerror(-rc));
     return rc;

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "daemon.h"
 #include "depfs.pb-c.h"
 #include "log.h"
 
@@ -24,8 +25,11 @@ rpc_conn *rec_conn(rec_ctx *c, rpc_conn **slot, const char *address)
         *slot = NULL;
     }
     if (!*slot && rpc_conn_open(c->cfg->transport, address, &c->limits,
-                                (int)c->cfg->connect_timeout_ms, slot) != 0)
+                                (int)c->cfg->connect_timeout_ms, &c->creds, slot) != 0) {
+        if (rpc_conn_open_error()[0])
+            log_warn("%s", rpc_conn_open_error());
         *slot = NULL;
+    }
     return *slot;
 }
 
@@ -338,6 +342,9 @@ int rec_init(rec_ctx *c, const depfs_config *cfg, bool once)
     c->once = once;
     c->limits.max_header_bytes = cfg->max_header_bytes;
     c->limits.max_bulk_bytes = cfg->max_bulk_bytes;
+    int rc = daemon_peer_creds(cfg, &c->creds);
+    if (rc < 0)
+        return rc;
     c->nservers = cfg->n_ioservers;
     c->servers = calloc(cfg->n_ioservers ? cfg->n_ioservers : 1, sizeof(*c->servers));
     if (!c->servers)

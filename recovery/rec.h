@@ -119,6 +119,7 @@ typedef struct rec_orphan {
 typedef struct rec_ctx {
     const depfs_config *cfg;
     frame_limits limits;
+    rpc_auth_creds creds;  /* the cluster key (auth on) */
     unsigned nservers;
     rec_server *servers;
     pthread_mutex_t mu;

@@ -25,6 +25,8 @@ static int mount_register(depfs_t *fs)
         rc = -EPROTO;
     }
     if (rc == 0)
+        rc = dc_ticket_take(fs, rep);
+    if (rc == 0)
         fs->client_id = rep->client_id;
     if (rep)
         depfs__mds_reply__free_unpacked(rep, NULL);
@@ -119,6 +121,7 @@ static depfs_t *fs_alloc(void)
     if (!fs)
         return NULL;
     pthread_mutex_init(&fs->mds_lock, NULL);
+    pthread_mutex_init(&fs->io_creds_lock, NULL);
     pthread_mutex_init(&fs->inodes_lock, NULL);
     pthread_mutex_init(&fs->codecs_lock, NULL);
     pthread_mutex_init(&fs->retired_lock, NULL);
@@ -145,6 +148,9 @@ static void fs_free(depfs_t *fs)
             if (fs->codecs[n][k])
                 codec_free(fs->codecs[n][k]);
     pthread_mutex_destroy(&fs->mds_lock);
+    pthread_mutex_destroy(&fs->io_creds_lock);
+    auth_wipe(&fs->mds_creds, sizeof(fs->mds_creds));
+    auth_wipe(&fs->io_creds, sizeof(fs->io_creds));
     pthread_mutex_destroy(&fs->inodes_lock);
     pthread_mutex_destroy(&fs->codecs_lock);
     pthread_mutex_destroy(&fs->retired_lock);
@@ -167,6 +173,14 @@ int depfs_mount(const depfs_options *opt, depfs_t **out)
     }
     fs->limits.max_header_bytes = fs->cfg.max_header_bytes;
     fs->limits.max_bulk_bytes = fs->cfg.max_bulk_bytes;
+    rc = rpc_auth_creds_for_mds(fs->cfg.auth, fs->cfg.cluster_key, fs->cfg.munge_socket,
+                                &fs->mds_creds, err, sizeof err);
+    if (rc < 0) {
+        dc_set_error("auth: %s", err);
+        goto fail;
+    }
+    if (fs->mds_creds.method == AUTH_METHOD_KEY)
+        fs->io_creds = fs->mds_creds;
     fs->ignore_locks = opt ? opt->ignore_locks : false;
     fs->inode_released = dc_data_release;
     rc = mount_register(fs);

@@ -67,6 +67,10 @@ struct depfs {
     pthread_mutex_t mds_lock; /* guards mds (re)connects */
     rpc_conn *mds;
     uint64_t client_id;
+    rpc_auth_creds mds_creds; /* the cluster key if ours to read, else MUNGE */
+    pthread_mutex_t io_creds_lock;
+    rpc_auth_creds io_creds;  /* the cluster key, or the MDS's ticket */
+    uint64_t ticket_expires_s; /* of io_creds' ticket (0: no ticket) */
     unsigned nservers;
     dc_server *servers;       /* nservers entries, ordered as in the config */
     unsigned default_n, default_k;
@@ -116,6 +120,12 @@ void dc_retired_reap(depfs_t *fs, bool all);
  * is still returned for its message), or a transport error. The caller
  * frees *reply with depfs__mds_reply__free_unpacked(*reply, NULL). */
 int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depfs__MdsReply **reply);
+
+/* core_ticket.c: MDS_REGISTER's ticket (users proved by MUNGE) taken as
+ * the I/O servers' credentials; the credentials for a new I/O server
+ * connection (a ticket past half its life renewed first). */
+int dc_ticket_take(depfs_t *fs, const Depfs__MdsReply *rep);
+void dc_io_creds(depfs_t *fs, rpc_auth_creds *out);
 
 /* Connection to an I/O server, connecting on demand; NULL when the server
  * is marked failed in the status vector or cannot be reached (then it is

@@ -41,7 +41,9 @@ static int mds_conn_get(depfs_t *fs, rpc_conn *failed, rpc_conn **out)
     uint64_t deadline_ms = dc_now_ms() + fs->cfg.request_timeout_ms;
     while (!fs->mds) {
         rc = rpc_conn_open(fs->cfg.transport, fs->cfg.mds_address, &fs->limits,
-                           (int)fs->cfg.connect_timeout_ms, &fs->mds);
+                           (int)fs->cfg.connect_timeout_ms, &fs->mds_creds, &fs->mds);
+        if (rc == -EACCES || rc == -EKEYREJECTED)
+            break; /* refused: retrying changes nothing */
         if (rc == 0)
             break;
         fs->mds = NULL;
@@ -52,7 +54,11 @@ static int mds_conn_get(depfs_t *fs, rpc_conn *failed, rpc_conn **out)
     *out = fs->mds;
     pthread_mutex_unlock(&fs->mds_lock);
     if (!*out) {
-        dc_set_error("cannot connect to the MDS at %s: %s", fs->cfg.mds_address, strerror(-rc));
+        if (rpc_conn_open_error()[0])
+            dc_set_error("cannot connect to the MDS: %s", rpc_conn_open_error());
+        else
+            dc_set_error("cannot connect to the MDS at %s: %s", fs->cfg.mds_address,
+                         strerror(-rc));
         return rc ? rc : -ECONNREFUSED;
     }
     return 0;

@@ -226,12 +226,19 @@ rpc_conn *dc_server_conn_any(depfs_t *fs, uint32_t id)
         s->conn = NULL;
     }
     if (!s->conn) {
+        rpc_auth_creds cr;
+        dc_io_creds(fs, &cr);
         int rc = rpc_conn_open(fs->cfg.transport, s->address, &fs->limits,
-                               (int)fs->cfg.connect_timeout_ms, &s->conn);
+                               (int)fs->cfg.connect_timeout_ms, &cr, &s->conn);
+        auth_wipe(&cr, sizeof(cr));
         if (rc < 0) {
             s->conn = NULL;
             server_mark_failed_locked(fs, s, rc);
-            dc_set_error("cannot connect to I/O server %u (%s): %s", id, s->address, strerror(-rc));
+            if (rpc_conn_open_error()[0])
+                dc_set_error("cannot connect to I/O server %u: %s", id, rpc_conn_open_error());
+            else
+                dc_set_error("cannot connect to I/O server %u (%s): %s", id, s->address,
+                             strerror(-rc));
             log_warn("libdepfs: %s", depfs_last_error());
         }
     }

@@ -142,7 +142,7 @@ static void mds_set_state(unsigned id, unsigned state)
     snprintf(addr, sizeof addr, "127.0.0.1:%u", g_cl.ports[0]);
     frame_limits lim = {FRAME_DEFAULT_MAX_HEADER_BYTES, FRAME_DEFAULT_MAX_BULK_BYTES};
     rpc_conn *c = NULL;
-    ck_assert_int_eq(rpc_conn_open("tcp", addr, &lim, 1000, &c), 0);
+    ck_assert_int_eq(rpc_conn_open("tcp", addr, &lim, 1000, td_creds(&g_cl), &c), 0);
     Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
     q.has_server_id = q.has_server_state = true;
     q.server_id = id;
@@ -454,7 +454,7 @@ static rpc_conn *ios_conn(unsigned id)
     snprintf(addr, sizeof addr, "127.0.0.1:%u", g_cl.ports[1 + id]);
     frame_limits lim = {FRAME_DEFAULT_MAX_HEADER_BYTES, FRAME_DEFAULT_MAX_BULK_BYTES};
     rpc_conn *c = NULL;
-    ck_assert_int_eq(rpc_conn_open("tcp", addr, &lim, 1000, &c), 0);
+    ck_assert_int_eq(rpc_conn_open("tcp", addr, &lim, 1000, td_creds(&g_cl), &c), 0);
     return c;
 }
 

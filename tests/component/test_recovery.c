@@ -103,7 +103,8 @@ static void write_config(void)
     for (unsigned i = 0; i < N_IOS; i++)
         fprintf(f, "ioserver = %u %s %s\n", i, ios[i].address, ios[i].dir);
     fprintf(f, "default_layout = 3@2@4k\nheartbeat_period_ms = 100\n"
-               "request_timeout_ms = 300\nconnect_timeout_ms = 300\n");
+               "request_timeout_ms = 300\nconnect_timeout_ms = 300\n"
+               "auth = off\n"); /* in-process servers here take no keys */
     fclose(f);
     char err[512];
     ck_assert_int_eq(config_load(conf_path, &cfg, err, sizeof(err)), 0);

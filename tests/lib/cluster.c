@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +19,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "auth.h"
+#include "rpc.h"
 
 #define TD_PORT_WAIT_MS 10000u
 #define TD_STOP_WAIT_MS 5000u
@@ -226,6 +230,42 @@ static bool td_conf_sets(const char *conf, const char *key)
     return false;
 }
 
+/* The cluster's key (auth.h), made once per cluster dir; its path. Runs
+ * outside tests too (a shared cluster): aborts with a message on failure. */
+static const char *td_cluster_key(td_cluster *cl)
+{
+    static _Thread_local char path[PATH_MAX];
+    uint8_t key[AUTH_KEY_BYTES];
+    snprintf(path, sizeof(path), "%s/cluster.key", cl->dir);
+    if (access(path, F_OK) == 0)
+        return path;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || auth_init() < 0) {
+        fprintf(stderr, "td_cluster_key: cannot create %s: %s\n", path, strerror(errno));
+        abort();
+    }
+    auth_random(key, sizeof(key));
+    if (write(fd, key, sizeof(key)) != (ssize_t)sizeof(key)) {
+        fprintf(stderr, "td_cluster_key: cannot write %s\n", path);
+        abort();
+    }
+    close(fd);
+    return path;
+}
+
+const rpc_auth_creds *td_creds(const td_cluster *cl)
+{
+    static _Thread_local rpc_auth_creds cr;
+    uint8_t key[AUTH_KEY_BYTES];
+    char path[PATH_MAX], err[RPC_ERROR_TEXT_MAX];
+    snprintf(path, sizeof(path), "%s/cluster.key", cl->dir);
+    ck_assert_int_eq(auth_init(), 0);
+    ck_assert_msg(auth_key_load(path, key, err, sizeof(err)) == 0, "%s", err);
+    cr = (rpc_auth_creds){ .method = AUTH_METHOD_KEY };
+    auth_derive(key, AUTH_DERIVE_PEER, cr.secret);
+    return &cr;
+}
+
 static void td_write_config(td_cluster *cl, const char *extra_conf)
 {
     for (unsigned i = 0; i <= cl->nservers; i++)
@@ -235,6 +275,8 @@ static void td_write_config(td_cluster *cl, const char *extra_conf)
         abort();
     fprintf(f, "mds_address = 127.0.0.1:%u\nmds_data_dir = %s/mds\nrecovery_data_dir = %s\n",
             cl->ports[0], cl->dir, cl->dir);
+    if (!extra_conf || !td_conf_sets(extra_conf, "cluster_key"))
+        fprintf(f, "cluster_key = %s\n", td_cluster_key(cl));
     for (unsigned i = 0; i < cl->nservers; i++)
         fprintf(f, "ioserver = %u 127.0.0.1:%u %s/io%u\n", i, cl->ports[1 + i], cl->dir, i);
     for (size_t d = 0; d < sizeof td_defaults / sizeof td_defaults[0]; d++)

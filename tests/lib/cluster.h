@@ -65,6 +65,9 @@ void td_ios_kill(td_cluster *cl, unsigned i);
 
 /* A client mounted on the cluster; the test fails when it cannot mount. */
 depfs_t *td_mount(const td_cluster *cl);
+/* The cluster key's credentials, for requests made by hand (rpc_conn_open). */
+struct rpc_auth_creds;
+const struct rpc_auth_creds *td_creds(const td_cluster *cl);
 
 /* The strip file of file_id on I/O server i. */
 void td_strip_path(const td_cluster *cl, unsigned i, uint64_t file_id, char *out, size_t len);

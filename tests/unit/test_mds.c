@@ -976,7 +976,7 @@ START_TEST(test_rpc_handlers)
     rpc_server_opts o = { .transport = "tcp", .address = "127.0.0.1:0", .handler = mds_handle, .ctx = &ctx };
     ck_assert_int_eq(rpc_server_start(&o, &srv), 0);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", rpc_server_port(srv));
-    ck_assert_int_eq(rpc_conn_open("tcp", addr, NULL, 1000, &conn), 0);
+    ck_assert_int_eq(rpc_conn_open("tcp", addr, NULL, 1000, NULL, &conn), 0);
 
     Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
     Depfs__MdsReply *r = call(conn, DEPFS__MDS_OP__MDS_REGISTER, &q);
@@ -1293,7 +1293,7 @@ START_TEST(test_rpc_deferred_sync)
     rpc_server_opts o = { .transport = "tcp", .address = "127.0.0.1:0", .handler = mds_handle, .ctx = &ctx };
     ck_assert_int_eq(rpc_server_start(&o, &srv), 0);
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", rpc_server_port(srv));
-    ck_assert_int_eq(rpc_conn_open("tcp", addr, NULL, 1000, &conn), 0);
+    ck_assert_int_eq(rpc_conn_open("tcp", addr, NULL, 1000, NULL, &conn), 0);
 
     for (int i = 0; i < PIPELINED_CREATES; i++) {
         Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;

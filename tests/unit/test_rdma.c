@@ -65,7 +65,7 @@ START_TEST(test_no_device_gives_enodev)
     ck_assert_ptr_null(x);
     ck_assert_int_eq(rpc_server_start(&o, &s), -ENODEV);
     ck_assert_ptr_null(s);
-    ck_assert_int_eq(rpc_conn_open("rdma", "127.0.0.1:7000", NULL, CONNECT_TIMEOUT_MS, &c),
+    ck_assert_int_eq(rpc_conn_open("rdma", "127.0.0.1:7000", NULL, CONNECT_TIMEOUT_MS, NULL, &c),
                      -ENODEV);
     ck_assert_ptr_null(c);
 }
@@ -94,7 +94,7 @@ static void run_data_path(const char *listen_addr)
     ck_assert_int_eq(xport_split_addr(listen_addr, host, sizeof(host), &port), 0);
     snprintf(addr, sizeof(addr), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
              rpc_server_port(s));
-    ck_assert_int_eq(rpc_conn_open("rdma", addr, NULL, CONNECT_TIMEOUT_MS, &c), 0);
+    ck_assert_int_eq(rpc_conn_open("rdma", addr, NULL, CONNECT_TIMEOUT_MS, NULL, &c), 0);
     for (int i = 0; i < DATA_CALLS; i++) {
         size_t len = (size_t)i * (DATA_MAX_BYTES / DATA_CALLS) + (size_t)i;
         struct iovec b = {.iov_base = NULL, .iov_len = len};

@@ -130,7 +130,7 @@ static rpc_conn *conn_open(rpc_server *s)
     frame_limits lim = {.max_header_bytes = 4096, .max_bulk_bytes = TEST_MAX_BULK_BYTES};
 
     server_addr(s, addr, sizeof(addr));
-    ck_assert_int_eq(rpc_conn_open("tcp", addr, &lim, CONNECT_TIMEOUT_MS, &c), 0);
+    ck_assert_int_eq(rpc_conn_open("tcp", addr, &lim, CONNECT_TIMEOUT_MS, NULL, &c), 0);
     return c;
 }
 

@@ -187,7 +187,7 @@ static rpc_conn *conn_open(rpc_server *s)
     frame_limits lim = {.max_header_bytes = HEADER_MAX_BYTES, .max_bulk_bytes = BIG_BULK_BYTES};
 
     server_addr(s, addr, sizeof(addr));
-    ck_assert_int_eq(rpc_conn_open("tcp", addr, &lim, CONNECT_TIMEOUT_MS, &c), 0);
+    ck_assert_int_eq(rpc_conn_open("tcp", addr, &lim, CONNECT_TIMEOUT_MS, NULL, &c), 0);
     return c;
 }
 

@@ -1,0 +1,72 @@
+/* core_ticket.c - libdepfs core: what the client shows the I/O servers.
+ * A client that holds the cluster key (root on a server or admin node)
+ * shows the key; any other proved itself to the MDS by MUNGE, and shows
+ * the ticket MDS_REGISTER gave it (auth.h), renewed through the MDS once
+ * half its life is gone. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "core.h"
+#include "log.h"
+
+int dc_ticket_take(depfs_t *fs, const Depfs__MdsReply *rep)
+{
+    if (fs->mds_creds.method != AUTH_METHOD_MUNGE)
+        return 0; /* the key opens the I/O servers too */
+    if (!rep->has_ticket || rep->ticket.len != AUTH_TICKET_BYTES || !rep->has_ticket_secret ||
+        rep->ticket_secret.len != AUTH_KEY_BYTES) {
+        dc_set_error("MDS_REGISTER: the MDS gave no ticket for the I/O servers");
+        return -EPROTO;
+    }
+    rpc_auth_creds cr = { .method = AUTH_METHOD_TICKET };
+    memcpy(cr.ticket, rep->ticket.data, AUTH_TICKET_BYTES);
+    pthread_mutex_lock(&fs->mds_lock);
+    const auth_session *sess = fs->mds ? rpc_conn_session(fs->mds) : NULL;
+    if (sess)
+        auth_ticket_wrap(sess, cr.ticket, rep->ticket_secret.data, cr.secret);
+    pthread_mutex_unlock(&fs->mds_lock);
+    if (!sess) {
+        dc_set_error("MDS_REGISTER: the MDS connection went away with the ticket's secret");
+        return -ECONNRESET;
+    }
+    pthread_mutex_lock(&fs->io_creds_lock);
+    fs->io_creds = cr;
+    fs->ticket_expires_s = rep->has_ticket_expires_s ? rep->ticket_expires_s : 0;
+    pthread_mutex_unlock(&fs->io_creds_lock);
+    auth_wipe(&cr, sizeof(cr));
+    return 0;
+}
+
+/* Asks the MDS for a fresh ticket, the old one as proof. */
+static void renew(depfs_t *fs, const uint8_t old[AUTH_TICKET_BYTES])
+{
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    Depfs__MdsReply *rep = NULL;
+    req.has_renew_ticket = true;
+    req.renew_ticket = (ProtobufCBinaryData){ AUTH_TICKET_BYTES, (uint8_t *)old };
+    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_REGISTER, &req, &rep);
+    if (rc == 0)
+        rc = dc_ticket_take(fs, rep);
+    if (rc < 0)
+        log_warn("libdepfs: cannot renew the I/O servers' ticket: %s (%s)", strerror(-rc),
+                 depfs_last_error());
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
+}
+
+void dc_io_creds(depfs_t *fs, rpc_auth_creds *out)
+{
+    uint8_t old[AUTH_TICKET_BYTES];
+    pthread_mutex_lock(&fs->io_creds_lock);
+    bool due = fs->io_creds.method == AUTH_METHOD_TICKET && fs->ticket_expires_s &&
+               (uint64_t)time(NULL) + AUTH_TICKET_TTL_S / 2 >= fs->ticket_expires_s;
+    if (due)
+        memcpy(old, fs->io_creds.ticket, sizeof(old));
+    pthread_mutex_unlock(&fs->io_creds_lock);
+    if (due)
+        renew(fs, old);
+    pthread_mutex_lock(&fs->io_creds_lock);
+    *out = fs->io_creds;
+    pthread_mutex_unlock(&fs->io_creds_lock);
+}
