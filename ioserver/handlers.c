@@ -773,14 +773,18 @@ static void dispatch(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, const
 }
 
 void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
-                 const uint8_t *bulk, size_t bulk_len, const char *peer, ios_result *res)
+                 const uint8_t *bulk, size_t bulk_len, const char *peer,
+                 const auth_identity *who, ios_result *res)
 {
+    char why[IOS_MESSAGE_BYTES];
     memset(res, 0, sizeof(*res));
     depfs__io_reply__init(&res->reply);
     ios_stall_check(c->stall); /* a stalled server acts on nothing as UP */
     Depfs__IoRequest *q = depfs__io_request__unpack(NULL, hdr_len, hdr);
     if (!q)
         fail(res, -EINVAL, "malformed IoRequest header (%zu bytes)", hdr_len);
+    else if (ios_authorize(who, type, q, why, sizeof(why)) < 0)
+        fail(res, -EPERM, "%s", why);
     else
         dispatch(c, type, q, bulk, bulk_len, res);
     res->reply.has_state = 1;
@@ -820,7 +824,8 @@ void ios_handle(void *ctx, const rpc_msg *req, rpc_replier *r)
 {
     ios_ctx *c = ctx;
     ios_result res;
-    ios_process(c, req->type, req->hdr, req->hdr_len, req->bulk, req->bulk_len, req->peer, &res);
+    ios_process(c, req->type, req->hdr, req->hdr_len, req->bulk, req->bulk_len, req->peer,
+                req->who, &res);
     struct iovec iov = { .iov_base = res.bulk, .iov_len = res.bulk_len };
     int rc = res.bulk_crc_known
                  ? rpc_reply_msg_crc(r, req, &res.reply.base, res.bulk_len ? &iov : NULL,

@@ -13,6 +13,7 @@
 #include "depfs.pb-c.h"
 #include "layout.h"
 #include "locks.h"
+#include "authz.h"
 #include "rpc.h"
 #include "state.h"
 #include "strips.h"
@@ -67,10 +68,12 @@ typedef struct ios_result {
     Depfs__ScrubDamage **damage_ptrs;
 } ios_result;
 
-/* Handles one request of frame type `type`. Never fails: errors are in
- * res->reply.err (positive errno) with res->reply.message. */
+/* Handles one request of frame type `type` from who (authz.h; NULL: auth
+ * off). Never fails: errors are in res->reply.err (positive errno) with
+ * res->reply.message. */
 void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
-                 const uint8_t *bulk, size_t bulk_len, const char *peer, ios_result *res);
+                 const uint8_t *bulk, size_t bulk_len, const char *peer,
+                 const auth_identity *who, ios_result *res);
 void ios_result_free(ios_result *res);
 
 /* rpc_handler_fn: ctx is an ios_ctx. */

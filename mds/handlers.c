@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "authz.h"
 #include "codec.h"
 #include "depfs.pb-c.h"
 #include "log.h"
@@ -567,7 +568,11 @@ static int dispatch(mds_ctx *c, const rpc_msg *m, mds_reply_buf *b, const char *
         log_warn("%s from %s: %s", *op_name, m->peer ? m->peer : "?", b->why);
         return -EINVAL;
     }
-    int rc = ops[m->type].fn(c, q, b);
+    int rc = mds_authorize(m->who, m->type, q, b->why, sizeof(b->why));
+    if (rc < 0)
+        log_warn("%s from %s refused: %s", *op_name, m->peer ? m->peer : "?", b->why);
+    else
+        rc = ops[m->type].fn(c, q, b);
     depfs__mds_request__free_unpacked(q, NULL);
     return rc;
 }

@@ -28,6 +28,9 @@ import struct
 import sys
 import threading
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import authwire  # noqa: E402
+
 MAGIC = 0x46506544
 VERSION = 1
 FLAG_REPLY = 0x1
@@ -134,10 +137,10 @@ def frame(type_, hdr=b"", bulk=b"", flags=0, version=VERSION, magic=MAGIC, hdr_l
 
 
 def connect(addr):
-    host, port = addr.rsplit(":", 1)
-    s = socket.create_connection((host, int(port)), timeout=TIMEOUT_S)
-    s.settimeout(TIMEOUT_S)
-    return s
+    """A connection to a daemon, authenticated with the cluster key when
+    DEPFS_CLUSTER_KEY names it (authwire.py): the hostile frames below come
+    from a peer that got in, the worst case."""
+    return authwire.connect(addr)
 
 
 def recv_exact(s, n):

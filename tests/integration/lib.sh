@@ -6,6 +6,8 @@ export DEPFS_BIN_DIR=${DEPFS_BIN_DIR:-$TOP/build/bin}
 export DEPFS_STATE=${DEPFS_STATE:-/tmp/depfs-it-$$}
 export DEPFS_BASE_PORT=${DEPFS_BASE_PORT:-7600}
 LC="$TOP/deploy/local-cluster"
+# what the raw-frame tools (authwire.py) authenticate with, as depfs-recovery does
+export DEPFS_CLUSTER_KEY=${DEPFS_CLUSTER_KEY:-$DEPFS_STATE/cluster.key}
 CONF="$DEPFS_STATE/depfs.conf"
 MNT="$DEPFS_STATE/mnt"
 

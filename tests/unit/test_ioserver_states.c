@@ -103,7 +103,7 @@ static int run(req *r, uint16_t type, const uint8_t *bulk, size_t bulk_len, ios_
     uint8_t *buf = malloc(len + 1);
     ck_assert_ptr_nonnull(buf);
     depfs__io_request__pack(&r->q, buf);
-    ios_process(&hctx, type, buf, len, bulk, bulk_len, "test", res);
+    ios_process(&hctx, type, buf, len, bulk, bulk_len, "test", NULL, res);
     free(buf);
     ck_assert(res->reply.has_state);
     ck_assert(res->reply.has_cluster_epoch);

@@ -511,7 +511,7 @@ static int run(req *r, uint16_t type, const uint8_t *bulk, size_t bulk_len, ios_
     uint8_t *buf = malloc(len + 1);
     ck_assert_ptr_nonnull(buf);
     depfs__io_request__pack(&r->q, buf);
-    ios_process(&hctx, type, buf, len, bulk, bulk_len, "test", res);
+    ios_process(&hctx, type, buf, len, bulk, bulk_len, "test", NULL, res);
     free(buf);
     ck_assert(res->reply.has_state);
     if (res->reply.err)
@@ -773,10 +773,10 @@ START_TEST(h_bad_requests)
     /* garbage header */
     ios_result res;
     const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff, 0x0f, 0x08 };
-    ios_process(&hctx, DEPFS__IO_OP__IO_READ, junk, sizeof(junk), NULL, 0, "test", &res);
+    ios_process(&hctx, DEPFS__IO_OP__IO_READ, junk, sizeof(junk), NULL, 0, "test", NULL, &res);
     ck_assert_int_eq(res.reply.err, EINVAL);
     ios_result_free(&res);
-    ios_process(&hctx, DEPFS__IO_OP__IO_READ, junk, 0, NULL, 0, "test", &res);
+    ios_process(&hctx, DEPFS__IO_OP__IO_READ, junk, 0, NULL, 0, "test", NULL, &res);
     ck_assert_int_eq(res.reply.err, EINVAL); /* file_id is required */
     ios_result_free(&res);
     /* nothing was stored by any of it */
