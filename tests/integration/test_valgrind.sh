@@ -174,7 +174,9 @@ until [ "$(grep -c '^fake-io: ' "$W/fake.out")" -ge "$want" ]; do
   [ "$SECONDS" -lt "$limit" ] || fail "the recovery daemon stopped probing the fake server"
   sleep 0.2
 done
-grep -q "closing connection to $v3_addr" "$DEPFS_STATE/logs/recovery.log" ||
+# with auth on the garbage already fails the handshake
+grep -qE "closing connection to $v3_addr|authentication with $v3_addr failed" \
+  "$DEPFS_STATE/logs/recovery.log" ||
   fail "the recovery daemon logged no bad reply from the fake server"
 kill -TERM $fake_pid; wait $fake_pid || true
 cat "$W/fake.out"
