@@ -69,7 +69,7 @@
 /* Threads of evicted connections may still be on their way out: at most
  * this many beyond max_connections exist at once. */
 #define RPC_EVICT_SLACK 64u
-#define RPC_LOG_BURST 20u                   /* lines a peer can trigger, per period */
+#define RPC_LOG_BURST 20u                   /* lines a peer can trigger, per kind and period */
 #define RPC_LOG_PERIOD_MS 1000u
 #define RPC_ACCEPT_BACKOFF_MS 10u           /* after a failed accept (EMFILE) */
 
@@ -124,7 +124,11 @@ struct rpc_server {
     atomic_bool stopping;
     atomic_uint_fast64_t rx_buffer_bytes;
     atomic_uint_fast64_t evicted, refused, timed_out, output_stalled;
-    dlog_limit log_lim;     /* every line a peer can trigger */
+    /* the lines a peer can trigger, one limit per kind, so that a flood of
+     * one kind (evictions) does not hide another (a peer reading nothing) */
+    dlog_limit log_admit;   /* evictions, refusals, accept failures */
+    dlog_limit log_frame;   /* bad or stalled frames, silent connections */
+    dlog_limit log_output;  /* replies not taken */
 };
 
 static uint8_t empty_part[1]; /* hdr/bulk of a request whose part is empty */
@@ -186,7 +190,7 @@ void rpc_replier_hold(rpc_replier *r)
     if (r->wake_fd < 0 && r->x->ops->poll_fd) {
         r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (r->wake_fd < 0)
-            dlog_limited(&r->s->log_lim, DLOG_WARN,
+            dlog_limited(&r->s->log_output, DLOG_WARN,
                          "connection from %s: no eventfd (%s): later replies are sent "
                          "by the threads that make them", r->x->peer, strerror(errno));
     }
@@ -213,7 +217,7 @@ void rpc_replier_release(rpc_replier *r)
 static void output_stalled(rpc_replier *r, const char *why)
 {
     atomic_fetch_add(&r->s->output_stalled, 1);
-    dlog_limited(&r->s->log_lim, DLOG_WARN, "closing connection from %s: %s", r->x->peer, why);
+    dlog_limited(&r->s->log_output, DLOG_WARN, "closing connection from %s: %s", r->x->peer, why);
     r->x->ops->shutdown(r->x);
 }
 
@@ -548,7 +552,7 @@ static void log_close(rpc_replier *r, int rc, const char *why)
         return; /* the evicting thread said why */
     if (rc == -ETIMEDOUT)
         atomic_fetch_add(&s->timed_out, 1);
-    dlog_limited(&s->log_lim, DLOG_WARN, "closing connection from %s: %s", r->x->peer, why);
+    dlog_limited(&s->log_frame, DLOG_WARN, "closing connection from %s: %s", r->x->peer, why);
 }
 
 /* Reads the rest of a frame whose first byte is raw[0]. 0, or an error
@@ -729,7 +733,7 @@ static bool evict(rpc_server *s, rpc_replier *r, const char *newcomer, const cha
         return false;
     s->nevicted++;
     atomic_fetch_add(&s->evicted, 1);
-    dlog_limited(&s->log_lim, DLOG_WARN, "closing connection from %s to make room for %s: %s",
+    dlog_limited(&s->log_admit, DLOG_WARN, "closing connection from %s to make room for %s: %s",
                  r->x->peer, newcomer, why);
     r->x->ops->shutdown(r->x);
     return true;
@@ -818,7 +822,7 @@ static bool conn_start(rpc_server *s, rpc_replier *r)
     if (r->next)
         r->next->prev = NULL;
     s->nconns--;
-    dlog_limited(&s->log_lim, DLOG_ERR, "refusing connection from %s: cannot start a thread: %s",
+    dlog_limited(&s->log_admit, DLOG_ERR, "refusing connection from %s: cannot start a thread: %s",
                  r->x->peer, strerror(rc));
     r->closed = true;
     rpc_replier_release(r);
@@ -839,14 +843,14 @@ static void start_conn(rpc_server *s, xport *x)
     make_room_for_peer(s, host, x->peer);
     if (!make_room(s, x->peer)) {
         atomic_fetch_add(&s->refused, 1);
-        dlog_limited(&s->log_lim, DLOG_WARN,
+        dlog_limited(&s->log_admit, DLOG_WARN,
                      "refusing connection from %s: %u connections open, all of them working "
                      "(max_connections)", x->peer, s->nconns);
         goto refuse;
     }
     r = conn_new(s, x, host);
     if (!r) {
-        dlog_limited(&s->log_lim, DLOG_ERR, "refusing connection from %s: out of memory", x->peer);
+        dlog_limited(&s->log_admit, DLOG_ERR, "refusing connection from %s: out of memory", x->peer);
         goto refuse;
     }
     if (conn_start(s, r))
@@ -869,7 +873,7 @@ static void *accept_main(void *arg)
         if (rc == -ECANCELED)
             break;
         if (rc < 0) {
-            dlog_limited(&s->log_lim, DLOG_WARN, "accept on %s failed: %s", s->o.address,
+            dlog_limited(&s->log_admit, DLOG_WARN, "accept on %s failed: %s", s->o.address,
                          strerror(-rc));
             clock_sleep_ms(RPC_ACCEPT_BACKOFF_MS); /* e.g. EMFILE: back off */
             continue;
@@ -911,7 +915,9 @@ int rpc_server_start(const rpc_server_opts *o, rpc_server **out)
         return -ENOMEM;
     s->o = *o;
     opts_defaults(&s->o);
-    s->log_lim = (dlog_limit)DLOG_LIMIT_INIT(RPC_LOG_BURST, RPC_LOG_PERIOD_MS);
+    s->log_admit = (dlog_limit)DLOG_LIMIT_INIT(RPC_LOG_BURST, RPC_LOG_PERIOD_MS);
+    s->log_frame = (dlog_limit)DLOG_LIMIT_INIT(RPC_LOG_BURST, RPC_LOG_PERIOD_MS);
+    s->log_output = (dlog_limit)DLOG_LIMIT_INIT(RPC_LOG_BURST, RPC_LOG_PERIOD_MS);
     atomic_init(&s->stopping, false);
     pthread_mutex_init(&s->m, NULL);
     pthread_cond_init(&s->idle_cv, NULL);
