@@ -98,7 +98,7 @@ struct rpc_replier {
     out_frame *outq, **outq_tail; /* replies of other threads, oldest first */
     size_t outq_bytes;
     int wake_fd;            /* eventfd: queue or refs changed; -1 until the first hold */
-    bool closed;            /* the thread is gone: nothing more is queued */
+    bool closed;            /* thread gone or queue overflowed: nothing more is queued */
     bool throttled;         /* the thread reads nothing until holds are released */
     atomic_int state;       /* enum conn_state */
     atomic_bool proven;     /* a valid request reached the handler */
@@ -272,19 +272,27 @@ static out_frame *frame_copy(const frame_header *fh, const void *hdr, const stru
 static int enqueue(rpc_replier *r, const frame_header *fh, const void *hdr,
                    const struct iovec *bulk, int bulk_cnt)
 {
-    out_frame *f = frame_copy(fh, hdr, bulk, bulk_cnt);
+    out_frame *f;
     int rc = 0;
 
-    if (!f)
-        return -ENOMEM;
     pthread_mutex_lock(&r->m);
-    if (r->wake_fd < 0)
+    if (r->wake_fd < 0) /* set once, never unset */
         rc = 1;
     else if (r->closed)
         rc = -ECONNRESET;
-    else if (r->outq_bytes + f->len > RPC_OUTQ_MAX_BYTES)
+    pthread_mutex_unlock(&r->m);
+    if (rc != 0)
+        return rc;
+    f = frame_copy(fh, hdr, bulk, bulk_cnt);
+    if (!f)
+        return -ENOMEM;
+    pthread_mutex_lock(&r->m);
+    if (r->closed) {
+        rc = -ECONNRESET;
+    } else if (r->outq_bytes + f->len > RPC_OUTQ_MAX_BYTES) {
         rc = -ENOBUFS;
-    if (rc == 0) {
+        r->closed = true; /* later replies: -ECONNRESET, no second report */
+    } else {
         *r->outq_tail = f;
         r->outq_tail = &f->next;
         r->outq_bytes += f->len;
@@ -390,7 +398,8 @@ static int flush_queued(rpc_replier *r)
     }
 }
 
-/* The connection's thread is leaving: later replies fail -ECONNRESET. */
+/* The connection's thread is leaving (or its queue overflowed): later
+ * replies fail -ECONNRESET, and what is queued is dropped. */
 static void close_queue(rpc_replier *r)
 {
     pthread_mutex_lock(&r->m);
@@ -513,8 +522,8 @@ static int await_request(rpc_replier *r)
         if (atomic_load(&r->s->stopping))
             return -ECANCELED;
         rc = flush_queued(r);
-        if (rc < 0)
-            return rc;
+        if (rc < 0) /* send_iov said why; not an idle time out */
+            return rc == -ETIMEDOUT ? -ECONNABORTED : rc;
         throttled = throttle_check(r, &wake_fd);
         if (fd < 0 && !throttled)
             return 0;
