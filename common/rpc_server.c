@@ -612,8 +612,9 @@ static int dispatch(rpc_replier *r, const frame_header *fh)
         /* the client gave up on us (it closes the connection when a request
          * times out for good): a request queued before that close arrived
          * too late to take effect, e.g. after this server was frozen */
-        log_info("dropping request type %u from %s: the client closed the connection",
-                 (unsigned)fh->type, r->x->peer);
+        dlog_limited(&s->log_frame, DLOG_INFO,
+                     "dropping request type %u from %s: the client closed the connection",
+                     (unsigned)fh->type, r->x->peer);
         return -ECONNRESET;
     }
     if (!atomic_compare_exchange_strong(&r->state, &reading, CONN_HANDLING))
