@@ -13,7 +13,8 @@
  * pending. Connections are capped (max_connections in all,
  * max_unproven_per_peer not yet past their first valid request per peer
  * address); a newcomer over a cap takes the place of the oldest unproven
- * or the longest idle connection. Refusals are logged, rate-limited.
+ * or the longest idle connection. Refusals are logged, rate-limited per
+ * kind (admission, frames, output).
  *
  * Client (rpc.c): a connection carries many requests in flight
  * (pipelining); a reader thread matches replies to calls by req_id. Reply

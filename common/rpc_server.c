@@ -71,7 +71,7 @@
 /* Threads of evicted connections may still be on their way out: at most
  * this many beyond max_connections exist at once. */
 #define RPC_EVICT_SLACK 64u
-#define RPC_LOG_BURST 20u                   /* lines a peer can trigger, per period */
+#define RPC_LOG_BURST 20u                   /* lines a peer can trigger, per kind and period */
 #define RPC_LOG_PERIOD_MS 1000u
 #define RPC_ACCEPT_BACKOFF_MS 10u           /* after a failed accept (EMFILE) */
 
@@ -101,7 +101,7 @@ struct rpc_replier {
     out_frame *outq, **outq_tail; /* replies of other threads, oldest first */
     size_t outq_bytes;
     int wake_fd;            /* eventfd: queue or refs changed; -1 until the first hold */
-    bool closed;            /* the thread is gone: nothing more is queued */
+    bool closed;            /* thread gone or queue overflowed: nothing more is queued */
     bool throttled;         /* the thread reads nothing until holds are released */
     atomic_int state;       /* enum conn_state */
     atomic_bool proven;     /* a valid request reached the handler */
@@ -130,7 +130,11 @@ struct rpc_server {
     atomic_bool stopping;
     atomic_uint_fast64_t rx_buffer_bytes;
     atomic_uint_fast64_t evicted, refused, timed_out, output_stalled;
-    dlog_limit log_lim;     /* every line a peer can trigger */
+    /* the lines a peer can trigger, one limit per kind, so that a flood of
+     * one kind (evictions) does not hide another (a peer reading nothing) */
+    dlog_limit log_admit;   /* evictions, refusals, accept failures */
+    dlog_limit log_frame;   /* bad or stalled frames, silent connections */
+    dlog_limit log_output;  /* replies not taken */
 };
 
 static uint8_t empty_part[1]; /* hdr/bulk of a request whose part is empty */
@@ -197,7 +201,7 @@ void rpc_replier_hold(rpc_replier *r)
     if (r->wake_fd < 0 && r->x->ops->poll_fd) {
         r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (r->wake_fd < 0)
-            dlog_limited(&r->s->log_lim, DLOG_WARN,
+            dlog_limited(&r->s->log_output, DLOG_WARN,
                          "connection from %s: no eventfd (%s): later replies are sent "
                          "by the threads that make them", r->x->peer, strerror(errno));
     }
@@ -224,7 +228,7 @@ void rpc_replier_release(rpc_replier *r)
 static void output_stalled(rpc_replier *r, const char *why)
 {
     atomic_fetch_add(&r->s->output_stalled, 1);
-    dlog_limited(&r->s->log_lim, DLOG_WARN, "closing connection from %s: %s", r->x->peer, why);
+    dlog_limited(&r->s->log_output, DLOG_WARN, "closing connection from %s: %s", r->x->peer, why);
     r->x->ops->shutdown(r->x);
 }
 
@@ -279,19 +283,27 @@ static out_frame *frame_copy(const frame_header *fh, const void *hdr, const stru
 static int enqueue(rpc_replier *r, const frame_header *fh, const void *hdr,
                    const struct iovec *bulk, int bulk_cnt)
 {
-    out_frame *f = frame_copy(fh, hdr, bulk, bulk_cnt);
+    out_frame *f;
     int rc = 0;
 
-    if (!f)
-        return -ENOMEM;
     pthread_mutex_lock(&r->m);
-    if (r->wake_fd < 0)
+    if (r->wake_fd < 0) /* set once, never unset */
         rc = 1;
     else if (r->closed)
         rc = -ECONNRESET;
-    else if (r->outq_bytes + f->len > RPC_OUTQ_MAX_BYTES)
+    pthread_mutex_unlock(&r->m);
+    if (rc != 0)
+        return rc;
+    f = frame_copy(fh, hdr, bulk, bulk_cnt);
+    if (!f)
+        return -ENOMEM;
+    pthread_mutex_lock(&r->m);
+    if (r->closed) {
+        rc = -ECONNRESET;
+    } else if (r->outq_bytes + f->len > RPC_OUTQ_MAX_BYTES) {
         rc = -ENOBUFS;
-    if (rc == 0) {
+        r->closed = true; /* later replies: -ECONNRESET, no second report */
+    } else {
         *r->outq_tail = f;
         r->outq_tail = &f->next;
         r->outq_bytes += f->len;
@@ -397,7 +409,8 @@ static int flush_queued(rpc_replier *r)
     }
 }
 
-/* The connection's thread is leaving: later replies fail -ECONNRESET. */
+/* The connection's thread is leaving (or its queue overflowed): later
+ * replies fail -ECONNRESET, and what is queued is dropped. */
 static void close_queue(rpc_replier *r)
 {
     pthread_mutex_lock(&r->m);
@@ -520,8 +533,8 @@ static int await_request(rpc_replier *r)
         if (atomic_load(&r->s->stopping))
             return -ECANCELED;
         rc = flush_queued(r);
-        if (rc < 0)
-            return rc;
+        if (rc < 0) /* send_iov said why; not an idle time out */
+            return rc == -ETIMEDOUT ? -ECONNABORTED : rc;
         throttled = throttle_check(r, &wake_fd);
         if (fd < 0 && !throttled)
             return 0;
@@ -559,7 +572,7 @@ static void log_close(rpc_replier *r, int rc, const char *why)
         return; /* the evicting thread said why */
     if (rc == -ETIMEDOUT)
         atomic_fetch_add(&s->timed_out, 1);
-    dlog_limited(&s->log_lim, DLOG_WARN, "closing connection from %s: %s", r->x->peer, why);
+    dlog_limited(&s->log_frame, DLOG_WARN, "closing connection from %s: %s", r->x->peer, why);
 }
 
 /* A request that came before the handshake on a server that requires
@@ -664,8 +677,9 @@ static int dispatch(rpc_replier *r, const frame_header *fh)
         /* the client gave up on us (it closes the connection when a request
          * times out for good): a request queued before that close arrived
          * too late to take effect, e.g. after this server was frozen */
-        log_info("dropping request type %u from %s: the client closed the connection",
-                 (unsigned)fh->type, r->x->peer);
+        dlog_limited(&s->log_frame, DLOG_INFO,
+                     "dropping request type %u from %s: the client closed the connection",
+                     (unsigned)fh->type, r->x->peer);
         return -ECONNRESET;
     }
     if (!atomic_compare_exchange_strong(&r->state, &reading, CONN_HANDLING))
@@ -820,7 +834,7 @@ static bool evict(rpc_server *s, rpc_replier *r, const char *newcomer, const cha
         return false;
     s->nevicted++;
     atomic_fetch_add(&s->evicted, 1);
-    dlog_limited(&s->log_lim, DLOG_WARN, "closing connection from %s to make room for %s: %s",
+    dlog_limited(&s->log_admit, DLOG_WARN, "closing connection from %s to make room for %s: %s",
                  r->x->peer, newcomer, why);
     r->x->ops->shutdown(r->x);
     return true;
@@ -909,7 +923,7 @@ static bool conn_start(rpc_server *s, rpc_replier *r)
     if (r->next)
         r->next->prev = NULL;
     s->nconns--;
-    dlog_limited(&s->log_lim, DLOG_ERR, "refusing connection from %s: cannot start a thread: %s",
+    dlog_limited(&s->log_admit, DLOG_ERR, "refusing connection from %s: cannot start a thread: %s",
                  r->x->peer, strerror(rc));
     r->closed = true;
     rpc_replier_release(r);
@@ -930,14 +944,14 @@ static void start_conn(rpc_server *s, xport *x)
     make_room_for_peer(s, host, x->peer);
     if (!make_room(s, x->peer)) {
         atomic_fetch_add(&s->refused, 1);
-        dlog_limited(&s->log_lim, DLOG_WARN,
+        dlog_limited(&s->log_admit, DLOG_WARN,
                      "refusing connection from %s: %u connections open, all of them working "
                      "(max_connections)", x->peer, s->nconns);
         goto refuse;
     }
     r = conn_new(s, x, host);
     if (!r) {
-        dlog_limited(&s->log_lim, DLOG_ERR, "refusing connection from %s: out of memory", x->peer);
+        dlog_limited(&s->log_admit, DLOG_ERR, "refusing connection from %s: out of memory", x->peer);
         goto refuse;
     }
     if (conn_start(s, r))
@@ -960,7 +974,7 @@ static void *accept_main(void *arg)
         if (rc == -ECANCELED)
             break;
         if (rc < 0) {
-            dlog_limited(&s->log_lim, DLOG_WARN, "accept on %s failed: %s", s->o.address,
+            dlog_limited(&s->log_admit, DLOG_WARN, "accept on %s failed: %s", s->o.address,
                          strerror(-rc));
             clock_sleep_ms(RPC_ACCEPT_BACKOFF_MS); /* e.g. EMFILE: back off */
             continue;
@@ -1002,7 +1016,9 @@ int rpc_server_start(const rpc_server_opts *o, rpc_server **out)
         return -ENOMEM;
     s->o = *o;
     opts_defaults(&s->o);
-    s->log_lim = (dlog_limit)DLOG_LIMIT_INIT(RPC_LOG_BURST, RPC_LOG_PERIOD_MS);
+    s->log_admit = (dlog_limit)DLOG_LIMIT_INIT(RPC_LOG_BURST, RPC_LOG_PERIOD_MS);
+    s->log_frame = (dlog_limit)DLOG_LIMIT_INIT(RPC_LOG_BURST, RPC_LOG_PERIOD_MS);
+    s->log_output = (dlog_limit)DLOG_LIMIT_INIT(RPC_LOG_BURST, RPC_LOG_PERIOD_MS);
     atomic_init(&s->stopping, false);
     pthread_mutex_init(&s->m, NULL);
     pthread_cond_init(&s->idle_cv, NULL);

@@ -179,20 +179,22 @@ static int tcp_recv_all(xport *x, void *buf, size_t len)
     char *p = buf;
 
     while (len > 0) {
-        ssize_t r;
-
-        if (t->recv_deadline_ms) {
-            int rc = wait_ready(t->fd, POLLIN, t->recv_deadline_ms);
-            if (rc < 0)
-                return rc;
-        }
-        r = recv(t->fd, p, len, t->recv_deadline_ms ? MSG_DONTWAIT : 0);
+        /* with a deadline: take what is there, wait (bounded) only when
+         * nothing is; a peer trickling bytes makes us wait, and time out */
+        ssize_t r = recv(t->fd, p, len, t->recv_deadline_ms ? MSG_DONTWAIT : 0);
         if (r == 0)
             return -ECONNRESET;
         if (r < 0) {
-            if (errno == EINTR || ((errno == EAGAIN || errno == EWOULDBLOCK) && t->recv_deadline_ms))
+            int err = errno;
+            if (err == EINTR)
                 continue;
-            return -errno;
+            if ((err == EAGAIN || err == EWOULDBLOCK) && t->recv_deadline_ms) {
+                int rc = wait_ready(t->fd, POLLIN, t->recv_deadline_ms);
+                if (rc < 0)
+                    return rc;
+                continue;
+            }
+            return -err;
         }
         p += r;
         len -= (size_t)r;

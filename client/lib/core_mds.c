@@ -34,7 +34,11 @@ static int mds_conn_get(depfs_t *fs, rpc_conn *failed, rpc_conn **out)
     int rc = 0;
     pthread_mutex_lock(&fs->mds_lock);
     if (fs->mds && (fs->mds == failed || rpc_conn_broken(fs->mds))) {
-        log_warn("libdepfs: connection to the MDS %s lost, reconnecting", fs->cfg.mds_address);
+        if (fs->mds == failed)
+            log_warn("libdepfs: connection to the MDS %s lost, reconnecting", fs->cfg.mds_address);
+        else /* closed between calls: the MDS closes connections idle for idle_timeout_ms */
+            log_info("libdepfs: connection to the MDS %s was closed, reconnecting",
+                     fs->cfg.mds_address);
         dc_retire_conn(fs, fs->mds);
         fs->mds = NULL;
     }
