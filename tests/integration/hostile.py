@@ -38,6 +38,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import authwire  # noqa: E402
+
 MAGIC = 0x46506544
 VERSION = 1
 HEADER = struct.Struct("<IHHIIIIQ")  # magic version type flags hdr_len bulk_len crc req_id
@@ -184,7 +187,13 @@ def pipeliner_main(addr, ino, stop, stats):
         try:
             s.settimeout(CONNECT_TIMEOUT_S)
             s.connect(split_addr(addr))
-        except OSError:
+            tagger = None  # a client that got in (the worst case): its frames are tagged
+            if os.environ.get("DEPFS_CLUSTER_KEY"):
+                with open(os.environ["DEPFS_CLUSTER_KEY"], "rb") as kf:
+                    skey, _role = authwire.handshake(s, authwire.METHOD_KEY,
+                                                     secret=authwire.derive(kf.read(), "peer"))
+                tagger = authwire.AuthSocket(s, skey)
+        except (OSError, authwire.AuthRefused):
             s.close()
             stop.wait(REOPEN_ROUND_S)
             continue
@@ -194,6 +203,8 @@ def pipeliner_main(addr, ino, stop, stats):
             if not pending:
                 pending = b"".join(frame(MDS_SETATTR, body, req_id=req_id + i)
                                    for i in range(PIPE_BATCH_FRAMES))
+                if tagger:
+                    pending = tagger._tagged(pending)
                 req_id += PIPE_BATCH_FRAMES
             try:
                 n = s.send(pending)
@@ -206,8 +217,9 @@ def pipeliner_main(addr, ino, stop, stats):
             sent += n
             pending = pending[n:]
         s.close()
+    frame_bytes = len(frame(MDS_SETATTR, body)) + (authwire.TAG_BYTES if os.environ.get("DEPFS_CLUSTER_KEY") else 0)
     stats["pipeliner"] = "%d SETATTR frames sent (%d bytes), closed by the MDS %d times" % (
-        sent // len(frame(MDS_SETATTR, body)), sent, closed)
+        sent // frame_bytes, sent, closed)
     stats["pipeliner_closed"] = closed
 
 

@@ -107,6 +107,7 @@ vg_live_pids() {
   local f pid
   for f in "$DEPFS_STATE"/pids/*.pid; do
     [ -e "$f" ] || continue
+    [ "$(basename "$f")" != munge.pid ] || continue # munged is not ours to check
     pid=$(cat "$f" 2>/dev/null) || continue
     kill -0 "$pid" 2>/dev/null && echo "$pid"
   done
