@@ -1,7 +1,7 @@
 /* handlers.c - MdsRequest in, MdsReply out (handlers.h). Each op checks its
  * required fields (missing -> EINVAL with a message), calls the namespace or
  * cluster module and fills the reply. Storage for the reply lives in one
- * mds_reply_buf per request and is freed after the reply is sent. */
+ * mds_result per request and is freed after the reply is sent. */
 #include "handlers.h"
 
 #include <errno.h>
@@ -15,8 +15,10 @@
 #include "depfs.pb-c.h"
 #include "log.h"
 
-typedef struct mds_reply_buf {
+struct mds_result {
     Depfs__MdsReply rep;
+    bool wrote;          /* the op wrote to the namespace: reply once durable */
+    const char *op_name; /* for logs */
     Depfs__Attr attr;
     Depfs__Layout lay, def_lay;
     uint32_t lay_servers[LAYOUT_MAX_N];
@@ -34,7 +36,8 @@ typedef struct mds_reply_buf {
     mds_server servers[CONFIG_MAX_IOSERVERS];
     Depfs__ServerInfo srv[CONFIG_MAX_IOSERVERS];
     Depfs__ServerInfo *srv_ptrs[CONFIG_MAX_IOSERVERS];
-} mds_reply_buf;
+};
+typedef struct mds_result mds_reply_buf; /* the ops fill it in place */
 
 typedef int (*op_fn)(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b);
 
@@ -533,21 +536,18 @@ static void reply_buf_free(mds_reply_buf *b)
     free(b);
 }
 
-void mds_handle(void *ctx, const rpc_msg *m, rpc_replier *r)
+mds_result *mds_process(mds_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
+                        const char *peer)
 {
-    mds_ctx *c = ctx;
     const char *op_name = "?";
+    rpc_msg m = { .type = type, .hdr = hdr, .hdr_len = hdr_len, .peer = peer };
     mds_reply_buf *b = calloc(1, sizeof(*b));
-    if (!b) {
-        Depfs__MdsReply oom = DEPFS__MDS_REPLY__INIT;
-        oom.err = ENOMEM;
-        rpc_reply_msg(r, m, &oom.base, NULL, 0);
-        return;
-    }
+    if (!b)
+        return NULL;
     depfs__mds_reply__init(&b->rep);
     uint64_t writes_before = mds_ns_thread_writes();
-    int rc = dispatch(c, m, b, &op_name);
-    bool wrote = mds_ns_thread_writes() != writes_before;
+    int rc = dispatch(c, &m, b, &op_name);
+    b->wrote = mds_ns_thread_writes() != writes_before;
     if (rc < 0) {
         /* a failed op may have half-filled the reply: send only the error */
         depfs__mds_reply__init(&b->rep);
@@ -555,14 +555,44 @@ void mds_handle(void *ctx, const rpc_msg *m, rpc_replier *r)
         if (b->why[0])
             b->rep.message = b->why;
         if (rc == -EIO || rc == -ENOMEM)
-            log_warn("%s from %s failed: %s (%s)", op_name, m->peer ? m->peer : "?", strerror(-rc),
+            log_warn("%s from %s failed: %s (%s)", op_name, peer ? peer : "?", strerror(-rc),
                      b->why);
         else
-            log_debug("%s from %s: %s (%s)", op_name, m->peer ? m->peer : "?", strerror(-rc), b->why);
+            log_debug("%s from %s: %s (%s)", op_name, peer ? peer : "?", strerror(-rc), b->why);
     }
-    if (wrote && c->kv) /* acknowledged only once durable (syncer.h) */
-        mds_syncer_reply(c->syncer, c->kv, r, m, &b->rep.base);
-    else if (rpc_reply_msg(r, m, &b->rep.base, NULL, 0) < 0)
-        log_debug("%s: reply to %s not sent", op_name, m->peer ? m->peer : "?");
-    reply_buf_free(b);
+    b->op_name = op_name;
+    return b;
+}
+
+const Depfs__MdsReply *mds_result_reply(const mds_result *res)
+{
+    return &res->rep;
+}
+
+bool mds_result_wrote(const mds_result *res)
+{
+    return res->wrote;
+}
+
+void mds_result_free(mds_result *res)
+{
+    if (res)
+        reply_buf_free(res);
+}
+
+void mds_handle(void *ctx, const rpc_msg *m, rpc_replier *r)
+{
+    mds_ctx *c = ctx;
+    mds_result *res = mds_process(c, m->type, m->hdr, m->hdr_len, m->peer);
+    if (!res) {
+        Depfs__MdsReply oom = DEPFS__MDS_REPLY__INIT;
+        oom.err = ENOMEM;
+        rpc_reply_msg(r, m, &oom.base, NULL, 0);
+        return;
+    }
+    if (res->wrote && c->kv) /* acknowledged only once durable (syncer.h) */
+        mds_syncer_reply(c->syncer, c->kv, r, m, &res->rep.base);
+    else if (rpc_reply_msg(r, m, &res->rep.base, NULL, 0) < 0)
+        log_debug("%s: reply to %s not sent", res->op_name, m->peer ? m->peer : "?");
+    mds_result_free(res);
 }
