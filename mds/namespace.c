@@ -59,8 +59,8 @@ static int check_name(const char *name, char *why)
         return ns_fail(why, EINVAL, "name '%s' is reserved", name);
     if (strchr(name, '/'))
         return ns_fail(why, EINVAL, "name contains '/'");
-    if (strlen(name) > MDS_NAME_MAX)
-        return ns_fail(why, ENAMETOOLONG, "name longer than %u bytes", MDS_NAME_MAX);
+    if (strlen(name) > WIRE_NAME_MAX)
+        return ns_fail(why, ENAMETOOLONG, "name longer than %u bytes", WIRE_NAME_MAX);
     return 0;
 }
 
@@ -640,8 +640,8 @@ int mds_ns_symlink(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why)
 {
     if (!nw->target || !nw->target[0])
         return ns_fail(why, ENOENT, "empty symlink target");
-    if (strlen(nw->target) > MDS_SYMLINK_MAX)
-        return ns_fail(why, ENAMETOOLONG, "symlink target longer than %u bytes", MDS_SYMLINK_MAX);
+    if (strlen(nw->target) > WIRE_SYMLINK_MAX)
+        return ns_fail(why, ENAMETOOLONG, "symlink target longer than %u bytes", WIRE_SYMLINK_MAX);
     return make_node(ns, nw, S_IFLNK | 0777, false, out, why);
 }
 
@@ -1071,7 +1071,7 @@ int mds_ns_readlink(mds_ns *ns, uint64_t ino, char **target, char *why)
         goto out;
     }
     rc = kv_get(ns->kv, key, mds_key_symlink(key, ino), &val, &vlen);
-    if (rc < 0 || vlen > MDS_SYMLINK_MAX) {
+    if (rc < 0 || vlen > WIRE_SYMLINK_MAX) {
         free(val);
         rc = ns_fail(why, EIO, "symlink target of %llu missing", (unsigned long long)ino);
         goto out;

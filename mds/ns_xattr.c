@@ -17,7 +17,6 @@
 #include "label.h"
 #include "layout.h"
 
-#define XATTR_LIST_MAX_BYTES 65536u /* total of listxattr names (Linux XATTR_LIST_MAX) */
 #define LAYOUT_SPEC_MAX 64u         /* bytes of an "N@K@SU" value */
 #define USER_PREFIX "user."
 
@@ -32,8 +31,8 @@ static int check_xattr_name(const char *name, char *why)
 {
     if (!name || !name[0])
         return ns_fail(why, ERANGE, "empty xattr name");
-    if (strlen(name) > MDS_XATTR_NAME_MAX)
-        return ns_fail(why, ERANGE, "xattr name longer than %u bytes", MDS_XATTR_NAME_MAX);
+    if (strlen(name) > WIRE_XATTR_NAME_MAX)
+        return ns_fail(why, ERANGE, "xattr name longer than %u bytes", WIRE_XATTR_NAME_MAX);
     for (size_t i = 0; i < sizeof(allowed_prefixes) / sizeof(allowed_prefixes[0]); i++) {
         if (!has_prefix(name, allowed_prefixes[i]))
             continue;
@@ -159,8 +158,8 @@ int mds_ns_setxattr(mds_ns *ns, uint64_t ino, const char *name, const void *valu
     rc = check_xattr_name(name, why);
     if (rc < 0)
         return rc;
-    if (len > MDS_XATTR_VALUE_MAX)
-        return ns_fail(why, E2BIG, "xattr value larger than %u bytes", MDS_XATTR_VALUE_MAX);
+    if (len > WIRE_XATTR_VALUE_MAX)
+        return ns_fail(why, E2BIG, "xattr value larger than %u bytes", WIRE_XATTR_VALUE_MAX);
     if (len > 0 && !value)
         return ns_fail(why, EINVAL, "missing xattr value");
 
@@ -238,7 +237,7 @@ void mds_ns_free_names(char **names, size_t count)
 static int push_name(char ***names, size_t *count, size_t *cap, size_t *total, const char *name,
                      size_t len)
 {
-    if (*total + len + 1 > XATTR_LIST_MAX_BYTES)
+    if (*total + len + 1 > WIRE_XATTR_LIST_MAX)
         return -E2BIG;
     if (*count == *cap) {
         size_t ncap = *cap ? *cap * 2 : 8;
