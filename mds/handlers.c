@@ -14,6 +14,7 @@
 #include "codec.h"
 #include "depfs.pb-c.h"
 #include "log.h"
+#include "req_check.h"
 
 struct mds_result {
     Depfs__MdsReply rep;
@@ -506,22 +507,50 @@ static const struct {
 
 static int dispatch(mds_ctx *c, const rpc_msg *m, mds_reply_buf *b, const char **op_name)
 {
-    /* protocol errors (not a client's ordinary failures) are worth a warning */
     if (m->type >= N_OPS || !ops[m->type].fn) {
         snprintf(b->why, sizeof(b->why), "unknown MDS operation %u", m->type);
-        log_warn("request from %s: %s", m->peer ? m->peer : "?", b->why);
         return -EOPNOTSUPP;
     }
     *op_name = ops[m->type].name;
     Depfs__MdsRequest *q = depfs__mds_request__unpack(NULL, m->hdr_len, m->hdr);
     if (!q) {
         snprintf(b->why, sizeof(b->why), "malformed MdsRequest (%zu bytes)", m->hdr_len);
-        log_warn("%s from %s: %s", *op_name, m->peer ? m->peer : "?", b->why);
         return -EINVAL;
     }
-    int rc = ops[m->type].fn(c, q, b);
+    int rc = mds_req_check(m->type, q, m->hdr, m->hdr_len, b->why, sizeof(b->why));
+    if (rc == 0)
+        rc = ops[m->type].fn(c, q, b);
     depfs__mds_request__free_unpacked(q, NULL);
     return rc;
+}
+
+/* Errors that say the request itself is out of bounds or makes no sense
+ * (a protocol error or a hostile peer, not a client's ordinary failure such
+ * as ENOENT or EEXIST): each is logged as a warning. */
+static bool is_refusal(int err)
+{
+    switch (err) {
+    case EINVAL:
+    case EOPNOTSUPP:
+    case ENAMETOOLONG:
+    case EFBIG:
+    case ERANGE:
+    case E2BIG:
+    case ENOSPC:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void log_error(const char *op_name, const char *peer, int err, const char *why)
+{
+    if (err == EIO || err == ENOMEM)
+        log_warn("%s from %s failed: %s (%s)", op_name, peer, strerror(err), why);
+    else if (is_refusal(err))
+        log_warn("%s from %s refused: %s (%s)", op_name, peer, strerror(err), why);
+    else
+        log_debug("%s from %s: %s (%s)", op_name, peer, strerror(err), why);
 }
 
 static void reply_buf_free(mds_reply_buf *b)
@@ -554,11 +583,7 @@ mds_result *mds_process(mds_ctx *c, uint16_t type, const uint8_t *hdr, size_t hd
         b->rep.err = -rc;
         if (b->why[0])
             b->rep.message = b->why;
-        if (rc == -EIO || rc == -ENOMEM)
-            log_warn("%s from %s failed: %s (%s)", op_name, peer ? peer : "?", strerror(-rc),
-                     b->why);
-        else
-            log_debug("%s from %s: %s (%s)", op_name, peer ? peer : "?", strerror(-rc), b->why);
+        log_error(op_name, peer ? peer : "?", -rc, b->why);
     }
     b->op_name = op_name;
     return b;

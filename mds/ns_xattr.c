@@ -3,7 +3,8 @@
  * children), on a regular file its actual layout (settable while empty).
  * Linux rules: names carry a user./trusted./security. prefix (system.* and
  * others are EOPNOTSUPP), user.* only on files and directories (EPERM),
- * names <= 255 bytes (ERANGE), values <= 64 KiB (E2BIG), ENODATA when absent. */
+ * names <= 255 bytes (ERANGE), values <= 64 KiB (E2BIG), ENODATA when absent;
+ * an inode's names fit in one listxattr (64 KiB, else ENOSPC for a new one). */
 #include "ns_internal.h"
 
 #include <ctype.h>
@@ -126,6 +127,38 @@ static int set_layout(mds_ns *ns, mds_inode *in, const void *value, size_t len,
     return 0;
 }
 
+/* Bytes listxattr of `in` returns now: every name with its NUL. */
+static int list_bytes(mds_ns *ns, const mds_inode *in, size_t *total)
+{
+    uint8_t prefix[MDS_KEY_MAX];
+    const void *k, *v;
+    size_t kl, vl;
+    char buf[LAYOUT_SPEC_MAX];
+    size_t plen = mds_key_xattr_prefix(prefix, in->ino);
+    kv_iter *it = kv_iter_new(ns->kv, prefix, plen, NULL, 0);
+    if (!it)
+        return -EIO;
+    *total = layout_text(in, buf, sizeof(buf)) ? strlen(MDS_LAYOUT_XATTR) + 1 : 0;
+    while (kv_iter_next(it, &k, &kl, &v, &vl))
+        *total += kl - plen + 1;
+    kv_iter_free(it);
+    return 0;
+}
+
+/* A new xattr name must still fit in one listxattr (WIRE_XATTR_LIST_MAX):
+ * that bounds what one inode holds, and every name stays listable. */
+static int check_room(mds_ns *ns, const mds_inode *in, const char *name, char *why)
+{
+    size_t total = 0;
+    if (list_bytes(ns, in, &total) < 0)
+        return ns_fail(why, EIO, "store error");
+    if (total + strlen(name) + 1 > WIRE_XATTR_LIST_MAX)
+        return ns_fail(why, ENOSPC, "inode %llu has %zu bytes of xattr names; '%s' would pass "
+                       "the %u a listxattr returns", (unsigned long long)in->ino, total, name,
+                       WIRE_XATTR_LIST_MAX);
+    return 0;
+}
+
 static int set_plain(mds_ns *ns, ns_txn *t, const mds_inode *in, const char *name, const void *value,
                      size_t len, unsigned flags, char *why)
 {
@@ -141,6 +174,8 @@ static int set_plain(mds_ns *ns, ns_txn *t, const mds_inode *in, const char *nam
         return ns_fail(why, EEXIST, "xattr '%s' exists", name);
     if ((flags & MDS_XATTR_REPLACE) && rc == -ENOENT)
         return ns_fail(why, ENODATA, "no xattr '%s'", name);
+    if (rc == -ENOENT && (rc = check_room(ns, in, name, why)) < 0)
+        return rc;
     kv_batch_put(t->b, key, klen, value, len);
     return 0;
 }
