@@ -74,7 +74,9 @@ TESTLIB_O  := $(call objs,tests/lib)
 LIBTESTS   := $(BUILD)/lib/libdepfstests.a
 UNIT_BINS  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 COMPONENT_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/component/test_*.c))
-TEST_BINS  := $(UNIT_BINS) $(COMPONENT_BINS)
+# tests/tools: C programs the integration tests run (extreme_walk)
+TOOL_BINS  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/tools/*.c))
+TEST_BINS  := $(UNIT_BINS) $(COMPONENT_BINS) $(TOOL_BINS)
 BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 

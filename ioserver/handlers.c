@@ -72,10 +72,10 @@
  *       IOS_DIRTY_LIST_MAX. When more remain, reply.local_size is set to the
  *       cursor for the next call; when it is absent the listing is complete.
  *
- * Bounds (EINVAL with a message): at most IOS_MAX_EXTENTS extents, every
- * extent below IOS_MAX_LOCAL_BYTES without overflow, READ extents summing to
- * at most max_bulk_bytes, lock stripe_count >= 1 without overflow, at most
- * CONFIG_MAX_IOSERVERS down_servers (each one a durable dirty record). */
+ * Bounds: every request passes ioserver/req_check.c before any op sees
+ * it (extents, lock ranges, sizes, stripe unit, epoch, server ids, file id);
+ * a refusal (EINVAL, EFBIG, ERANGE with a message) stores nothing and is
+ * logged. */
 #include "handlers.h"
 #include "lease.h"
 #include "req_check.h"
@@ -742,6 +742,7 @@ void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
     ios_stall_check(c->stall); /* a stalled server acts on nothing as UP */
     Depfs__IoRequest *q = depfs__io_request__unpack(NULL, hdr_len, hdr);
     char why[IOS_MESSAGE_BYTES];
+    bool refused = true; /* at the boundary: nothing was looked at */
     int rc;
     if (!q)
         fail(res, -EINVAL, "malformed IoRequest header (%zu bytes)", hdr_len);
@@ -749,8 +750,10 @@ void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
         fail(res, -EOPNOTSUPP, "unknown I/O op %u", type);
     else if ((rc = ios_req_check(c, type, q, hdr, hdr_len, bulk_len, why, sizeof(why))) < 0)
         fail(res, rc, "%s", why);
-    else
+    else {
+        refused = false;
         dispatch(c, type, q, bulk, bulk_len, res);
+    }
     res->reply.has_state = 1;
     res->reply.state = ios_state_get(c->state);
     res->reply.has_cluster_epoch = 1;
@@ -759,7 +762,10 @@ void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
         res->reply.has_stalled = res->reply.stalled = 1;
 
     int err = res->reply.err;
-    if (err == ESTALE || (err == EIO && ios_state_refuses_reads(res->reply.state)))
+    if (refused)
+        log_warn("%s %s file %016" PRIx64 " refused: %s", peer ? peer : "-", op_name(type),
+                 q ? q->file_id : 0, res->message);
+    else if (err == ESTALE || (err == EIO && ios_state_refuses_reads(res->reply.state)))
         log_debug("%s %s file %016" PRIx64 ": %s", peer ? peer : "-", op_name(type),
                   q ? q->file_id : 0, res->message);
     else if (err && err != EAGAIN)
