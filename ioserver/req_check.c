@@ -75,10 +75,15 @@ static int check_lock(uint16_t type, const Depfs__LockSpec *l, char *why, size_t
     }
     if (l->stripe_count == 0)
         return refuse(EINVAL, why, why_len, "lock stripe_count 0");
-    if (l->first_stripe > IOS_MAX_STRIPES || l->stripe_count > IOS_MAX_STRIPES - l->first_stripe)
-        return refuse(EINVAL, why, why_len, "lock stripes %" PRIu64 "+%" PRIu64 " end past "
-                      "stripe %llu, the last a strip file can hold", l->first_stripe,
-                      l->stripe_count, (unsigned long long)IOS_MAX_STRIPES);
+    if (l->first_stripe + l->stripe_count < l->first_stripe)
+        return refuse(EINVAL, why, why_len, "lock stripes %" PRIu64 "+%" PRIu64 " overflow",
+                      l->first_stripe, l->stripe_count);
+    /* a count may reach far past the last stripe ("every stripe from here
+     * on": depfs-recovery's tail lock), but the lock must start at one */
+    if (l->first_stripe >= IOS_MAX_STRIPES)
+        return refuse(EINVAL, why, why_len, "lock starts at stripe %" PRIu64 ", past %llu, the "
+                      "last a strip file can hold", l->first_stripe,
+                      (unsigned long long)IOS_MAX_STRIPES - 1);
     return 0;
 }
 

@@ -16,8 +16,8 @@
 
 #include "handlers.h"
 
-/* Stripes a lock may name: every stripe of the largest strip file at the
- * smallest stripe unit (first + count <= this). */
+/* Stripes of the largest strip file at the smallest stripe unit: a lock
+ * starts below this (its count may go on past it, without overflow). */
 #define IOS_MAX_STRIPES (IOS_STRIP_BYTES_CAP / LAYOUT_MIN_SU)
 
 /* 0, or a negative errno with the reason in why (why_len bytes).

@@ -157,11 +157,16 @@ START_TEST(test_locks)
 {
     req r;
     req_init(&r, FILE_ID);
-    req_lock(&r, IOS_MAX_STRIPES - 1, 2);
+    req_lock(&r, IOS_MAX_STRIPES, 1);
     ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_LOCK, NULL, 0), EINVAL);
     req_lock(&r, UINT64_MAX, 1);
     ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_LOCK, NULL, 0), EINVAL);
+    req_lock(&r, 2, UINT64_MAX - 1);
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_LOCK, NULL, 0), EINVAL);
     req_lock(&r, IOS_MAX_STRIPES - 1, 1);
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_LOCK, NULL, 0), 0);
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_UNLOCK, NULL, 0), 0);
+    req_lock(&r, 7, UINT64_MAX / 4); /* depfs-recovery's "every stripe from here on" */
     ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_LOCK, NULL, 0), 0);
     ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_UNLOCK, NULL, 0), 0);
     /* a locked write inside its stripes, and outside */
