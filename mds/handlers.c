@@ -1,7 +1,9 @@
-/* handlers.c - MdsRequest in, MdsReply out (handlers.h). Each op checks its
+/* handlers.c - MdsRequest in, MdsReply out (handlers.h). Every request
+ * passes the boundary checks of req_check.c first; then each op checks its
  * required fields (missing -> EINVAL with a message), calls the namespace or
- * cluster module and fills the reply. Storage for the reply lives in one
- * mds_result per request and is freed after the reply is sent. */
+ * cluster module and fills the reply. Refusals are logged as warnings
+ * (is_refusal). Storage for the reply lives in one mds_result per request
+ * and is freed after the reply is sent. */
 #include "handlers.h"
 
 #include <errno.h>
