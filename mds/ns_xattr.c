@@ -78,6 +78,9 @@ static int parse_layout_value(mds_ns *ns, const void *value, size_t len, unsigne
                               uint32_t *su, char *why)
 {
     char spec[LAYOUT_SPEC_MAX], err[MDS_WHY_MAX];
+    /* an empty value arrives as (NULL, 0): it names no layout */
+    if (len == 0 || !value)
+        return ns_fail(why, EINVAL, "empty layout value (want N@K or N@K@SU)");
     if (len >= sizeof(spec))
         return ns_fail(why, EINVAL, "layout value too long (want N@K or N@K@SU)");
     memcpy(spec, value, len);

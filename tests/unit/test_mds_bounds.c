@@ -208,6 +208,21 @@ START_TEST(test_setattr_bounds)
 }
 END_TEST
 
+START_TEST(test_empty_layout_value)
+{
+    /* found by fuzz_mds: an empty value arrives as (NULL, 0) and reached
+     * memcpy (UBSan: null pointer argument) */
+    Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
+    q.has_ino = q.has_xattr_value = true;
+    q.ino = ROOT;
+    q.xattr_name = "user.depfs.layout";
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_SETXATTR, &q, NULL), EINVAL);
+    q.xattr_value.data = (uint8_t *)"4@2";
+    q.xattr_value.len = 3;
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_SETXATTR, &q, NULL), 0);
+}
+END_TEST
+
 START_TEST(test_xattr_names_fill_one_list)
 {
     uint64_t ino = 0;
@@ -256,6 +271,7 @@ int main(void)
     tcase_add_test(tc, test_name_with_nul);
     tcase_add_test(tc, test_modes_owners_devices);
     tcase_add_test(tc, test_setattr_bounds);
+    tcase_add_test(tc, test_empty_layout_value);
     tcase_add_test(tc, test_xattr_names_fill_one_list);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
