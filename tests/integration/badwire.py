@@ -274,8 +274,6 @@ def io_cases():
         ("read of file id 0", IO_READ, f_int(1, 0) + extent(0, 8), b""),
         ("lock starting past the last stripe", IO_LOCK, FID + lock(1 << 50, 1), b""),
         ("write with stripe unit 1", IO_WRITE, FID + extent(0, 4) + f_int(14, 1), b"abcd"),
-        ("locked write outside its stripes", IO_WRITE,
-         FID + extent(5 * SU_DEFAULT, 4) + lock(0, 1) + f_int(14, SU_DEFAULT), b"abcd"),
         ("epoch 2^64-1", IO_SET_STATE, FID + f_int(9, U64_MAX), b""),
         ("write naming an unknown server down", IO_WRITE,
          FID + extent(0, 4) + f_int(8, NO_SUCH_SERVER), b"abcd"),
@@ -328,6 +326,20 @@ def mds_cases():
         ("lookup naming 65 groups", MDS_LOOKUP,
          f_int(2, ROOT_INO) + f_bytes(3, "x") + b"".join(f_int(26, g) for g in range(GROUPS_MAX + 1))),
     ]
+
+
+def locked_write_outside(addr):
+    """Takes the lock of stripe 0, writes stripe 5 under it (refused: the
+    lock would not cover what the write changes), lets go. True when the
+    write was refused."""
+    spec = lock(0, 1)
+    err_lock, _ = call(addr, IO_LOCK, FID + spec)
+    err, msg = call(addr, IO_WRITE, FID + extent(5 * SU_DEFAULT, 4) + spec + f_int(14, SU_DEFAULT),
+                    b"abcd")
+    call(addr, IO_UNLOCK, FID + spec)
+    print("%-34s err %s: %s%s" % ("locked write outside its stripes", err, msg,
+                                  "" if err and err_lock == 0 else "   <- expected an error"))
+    return err_lock == 0 and bool(err) and bool(msg)
 
 
 XATTR_FILL_NAME_BYTES = 200
@@ -449,6 +461,8 @@ def main():
         bad += not ok
     if kind == "mds":
         bad += not xattr_fill(addr)
+    else:
+        bad += not locked_write_outside(addr)
     state = [None]
     err, msg = call(addr, *good, state=state)
     up = kind != "io" or state[0] == SERVER_UP
