@@ -380,8 +380,8 @@ static int do_lock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 static int do_unlock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     assert(q->lock);
-    int rc = ios_locks_release(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
-                           owner_of(q->lock), clock_now_ms());
+    int rc = ios_locks_release(c->locks, q->file_id, q->lock->first_stripe,
+                               q->lock->stripe_count, owner_of(q->lock), clock_now_ms());
     if (rc == -EPERM)
         return fail(res, rc, "stripes held by another owner");
     if (rc)
