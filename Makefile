@@ -9,6 +9,9 @@
 #   make asan       the same tests under AddressSanitizer + UBSan (build-asan/)
 #   make bench      benchmarks, printing a table (written to $(BUILD)/bench/results.md;
 #                   DEPFS_BENCH_PUBLISH=1 also into docs/BENCH-RESULTS.md)
+#   make fuzz       every libFuzzer target (fuzz/) for FUZZ_SECONDS each (default 300),
+#                   built with clang + ASan + UBSan into $(BUILD)-fuzz; `make test` runs
+#                   them FUZZ_TEST_SECONDS each (default 20) on the committed corpus
 #   make soak       the randomized fault campaign, as long as asked:
 #                   make soak ROUNDS=N SEED=S [ROUND_SECONDS=T] [MAX_MINUTES=M]
 #   make install PREFIX=/usr/local
@@ -74,14 +77,27 @@ TESTLIB_O  := $(call objs,tests/lib)
 LIBTESTS   := $(BUILD)/lib/libdepfstests.a
 UNIT_BINS  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 COMPONENT_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/component/test_*.c))
-TEST_BINS  := $(UNIT_BINS) $(COMPONENT_BINS)
+# tests/tools: C programs the integration tests run (extreme_walk)
+TOOL_BINS  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/tools/*.c))
+TEST_BINS  := $(UNIT_BINS) $(COMPONENT_BINS) $(TOOL_BINS)
+# fuzz/: libFuzzer targets (fuzz_*.c, built only by `make fuzz-build`, with
+# clang) and the seed corpus generator (built with everything)
+FUZZ_BINS  := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
+SEED_GEN   := $(BUILD)/fuzz/gen_seeds
+FUZZ_BUILD ?= $(BUILD)-fuzz
+FUZZ_CC    ?= clang
+FUZZ_SAN   := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+              -fno-sanitize-recover=undefined
+FUZZ_SECONDS ?= 300
+FUZZ_TEST_SECONDS ?= 20
 BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps test unit component integration asan bench soak install clean mpich hooks
+.PHONY: all deps test unit component integration asan bench soak install clean mpich hooks \
+        fuzz fuzz-build fuzz-targets fuzz-seeds
 # keep objects and generated sources that pattern chains would delete
 .SECONDARY:
-all: $(BINS) $(LIBDEPFS_SO) $(TEST_BINS) $(BENCH_BINS) $(BUILD)/lib/depfs.pc
+all: $(BINS) $(LIBDEPFS_SO) $(TEST_BINS) $(BENCH_BINS) $(BUILD)/lib/depfs.pc $(SEED_GEN)
 
 deps:
 	@deploy/install-deps
@@ -136,6 +152,15 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(LIBTESTS) $(LIBMDS) $(LIBIOS) $(LIBRE
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(BASE_LIBS) $(RDMA_LIBS)
 
+# a fuzz target: the daemons' libraries under libFuzzer's main
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(LIBMDS) $(LIBIOS) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(BASE_LIBS) $(RDMA_LIBS)
+
+$(SEED_GEN): $(BUILD)/obj/fuzz/gen_seeds.o $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(BASE_LIBS)
+
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBDEPFS_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(FUSE_LIBS) $(BASE_LIBS) $(RDMA_LIBS)
@@ -156,8 +181,26 @@ integration: all mpich
 
 # tests/run-all builds the MPICH driver (cached) beside the unit and
 # component tests
-test: all hooks
-	@BUILD=$(BUILD) tests/run-all
+test: all hooks fuzz-build
+	@BUILD=$(BUILD) FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_TEST_SECONDS=$(FUZZ_TEST_SECONDS) tests/run-all
+
+# The fuzz targets, built into $(FUZZ_BUILD) by clang with the sanitizers
+# (every object of the libraries they link is instrumented for coverage).
+fuzz-build:
+	@if command -v $(FUZZ_CC) >/dev/null; then \
+	    $(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT=-O1 SAN="$(FUZZ_SAN)" \
+	        fuzz-targets; \
+	else echo "fuzz: no $(FUZZ_CC) (make deps installs it): fuzz targets not built"; fi
+fuzz-targets: $(FUZZ_BINS)
+
+# Each target for FUZZ_SECONDS on the committed corpus (fuzz/run-fuzz);
+# crashes land in $(FUZZ_BUILD)/fuzz-artifacts.
+fuzz: fuzz-build
+	@fuzz/run-fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# Rewrites the seeds of fuzz/corpus from valid requests (after a protocol change).
+fuzz-seeds: $(SEED_GEN)
+	$(SEED_GEN) fuzz/corpus
 
 # The test-only build (HOOKS=1 above) of the daemons, the tools and
 # libdepfs.so, in $(BUILD)/hooks; tests that need a switch or a fault point
@@ -200,6 +243,6 @@ install: all
 	install -m 644 $(BUILD)/lib/depfs.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan $(FUZZ_BUILD)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

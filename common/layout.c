@@ -26,6 +26,17 @@ static int invalid(char *why, size_t why_len, const char *fmt, ...)
     return -EINVAL;
 }
 
+int layout_check_su(uint32_t su, char *why, size_t why_len)
+{
+    if (su % LAYOUT_SU_ALIGN != 0)
+        return invalid(why, why_len, "stripe unit (%u) not a multiple of %u", su, LAYOUT_SU_ALIGN);
+    if (su < LAYOUT_MIN_SU)
+        return invalid(why, why_len, "stripe unit (%u) < minimum %u", su, LAYOUT_MIN_SU);
+    if (su > LAYOUT_MAX_SU)
+        return invalid(why, why_len, "stripe unit (%u) > maximum %u", su, LAYOUT_MAX_SU);
+    return 0;
+}
+
 int layout_validate(const layout *l, char *why, size_t why_len)
 {
     if (l->n < 1 || l->n > LAYOUT_MAX_N)
@@ -34,12 +45,9 @@ int layout_validate(const layout *l, char *why, size_t why_len)
         return invalid(why, why_len, "k (%u) must be at least 1", l->k);
     if (l->k > l->n)
         return invalid(why, why_len, "k (%u) > n (%u)", l->k, l->n);
-    if (l->su % LAYOUT_SU_ALIGN != 0)
-        return invalid(why, why_len, "stripe unit (%u) not a multiple of %u", l->su, LAYOUT_SU_ALIGN);
-    if (l->su < LAYOUT_MIN_SU)
-        return invalid(why, why_len, "stripe unit (%u) < minimum %u", l->su, LAYOUT_MIN_SU);
-    if (l->su > LAYOUT_MAX_SU)
-        return invalid(why, why_len, "stripe unit (%u) > maximum %u", l->su, LAYOUT_MAX_SU);
+    int rc = layout_check_su(l->su, why, why_len);
+    if (rc < 0)
+        return rc;
     if (l->codec_version != CODEC_VERSION_CAUCHY1)
         return invalid(why, why_len, "unknown codec version %u", l->codec_version);
     for (unsigned i = 0; i < l->n; i++)

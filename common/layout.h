@@ -29,6 +29,9 @@ typedef struct layout {
     uint32_t servers[LAYOUT_MAX_N]; /* ioserver ids, layout order */
 } layout;
 
+/* 0 when su is a stripe unit (a multiple of LAYOUT_MIN_SU up to
+ * LAYOUT_MAX_SU); else -EINVAL and a reason in why. */
+int layout_check_su(uint32_t su, char *why, size_t why_len);
 /* 0 when the layout is usable; else -EINVAL and a reason in why. */
 int layout_validate(const layout *l, char *why, size_t why_len);
 

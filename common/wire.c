@@ -7,6 +7,10 @@
 #include "depfs.pb-c.h"
 #include "frame.h"
 #include "layout.h"
+#include "wire_check.h"
+
+#include <limits.h>
+#include <linux/limits.h>
 
 /* setattr bits: depfs.h == proto SetMask (the MDS reads the mask as sent) */
 _Static_assert(DEPFS_SET_MODE == DEPFS__SET_MASK__SET_MODE, "DEPFS_SET_MODE drifted from proto");
@@ -47,6 +51,15 @@ _Static_assert((uint64_t)LAYOUT_MAX_N * LAYOUT_MAX_SU <= UINT32_MAX,
 /* frames: one full unit always fits in one frame under the default limits */
 _Static_assert(LAYOUT_MAX_SU <= FRAME_DEFAULT_MAX_BULK_BYTES,
                "a whole stripe unit fits in one frame's bulk");
+
+/* names and xattrs: the limits of Linux, which the mount advertises */
+_Static_assert(WIRE_NAME_MAX == NAME_MAX, "a DePFS name is a Linux name");
+_Static_assert(WIRE_SYMLINK_MAX == PATH_MAX - 1, "a symlink target is a Linux path");
+_Static_assert(WIRE_XATTR_NAME_MAX == XATTR_NAME_MAX, "xattr names as Linux");
+_Static_assert(WIRE_XATTR_VALUE_MAX == XATTR_SIZE_MAX, "xattr values as Linux");
+_Static_assert(WIRE_XATTR_LIST_MAX == XATTR_LIST_MAX, "xattr lists as Linux");
+_Static_assert(WIRE_MAX_GROUPS == DEPFS_MAX_GROUPS, "the groups a client sends fit the MDS's bound");
+_Static_assert(WIRE_EPOCH_MAX <= UINT64_MAX - 1, "an epoch past the bound is representable");
 
 const char *depfs_state_name(uint32_t state)
 {

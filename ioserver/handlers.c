@@ -72,12 +72,13 @@
  *       IOS_DIRTY_LIST_MAX. When more remain, reply.local_size is set to the
  *       cursor for the next call; when it is absent the listing is complete.
  *
- * Bounds (EINVAL with a message): at most IOS_MAX_EXTENTS extents, every
- * extent below IOS_MAX_LOCAL_BYTES without overflow, READ extents summing to
- * at most max_bulk_bytes, lock stripe_count >= 1 without overflow, at most
- * CONFIG_MAX_IOSERVERS down_servers (each one a durable dirty record). */
+ * Bounds: every request passes ioserver/req_check.c before any op sees
+ * it (extents, lock ranges, sizes, stripe unit, epoch, server ids, file id);
+ * a refusal (EINVAL, EFBIG, ERANGE with a message) stores nothing and is
+ * logged. */
 #include "handlers.h"
 #include "lease.h"
+#include "req_check.h"
 #include "scrubber.h"
 #include "stall.h"
 #include "unstored.h"
@@ -136,13 +137,14 @@ typedef struct extents {
     uint64_t total_bytes;
 } extents;
 
+/* The request's extents as ios_extents; their bounds were checked at the
+ * boundary (req_check.c). */
 static int extents_take(const Depfs__IoRequest *q, extents *out, ios_result *res)
 {
     out->v = NULL;
     out->n = 0;
     out->total_bytes = 0;
-    if (q->n_extents > IOS_MAX_EXTENTS)
-        return fail(res, -EINVAL, "%zu extents > max %u", q->n_extents, IOS_MAX_EXTENTS);
+    assert(q->n_extents <= IOS_MAX_EXTENTS);
     if (q->n_extents == 0)
         return 0;
     out->v = calloc(q->n_extents, sizeof(*out->v));
@@ -150,24 +152,11 @@ static int extents_take(const Depfs__IoRequest *q, extents *out, ios_result *res
         return fail(res, -ENOMEM, "out of memory for %zu extents", q->n_extents);
     for (size_t i = 0; i < q->n_extents; i++) {
         uint64_t off = q->extents[i]->offset, len = q->extents[i]->length;
-        if (off > IOS_MAX_LOCAL_BYTES || len > IOS_MAX_LOCAL_BYTES - off)
-            return fail(res, -EINVAL, "extent %zu (offset %" PRIu64 " length %" PRIu64
-                        ") beyond max local size %llu", i, off, len, IOS_MAX_LOCAL_BYTES);
+        assert(off <= IOS_MAX_LOCAL_BYTES && len <= IOS_MAX_LOCAL_BYTES - off);
         out->v[i] = (ios_extent){ .offset = off, .length = len };
         out->total_bytes += len; /* <= 4096 * 2^50: no overflow */
     }
     out->n = q->n_extents;
-    return 0;
-}
-
-static int lock_check(const Depfs__LockSpec *l, ios_result *res)
-{
-    if (!l)
-        return fail(res, -EINVAL, "lock missing");
-    if (l->stripe_count == 0)
-        return fail(res, -EINVAL, "lock stripe_count 0");
-    if (l->first_stripe + l->stripe_count < l->first_stripe)
-        return fail(res, -EINVAL, "lock stripes overflow");
     return 0;
 }
 
@@ -201,11 +190,7 @@ static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
     int rc = extents_take(q, &ex, res);
     if (rc)
         goto out;
-    if (ex.total_bytes > c->max_bulk_bytes) {
-        rc = fail(res, -EINVAL, "read of %" PRIu64 " bytes > max bulk %u", ex.total_bytes,
-                  c->max_bulk_bytes);
-        goto out;
-    }
+    assert(ex.total_bytes <= c->max_bulk_bytes);
     bool ignore = q->has_ignore_locks && q->ignore_locks;
     uint32_t state = ios_state_get(c->state);
     if (!ignore && ios_state_refuses_reads(state)) {
@@ -215,8 +200,6 @@ static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
         goto out;
     }
     if (obeys_locks(q)) {
-        if ((rc = lock_check(q->lock, res)))
-            goto out;
         count_retry(c, q);
         rc = ios_locks_try(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
                            owner_of(q->lock), mode_of(q->lock), clock_now_ms());
@@ -277,26 +260,15 @@ static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
     int rc = extents_take(q, &ex, res);
     if (rc)
         goto out;
-    if (ex.total_bytes != bulk_len) {
-        rc = fail(res, -EINVAL, "bulk of %zu bytes != extents' %" PRIu64, bulk_len,
-                  ex.total_bytes);
-        goto out;
-    }
+    assert(ex.total_bytes == bulk_len);
     if (q->has_unlock && q->unlock && !q->lock) {
         rc = fail(res, -EINVAL, "unlock without a lock");
         goto out;
     }
-    if (q->lock && (rc = lock_check(q->lock, res)))
-        goto out;
     if (obeys_locks(q) && !ios_locks_held_by(c->locks, q->file_id, q->lock->first_stripe,
                                              q->lock->stripe_count, owner_of(q->lock))) {
         rc = fail(res, -EPERM, "stripes %" PRIu64 "+%" PRIu64 " not locked by this owner",
                   q->lock->first_stripe, q->lock->stripe_count);
-        goto out;
-    }
-    if (q->n_down_servers > CONFIG_MAX_IOSERVERS) {
-        rc = fail(res, -EINVAL, "%zu down servers > max %u", q->n_down_servers,
-                  CONFIG_MAX_IOSERVERS);
         goto out;
     }
     /* from here the units may change: a lock taken to read them writes now
@@ -391,9 +363,8 @@ static int do_take_over(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 
 static int do_lock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
-    int rc = lock_check(q->lock, res);
-    if (rc)
-        return rc;
+    int rc;
+    assert(q->lock);
     if (q->has_take_over_stale && q->take_over_stale)
         return do_take_over(c, q, res);
     count_retry(c, q);
@@ -408,11 +379,9 @@ static int do_lock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 
 static int do_unlock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
-    int rc = lock_check(q->lock, res);
-    if (rc)
-        return rc;
-    rc = ios_locks_release(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
-                           owner_of(q->lock), clock_now_ms());
+    assert(q->lock);
+    int rc = ios_locks_release(c->locks, q->file_id, q->lock->first_stripe,
+                               q->lock->stripe_count, owner_of(q->lock), clock_now_ms());
     if (rc == -EPERM)
         return fail(res, rc, "stripes held by another owner");
     if (rc)
@@ -422,11 +391,7 @@ static int do_unlock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 
 static int do_truncate(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
-    if (!q->has_local_size)
-        return fail(res, -EINVAL, "local_size missing");
-    if (q->local_size > IOS_MAX_LOCAL_BYTES)
-        return fail(res, -EINVAL, "local_size %" PRIu64 " > max %llu", q->local_size,
-                    IOS_MAX_LOCAL_BYTES);
+    assert(q->has_local_size && q->local_size <= IOS_MAX_LOCAL_BYTES);
     int rc = ios_strips_truncate(c->strips, q->file_id, q->local_size);
     if (rc)
         return fail(res, rc, "truncate failed: %s", strerror(-rc));
@@ -566,8 +531,7 @@ static int may_go_up(ios_ctx *c, ios_result *res)
  * before the rejoin's last pass looks. */
 static int do_drain(ios_ctx *c, uint32_t drain_ms, ios_result *res)
 {
-    if (drain_ms > IOS_MAX_DRAIN_MS)
-        return fail(res, -EINVAL, "drain_ms %u > max %u", drain_ms, IOS_MAX_DRAIN_MS);
+    assert(drain_ms <= IOS_MAX_DRAIN_MS);
     uint64_t now_ms = clock_now_ms(), total = 0;
     size_t all = 0;
     (void)ios_locks_stale(c->locks, now_ms, 0, NULL, 0, &all);
@@ -635,9 +599,7 @@ static int do_set_state(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 /* DIRTY_PROBE: which of down_servers have a record for file_id. */
 static int do_dirty_probe(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
-    if (q->n_down_servers > CONFIG_MAX_IOSERVERS)
-        return fail(res, -EINVAL, "%zu servers to probe > max %u", q->n_down_servers,
-                    CONFIG_MAX_IOSERVERS);
+    assert(q->n_down_servers <= CONFIG_MAX_IOSERVERS);
     uint32_t found[CONFIG_MAX_IOSERVERS];
     size_t n = 0;
     int rc = ios_dirty_probe(c->state, q->file_id, q->down_servers, q->n_down_servers, found, &n);
@@ -672,8 +634,7 @@ static int do_dirty(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
         action = DEPFS__DIRTY_ACTION__DIRTY_CLEAR;
     if (action == DEPFS__DIRTY_ACTION__DIRTY_PROBE)
         return do_dirty_probe(c, q, res);
-    if (!q->has_local_size || q->local_size > UINT32_MAX)
-        return fail(res, -EINVAL, "local_size must name a server id");
+    assert(q->has_local_size && q->local_size <= UINT32_MAX);
     uint32_t server = (uint32_t)q->local_size;
     if (action == DEPFS__DIRTY_ACTION__DIRTY_CLAIM) {
         rc = ios_dirty_claim(c->state, server, q->file_id);
@@ -739,13 +700,14 @@ static int epoch_check(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, ios
     return 0;
 }
 
+static bool known_op(uint16_t type)
+{
+    return type >= DEPFS__IO_OP__IO_READ && type <= DEPFS__IO_OP__IO_SET_STATE;
+}
+
 static void dispatch(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, const uint8_t *bulk,
                      size_t bulk_len, ios_result *res)
 {
-    if (bulk_len && type != DEPFS__IO_OP__IO_WRITE) {
-        fail(res, -EINVAL, "unexpected bulk of %zu bytes", bulk_len);
-        return;
-    }
     if (epoch_check(c, type, q, res))
         return;
     if (type == DEPFS__IO_OP__IO_READ || type == DEPFS__IO_OP__IO_WRITE)
@@ -776,17 +738,25 @@ void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
                  const uint8_t *bulk, size_t bulk_len, const char *peer,
                  const auth_identity *who, ios_result *res)
 {
-    char why[IOS_MESSAGE_BYTES];
     memset(res, 0, sizeof(*res));
     depfs__io_reply__init(&res->reply);
     ios_stall_check(c->stall); /* a stalled server acts on nothing as UP */
     Depfs__IoRequest *q = depfs__io_request__unpack(NULL, hdr_len, hdr);
+    char why[IOS_MESSAGE_BYTES];
+    bool refused = true; /* at the boundary: nothing was looked at */
+    int rc;
     if (!q)
         fail(res, -EINVAL, "malformed IoRequest header (%zu bytes)", hdr_len);
+    else if (!known_op(type))
+        fail(res, -EOPNOTSUPP, "unknown I/O op %u", type);
+    else if ((rc = ios_req_check(c, type, q, hdr, hdr_len, bulk_len, why, sizeof(why))) < 0)
+        fail(res, rc, "%s", why);
     else if (ios_authorize(who, type, q, why, sizeof(why)) < 0)
         fail(res, -EPERM, "%s", why);
-    else
+    else {
+        refused = false;
         dispatch(c, type, q, bulk, bulk_len, res);
+    }
     res->reply.has_state = 1;
     res->reply.state = ios_state_get(c->state);
     res->reply.has_cluster_epoch = 1;
@@ -795,7 +765,10 @@ void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
         res->reply.has_stalled = res->reply.stalled = 1;
 
     int err = res->reply.err;
-    if (err == ESTALE || (err == EIO && ios_state_refuses_reads(res->reply.state)))
+    if (refused)
+        log_warn("%s %s file %016" PRIx64 " refused: %s", peer ? peer : "-", op_name(type),
+                 q ? q->file_id : 0, res->message);
+    else if (err == ESTALE || (err == EIO && ios_state_refuses_reads(res->reply.state)))
         log_debug("%s %s file %016" PRIx64 ": %s", peer ? peer : "-", op_name(type),
                   q ? q->file_id : 0, res->message);
     else if (err && err != EAGAIN)

@@ -19,7 +19,8 @@
 #include "strips.h"
 
 #define IOS_MAX_EXTENTS 4096u            /* extents per READ/WRITE */
-#define IOS_MAX_LOCAL_BYTES LAYOUT_MAX_STRIP_BYTES /* strip file offsets stay below this */
+#define IOS_MAX_LOCAL_BYTES IOS_STRIP_BYTES_CAP /* strip file offsets stay below this
+                                                 * (or the data dir's own limit: strips.h) */
 #define IOS_MAX_STALE_REPLY 1024u        /* lock entries per heartbeat reply */
 #define IOS_MAX_DRAIN_MS 30000u          /* longest IO_SET_STATE drain wait */
 #define IOS_MAX_DRAIN_LOCKS 65536u       /* lock entries one drain waits for */
@@ -40,6 +41,8 @@ _Static_assert(RPC_MAX_IOV <= IOS_MAX_EXTENTS, "RPC_MAX_IOV > IOS_MAX_EXTENTS");
 
 typedef struct ios_ctx {
     uint32_t server_id;
+    const struct depfs_config *cfg; /* the cluster: server ids a request may name
+                                     * (NULL: any id, tests only) */
     ios_strips *strips;
     ios_locks *locks;
     ios_state *state;

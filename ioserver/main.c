@@ -138,7 +138,7 @@ static int apply_start_state(const ios_args *a, ios_state *st)
 
 static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *me)
 {
-    ios_ctx ctx = { .server_id = me->id, .max_bulk_bytes = cfg->max_bulk_bytes,
+    ios_ctx ctx = { .server_id = me->id, .cfg = cfg, .max_bulk_bytes = cfg->max_bulk_bytes,
                     .lock_lease_ms = cfg->lock_lease_ms };
     rpc_server *srv = NULL;
     char err[512];

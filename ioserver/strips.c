@@ -8,6 +8,7 @@
  * lock held, and drops it. Eviction and remove close a descriptor only when
  * no thread holds it. */
 #include "crc32c.h"
+#include "layout.h"
 #include "fault.h"
 #include "log.h"
 #include "strip_csum.h"
@@ -68,6 +69,7 @@ struct ios_strips {
     pthread_mutex_t region_mu[CSUM_REGION_LOCKS];
     uint64_t csum_errors;          /* blocks found damaged (atomic) */
     bool no_checksums;             /* TEST ONLY (FAULT_STRIP_NO_CHECKSUMS): new strips get none */
+    uint64_t max_local_bytes;      /* what a strip file here may hold (probe_max_bytes) */
     /* CRC32C combining over one checksum block, per block size
      * IOS_CSUM_BLOCK_MIN << i: a read's CRC from its blocks' entries */
     crc32c_shift_op shift[CSUM_BLOCK_SIZES];
@@ -376,6 +378,44 @@ static void fd_put(ios_strips *s, fd_entry *e)
 }
 
 /* ------------------------------------------------------------------ public */
+/* Whether a file of `bytes` can exist on the probe's file system. */
+static bool size_fits(int fd, uint64_t bytes)
+{
+    return ftruncate(fd, (off_t)bytes) == 0;
+}
+
+/* The largest multiple of LAYOUT_MAX_SU up to IOS_STRIP_BYTES_CAP that a
+ * file in the strips directory can reach: ext4 stops at 16 TiB, XFS and
+ * tmpfs go further. Found by growing an unnamed (O_TMPFILE) sparse file,
+ * nothing is written; without O_TMPFILE, the cap. */
+static uint64_t probe_max_bytes(int dir_fd)
+{
+    int fd = openat(dir_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, STRIP_FILE_MODE);
+    if (fd < 0) {
+        log_warn("strips: cannot probe the largest file (%s); assuming %llu bytes",
+                 strerror(errno), (unsigned long long)IOS_STRIP_BYTES_CAP);
+        return IOS_STRIP_BYTES_CAP;
+    }
+    uint64_t lo = 0, hi = IOS_STRIP_BYTES_CAP / LAYOUT_MAX_SU; /* in units of LAYOUT_MAX_SU */
+    if (!size_fits(fd, hi * LAYOUT_MAX_SU)) {
+        while (hi - lo > 1) { /* lo fits, hi does not: at most log2(2^50 / 2^24) steps */
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (size_fits(fd, mid * LAYOUT_MAX_SU))
+                lo = mid;
+            else
+                hi = mid;
+        }
+        hi = lo;
+    }
+    close(fd);
+    return hi * LAYOUT_MAX_SU;
+}
+
+uint64_t ios_strips_max_local_bytes(const ios_strips *s)
+{
+    return s->max_local_bytes;
+}
+
 int ios_strips_open(const char *data_dir, unsigned max_open_files, ios_strips **out)
 {
     int rc;
@@ -388,6 +428,7 @@ int ios_strips_open(const char *data_dir, unsigned max_open_files, ios_strips **
     ios_strips *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
+    s->dir_fd = -1;
     snprintf(s->data_dir, sizeof(s->data_dir), "%s", data_dir);
     s->max_open = max_open_files ? max_open_files : IOS_STRIPS_DEFAULT_OPEN_FILES;
     s->n_buckets = s->max_open * 2;
@@ -404,6 +445,12 @@ int ios_strips_open(const char *data_dir, unsigned max_open_files, ios_strips **
     for (unsigned i = 0; i < CSUM_BLOCK_SIZES; i++)
         crc32c_shift_init(&s->shift[i], (size_t)IOS_CSUM_BLOCK_MIN << i);
     s->no_checksums = FAULT_POINT(FAULT_STRIP_NO_CHECKSUMS);
+    s->max_local_bytes = probe_max_bytes(s->dir_fd);
+    if (s->max_local_bytes == 0) {
+        log_err("strips: %s cannot hold a file of %u bytes", path, LAYOUT_MAX_SU);
+        rc = -EFBIG;
+        goto fail;
+    }
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->create_mu, NULL);
     for (unsigned i = 0; i < CSUM_REGION_LOCKS; i++)
@@ -411,6 +458,8 @@ int ios_strips_open(const char *data_dir, unsigned max_open_files, ios_strips **
     *out = s;
     return 0;
 fail:
+    if (s->dir_fd >= 0)
+        close(s->dir_fd);
     free(s->buckets);
     free(s);
     return rc;

@@ -16,9 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "layout.h"
+
 #define IOS_STRIPS_SUBDIR "strips"
 #define IOS_STRIP_NAME_LEN 17u /* 16 hex digits + NUL */
 #define IOS_STRIPS_DEFAULT_OPEN_FILES 1024u
+/* Strip files never pass this many bytes (LAYOUT_MAX_STRIP_BYTES); the file
+ * system of the data dir may allow less (ios_strips_max_local_bytes). */
+#define IOS_STRIP_BYTES_CAP LAYOUT_MAX_STRIP_BYTES
 
 typedef struct ios_extent {
     uint64_t offset;
@@ -30,6 +35,13 @@ typedef struct ios_strips ios_strips;
 /* Creates DATADIR/strips if needed. max_open_files 0 = default. */
 int ios_strips_open(const char *data_dir, unsigned max_open_files, ios_strips **out);
 void ios_strips_close(ios_strips *s);
+
+/* The most bytes a strip file may hold here: IOS_STRIP_BYTES_CAP, or less
+ * when the data dir's file system stops earlier (ext4: 16 TiB), found when
+ * the strips were opened; a multiple of LAYOUT_MAX_SU. Requests reaching
+ * past it are refused before anything is stored (EFBIG), so the server
+ * never half-stores a unit the file system cannot hold. */
+uint64_t ios_strips_max_local_bytes(const ios_strips *s);
 
 /* The strip file name (relative to DATADIR/strips) of file_id. */
 void ios_strip_name(uint64_t file_id, char out[IOS_STRIP_NAME_LEN]);

@@ -1,7 +1,9 @@
-/* handlers.c - MdsRequest in, MdsReply out (handlers.h). Each op checks its
+/* handlers.c - MdsRequest in, MdsReply out (handlers.h). Every request
+ * passes the boundary checks of req_check.c first; then each op checks its
  * required fields (missing -> EINVAL with a message), calls the namespace or
- * cluster module and fills the reply. Storage for the reply lives in one
- * mds_reply_buf per request and is freed after the reply is sent. */
+ * cluster module and fills the reply. Refusals are logged as warnings
+ * (is_refusal). Storage for the reply lives in one mds_result per request
+ * and is freed after the reply is sent. */
 #include "handlers.h"
 
 #include <errno.h>
@@ -16,9 +18,12 @@
 #include "codec.h"
 #include "depfs.pb-c.h"
 #include "log.h"
+#include "req_check.h"
 
-typedef struct mds_reply_buf {
+struct mds_result {
     Depfs__MdsReply rep;
+    bool wrote;          /* the op wrote to the namespace: reply once durable */
+    const char *op_name; /* for logs */
     const auth_identity *who;  /* the peer (NULL: auth off) */
     const auth_session *sess;  /* its session: tickets' secrets go under it */
     uint8_t ticket[AUTH_TICKET_BYTES], ticket_secret[AUTH_KEY_BYTES];
@@ -39,7 +44,8 @@ typedef struct mds_reply_buf {
     mds_server servers[CONFIG_MAX_IOSERVERS];
     Depfs__ServerInfo srv[CONFIG_MAX_IOSERVERS];
     Depfs__ServerInfo *srv_ptrs[CONFIG_MAX_IOSERVERS];
-} mds_reply_buf;
+};
+typedef struct mds_result mds_reply_buf; /* the ops fill it in place */
 
 typedef int (*op_fn)(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b);
 
@@ -555,26 +561,52 @@ static const struct {
 
 static int dispatch(mds_ctx *c, const rpc_msg *m, mds_reply_buf *b, const char **op_name)
 {
-    /* protocol errors (not a client's ordinary failures) are worth a warning */
     if (m->type >= N_OPS || !ops[m->type].fn) {
         snprintf(b->why, sizeof(b->why), "unknown MDS operation %u", m->type);
-        log_warn("request from %s: %s", m->peer ? m->peer : "?", b->why);
         return -EOPNOTSUPP;
     }
     *op_name = ops[m->type].name;
     Depfs__MdsRequest *q = depfs__mds_request__unpack(NULL, m->hdr_len, m->hdr);
     if (!q) {
         snprintf(b->why, sizeof(b->why), "malformed MdsRequest (%zu bytes)", m->hdr_len);
-        log_warn("%s from %s: %s", *op_name, m->peer ? m->peer : "?", b->why);
         return -EINVAL;
     }
-    int rc = mds_authorize(m->who, m->type, q, b->why, sizeof(b->why));
-    if (rc < 0)
+    int rc = mds_req_check(m->type, q, m->hdr, m->hdr_len, b->why, sizeof(b->why));
+    if (rc == 0 && (rc = mds_authorize(m->who, m->type, q, b->why, sizeof(b->why))) < 0)
         log_warn("%s from %s refused: %s", *op_name, m->peer ? m->peer : "?", b->why);
-    else
+    if (rc == 0)
         rc = ops[m->type].fn(c, q, b);
     depfs__mds_request__free_unpacked(q, NULL);
     return rc;
+}
+
+/* Errors that say the request itself is out of bounds or makes no sense
+ * (a protocol error or a hostile peer, not a client's ordinary failure such
+ * as ENOENT or EEXIST): each is logged as a warning. */
+static bool is_refusal(int err)
+{
+    switch (err) {
+    case EINVAL:
+    case EOPNOTSUPP:
+    case ENAMETOOLONG:
+    case EFBIG:
+    case ERANGE:
+    case E2BIG:
+    case ENOSPC:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void log_error(const char *op_name, const char *peer, int err, const char *why)
+{
+    if (err == EIO || err == ENOMEM)
+        log_warn("%s from %s failed: %s (%s)", op_name, peer, strerror(err), why);
+    else if (is_refusal(err))
+        log_warn("%s from %s refused: %s (%s)", op_name, peer, strerror(err), why);
+    else
+        log_debug("%s from %s: %s (%s)", op_name, peer, strerror(err), why);
 }
 
 static void reply_buf_free(mds_reply_buf *b)
@@ -589,38 +621,62 @@ static void reply_buf_free(mds_reply_buf *b)
     free(b);
 }
 
-void mds_handle(void *ctx, const rpc_msg *m, rpc_replier *r)
+mds_result *mds_process(mds_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
+                        const char *peer, const auth_identity *who, const auth_session *sess)
 {
-    mds_ctx *c = ctx;
     const char *op_name = "?";
+    rpc_msg m = { .type = type, .hdr = hdr, .hdr_len = hdr_len, .peer = peer, .who = who };
     mds_reply_buf *b = calloc(1, sizeof(*b));
-    if (!b) {
-        Depfs__MdsReply oom = DEPFS__MDS_REPLY__INIT;
-        oom.err = ENOMEM;
-        rpc_reply_msg(r, m, &oom.base, NULL, 0);
-        return;
-    }
+    if (!b)
+        return NULL;
     depfs__mds_reply__init(&b->rep);
-    b->who = m->who;
-    b->sess = rpc_replier_session(r);
+    b->who = who;
+    b->sess = sess;
     uint64_t writes_before = mds_ns_thread_writes();
-    int rc = dispatch(c, m, b, &op_name);
-    bool wrote = mds_ns_thread_writes() != writes_before;
+    int rc = dispatch(c, &m, b, &op_name);
+    b->wrote = mds_ns_thread_writes() != writes_before;
     if (rc < 0) {
         /* a failed op may have half-filled the reply: send only the error */
         depfs__mds_reply__init(&b->rep);
         b->rep.err = -rc;
         if (b->why[0])
             b->rep.message = b->why;
-        if (rc == -EIO || rc == -ENOMEM)
-            log_warn("%s from %s failed: %s (%s)", op_name, m->peer ? m->peer : "?", strerror(-rc),
-                     b->why);
-        else
-            log_debug("%s from %s: %s (%s)", op_name, m->peer ? m->peer : "?", strerror(-rc), b->why);
+        log_error(op_name, peer ? peer : "?", -rc, b->why);
     }
-    if (wrote && c->kv) /* acknowledged only once durable (syncer.h) */
-        mds_syncer_reply(c->syncer, c->kv, r, m, &b->rep.base);
-    else if (rpc_reply_msg(r, m, &b->rep.base, NULL, 0) < 0)
-        log_debug("%s: reply to %s not sent", op_name, m->peer ? m->peer : "?");
-    reply_buf_free(b);
+    b->op_name = op_name;
+    return b;
+}
+
+const Depfs__MdsReply *mds_result_reply(const mds_result *res)
+{
+    return &res->rep;
+}
+
+bool mds_result_wrote(const mds_result *res)
+{
+    return res->wrote;
+}
+
+void mds_result_free(mds_result *res)
+{
+    if (res)
+        reply_buf_free(res);
+}
+
+void mds_handle(void *ctx, const rpc_msg *m, rpc_replier *r)
+{
+    mds_ctx *c = ctx;
+    mds_result *res = mds_process(c, m->type, m->hdr, m->hdr_len, m->peer, m->who,
+                                  rpc_replier_session(r));
+    if (!res) {
+        Depfs__MdsReply oom = DEPFS__MDS_REPLY__INIT;
+        oom.err = ENOMEM;
+        rpc_reply_msg(r, m, &oom.base, NULL, 0);
+        return;
+    }
+    if (res->wrote && c->kv) /* acknowledged only once durable (syncer.h) */
+        mds_syncer_reply(c->syncer, c->kv, r, m, &res->rep.base);
+    else if (rpc_reply_msg(r, m, &res->rep.base, NULL, 0) < 0)
+        log_debug("%s: reply to %s not sent", res->op_name, m->peer ? m->peer : "?");
+    mds_result_free(res);
 }

@@ -3,7 +3,11 @@
  * (err = 0 or a positive errno, message = reason). Bad input never crashes. */
 #ifndef DEPFS_MDS_HANDLERS_H
 #define DEPFS_MDS_HANDLERS_H
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "cluster.h"
+#include "depfs.pb-c.h"
 #include "namespace.h"
 #include "rpc.h"
 #include "syncer.h"
@@ -19,7 +23,21 @@ typedef struct mds_ctx {
     const rpc_auth_server *auth; /* NULL: auth off (no tickets, no roles) */
 } mds_ctx;
 
-/* An rpc_handler_fn; ctx is an mds_ctx. */
+/* One request of frame type `type` (an MdsOp) from who over sess (both
+ * NULL with auth off), without any transport (tests and the fuzz targets
+ * drive it directly): decodes, checks, authorizes (authz.h), dispatches,
+ * and returns
+ * the reply and what it owns; errors are in the reply (err, message). NULL
+ * only when out of memory. The reply of a request that wrote to the
+ * namespace (mds_result_wrote) may be sent only once the write is durable. */
+typedef struct mds_result mds_result;
+mds_result *mds_process(mds_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
+                        const char *peer, const auth_identity *who, const auth_session *sess);
+const Depfs__MdsReply *mds_result_reply(const mds_result *res);
+bool mds_result_wrote(const mds_result *res);
+void mds_result_free(mds_result *res);
+
+/* An rpc_handler_fn around mds_process; ctx is an mds_ctx. */
 void mds_handle(void *ctx, const rpc_msg *req, rpc_replier *r);
 
 #endif

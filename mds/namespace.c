@@ -59,8 +59,8 @@ static int check_name(const char *name, char *why)
         return ns_fail(why, EINVAL, "name '%s' is reserved", name);
     if (strchr(name, '/'))
         return ns_fail(why, EINVAL, "name contains '/'");
-    if (strlen(name) > MDS_NAME_MAX)
-        return ns_fail(why, ENAMETOOLONG, "name longer than %u bytes", MDS_NAME_MAX);
+    if (strlen(name) > WIRE_NAME_MAX)
+        return ns_fail(why, ENAMETOOLONG, "name longer than %u bytes", WIRE_NAME_MAX);
     return 0;
 }
 
@@ -632,16 +632,22 @@ int mds_ns_mknod(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why)
 
 int mds_ns_mkdir(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why)
 {
+    uint32_t type = nw->mode & S_IFMT;
+    if (type != 0 && type != S_IFDIR)
+        return ns_fail(why, EINVAL, "mkdir makes directories only (mode %o)", nw->mode);
     return make_node(ns, nw, S_IFDIR | (nw->mode & (S_IRWXU | S_IRWXG | S_IRWXO | S_ISVTX)), false,
                      out, why);
 }
 
 int mds_ns_symlink(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why)
 {
+    uint32_t type = nw->mode & S_IFMT;
+    if (type != 0 && type != S_IFLNK)
+        return ns_fail(why, EINVAL, "symlink makes symlinks only (mode %o)", nw->mode);
     if (!nw->target || !nw->target[0])
         return ns_fail(why, ENOENT, "empty symlink target");
-    if (strlen(nw->target) > MDS_SYMLINK_MAX)
-        return ns_fail(why, ENAMETOOLONG, "symlink target longer than %u bytes", MDS_SYMLINK_MAX);
+    if (strlen(nw->target) > WIRE_SYMLINK_MAX)
+        return ns_fail(why, ENAMETOOLONG, "symlink target longer than %u bytes", WIRE_SYMLINK_MAX);
     return make_node(ns, nw, S_IFLNK | 0777, false, out, why);
 }
 
@@ -1071,7 +1077,7 @@ int mds_ns_readlink(mds_ns *ns, uint64_t ino, char **target, char *why)
         goto out;
     }
     rc = kv_get(ns->kv, key, mds_key_symlink(key, ino), &val, &vlen);
-    if (rc < 0 || vlen > MDS_SYMLINK_MAX) {
+    if (rc < 0 || vlen > WIRE_SYMLINK_MAX) {
         free(val);
         rc = ns_fail(why, EIO, "symlink target of %llu missing", (unsigned long long)ino);
         goto out;
@@ -1123,9 +1129,24 @@ static void set_size(ns_txn *t, mds_inode *in, uint64_t size)
         in->may_have_data = true;
 }
 
+/* A setattr mode keeps the file's type: it may name it or leave it out. */
+static int check_mode_type(const mds_inode *in, uint32_t mode, char *why)
+{
+    uint32_t type = mode & S_IFMT;
+    if (type != 0 && type != (in->mode & S_IFMT))
+        return ns_fail(why, EINVAL, "mode 0%o would change the type of inode %llu (0%o)", mode,
+                       (unsigned long long)in->ino, in->mode & S_IFMT);
+    return 0;
+}
+
 static int apply_setattr(ns_txn *t, mds_inode *in, uint32_t mask, const mds_setattr_in *a, char *why)
 {
     int64_t now = clock_real_ns();
+    if (mask & DEPFS_SET_MODE) {
+        int rc = check_mode_type(in, a->mode, why);
+        if (rc < 0)
+            return rc;
+    }
     if (mask & DEPFS_SET_SIZE) {
         int rc = check_regular(in, why);
         if (rc == 0)

@@ -21,8 +21,7 @@
 #define MDS_ROOT_INO 1u
 #define MDS_WHY_MAX 256u
 #define MDS_READDIR_MAX 1024u      /* entries per readdir reply */
-#define MDS_XATTR_VALUE_MAX 65536u /* bytes */
-#define MDS_SYMLINK_MAX 4095u      /* target bytes */
+/* name, symlink and xattr limits: wire_check.h (WIRE_*) */
 #define MDS_LINK_MAX 65000u        /* nlink limit (EMLINK) */
 #define MDS_LAYOUT_XATTR "user.depfs.layout"
 

@@ -3,7 +3,8 @@
  * children), on a regular file its actual layout (settable while empty).
  * Linux rules: names carry a user./trusted./security. prefix (system.* and
  * others are EOPNOTSUPP), user.* only on files and directories (EPERM),
- * names <= 255 bytes (ERANGE), values <= 64 KiB (E2BIG), ENODATA when absent. */
+ * names <= 255 bytes (ERANGE), values <= 64 KiB (E2BIG), ENODATA when absent;
+ * an inode's names fit in one listxattr (64 KiB, else ENOSPC for a new one). */
 #include "ns_internal.h"
 
 #include <ctype.h>
@@ -17,7 +18,6 @@
 #include "label.h"
 #include "layout.h"
 
-#define XATTR_LIST_MAX_BYTES 65536u /* total of listxattr names (Linux XATTR_LIST_MAX) */
 #define LAYOUT_SPEC_MAX 64u         /* bytes of an "N@K@SU" value */
 #define USER_PREFIX "user."
 
@@ -32,8 +32,8 @@ static int check_xattr_name(const char *name, char *why)
 {
     if (!name || !name[0])
         return ns_fail(why, ERANGE, "empty xattr name");
-    if (strlen(name) > MDS_XATTR_NAME_MAX)
-        return ns_fail(why, ERANGE, "xattr name longer than %u bytes", MDS_XATTR_NAME_MAX);
+    if (strlen(name) > WIRE_XATTR_NAME_MAX)
+        return ns_fail(why, ERANGE, "xattr name longer than %u bytes", WIRE_XATTR_NAME_MAX);
     for (size_t i = 0; i < sizeof(allowed_prefixes) / sizeof(allowed_prefixes[0]); i++) {
         if (!has_prefix(name, allowed_prefixes[i]))
             continue;
@@ -78,6 +78,9 @@ static int parse_layout_value(mds_ns *ns, const void *value, size_t len, unsigne
                               uint32_t *su, char *why)
 {
     char spec[LAYOUT_SPEC_MAX], err[MDS_WHY_MAX];
+    /* an empty value arrives as (NULL, 0): it names no layout */
+    if (len == 0 || !value)
+        return ns_fail(why, EINVAL, "empty layout value (want N@K or N@K@SU)");
     if (len >= sizeof(spec))
         return ns_fail(why, EINVAL, "layout value too long (want N@K or N@K@SU)");
     memcpy(spec, value, len);
@@ -127,6 +130,38 @@ static int set_layout(mds_ns *ns, mds_inode *in, const void *value, size_t len,
     return 0;
 }
 
+/* Bytes listxattr of `in` returns now: every name with its NUL. */
+static int list_bytes(mds_ns *ns, const mds_inode *in, size_t *total)
+{
+    uint8_t prefix[MDS_KEY_MAX];
+    const void *k, *v;
+    size_t kl, vl;
+    char buf[LAYOUT_SPEC_MAX];
+    size_t plen = mds_key_xattr_prefix(prefix, in->ino);
+    kv_iter *it = kv_iter_new(ns->kv, prefix, plen, NULL, 0);
+    if (!it)
+        return -EIO;
+    *total = layout_text(in, buf, sizeof(buf)) ? strlen(MDS_LAYOUT_XATTR) + 1 : 0;
+    while (kv_iter_next(it, &k, &kl, &v, &vl))
+        *total += kl - plen + 1;
+    kv_iter_free(it);
+    return 0;
+}
+
+/* A new xattr name must still fit in one listxattr (WIRE_XATTR_LIST_MAX):
+ * that bounds what one inode holds, and every name stays listable. */
+static int check_room(mds_ns *ns, const mds_inode *in, const char *name, char *why)
+{
+    size_t total = 0;
+    if (list_bytes(ns, in, &total) < 0)
+        return ns_fail(why, EIO, "store error");
+    if (total + strlen(name) + 1 > WIRE_XATTR_LIST_MAX)
+        return ns_fail(why, ENOSPC, "inode %llu has %zu bytes of xattr names; '%s' would pass "
+                       "the %u a listxattr returns", (unsigned long long)in->ino, total, name,
+                       WIRE_XATTR_LIST_MAX);
+    return 0;
+}
+
 static int set_plain(mds_ns *ns, ns_txn *t, const mds_inode *in, const char *name, const void *value,
                      size_t len, unsigned flags, char *why)
 {
@@ -142,6 +177,8 @@ static int set_plain(mds_ns *ns, ns_txn *t, const mds_inode *in, const char *nam
         return ns_fail(why, EEXIST, "xattr '%s' exists", name);
     if ((flags & MDS_XATTR_REPLACE) && rc == -ENOENT)
         return ns_fail(why, ENODATA, "no xattr '%s'", name);
+    if (rc == -ENOENT && (rc = check_room(ns, in, name, why)) < 0)
+        return rc;
     kv_batch_put(t->b, key, klen, value, len);
     return 0;
 }
@@ -159,8 +196,8 @@ int mds_ns_setxattr(mds_ns *ns, uint64_t ino, const char *name, const void *valu
     rc = check_xattr_name(name, why);
     if (rc < 0)
         return rc;
-    if (len > MDS_XATTR_VALUE_MAX)
-        return ns_fail(why, E2BIG, "xattr value larger than %u bytes", MDS_XATTR_VALUE_MAX);
+    if (len > WIRE_XATTR_VALUE_MAX)
+        return ns_fail(why, E2BIG, "xattr value larger than %u bytes", WIRE_XATTR_VALUE_MAX);
     if (len > 0 && !value)
         return ns_fail(why, EINVAL, "missing xattr value");
 
@@ -238,7 +275,7 @@ void mds_ns_free_names(char **names, size_t count)
 static int push_name(char ***names, size_t *count, size_t *cap, size_t *total, const char *name,
                      size_t len)
 {
-    if (*total + len + 1 > XATTR_LIST_MAX_BYTES)
+    if (*total + len + 1 > WIRE_XATTR_LIST_MAX)
         return -E2BIG;
     if (*count == *cap) {
         size_t ncap = *cap ? *cap * 2 : 8;

@@ -191,7 +191,7 @@ int mds_dirent_val_decode(const uint8_t *buf, size_t len, uint64_t *ino, uint64_
 size_t mds_dirseq_val_encode(uint8_t out[MDS_DIRSEQ_VAL_MAX], uint64_t ino, uint32_t mode,
                              const char *name, size_t name_len)
 {
-    assert(name_len <= MDS_NAME_MAX);
+    assert(name_len <= WIRE_NAME_MAX);
     mds_put_u64le(out, ino);
     mds_put_u32le(out + 8, mode);
     memcpy(out + 12, name, name_len);
@@ -231,7 +231,7 @@ size_t mds_key_dirent_prefix(uint8_t *out, uint64_t parent)
 
 size_t mds_key_dirent(uint8_t *out, uint64_t parent, const char *name, size_t name_len)
 {
-    assert(name_len <= MDS_NAME_MAX);
+    assert(name_len <= WIRE_NAME_MAX);
     size_t n = key_tag_u64(out, MDS_TAG_DIRENT, parent);
     memcpy(out + n, name, name_len);
     return n + name_len;
@@ -264,7 +264,7 @@ size_t mds_key_xattr_prefix(uint8_t *out, uint64_t ino)
 
 size_t mds_key_xattr(uint8_t *out, uint64_t ino, const char *name, size_t name_len)
 {
-    assert(name_len <= MDS_XATTR_NAME_MAX);
+    assert(name_len <= WIRE_XATTR_NAME_MAX);
     size_t n = key_tag_u64(out, MDS_TAG_XATTR, ino);
     memcpy(out + n, name, name_len);
     return n + name_len;

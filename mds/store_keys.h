@@ -17,10 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "layout.h"
+#include "wire_check.h"
 
-#define MDS_NAME_MAX 255u          /* bytes in one path component */
-#define MDS_XATTR_NAME_MAX 255u
-#define MDS_KEY_MAX (1u + 8u + MDS_NAME_MAX + 1u)
+/* name limits: wire_check.h (WIRE_NAME_MAX, WIRE_XATTR_NAME_MAX) */
+#define MDS_KEY_MAX (1u + 8u + WIRE_NAME_MAX + 1u)
 #define MDS_KEY_PREFIX_LEN 9u      /* tag + one u64 */
 
 #define MDS_TAG_INODE 'I'
@@ -66,7 +66,7 @@ int mds_inode_decode(uint64_t ino, const uint8_t *buf, size_t len, mds_inode *ou
 
 /* Dirent values. */
 #define MDS_DIRENT_VAL_LEN 20u
-#define MDS_DIRSEQ_VAL_MAX (12u + MDS_NAME_MAX)
+#define MDS_DIRSEQ_VAL_MAX (12u + WIRE_NAME_MAX)
 void mds_dirent_val_encode(uint8_t out[MDS_DIRENT_VAL_LEN], uint64_t ino, uint64_t seq, uint32_t mode);
 int mds_dirent_val_decode(const uint8_t *buf, size_t len, uint64_t *ino, uint64_t *seq, uint32_t *mode);
 size_t mds_dirseq_val_encode(uint8_t out[MDS_DIRSEQ_VAL_MAX], uint64_t ino, uint32_t mode,

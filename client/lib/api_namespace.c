@@ -15,10 +15,10 @@
 #include "api.h"
 #include "label.h"
 #include "log.h"
+#include "wire_check.h"
 
+#define DC_TIME_WHY_BYTES 128u
 #define DC_READDIR_BATCH 512u
-#define DC_XATTR_NAME_MAX 255u
-#define DC_XATTR_SIZE_MAX 65536u
 #define DC_STATFS_FRSIZE 4096u
 #define DC_STATFS_FILES_SPARE (1ull << 32)
 
@@ -30,15 +30,15 @@ static void free_rep(Depfs__MdsReply *rep)
         depfs__mds_reply__free_unpacked(rep, NULL);
 }
 
-/* A single path component: non-empty, no '/', at most NAME_MAX bytes. */
+/* A single path component: non-empty, no '/', at most WIRE_NAME_MAX bytes. */
 static int check_name(const char *name)
 {
     if (!name || !name[0] || strchr(name, '/')) {
         dc_set_error("bad name '%s'", name ? name : "(null)");
         return -EINVAL;
     }
-    if (strlen(name) > NAME_MAX) {
-        dc_set_error("name longer than %u bytes", NAME_MAX);
+    if (strlen(name) > WIRE_NAME_MAX) {
+        dc_set_error("name longer than %u bytes", WIRE_NAME_MAX);
         return -ENAMETOOLONG;
     }
     return 0;
@@ -97,9 +97,31 @@ int depfs_getattr(depfs_t *fs, uint64_t ino, struct stat *st)
 
 /* --------------------------------------------------------------- setattr */
 
-static int64_t ts_ns(const struct timespec *ts)
+/* The times of st that to_set sets, as the wire's nanoseconds; -EINVAL /
+ * -ERANGE (a time outside 1677..2262, e.g. touch -d 3000-01-01) with the
+ * error set. */
+static int stat_times_ns(const struct stat *st, unsigned to_set, Depfs__Attr *a)
 {
-    return (int64_t)ts->tv_sec * DC_NS_PER_SEC + ts->tv_nsec;
+    const struct {
+        unsigned bit;
+        const struct timespec *ts;
+        int64_t *ns;
+    } t[] = {
+        { DEPFS_SET_ATIME, &st->st_atim, &a->atime_ns },
+        { DEPFS_SET_MTIME, &st->st_mtim, &a->mtime_ns },
+        { DEPFS_SET_CTIME, &st->st_ctim, &a->ctime_ns },
+    };
+    char why[DC_TIME_WHY_BYTES];
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        if (!(to_set & t[i].bit))
+            continue;
+        int rc = wire_time_ns(t[i].ts, t[i].ns, why, sizeof(why));
+        if (rc < 0) {
+            dc_set_error("%s", why);
+            return rc;
+        }
+    }
+    return 0;
 }
 
 /* The SIZE part of a setattr: data first, then the MDS size. */
@@ -155,9 +177,9 @@ int depfs_setattr(depfs_t *fs, uint64_t ino, const struct stat *in, unsigned to_
     a.gid = in->st_gid;
     a.rdev = in->st_rdev;
     a.size = (uint64_t)(in->st_size > 0 ? in->st_size : 0);
-    a.atime_ns = ts_ns(&in->st_atim);
-    a.mtime_ns = ts_ns(&in->st_mtim);
-    a.ctime_ns = ts_ns(&in->st_ctim);
+    rc = stat_times_ns(in, to_set, &a);
+    if (rc < 0)
+        return rc;
     Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
     req.has_ino = 1;
     req.ino = ino;
@@ -448,7 +470,7 @@ int depfs_statfs(depfs_t *fs, struct statvfs *st)
     st->f_files = (fsfilcnt_t)(files + DC_STATFS_FILES_SPARE);
     st->f_ffree = (fsfilcnt_t)DC_STATFS_FILES_SPARE;
     st->f_favail = st->f_ffree;
-    st->f_namemax = NAME_MAX;
+    st->f_namemax = WIRE_NAME_MAX;
     (void)raw_used;
     return 0;
 }
@@ -461,8 +483,8 @@ static int check_xattr_name(const char *name)
         dc_set_error("empty xattr name");
         return -EINVAL;
     }
-    if (strlen(name) > DC_XATTR_NAME_MAX) {
-        dc_set_error("xattr name longer than %u bytes", DC_XATTR_NAME_MAX);
+    if (strlen(name) > WIRE_XATTR_NAME_MAX) {
+        dc_set_error("xattr name longer than %u bytes", WIRE_XATTR_NAME_MAX);
         return -ERANGE;
     }
     return 0;
@@ -503,8 +525,8 @@ int depfs_setxattr(depfs_t *fs, uint64_t ino, const char *name, const void *valu
     int rc = check_xattr_name(name);
     if (rc < 0)
         return rc;
-    if (size > DC_XATTR_SIZE_MAX) {
-        dc_set_error("xattr value of %zu bytes (max %u)", size, DC_XATTR_SIZE_MAX);
+    if (size > WIRE_XATTR_VALUE_MAX) {
+        dc_set_error("xattr value of %zu bytes (max %u)", size, WIRE_XATTR_VALUE_MAX);
         return -E2BIG;
     }
     bool is_layout = strcmp(name, DEPFS_LAYOUT_XATTR) == 0;

@@ -13,6 +13,7 @@
 #include "core.h"
 #include "label.h"
 #include "log.h"
+#include "wire_check.h"
 
 #define DC_MAX_SYMLINKS 40u    /* as Linux's MAXSYMLINKS */
 #define DC_WALK_MAX_DEPTH 512u /* directories deep; PATH_MAX/2 bounds it too */
@@ -25,7 +26,7 @@ enum walk_flags {
 
 typedef struct walk_out {
     uint64_t parent;          /* directory holding the last component */
-    char name[NAME_MAX + 1];  /* last component; "" when the path names a
+    char name[WIRE_NAME_MAX + 1];  /* last component; "" when the path names a
                                * directory by itself ("/", ".../.", "...//..") */
     bool missing_last;        /* -ENOENT came from the last component only */
     uint64_t ino;             /* found (not with WALK_PARENT_ONLY) */
@@ -87,11 +88,11 @@ static int walk_step(walker *w, unsigned flags, walk_out *out)
         return depfs_getattr(w->fs, dir, &out->st);
     }
     size_t len = strcspn(w->buf + w->pos, "/");
-    if (len > NAME_MAX) {
-        dc_set_error("path component longer than %u bytes", NAME_MAX);
+    if (len > WIRE_NAME_MAX) {
+        dc_set_error("path component longer than %u bytes", WIRE_NAME_MAX);
         return -ENAMETOOLONG;
     }
-    char comp[NAME_MAX + 1];
+    char comp[WIRE_NAME_MAX + 1];
     memcpy(comp, w->buf + w->pos, len);
     comp[len] = '\0';
     size_t after = w->pos + len;

@@ -493,7 +493,10 @@ bool dc_unit_damaged(int result)
 
 bool dc_write_not_applied(int result)
 {
-    return result == -EPERM || result == -ESTALE || result == -EINVAL || result == -EAGAIN;
+    /* EINVAL, EFBIG and ERANGE: refused where the request is decoded
+     * (ioserver/req_check.h), before anything is stored */
+    return result == -EPERM || result == -ESTALE || result == -EINVAL || result == -EAGAIN ||
+           result == -EFBIG || result == -ERANGE;
 }
 
 int dc_record_down(depfs_t *fs, uint64_t ino, const layout *lay, uint32_t *down)

@@ -10,9 +10,13 @@ request. Used by test_valgrind.sh.
 Frame-level abuse (random bytes, a header with a huge length, a bad version,
 a reply flag, a bulk crc mismatch, a frame cut short) must make the server
 close that connection; a well-framed request with a bad body (undecodable
-header, unknown op, out-of-range extents, lock, sizes, names) must get a
-reply with a non-zero err and a message. Exit 0 when all held, 1 otherwise,
-printing one line per case.
+header, unknown op, out-of-range extents, lock, sizes, names, names with a
+NUL, stray mode bits, (uid_t)-1 owners, 64-bit device numbers, writes past
+what the data dir's file system holds, epochs past 2^63-1, unknown server
+ids) must get a reply with a non-zero err and a message; the MDS must stop
+taking xattr names on an inode once they fill one listxattr (ENOSPC) and
+still list them; an I/O server must still be UP at the end. Exit 0 when all
+held, 1 otherwise, printing one line per case.
 
 fake-io: listens on HOST:PORT in place of an I/O server and answers every
 request with garbage, in turn: random bytes, a reply header with a huge
@@ -39,12 +43,27 @@ TIMEOUT_S = float(os.environ.get("BADWIRE_TIMEOUT_S", "60"))
 U64_MAX = (1 << 64) - 1
 
 # errno values the daemons put in replies (Linux)
-EINVAL, ENAMETOOLONG, EOPNOTSUPP, ENOENT = 22, 36, 95, 2
+EINVAL, ENAMETOOLONG, EOPNOTSUPP, ENOENT, EFBIG, ERANGE, ENOSPC = 22, 36, 95, 2, 27, 34, 28
+IO_REPLY_STATE = 3  # IoReply.state
+MSG_FIELDS = {"io": 2, "mds": 17}  # IoReply.message, MdsReply.message
+REPLY_MSG_FIELD = [MSG_FIELDS["mds"]]  # of the daemon this run talks to
+SERVER_UP = 0
 
 # IoOp / MdsOp frame types (proto/depfs.proto)
-IO_READ, IO_WRITE, IO_LOCK, IO_TRUNCATE, IO_STAT, IO_SET_STATE = 1, 2, 3, 5, 8, 11
-MDS_LOOKUP, MDS_GETATTR, MDS_CREATE, MDS_READDIR = 2, 3, 5, 11
-MDS_STATFS, MDS_SETXATTR, MDS_EXTEND, MDS_SET_SERVER_STATE = 15, 16, 20, 22
+IO_READ, IO_WRITE, IO_LOCK, IO_UNLOCK, IO_TRUNCATE = 1, 2, 3, 4, 5
+IO_STAT, IO_DIRTY, IO_SET_STATE = 8, 10, 11
+MDS_LOOKUP, MDS_GETATTR, MDS_SETATTR, MDS_CREATE, MDS_MKNOD, MDS_MKDIR = 2, 3, 4, 5, 6, 7
+MDS_READDIR, MDS_STATFS, MDS_SETXATTR, MDS_LISTXATTR, MDS_REMOVEXATTR = 11, 15, 16, 18, 19
+MDS_EXTEND, MDS_SET_SERVER_STATE = 20, 22
+S_IFREG, S_IFDIR, S_IFCHR = 0o100000, 0o40000, 0o20000
+O_EXCL, O_TRUNC = 0o200, 0o1000
+SET_MODE, SET_UID = 1, 2
+PAST_EXT4 = 1 << 44  # ext4 (4 KiB blocks) holds files below 16 TiB
+NAME_MAX, XATTR_LIST_MAX = 255, 65536
+NO_OWNER = 0xFFFFFFFF  # (uid_t)-1
+GROUPS_MAX = 64
+SU_DEFAULT = 65536
+NO_SUCH_SERVER = 99999
 UNKNOWN_OP = 200
 ROOT_INO = 1
 
@@ -103,8 +122,9 @@ def read_varint(buf, i):
             return v, i
 
 
-def reply_fields(buf):
-    """err (field 1) and the message string (IoReply 2, MdsReply 17)."""
+def reply_fields(buf, state=None):
+    """err (field 1) and the message string (REPLY_MSG_FIELD); with a
+    one-element list `state`, IoReply.state (field 3) into it."""
     err, msg, i = None, "", 0
     while i < len(buf):
         key, i = read_varint(buf, i)
@@ -113,9 +133,11 @@ def reply_fields(buf):
             v, i = read_varint(buf, i)
             if field == 1:
                 err = v - (1 << 64) if v >= 1 << 63 else v
+            elif field == IO_REPLY_STATE and state is not None:
+                state[0] = v
         elif wt == 2:
             n, i = read_varint(buf, i)
-            if field in (2, 17):
+            if field == REPLY_MSG_FIELD[0]:
                 msg = buf[i:i + n].decode(errors="replace")
             i += n
         elif wt == 1:
@@ -171,8 +193,9 @@ def closed_by_server(addr, data, shut_write=False):
         s.close()
 
 
-def call(addr, type_, hdr, bulk=b""):
-    """One well-framed request; returns (err, message) of the reply."""
+def call(addr, type_, hdr, bulk=b"", state=None):
+    """One well-framed request; returns (err, message) of the reply (and an
+    IoReply's state into `state`, see reply_fields)."""
     s = connect(addr)
     try:
         s.sendall(frame(type_, hdr, bulk))
@@ -186,7 +209,7 @@ def call(addr, type_, hdr, bulk=b""):
         body = recv_exact(s, hlen + blen)
         if body is None:
             raise ConnectionError("reply cut short")
-        return reply_fields(body[:hlen])
+        return reply_fields(body[:hlen], state)
     finally:
         s.close()
 
@@ -220,6 +243,12 @@ BAD_PROTO = b"\x0a\xff\xff\xff\xff\x0f"  # field 1, length-delimited, length pas
 FID = f_int(1, 0xBAD0BAD0)
 
 
+def attr(ino=ROOT_INO, mode=0, uid=0):
+    """An Attr message (all its fields are required)."""
+    nlink, rest = f_int(3, 0), b"".join(f_int(i, 0) for i in range(5, 11))
+    return f_bytes(14, f_int(1, ino) + f_int(2, mode) + nlink + f_int(4, uid) + rest)
+
+
 def io_cases():
     many = b"".join(extent(i * 8, 8) for i in range(4097))
     return [
@@ -242,6 +271,17 @@ def io_cases():
         ("stat with bulk", IO_STAT, FID, b"unexpected"),
         ("set state DOWN", IO_SET_STATE, FID + f_int(11, 1), b""),
         ("set state 77", IO_SET_STATE, FID + f_int(11, 77), b""),
+        # a write the data dir's file system cannot hold: refused (EFBIG),
+        # and the server stays UP (it used to demote itself)
+        ("write past 16 TiB (ext4)", IO_WRITE, FID + extent(PAST_EXT4 - 8, 16), b"x" * 16),
+        ("truncate past 16 TiB (ext4)", IO_TRUNCATE, FID + f_int(6, PAST_EXT4), b""),
+        ("read of file id 0", IO_READ, f_int(1, 0) + extent(0, 8), b""),
+        ("lock starting past the last stripe", IO_LOCK, FID + lock(1 << 50, 1), b""),
+        ("write with stripe unit 1", IO_WRITE, FID + extent(0, 4) + f_int(14, 1), b"abcd"),
+        ("epoch 2^64-1", IO_SET_STATE, FID + f_int(9, U64_MAX), b""),
+        ("write naming an unknown server down", IO_WRITE,
+         FID + extent(0, 4) + f_int(8, NO_SUCH_SERVER), b"abcd"),
+        ("dirty records of an unknown server", IO_DIRTY, FID + f_int(6, NO_SUCH_SERVER), b""),
     ]
 
 
@@ -265,7 +305,68 @@ def mds_cases():
         ("extend of ino 2^64-1", MDS_EXTEND, f_int(4, U64_MAX) + f_int(22, 1 << 63)),
         ("set state of server 99999", MDS_SET_SERVER_STATE, f_int(24, 99999) + f_int(25, 1)),
         ("set state 77", MDS_SET_SERVER_STATE, f_int(24, 0) + f_int(25, 77)),
+        # protobuf-c cuts a string at a NUL: the name would be "badwire-nul"
+        ("create with a NUL in the name", MDS_CREATE,
+         f_int(2, ROOT_INO) + f_bytes(3, b"badwire-nul\0tail") + f_int(5, S_IFREG | 0o644)),
+        ("create with mode bit 2^31", MDS_CREATE,
+         f_int(2, ROOT_INO) + f_bytes(3, "badwire-m31") + f_int(5, 1 << 31 | 0o644)),
+        ("create owned by (uid_t)-1", MDS_CREATE,
+         f_int(2, ROOT_INO) + f_bytes(3, "badwire-uid") + f_int(5, S_IFREG | 0o644) +
+         f_int(6, NO_OWNER)),
+        ("create with O_TRUNC", MDS_CREATE,
+         f_int(2, ROOT_INO) + f_bytes(3, "badwire-trunc") + f_int(5, S_IFREG | 0o644) +
+         f_int(11, O_EXCL | O_TRUNC)),
+        ("mknod with a 64-bit device", MDS_MKNOD,
+         f_int(2, ROOT_INO) + f_bytes(3, "badwire-dev") + f_int(5, S_IFCHR | 0o600) +
+         f_int(8, U64_MAX)),
+        ("mkdir with a file's type", MDS_MKDIR,
+         f_int(2, ROOT_INO) + f_bytes(3, "badwire-dir") + f_int(5, S_IFREG | 0o755)),
+        ("setattr with unknown mask bits", MDS_SETATTR,
+         f_int(4, ROOT_INO) + f_int(13, 1 << 30) + attr()),
+        ("setattr making the root a file", MDS_SETATTR,
+         f_int(4, ROOT_INO) + f_int(13, SET_MODE) + attr(mode=S_IFREG | 0o755)),
+        ("setattr to owner (uid_t)-1", MDS_SETATTR,
+         f_int(4, ROOT_INO) + f_int(13, SET_UID) + attr(uid=NO_OWNER)),
+        ("lookup naming 65 groups", MDS_LOOKUP,
+         f_int(2, ROOT_INO) + f_bytes(3, "x") + b"".join(f_int(26, g) for g in range(GROUPS_MAX + 1))),
     ]
+
+
+def locked_write_outside(addr):
+    """Takes the lock of stripe 0, writes stripe 5 under it (refused: the
+    lock would not cover what the write changes), lets go. True when the
+    write was refused."""
+    spec = lock(0, 1)
+    err_lock, _ = call(addr, IO_LOCK, FID + spec)
+    err, msg = call(addr, IO_WRITE, FID + extent(5 * SU_DEFAULT, 4) + spec + f_int(14, SU_DEFAULT),
+                    b"abcd")
+    call(addr, IO_UNLOCK, FID + spec)
+    print("%-34s err %s: %s%s" % ("locked write outside its stripes", err, msg,
+                                  "" if err and err_lock == 0 else "   <- expected an error"))
+    return err_lock == 0 and bool(err) and bool(msg)
+
+
+XATTR_FILL_NAME_BYTES = 200
+XATTR_FILL_TRIES = XATTR_LIST_MAX // (XATTR_FILL_NAME_BYTES + 1) + 2
+
+
+def xattr_fill(addr):
+    """Sets xattrs with long names on the root until the MDS says ENOSPC
+    (one inode's names fit in one listxattr), checks they still list, then
+    removes them. True when it went so."""
+    names, err, msg = [], 0, ""
+    for i in range(XATTR_FILL_TRIES):
+        name = ("user.badwire-%04d-" % i).ljust(XATTR_FILL_NAME_BYTES, "x")
+        err, msg = call(addr, MDS_SETXATTR, f_int(4, ROOT_INO) + f_bytes(20, name) + f_bytes(21, b"v"))
+        if err:
+            break
+        names.append(name)
+    listed, _ = call(addr, MDS_LISTXATTR, f_int(4, ROOT_INO))
+    for name in names:
+        call(addr, MDS_REMOVEXATTR, f_int(4, ROOT_INO) + f_bytes(20, name))
+    print("%-34s err %s after %d names: %s; listxattr err %s" %
+          ("xattr names past one listxattr", err, len(names), msg, listed))
+    return err == ENOSPC and bool(msg) and listed == 0
 
 
 # ---- fake-io: a server that answers garbage
@@ -345,6 +446,7 @@ def main():
     kind, addr = sys.argv[1], sys.argv[2]
     if kind == "fake-io":
         return fake_io(addr)
+    REPLY_MSG_FIELD[0] = MSG_FIELDS[kind]
     bad = 0
     for name, data, shut in frame_cases():
         ok = closed_by_server(addr, data, shut)
@@ -352,18 +454,25 @@ def main():
         bad += not ok
     if kind == "io":
         cases = io_cases()
-        good = (IO_STAT, f_int(1, 0))
+        good = (IO_STAT, f_int(1, 0), b"")
     else:
         cases = [(n, t, h, b"") for n, t, h in mds_cases()]
-        good = (MDS_STATFS, b"")
+        good = (MDS_STATFS, b"", b"")
     for name, type_, hdr, bulk in cases:
         err, msg = call(addr, type_, hdr, bulk)
         ok = bool(err) and bool(msg)
         print("%-34s err %s: %s%s" % (name, err, msg, "" if ok else "   <- expected an error"))
         bad += not ok
-    err, msg = call(addr, *good)
-    print("%-34s err %s %s" % ("a good request afterwards", err, msg))
-    bad += err != 0
+    if kind == "mds":
+        bad += not xattr_fill(addr)
+    else:
+        bad += not locked_write_outside(addr)
+    state = [None]
+    err, msg = call(addr, *good, state=state)
+    up = kind != "io" or state[0] == SERVER_UP
+    print("%-34s err %s %s%s" % ("a good request afterwards", err, msg,
+                                 "" if up else "   <- server state %s, not UP" % state[0]))
+    bad += err != 0 or not up
     return 1 if bad else 0
 
 

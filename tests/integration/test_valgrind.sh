@@ -90,6 +90,9 @@ done
 grep -q "malformed IoRequest" "$DEPFS_STATE/logs/ioserver-0.log" || fail "ioserver-0 logged no malformed IoRequest"
 grep -q "malformed MdsRequest" "$DEPFS_STATE/logs/mds.log" || fail "the MDS logged no malformed MdsRequest"
 grep -q "unknown MDS operation" "$DEPFS_STATE/logs/mds.log" || fail "the MDS logged no unknown operation"
+for name in mds ioserver-0 ioserver-5; do
+  grep -q "refused" "$DEPFS_STATE/logs/$name.log" || fail "$name logged no refused request"
+done
 check_all "after malformed requests"
 
 read -r -a servers <<<"$(file_servers /a/f)"

@@ -731,10 +731,10 @@ START_TEST(h_bad_requests)
     /* extent beyond the max local size / overflowing */
     req_init(&r, FILE_X);
     req_extent(&r, IOS_MAX_LOCAL_BYTES, 1);
-    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_READ, NULL, 0), EINVAL);
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_READ, NULL, 0), EFBIG);
     req_init(&r, FILE_X);
     req_extent(&r, UINT64_MAX - 1, 16);
-    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_WRITE, w, sizeof(w)), EINVAL);
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_WRITE, w, sizeof(w)), EFBIG);
     /* read larger than max bulk */
     req_init(&r, FILE_X);
     req_extent(&r, 0, MAX_BULK_BYTES);
@@ -755,7 +755,7 @@ START_TEST(h_bad_requests)
     ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_TRUNCATE, NULL, 0), EINVAL);
     r.q.has_local_size = 1;
     r.q.local_size = UINT64_MAX;
-    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_TRUNCATE, NULL, 0), EINVAL);
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_TRUNCATE, NULL, 0), EFBIG);
     /* bulk on a non-write, unknown op */
     req_init(&r, FILE_X);
     ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_FSYNC, w, 4), EINVAL);

@@ -684,9 +684,9 @@ START_TEST(test_xattrs)
     ck_assert_int_eq(mds_ns_removexattr(ns, f, "user.a", why), 0);
     ck_assert_int_eq(mds_ns_removexattr(ns, f, "user.a", why), -ENODATA);
     /* limits and namespaces */
-    static char big[MDS_XATTR_VALUE_MAX + 1];
+    static char big[WIRE_XATTR_VALUE_MAX + 1];
     ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.big", big, sizeof(big), 0, why), -E2BIG);
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.max", big, MDS_XATTR_VALUE_MAX, 0, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.max", big, WIRE_XATTR_VALUE_MAX, 0, why), 0);
     char longname[300] = "user.";
     memset(longname + 5, 'n', 251);
     ck_assert_int_eq(mds_ns_setxattr(ns, f, longname, "v", 1, 0, why), -ERANGE);

@@ -1,0 +1,209 @@
+/* req_check.c - the bounds every IoRequest is held to where it is decoded
+ * (req_check.h): one small check per field or relation, run in order by
+ * ios_req_check. */
+#include "req_check.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "layout.h"
+#include "wire_check.h"
+
+
+__attribute__((format(printf, 4, 5)))
+static int refuse(int err, char *why, size_t why_len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, why_len, fmt, ap);
+    va_end(ap);
+    return -err;
+}
+
+/* Ops on one strip file: file_id names it (0 names none). */
+static bool names_a_file(uint16_t type)
+{
+    switch (type) {
+    case DEPFS__IO_OP__IO_READ:
+    case DEPFS__IO_OP__IO_WRITE:
+    case DEPFS__IO_OP__IO_LOCK:
+    case DEPFS__IO_OP__IO_UNLOCK:
+    case DEPFS__IO_OP__IO_TRUNCATE:
+    case DEPFS__IO_OP__IO_REMOVE:
+    case DEPFS__IO_OP__IO_FSYNC:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool obeys_locks(const Depfs__IoRequest *q)
+{
+    return q->lock && !(q->has_ignore_locks && q->ignore_locks);
+}
+
+/* Every extent ends within max_local; *total gets the sum of lengths
+ * (<= IOS_MAX_EXTENTS x max_local: no overflow, handlers.h). */
+static int check_extents(const Depfs__IoRequest *q, uint64_t max_local, uint64_t *total,
+                         char *why, size_t why_len)
+{
+    *total = 0;
+    if (q->n_extents > IOS_MAX_EXTENTS)
+        return refuse(EINVAL, why, why_len, "%zu extents > max %u", q->n_extents,
+                      IOS_MAX_EXTENTS);
+    for (size_t i = 0; i < q->n_extents; i++) {
+        uint64_t off = q->extents[i]->offset, len = q->extents[i]->length;
+        if (off > max_local || len > max_local - off)
+            return refuse(EFBIG, why, why_len, "extent %zu (offset %" PRIu64 " length %" PRIu64
+                          ") ends past %" PRIu64 ", the most a strip file holds here", i, off,
+                          len, max_local);
+        *total += len;
+    }
+    return 0;
+}
+
+static int check_lock(uint16_t type, const Depfs__LockSpec *l, char *why, size_t why_len)
+{
+    if (!l) {
+        if (type == DEPFS__IO_OP__IO_LOCK || type == DEPFS__IO_OP__IO_UNLOCK)
+            return refuse(EINVAL, why, why_len, "lock missing");
+        return 0;
+    }
+    if (l->stripe_count == 0)
+        return refuse(EINVAL, why, why_len, "lock stripe_count 0");
+    if (l->first_stripe + l->stripe_count < l->first_stripe)
+        return refuse(EINVAL, why, why_len, "lock stripes %" PRIu64 "+%" PRIu64 " overflow",
+                      l->first_stripe, l->stripe_count);
+    /* a count may reach far past the last stripe ("every stripe from here
+     * on": depfs-recovery's tail lock), but the lock must start at one */
+    if (l->first_stripe >= IOS_MAX_STRIPES)
+        return refuse(EINVAL, why, why_len, "lock starts at stripe %" PRIu64 ", past %llu, the "
+                      "last a strip file can hold", l->first_stripe,
+                      (unsigned long long)IOS_MAX_STRIPES - 1);
+    return 0;
+}
+
+/* The local offset of stripe s (s x su), saturated: IOS_MAX_STRIPES x
+ * LAYOUT_MAX_SU passes 64 bits, every extent ends far below. */
+static uint64_t stripe_bytes(uint64_t stripe, uint64_t su)
+{
+    return stripe > UINT64_MAX / su ? UINT64_MAX : stripe * su;
+}
+
+/* A WRITE that obeys its lock writes only inside the locked stripes
+ * (stripe s is local bytes [s*su, (s+1)*su)): else the lock would not
+ * cover what it changes. Needs the stripe unit. */
+static int check_write_in_lock(const Depfs__IoRequest *q, char *why, size_t why_len)
+{
+    if (!obeys_locks(q) || !q->has_stripe_unit || q->stripe_unit == 0)
+        return 0;
+    const Depfs__LockSpec *l = q->lock;
+    uint64_t su = q->stripe_unit;
+    uint64_t lo = stripe_bytes(l->first_stripe, su);
+    uint64_t hi = stripe_bytes(l->first_stripe + l->stripe_count, su);
+    for (size_t i = 0; i < q->n_extents; i++) {
+        uint64_t off = q->extents[i]->offset, len = q->extents[i]->length;
+        if (len && (off < lo || off + len > hi))
+            return refuse(EINVAL, why, why_len, "extent %zu (offset %" PRIu64 " length %" PRIu64
+                          ") outside the locked stripes %" PRIu64 "+%" PRIu64 " (unit %" PRIu64
+                          ")", i, off, len, l->first_stripe, l->stripe_count, su);
+    }
+    return 0;
+}
+
+/* The bytes a READ returns or a WRITE carries. */
+static int check_bulk(const ios_ctx *c, uint16_t type, uint64_t total, size_t bulk_len,
+                      char *why, size_t why_len)
+{
+    if (bulk_len && type != DEPFS__IO_OP__IO_WRITE)
+        return refuse(EINVAL, why, why_len, "unexpected bulk of %zu bytes", bulk_len);
+    if (type == DEPFS__IO_OP__IO_READ && total > c->max_bulk_bytes)
+        return refuse(EINVAL, why, why_len, "read of %" PRIu64 " bytes > max bulk %u", total,
+                      c->max_bulk_bytes);
+    if (type == DEPFS__IO_OP__IO_WRITE && total != bulk_len)
+        return refuse(EINVAL, why, why_len, "bulk of %zu bytes != extents' %" PRIu64, bulk_len,
+                      total);
+    return 0;
+}
+
+static int check_server_id(const ios_ctx *c, uint64_t id, const char *what, char *why,
+                           size_t why_len)
+{
+    if (id > UINT32_MAX || (c->cfg && !config_ioserver(c->cfg, (uint32_t)id)))
+        return refuse(EINVAL, why, why_len, "%s %" PRIu64 " is no I/O server of the cluster",
+                      what, id);
+    return 0;
+}
+
+static int check_servers(const ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, char *why,
+                         size_t why_len)
+{
+    if (q->n_down_servers > CONFIG_MAX_IOSERVERS)
+        return refuse(EINVAL, why, why_len, "%zu servers named > max %u", q->n_down_servers,
+                      CONFIG_MAX_IOSERVERS);
+    for (size_t i = 0; i < q->n_down_servers; i++) {
+        int rc = check_server_id(c, q->down_servers[i], "down_servers", why, why_len);
+        if (rc < 0)
+            return rc;
+    }
+    /* IO_DIRTY names the server whose records are meant in local_size
+     * (but not a rejoin, sync, nor a probe, which uses down_servers) */
+    bool probe = q->has_dirty_action && q->dirty_action == DEPFS__DIRTY_ACTION__DIRTY_PROBE;
+    if (type == DEPFS__IO_OP__IO_DIRTY && !(q->has_sync && q->sync) && !probe) {
+        if (!q->has_local_size)
+            return refuse(EINVAL, why, why_len, "local_size must name a server id");
+        return check_server_id(c, q->local_size, "local_size", why, why_len);
+    }
+    return 0;
+}
+
+/* Sizes and times of single fields. */
+static int check_scalars(const ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, char *why,
+                         size_t why_len)
+{
+    char err[IOS_MESSAGE_BYTES];
+    int rc = 0;
+    if (names_a_file(type) && q->file_id == 0)
+        return refuse(EINVAL, why, why_len, "file_id 0 names no file");
+    if (q->has_cluster_epoch && (rc = wire_check_epoch(q->cluster_epoch, why, why_len)) < 0)
+        return rc;
+    if (q->has_stripe_unit && q->stripe_unit != 0 &&
+        layout_check_su(q->stripe_unit, err, sizeof(err)) < 0)
+        return refuse(EINVAL, why, why_len, "%s", err);
+    if (type == DEPFS__IO_OP__IO_TRUNCATE) {
+        uint64_t max = ios_strips_max_local_bytes(c->strips);
+        if (!q->has_local_size)
+            return refuse(EINVAL, why, why_len, "local_size missing");
+        if (q->local_size > max)
+            return refuse(EFBIG, why, why_len, "local_size %" PRIu64 " > %" PRIu64 ", the most "
+                          "a strip file holds here", q->local_size, max);
+    }
+    if (type == DEPFS__IO_OP__IO_SET_STATE && q->has_drain_ms && q->drain_ms > IOS_MAX_DRAIN_MS)
+        return refuse(EINVAL, why, why_len, "drain_ms %u > max %u", q->drain_ms,
+                      IOS_MAX_DRAIN_MS);
+    return 0;
+}
+
+int ios_req_check(const ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, const uint8_t *hdr,
+                  size_t hdr_len, size_t bulk_len, char *why, size_t why_len)
+{
+    uint64_t total = 0;
+    int rc = wire_check_strings(&depfs__io_request__descriptor, hdr, hdr_len, why, why_len);
+    if (rc == 0)
+        rc = check_scalars(c, type, q, why, why_len);
+    if (rc == 0)
+        rc = check_extents(q, ios_strips_max_local_bytes(c->strips), &total, why, why_len);
+    if (rc == 0)
+        rc = check_bulk(c, type, total, bulk_len, why, why_len);
+    if (rc == 0)
+        rc = check_lock(type, q->lock, why, why_len);
+    if (rc == 0 && type == DEPFS__IO_OP__IO_WRITE)
+        rc = check_write_in_lock(q, why, why_len);
+    if (rc == 0)
+        rc = check_servers(c, type, q, why, why_len);
+    return rc;
+}
