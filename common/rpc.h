@@ -37,6 +37,10 @@
 #define RPC_MAX_IOV 64 /* max iovec entries per call side */
 #define RPC_MAX_INFLIGHT 4096 /* calls pending per client connection; more: -EBUSY */
 #define RPC_AUTH_MIN_TIMEOUT_MS 1000u /* a client's handshake, at least */
+/* Log lines a peer can trigger (refusals, bad frames): at most this many
+ * per period for each kind (dlog_limited), in the rpc layer and handlers. */
+#define RPC_LOG_BURST 20u
+#define RPC_LOG_PERIOD_MS 1000u
 #define RPC_ERROR_TEXT_MAX 256u
 
 /* Server defaults (rpc_server_opts fields left 0; the config keys of the

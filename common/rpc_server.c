@@ -71,8 +71,6 @@
 /* Threads of evicted connections may still be on their way out: at most
  * this many beyond max_connections exist at once. */
 #define RPC_EVICT_SLACK 64u
-#define RPC_LOG_BURST 20u                   /* lines a peer can trigger, per kind and period */
-#define RPC_LOG_PERIOD_MS 1000u
 #define RPC_ACCEPT_BACKOFF_MS 10u           /* after a failed accept (EMFILE) */
 
 enum conn_state {

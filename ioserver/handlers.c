@@ -734,6 +734,8 @@ static void dispatch(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, const
     }
 }
 
+static dlog_limit refusal_log = DLOG_LIMIT_INIT(RPC_LOG_BURST, RPC_LOG_PERIOD_MS);
+
 void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
                  const uint8_t *bulk, size_t bulk_len, const char *peer,
                  const auth_identity *who, ios_result *res)
@@ -765,9 +767,9 @@ void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
         res->reply.has_stalled = res->reply.stalled = 1;
 
     int err = res->reply.err;
-    if (refused)
-        log_warn("%s %s file %016" PRIx64 " refused: %s", peer ? peer : "-", op_name(type),
-                 q ? q->file_id : 0, res->message);
+    if (refused) /* what a hostile peer can make us log: rate-limited */
+        dlog_limited(&refusal_log, DLOG_WARN, "%s %s file %016" PRIx64 " refused: %s",
+                     peer ? peer : "-", op_name(type), q ? q->file_id : 0, res->message);
     else if (err == ESTALE || (err == EIO && ios_state_refuses_reads(res->reply.state)))
         log_debug("%s %s file %016" PRIx64 ": %s", peer ? peer : "-", op_name(type),
                   q ? q->file_id : 0, res->message);

@@ -572,8 +572,8 @@ static int dispatch(mds_ctx *c, const rpc_msg *m, mds_reply_buf *b, const char *
         return -EINVAL;
     }
     int rc = mds_req_check(m->type, q, m->hdr, m->hdr_len, b->why, sizeof(b->why));
-    if (rc == 0 && (rc = mds_authorize(m->who, m->type, q, b->why, sizeof(b->why))) < 0)
-        log_warn("%s from %s refused: %s", *op_name, m->peer ? m->peer : "?", b->why);
+    if (rc == 0)
+        rc = mds_authorize(m->who, m->type, q, b->why, sizeof(b->why)); /* logged as refused */
     if (rc == 0)
         rc = ops[m->type].fn(c, q, b);
     depfs__mds_request__free_unpacked(q, NULL);
@@ -593,18 +593,23 @@ static bool is_refusal(int err)
     case ERANGE:
     case E2BIG:
     case ENOSPC:
+    case EPERM: /* authz.h: not this peer's to ask */
         return true;
     default:
         return false;
     }
 }
 
+/* Refusals are what a hostile peer can make us log: rate-limited. */
+static dlog_limit refusal_log = DLOG_LIMIT_INIT(RPC_LOG_BURST, RPC_LOG_PERIOD_MS);
+
 static void log_error(const char *op_name, const char *peer, int err, const char *why)
 {
     if (err == EIO || err == ENOMEM)
         log_warn("%s from %s failed: %s (%s)", op_name, peer, strerror(err), why);
     else if (is_refusal(err))
-        log_warn("%s from %s refused: %s (%s)", op_name, peer, strerror(err), why);
+        dlog_limited(&refusal_log, DLOG_WARN, "%s from %s refused: %s (%s)", op_name, peer,
+                     strerror(err), why);
     else
         log_debug("%s from %s: %s (%s)", op_name, peer, strerror(err), why);
 }
