@@ -751,10 +751,10 @@ void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
         fail(res, -EINVAL, "malformed IoRequest header (%zu bytes)", hdr_len);
     else if (!known_op(type))
         fail(res, -EOPNOTSUPP, "unknown I/O op %u", type);
+    else if (ios_authorize(who, type, q, why, sizeof(why)) < 0) /* not this peer's to ask */
+        fail(res, -EPERM, "%s", why);
     else if ((rc = ios_req_check(c, type, q, hdr, hdr_len, bulk_len, why, sizeof(why))) < 0)
         fail(res, rc, "%s", why);
-    else if (ios_authorize(who, type, q, why, sizeof(why)) < 0)
-        fail(res, -EPERM, "%s", why);
     else {
         refused = false;
         dispatch(c, type, q, bulk, bulk_len, res);

@@ -571,9 +571,10 @@ static int dispatch(mds_ctx *c, const rpc_msg *m, mds_reply_buf *b, const char *
         snprintf(b->why, sizeof(b->why), "malformed MdsRequest (%zu bytes)", m->hdr_len);
         return -EINVAL;
     }
-    int rc = mds_req_check(m->type, q, m->hdr, m->hdr_len, b->why, sizeof(b->why));
+    /* not this peer's to ask, then out of bounds: both logged as refused */
+    int rc = mds_authorize(m->who, m->type, q, b->why, sizeof(b->why));
     if (rc == 0)
-        rc = mds_authorize(m->who, m->type, q, b->why, sizeof(b->why)); /* logged as refused */
+        rc = mds_req_check(m->type, q, m->hdr, m->hdr_len, b->why, sizeof(b->why));
     if (rc == 0)
         rc = ops[m->type].fn(c, q, b);
     depfs__mds_request__free_unpacked(q, NULL);

@@ -24,13 +24,20 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import authwire  # noqa: E402
 from badwire import (FLAG_REPLY, HEADER, IO_READ, IO_SET_STATE, MAGIC,  # noqa: E402
-                     MDS_SET_SERVER_STATE, extent, f_bytes, f_int, frame, lock, recv_exact,
-                     reply_fields)
+                     MDS_SET_SERVER_STATE, extent, f_bytes, f_int, frame, lock, recv_exact)
 
 EACCES, EPERM = 13, 1
 MDS_REGISTER, MDS_UNLINK, IO_UNLOCK, IO_DIRTY, IO_HEARTBEAT = 1, 8, 4, 10, 9
 DIRTY_CLEAR = 2
 OTHER_CLIENT = 1  # the first client registered: someone else's id
+MDS_REPLY_MESSAGE, IO_REPLY_MESSAGE = 17, 2
+
+
+def reply_fields(body):
+    """(err, message) of an MdsReply or an IoReply."""
+    f = authwire._parse(body)
+    msg = f.get(MDS_REPLY_MESSAGE, f.get(IO_REPLY_MESSAGE, b""))
+    return f.get(1), msg.decode(errors="replace") if isinstance(msg, bytes) else ""
 
 results = []
 
