@@ -90,7 +90,9 @@ netns_cluster_up() {
     done
     echo "recovery_data_dir = $DEPFS_STATE/recovery"
     echo "transport = tcp"
+    echo "cluster_key = $DEPFS_STATE/cluster.key"
   } >"$CONF"
+  (umask 077 && head -c 32 /dev/urandom >"$DEPFS_STATE/cluster.key") # common/auth.h AUTH_KEY_BYTES
   { echo "SERVERS=$servers"; printf 'MOUNT=%q\n' "$MNT"; echo "LAYOUT="; echo "PORTS=(${NETNS_PORTS[*]})"; } >"$DEPFS_STATE/cluster.env"
   local -a mds_args=(--config "$CONF")
   "$DEPFS_BIN_DIR/depfs-mds" --help 2>&1 | grep -q -- --foreground && mds_args+=(--foreground)
