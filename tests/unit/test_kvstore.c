@@ -139,7 +139,7 @@ static off_t log_bytes(void)
         size_t len = strlen(e->d_name);
         if (len < 4 || strcmp(e->d_name + len - 4, ".log") != 0)
             continue;
-        char path[256];
+        char path[sizeof(dbdir) + sizeof(e->d_name) + 1];
         struct stat st;
         snprintf(path, sizeof(path), "%s/%s", dbdir, e->d_name);
         if (stat(path, &st) == 0)
