@@ -48,6 +48,7 @@ class Cluster:
         self.env = dict(os.environ, DEPFS_STATE=state, DEPFS_BASE_PORT=str(base_port),
                         DEPFS_BIN_DIR=bin_dir)
         self.ns = self.ns_server = self.vh = self.vn = self.guard = None
+        self.guard_ours = False  # we added the guard route (never delete another's)
         self.ns_ip = None
         self.link_cut = False
         self.tmpfs_server = None
@@ -136,6 +137,18 @@ class Cluster:
             self._up_with_netns(ns_server, tag)
         self.start_mount2()
 
+    NETS = 250  # 10.214.1..250
+
+    def _free_net(self):
+        """An X whose 10.214.X.0/24 has no route yet (another test or campaign
+        beside us, or one that crashed, holds the others)."""
+        for i in range(self.NETS):
+            x = (os.getpid() + i) % self.NETS + 1
+            if not subprocess.run(["ip", "route", "show", f"10.214.{x}.0/24"],
+                                  capture_output=True, text=True).stdout.strip():
+                return x
+        raise ClusterError("every 10.214.X.0/24 already has a route: nowhere for the namespace")
+
     def _up_with_netns(self, s, tag):
         """local-cluster lays the cluster out (ports, config, command files);
         then server s moves into a namespace: its address in the config
@@ -144,12 +157,13 @@ class Cluster:
         self.lcrun("up", "--no-mount", timeout=180)
         self.lcrun("down", timeout=120)
         self._read_conf()
-        x = os.getpid() % 250 + 1
+        x = self._free_net()
         self.ns, self.vh, self.vn = f"{tag}-ns{os.getpid()}", f"{tag}{os.getpid()}h", f"{tag}{os.getpid()}n"
         host_ip, self.ns_ip, self.guard = f"10.214.{x}.1", f"10.214.{x}.2", f"10.214.{x}.0/24"
         self._sh("ip", "netns", "add", self.ns)
         self.ns_server = s
         self._sh("ip", "route", "add", "blackhole", self.guard)
+        self.guard_ours = True
         self._sh("ip", "link", "add", self.vh, "type", "veth", "peer", "name", self.vn)
         self._sh("ip", "link", "set", self.vn, "netns", self.ns)
         self._sh("ip", "addr", "add", host_ip + "/30", "dev", self.vh)
@@ -248,7 +262,10 @@ class Cluster:
                 if subprocess.run(["fusermount3", "-u", m], capture_output=True).returncode:
                     subprocess.run(["umount", "-l", m], capture_output=True)
         if self.ns_server is not None:
-            self.link(True)  # a namespaced daemon must be reachable to stop cleanly
+            try:
+                self.link(True)  # a namespaced daemon must be reachable to stop cleanly
+            except ClusterError as e:  # set-up failed half way: clean up the rest
+                print(f"campaign: {e}", flush=True)
         for name in self.names():
             if self.alive(name):
                 try:
@@ -269,7 +286,9 @@ class Cluster:
         if self.ns:
             subprocess.run(["ip", "link", "del", self.vh], capture_output=True)
             subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
-            subprocess.run(["ip", "route", "del", "blackhole", self.guard], capture_output=True)
+            if self.guard_ours:  # never another's route
+                subprocess.run(["ip", "route", "del", "blackhole", self.guard], capture_output=True)
+            self.guard_ours = False
             self.ns = self.ns_server = None
         if self.tmpfs_server is not None:
             d = os.path.join(self.state, "io", str(self.tmpfs_server))

@@ -15,7 +15,19 @@
 #                          packet to or from S is silently dropped (S's
 #                          sockets see nothing: a partition, not a crash)
 #   netns_cleanup          remove the namespace, veth and guard route
-NETNS_NET=$(( $$ % 250 + 1 ))
+NETNS_NET_TRIES=250 # 10.214.1..250: the first free one from the pid on
+# netns_pick_net: NETNS_NET := an X whose 10.214.X.0/24 has no route yet (a
+# test or campaign running beside this one, or one that crashed, holds the
+# others); 1 when every one is taken.
+netns_pick_net() {
+  local i x
+  for ((i = 0; i < NETNS_NET_TRIES; i++)); do
+    x=$(( ($$ + i) % NETNS_NET_TRIES + 1 ))
+    [ -n "$(ip route show "10.214.$x.0/24" 2>/dev/null)" ] || { NETNS_NET=$x; return 0; }
+  done
+  return 1
+}
+NETNS_NET=$(( $$ % NETNS_NET_TRIES + 1 ))
 NETNS_NS="dfr-ns$$"
 NETNS_VH="dfr$$h" # host side
 NETNS_VN="dfr$$n" # namespace side
@@ -23,13 +35,15 @@ NETNS_HOST_IP="10.214.$NETNS_NET.1"
 NETNS_IP="10.214.$NETNS_NET.2"
 NETNS_GUARD="10.214.$NETNS_NET.0/24"
 NETNS_UP=0
+NETNS_GUARD_OURS=0 # we added the guard route (never delete another's)
 NETNS_SERVER=-1
 
 netns_cleanup() {
   [ "$NETNS_UP" -eq 1 ] || return 0
   ip link del "$NETNS_VH" 2>/dev/null || true
   ip netns del "$NETNS_NS" 2>/dev/null || true
-  ip route del blackhole "$NETNS_GUARD" 2>/dev/null || true
+  [ "$NETNS_GUARD_OURS" -eq 0 ] || ip route del blackhole "$NETNS_GUARD" 2>/dev/null || true
+  NETNS_GUARD_OURS=0
   NETNS_UP=0
 }
 
@@ -37,10 +51,15 @@ netns_setup() {
   local err="/tmp/depfs-reg-netns-$$.err"
   [ "$(id -u)" -eq 0 ] || { echo "SKIP: network namespaces need root"; exit 77; }
   command -v ip >/dev/null || { echo "SKIP: no ip(8) (iproute2)"; exit 77; }
+  netns_pick_net || fail "every 10.214.X.0/24 already has a route: nowhere to put the namespace"
+  NETNS_HOST_IP="10.214.$NETNS_NET.1"
+  NETNS_IP="10.214.$NETNS_NET.2"
+  NETNS_GUARD="10.214.$NETNS_NET.0/24"
   ip netns add "$NETNS_NS" 2>"$err" || { echo "SKIP: ip netns add failed: $(cat "$err")"; rm -f "$err"; exit 77; }
   rm -f "$err"
   NETNS_UP=1
   ip route add blackhole "$NETNS_GUARD" || fail "cannot add the guard route $NETNS_GUARD"
+  NETNS_GUARD_OURS=1
   ip link add "$NETNS_VH" type veth peer name "$NETNS_VN" || { echo "SKIP: cannot make a veth pair"; exit 77; }
   ip link set "$NETNS_VN" netns "$NETNS_NS"
   ip addr add "$NETNS_HOST_IP/30" dev "$NETNS_VH"
