@@ -9,6 +9,7 @@
  * variable, so stopping is prompt. */
 #include "scrubber.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -105,6 +106,7 @@ static void damage_add(ios_scrubber *sc, uint64_t file_id, uint64_t off, uint64_
 
 static int scrub_read(ios_scrubber *sc, uint64_t file_id, uint64_t off, uint64_t len)
 {
+    assert(len <= IOS_SCRUB_CHUNK_BYTES); /* sc->buf's size */
     ios_extent e = { .offset = off, .length = len };
     return ios_strips_read(sc->strips, file_id, &e, 1, sc->buf, NULL);
 }
@@ -171,6 +173,18 @@ static bool scrub_file(void *arg, uint64_t file_id, bool lost)
     return true;
 }
 
+/* Whether a listed range reads fine now, a chunk at a time (adjacent
+ * damaged pieces join into one range of any length). */
+static bool range_reads(ios_scrubber *sc, const ios_scrub_damage *d)
+{
+    for (uint64_t at = d->offset; at < d->offset + d->length; at += IOS_SCRUB_CHUNK_BYTES) {
+        uint64_t left = d->offset + d->length - at;
+        if (scrub_read(sc, d->file_id, at, left < IOS_SCRUB_CHUNK_BYTES ? left : IOS_SCRUB_CHUNK_BYTES) < 0)
+            return false;
+    }
+    return true;
+}
+
 /* At a pass's start: listed ranges that read fine now were rewritten some
  * other way (or the failure passed): drop them. */
 static void recheck_listed(ios_scrubber *sc)
@@ -178,7 +192,7 @@ static void recheck_listed(ios_scrubber *sc)
     ios_scrub_damage v[IOS_SCRUB_DAMAGE_MAX];
     size_t n = ios_scrubber_damage(sc, v, IOS_SCRUB_DAMAGE_MAX);
     for (size_t i = 0; i < n; i++) {
-        if (v[i].length == 0 || scrub_read(sc, v[i].file_id, v[i].offset, v[i].length) < 0)
+        if (v[i].length == 0 || !range_reads(sc, &v[i]))
             continue;
         pthread_mutex_lock(&sc->mu);
         for (size_t j = 0; j < sc->n_dmg; j++) {

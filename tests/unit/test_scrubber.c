@@ -141,6 +141,39 @@ START_TEST(finds_flips_and_repairs_count)
 }
 END_TEST
 
+/* Damaged pieces next to each other join into one range longer than the
+ * scrubber's read buffer: rechecking it at the next pass must read it a
+ * chunk at a time (campaign seed 104: read whole, it overran the buffer
+ * and the I/O server died). */
+START_TEST(long_damage_rechecked_in_chunks)
+{
+    const uint64_t damaged = IOS_SCRUB_CHUNK_BYTES + 16 * IOS_SCRUB_PROBE_BYTES;
+    put(FILE_A, 0, 4 * SU);
+    put(FILE_A, 4 * SU, 4 * SU);
+    ck_assert_uint_ge(8 * SU, damaged);
+    for (uint64_t off = 0; off < damaged; off += IOS_SCRUB_PROBE_BYTES)
+        flip_on_disk(FILE_A, off + 100);
+    ios_scrubber *sc;
+    ck_assert_int_eq(ios_scrubber_start(st, RATE, &sc), 0);
+    ios_scrub_damage v[IOS_SCRUB_DAMAGE_MAX];
+    size_t n = wait_listed(sc, 1, 0, v);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(v[0].offset, 0);
+    ck_assert_uint_eq(v[0].length, damaged);
+    /* two more passes, each starting with the recheck of that range */
+    ios_scrub_stats s;
+    ios_scrubber_stats(sc, &s);
+    ck_assert_uint_eq(wait_listed(sc, 1, s.passes + 1, v), 1);
+    ck_assert_uint_eq(v[0].length, damaged); /* still damaged: still listed */
+    /* rewritten: the recheck reads it whole, in chunks, and drops it */
+    put(FILE_A, 0, 4 * SU);
+    put(FILE_A, 4 * SU, 4 * SU);
+    ios_scrubber_stats(sc, &s);
+    ck_assert_uint_eq(wait_listed(sc, 0, s.passes + 1, v), 0);
+    ios_scrubber_stop(sc);
+}
+END_TEST
+
 /* A strip file deleted beside its checksums is lost (length 0); one cut
  * short is verified up to where its checksums go, so its missing tail is
  * found too. */
@@ -201,6 +234,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, finds_flips_and_repairs_count);
     tcase_add_test(tc, finds_lost_and_cut_strips);
+    tcase_add_test(tc, long_damage_rechecked_in_chunks);
     tcase_add_test(tc, off_at_rate_zero);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
