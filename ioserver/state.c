@@ -20,15 +20,18 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "depfs.pb-c.h"
 #include "kvstore.h"
+#include "log.h"
 
 #define STATE_KEY "S"
 #define EPOCH_KEY "E"
@@ -38,6 +41,8 @@
 #define DIRTY_SERVER_PREFIX_BYTES 5u
 #define STATE_VALUE_BYTES 4u
 #define STATE_DIR_MODE 0700
+#define STATE_DEMOTED_MARKER "DEMOTED" /* in the state dir: see mark_demoted */
+#define STATE_MARKER_MODE 0600
 #define DIRTY_CLAIMED "C"
 #define DIRTY_CLAIMED_BYTES 1u
 #define INTENT_PREFIX 'L'
@@ -48,6 +53,7 @@
 
 struct ios_state {
     kvstore *kv;
+    char demoted_marker[PATH_MAX]; /* exists: a demotion the store could not keep */
     pthread_mutex_t mu;
     uint32_t server_state; /* cached; written through */
     uint64_t epoch;        /* cached; written through */
@@ -158,6 +164,18 @@ int ios_state_open(const char *data_dir, ios_state **out, char *err, size_t err_
         kv_close(st->kv);
         goto fail;
     }
+    if (snprintf(st->demoted_marker, sizeof(st->demoted_marker), "%s/%s", path,
+                 STATE_DEMOTED_MARKER) >= (int)sizeof(st->demoted_marker)) {
+        snprintf(err, err_len, "state path too long under %s", data_dir);
+        kv_close(st->kv);
+        rc = -ENAMETOOLONG;
+        goto fail;
+    }
+    if (access(st->demoted_marker, F_OK) == 0 &&
+        st->server_state == DEPFS__SERVER_STATE__SERVER_UP) {
+        log_warn("%s: a demotion its store could not keep: REBUILDING", st->demoted_marker);
+        st->server_state = DEPFS__SERVER_STATE__SERVER_REBUILDING;
+    }
     pthread_mutex_init(&st->mu, NULL);
     *out = st;
     return 0;
@@ -215,18 +233,39 @@ int ios_state_raise_epoch(ios_state *st, uint64_t e, uint64_t *now)
     return rc;
 }
 
+/* Caller holds mu: the store could not keep a demotion (a full disk, say),
+ * so an empty file beside it does (a name, no data block), which the next
+ * start reads as REBUILDING. */
+static void mark_demoted(ios_state *st, int store_rc)
+{
+    int fd = open(st->demoted_marker, O_WRONLY | O_CREAT | O_CLOEXEC, STATE_MARKER_MODE);
+    if (fd >= 0 && fsync(fd) == 0) {
+        close(fd);
+        log_err("cannot store REBUILDING (%s): demoted in memory, and %s makes a restart come "
+                "back REBUILDING", strerror(-store_rc), st->demoted_marker);
+        return;
+    }
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    log_err("cannot store REBUILDING (%s) nor make %s (%s): demoted in memory only; restart "
+            "this server with --rebuild", strerror(-store_rc), st->demoted_marker, strerror(e));
+}
+
 int ios_state_demote_self(ios_state *st)
 {
     static const uint8_t val[STATE_VALUE_BYTES] = { DEPFS__SERVER_STATE__SERVER_REBUILDING };
     int rc = 0;
     pthread_mutex_lock(&st->mu);
     if (st->server_state == DEPFS__SERVER_STATE__SERVER_UP) {
+        /* in memory whatever the store says: a server that cannot vouch
+         * for its units must stop serving them now */
+        st->server_state = DEPFS__SERVER_STATE__SERVER_REBUILDING;
+        st->stalled = true;
         rc = kv_put(st->kv, STATE_KEY, strlen(STATE_KEY), val, sizeof(val));
-        if (rc == 0) {
-            st->server_state = DEPFS__SERVER_STATE__SERVER_REBUILDING;
-            st->stalled = true;
-            rc = 1;
-        }
+        if (rc < 0)
+            mark_demoted(st, rc);
+        rc = 1;
     }
     pthread_mutex_unlock(&st->mu);
     return rc;
@@ -251,6 +290,8 @@ int ios_state_set(ios_state *st, uint32_t server_state)
     if (rc == 0) {
         st->server_state = server_state;
         st->stalled = false; /* recovery has taken it in hand */
+        if (unlink(st->demoted_marker) != 0 && errno != ENOENT)
+            log_warn("cannot remove %s: %s", st->demoted_marker, strerror(errno));
     }
     pthread_mutex_unlock(&st->mu);
     return rc;

@@ -22,10 +22,11 @@ void ios_state_close(ios_state *st);
 uint32_t ios_state_get(ios_state *st);
 int ios_state_set(ios_state *st, uint32_t server_state);
 /* The server can no longer vouch for its units (a stall, stall.h; a lost
- * lease, lease.h; a unit it failed to store): UP becomes REBUILDING,
- * durably, and the server counts as demoted by itself (IoReply.stalled)
- * until a state is set again. 1 when it was demoted, 0 when it was not
- * UP, or a negative errno. */
+ * lease, lease.h; a unit it failed to store): UP becomes REBUILDING at
+ * once in memory, and durably (the store, or when the store fails, as on a
+ * full disk, a marker file its next start reads), and the server counts as
+ * demoted by itself (IoReply.stalled) until a state is set again. 1 when it
+ * was demoted, 0 when it was not UP. */
 int ios_state_demote_self(ios_state *st);
 bool ios_state_stalled(ios_state *st);
 /* true for the states in which client reads are refused. */

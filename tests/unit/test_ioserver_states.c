@@ -6,10 +6,13 @@
  * rules; every reply carrying state and epoch; heartbeat counters. */
 #include <check.h>
 #include <errno.h>
+#include <dirent.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "ioserver/handlers.h"
@@ -179,6 +182,56 @@ START_TEST(state_and_epoch_persist)
     ios_state_close(hctx.state);
     ck_assert_int_eq(ios_state_open(tmpdir, &hctx.state, err, sizeof(err)), 0);
     ck_assert_uint_eq(ios_state_epoch(hctx.state), 0x0102030405060708ull);
+}
+END_TEST
+
+/* Bytes of the state store's biggest LevelDB log. */
+static off_t state_log_bytes(void)
+{
+    char dir[sizeof(tmpdir) + sizeof(IOS_STATE_SUBDIR) + 1];
+    snprintf(dir, sizeof(dir), "%s/%s", tmpdir, IOS_STATE_SUBDIR);
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    off_t biggest = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        struct stat sb;
+        if (len < 4 || strcmp(e->d_name + len - 4, ".log") != 0 ||
+            fstatat(dirfd(d), e->d_name, &sb, 0) != 0)
+            continue;
+        if (sb.st_size > biggest)
+            biggest = sb.st_size;
+    }
+    closedir(d);
+    return biggest;
+}
+
+/* A server that must demote itself while its store cannot write (a full
+ * disk: here RLIMIT_FSIZE) stops serving at once, and a restart comes
+ * back REBUILDING (campaign seed 104: the demotion was dropped with the
+ * failed write, the server stayed UP and served units it had failed to
+ * store: acknowledged bytes read back as zeros). */
+START_TEST(demotion_holds_when_the_store_fails)
+{
+    char err[256];
+    ck_assert_uint_eq(ios_state_get(hctx.state), UP);
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = { .rlim_cur = (rlim_t)state_log_bytes(), .rlim_max = RLIM_INFINITY };
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    ck_assert_int_eq(ios_state_demote_self(hctx.state), 1);
+    rl.rlim_cur = RLIM_INFINITY;
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    ck_assert_uint_eq(ios_state_get(hctx.state), REBUILDING);
+    ck_assert(ios_state_stalled(hctx.state));
+    ios_state_close(hctx.state);
+    ck_assert_int_eq(ios_state_open(tmpdir, &hctx.state, err, sizeof(err)), 0);
+    ck_assert_uint_eq(ios_state_get(hctx.state), REBUILDING);
+    /* recovery sets it UP once rebuilt: that sticks, the marker goes */
+    ck_assert_int_eq(ios_state_set(hctx.state, UP), 0);
+    ios_state_close(hctx.state);
+    ck_assert_int_eq(ios_state_open(tmpdir, &hctx.state, err, sizeof(err)), 0);
+    ck_assert_uint_eq(ios_state_get(hctx.state), UP);
 }
 END_TEST
 
@@ -412,6 +465,7 @@ int main(void)
     TCase *tc = tcase_create("states");
     tcase_add_checked_fixture(tc, hsetup, hteardown);
     tcase_add_test(tc, state_and_epoch_persist);
+    tcase_add_test(tc, demotion_holds_when_the_store_fails);
     tcase_add_test(tc, set_state_op);
     tcase_add_test(tc, rebuilding_refuses_reads);
     tcase_add_test(tc, reconstructing_refuses_reads);
