@@ -85,19 +85,13 @@ int daemon_server_auth(const depfs_config *cfg, bool munge, bool tickets, rpc_au
 int daemon_peer_creds(const depfs_config *cfg, rpc_auth_creds *cr)
 {
     char err[RPC_ERROR_TEXT_MAX];
-    uint8_t key[AUTH_KEY_BYTES];
     memset(cr, 0, sizeof(*cr));
     if (!cfg->auth)
         return 0;
-    int rc = auth_init() < 0 ? -EIO : auth_key_load(cfg->cluster_key, key, err, sizeof(err));
-    if (rc < 0) {
-        log_err("%s", rc == -EIO ? "cannot start libsodium" : err);
-        return rc;
-    }
-    cr->method = AUTH_METHOD_KEY;
-    auth_derive(key, AUTH_DERIVE_PEER, cr->secret);
-    auth_wipe(key, sizeof(key));
-    return 0;
+    int rc = rpc_auth_creds_key(cfg->cluster_key, cr, err, sizeof(err));
+    if (rc < 0)
+        log_err("%s", err);
+    return rc;
 }
 
 unsigned long daemon_raise_fd_limit(void)

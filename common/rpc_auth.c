@@ -335,33 +335,52 @@ out:
 }
 
 /* ------------------------------------------------------- credentials */
-int rpc_auth_creds_for_mds(bool enabled, const char *key_path, const char *munge_socket,
-                           rpc_auth_creds *cr, char *err, size_t err_len)
+/* Starts libsodium and reads the cluster key (rpc_auth_creds_for_mds and
+ * rpc_auth_server_init share it): auth_key_load's codes, -EIO. */
+static int load_key(const char *key_path, uint8_t key[AUTH_KEY_BYTES], char *err, size_t err_len)
 {
-    uint8_t key[AUTH_KEY_BYTES];
-    memset(cr, 0, sizeof(*cr));
-    if (!enabled)
-        return 0;
     if (auth_init() < 0) {
         snprintf(err, err_len, "cannot start libsodium");
         return -EIO;
     }
-    int rc = auth_key_load(key_path, key, err, err_len);
-    if (rc == 0) {
-        cr->method = AUTH_METHOD_KEY;
-        auth_derive(key, AUTH_DERIVE_PEER, cr->secret);
-        auth_wipe(key, sizeof(key));
-        return 0;
-    }
-    if (rc != -ENOENT && rc != -EACCES)
-        return rc; /* a key file that is there but wrong: say so, do not fall back */
-    cr->method = AUTH_METHOD_MUNGE;
-    if (munge_socket && snprintf(cr->munge_socket, sizeof(cr->munge_socket), "%s",
-                                 munge_socket) >= (int)sizeof(cr->munge_socket)) {
+    return auth_key_load(key_path, key, err, err_len);
+}
+
+static int copy_socket(char *dst, size_t len, const char *munge_socket, char *err, size_t err_len)
+{
+    if (munge_socket && snprintf(dst, len, "%s", munge_socket) >= (int)len) {
         snprintf(err, err_len, "MUNGE socket path too long");
         return -ENAMETOOLONG;
     }
     return 0;
+}
+
+int rpc_auth_creds_key(const char *key_path, rpc_auth_creds *cr, char *err, size_t err_len)
+{
+    uint8_t key[AUTH_KEY_BYTES];
+    memset(cr, 0, sizeof(*cr));
+    int rc = load_key(key_path, key, err, err_len);
+    if (rc < 0)
+        return rc;
+    cr->method = AUTH_METHOD_KEY;
+    auth_derive(key, AUTH_DERIVE_PEER, cr->secret);
+    auth_wipe(key, sizeof(key));
+    return 0;
+}
+
+int rpc_auth_creds_for_mds(bool enabled, const char *key_path, const char *munge_socket,
+                           rpc_auth_creds *cr, char *err, size_t err_len)
+{
+    memset(cr, 0, sizeof(*cr));
+    if (!enabled)
+        return 0;
+    int rc = rpc_auth_creds_key(key_path, cr, err, err_len);
+    if (rc == 0)
+        return 0;
+    if (rc != -ENOENT && rc != -EACCES)
+        return rc; /* a key file that is there but wrong: say so, do not fall back */
+    cr->method = AUTH_METHOD_MUNGE;
+    return copy_socket(cr->munge_socket, sizeof(cr->munge_socket), munge_socket, err, err_len);
 }
 
 int rpc_auth_server_init(bool enabled, const char *key_path, bool munge, bool tickets,
@@ -372,11 +391,7 @@ int rpc_auth_server_init(bool enabled, const char *key_path, bool munge, bool ti
     memset(out, 0, sizeof(*out));
     if (!enabled)
         return 0;
-    if (auth_init() < 0) {
-        snprintf(err, err_len, "cannot start libsodium");
-        return -EIO;
-    }
-    int rc = auth_key_load(key_path, key, err, err_len);
+    int rc = load_key(key_path, key, err, err_len);
     if (rc < 0)
         return rc;
     out->required = true;
@@ -386,10 +401,5 @@ int rpc_auth_server_init(bool enabled, const char *key_path, bool munge, bool ti
     auth_derive(key, AUTH_DERIVE_TICKET, out->ticket_key);
     auth_wipe(key, sizeof(key));
     out->accept_munge = munge;
-    if (munge_socket && snprintf(out->munge_socket, sizeof(out->munge_socket), "%s",
-                                 munge_socket) >= (int)sizeof(out->munge_socket)) {
-        snprintf(err, err_len, "MUNGE socket path too long");
-        return -ENAMETOOLONG;
-    }
-    return 0;
+    return copy_socket(out->munge_socket, sizeof(out->munge_socket), munge_socket, err, err_len);
 }

@@ -60,6 +60,10 @@ int rpc_auth_serve(xport *x, const rpc_auth_server *cfg, const frame_header *hel
                    unsigned timeout_ms, auth_session *sess, auth_identity *who, char *err,
                    size_t err_len);
 
+/* The cluster key's credentials (method KEY): 0, or auth_key_load's
+ * -errno with the reason in err. */
+int rpc_auth_creds_key(const char *key_path, rpc_auth_creds *cr, char *err, size_t err_len);
+
 /* Fills cr for method from what this process can read: KEY when the
  * cluster key at key_path is ours to read, else MUNGE (or nothing when
  * auth is off: enabled false). 0, or -errno with the reason in err. */

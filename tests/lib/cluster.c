@@ -256,13 +256,9 @@ static const char *td_cluster_key(td_cluster *cl)
 const rpc_auth_creds *td_creds(const td_cluster *cl)
 {
     static _Thread_local rpc_auth_creds cr;
-    uint8_t key[AUTH_KEY_BYTES];
     char path[PATH_MAX], err[RPC_ERROR_TEXT_MAX];
     snprintf(path, sizeof(path), "%s/cluster.key", cl->dir);
-    ck_assert_int_eq(auth_init(), 0);
-    ck_assert_msg(auth_key_load(path, key, err, sizeof(err)) == 0, "%s", err);
-    cr = (rpc_auth_creds){ .method = AUTH_METHOD_KEY };
-    auth_derive(key, AUTH_DERIVE_PEER, cr.secret);
+    ck_assert_msg(rpc_auth_creds_key(path, &cr, err, sizeof(err)) == 0, "%s", err);
     return &cr;
 }
 
