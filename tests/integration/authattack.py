@@ -132,14 +132,14 @@ def _next_reply(s):
 
 def _ticket_handshake(s, ticket, secret):
     cn = os.urandom(authwire.NONCE_BYTES)
-    hello = (authwire._field_varint(1, authwire.METHOD_TICKET) + authwire._field_bytes(2, cn) +
-             authwire._field_bytes(4, ticket))
+    hello = (authwire.f_int(1, authwire.METHOD_TICKET) + authwire.f_bytes(2, cn) +
+             authwire.f_bytes(4, ticket))
     ch = authwire._call(s, authwire.AUTH_HELLO, hello)
     authwire._refused(ch)
     sn = ch[3]
     if ch.get(4) != authwire.proof(secret, "S", authwire.METHOD_TICKET, cn, sn):
         raise authwire.AuthRefused("the server does not hold the secret")
-    res = authwire._call(s, authwire.AUTH_PROOF, authwire._field_bytes(
+    res = authwire._call(s, authwire.AUTH_PROOF, authwire.f_bytes(
         1, authwire.proof(secret, "C", authwire.METHOD_TICKET, cn, sn)))
     authwire._refused(res)
     return authwire.AuthSocket(s, authwire.session_key(secret, cn, sn))

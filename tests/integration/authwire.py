@@ -64,8 +64,8 @@ def frame_tag(skey, from_server, seq, fh, hdr):
                hdr, size=TAG_BYTES)
 
 
-# ---- protobuf by hand (proto/auth.proto)
-def _varint(v):
+# ---- protobuf by hand: the one copy the raw-frame tools share
+def varint(v):
     out = bytearray()
     while True:
         b = v & 0x7F
@@ -77,12 +77,16 @@ def _varint(v):
             return bytes(out)
 
 
-def _field_varint(num, v):
-    return _varint(num << 3) + _varint(v)
+def f_int(field, v):
+    return varint(field << 3) + varint(v)
 
 
-def _field_bytes(num, b):
-    return _varint(num << 3 | 2) + _varint(len(b)) + b
+def f_bytes(field, b):
+    if isinstance(b, str):
+        b = b.encode()
+    return varint(field << 3 | 2) + varint(len(b)) + b
+
+
 
 
 def _parse(buf):
@@ -140,18 +144,18 @@ def _refused(reply):
 def handshake(s, method, secret=None, munge_socket=None):
     """Runs the handshake on socket s; returns (session key, role)."""
     cn = os.urandom(NONCE_BYTES)
-    hello = _field_varint(1, method) + _field_bytes(2, cn)
+    hello = f_int(1, method) + f_bytes(2, cn)
     if method == METHOD_MUNGE:
         secret = os.urandom(KEY_BYTES)
         cmd = ["munge"] + (["-S", munge_socket] if munge_socket else [])
         cred = subprocess.run(cmd, input=secret + cn, capture_output=True, check=True).stdout
-        hello += _field_bytes(3, cred.strip())
+        hello += f_bytes(3, cred.strip())
     ch = _call(s, AUTH_HELLO, hello)
     _refused(ch)
     sn = ch[3]
     if ch.get(4) != proof(secret, "S", method, cn, sn):
         raise AuthRefused("the server does not hold the secret")
-    res = _call(s, AUTH_PROOF, _field_bytes(1, proof(secret, "C", method, cn, sn)))
+    res = _call(s, AUTH_PROOF, f_bytes(1, proof(secret, "C", method, cn, sn)))
     _refused(res)
     return session_key(secret, cn, sn), res.get(3, 0)
 

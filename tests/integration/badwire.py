@@ -89,26 +89,7 @@ def crc32c(data):
 
 
 # ---- protobuf, just enough to build requests and read err/message
-def varint(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def f_int(field, v):
-    return varint(field << 3) + varint(v)
-
-
-def f_bytes(field, b):
-    if isinstance(b, str):
-        b = b.encode()
-    return varint(field << 3 | 2) + varint(len(b)) + b
+varint, f_int, f_bytes = authwire.varint, authwire.f_int, authwire.f_bytes
 
 
 def read_varint(buf, i):

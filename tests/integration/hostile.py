@@ -66,20 +66,7 @@ CLI_TIMEOUT_S = 60
 JOIN_GRACE_S = 30
 
 
-def varint(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def f_int(field, v):
-    return varint(field << 3) + varint(v)
+varint, f_int = authwire.varint, authwire.f_int
 
 
 def frame(type_, hdr=b"", bulk_len=0, req_id=1):
