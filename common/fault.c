@@ -21,6 +21,7 @@ static const char *const fault_names[FAULT_POINTS] = {
     [FAULT_KV_SYNC_EIO] = "kv_sync_eio",
     [FAULT_XPORT_FLIP_BIT] = "xport_flip_bit",
     [FAULT_STRIP_NO_CHECKSUMS] = "strip_no_checksums",
+    [FAULT_WRITE_MEM_FLIP] = "write_mem_flip",
 };
 _Static_assert(sizeof(fault_names) / sizeof(fault_names[0]) == FAULT_POINTS,
                "every fault point has a name");

@@ -22,6 +22,8 @@ typedef enum fault_point {
     FAULT_STRIP_NO_CHECKSUMS,  /* ioserver/strips.c (asked once, at start): strip files
                                 * are made and written without checksum sidecars, as
                                 * before checksums (make bench's "checksums off") */
+    FAULT_WRITE_MEM_FLIP,      /* ioserver/handlers.c: one bit of a WRITE's bulk flips in
+                                * the server's memory after the frame's CRC check */
     FAULT_POINTS
 } fault_point;
 

@@ -444,9 +444,10 @@ static int call_register(rpc_conn *c, rpc_call *call)
     return 0;
 }
 
-int rpc_call_start(rpc_conn *c, uint16_t type, const void *hdr, size_t hdr_len,
-                   const struct iovec *bulk, int bulk_cnt,
-                   const struct iovec *resp_iov, int resp_cnt, rpc_call **out)
+/* rpc_call_start with the bulk's CRC32C given (bulk_crc) or computed here (NULL). */
+static int call_start(rpc_conn *c, uint16_t type, const void *hdr, size_t hdr_len,
+                      const struct iovec *bulk, int bulk_cnt, const uint32_t *bulk_crc,
+                      const struct iovec *resp_iov, int resp_cnt, rpc_call **out)
 {
     frame_header fh;
     uint64_t bulk_len, resp_len;
@@ -477,7 +478,7 @@ int rpc_call_start(rpc_conn *c, uint16_t type, const void *hdr, size_t hdr_len,
         .flags = 0,
         .hdr_len = (uint32_t)hdr_len,
         .bulk_len = (uint32_t)bulk_len,
-        .bulk_crc32c = rpc__iov_crc(bulk, bulk_cnt),
+        .bulk_crc32c = bulk_crc != NULL ? *bulk_crc : rpc__iov_crc(bulk, bulk_cnt),
         .req_id = call->req_id,
     };
     pthread_mutex_lock(&c->send_m);
@@ -492,9 +493,16 @@ int rpc_call_start(rpc_conn *c, uint16_t type, const void *hdr, size_t hdr_len,
     return 0;
 }
 
-int rpc_call_start_msg(rpc_conn *c, uint16_t type, const ProtobufCMessage *msg,
-                       const struct iovec *bulk, int bulk_cnt,
-                       const struct iovec *resp_iov, int resp_cnt, rpc_call **out)
+int rpc_call_start(rpc_conn *c, uint16_t type, const void *hdr, size_t hdr_len,
+                   const struct iovec *bulk, int bulk_cnt,
+                   const struct iovec *resp_iov, int resp_cnt, rpc_call **out)
+{
+    return call_start(c, type, hdr, hdr_len, bulk, bulk_cnt, NULL, resp_iov, resp_cnt, out);
+}
+
+static int call_start_msg(rpc_conn *c, uint16_t type, const ProtobufCMessage *msg,
+                          const struct iovec *bulk, int bulk_cnt, const uint32_t *bulk_crc,
+                          const struct iovec *resp_iov, int resp_cnt, rpc_call **out)
 {
     uint8_t stack[RPC_MSG_STACK_BYTES], *buf;
     size_t len;
@@ -502,10 +510,24 @@ int rpc_call_start_msg(rpc_conn *c, uint16_t type, const ProtobufCMessage *msg,
 
     if (rc < 0)
         return rc;
-    rc = rpc_call_start(c, type, buf, len, bulk, bulk_cnt, resp_iov, resp_cnt, out);
+    rc = call_start(c, type, buf, len, bulk, bulk_cnt, bulk_crc, resp_iov, resp_cnt, out);
     if (buf != stack)
         free(buf);
     return rc;
+}
+
+int rpc_call_start_msg(rpc_conn *c, uint16_t type, const ProtobufCMessage *msg,
+                       const struct iovec *bulk, int bulk_cnt,
+                       const struct iovec *resp_iov, int resp_cnt, rpc_call **out)
+{
+    return call_start_msg(c, type, msg, bulk, bulk_cnt, NULL, resp_iov, resp_cnt, out);
+}
+
+int rpc_call_start_msg_crc(rpc_conn *c, uint16_t type, const ProtobufCMessage *msg,
+                           const struct iovec *bulk, int bulk_cnt, uint32_t bulk_crc,
+                           const struct iovec *resp_iov, int resp_cnt, rpc_call **out)
+{
+    return call_start_msg(c, type, msg, bulk, bulk_cnt, &bulk_crc, resp_iov, resp_cnt, out);
 }
 
 /* Waits on call->cv while cond holds; c->m held. Returns false on timeout. */

@@ -180,6 +180,11 @@ int rpc_call_start(rpc_conn *c, uint16_t type, const void *hdr, size_t hdr_len,
 int rpc_call_start_msg(rpc_conn *c, uint16_t type, const ProtobufCMessage *msg,
                        const struct iovec *bulk, int bulk_cnt,
                        const struct iovec *resp_iov, int resp_cnt, rpc_call **out);
+/* rpc_call_start_msg with the bulk's CRC32C given by the caller, who made
+ * it while passing over the bytes anyway (a write's block CRCs). */
+int rpc_call_start_msg_crc(rpc_conn *c, uint16_t type, const ProtobufCMessage *msg,
+                           const struct iovec *bulk, int bulk_cnt, uint32_t bulk_crc,
+                           const struct iovec *resp_iov, int resp_cnt, rpc_call **out);
 /* 0 when the reply arrived; -ETIMEDOUT, -ECONNRESET, -ECONNABORTED,
  * -EMSGSIZE, -EPROTO otherwise. May be called again after -ETIMEDOUT.
  * timeout_ms < 0 waits without a limit; 0 only checks. */

@@ -95,6 +95,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "fault.h"
 #include "log.h"
 #include "wire.h"
 
@@ -283,8 +284,12 @@ static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
             goto out;
         }
     }
+    ios_block_crcs want = {.block = q->crc_block, .crcs = q->block_crcs};
+    if (ex.n && FAULT_POINT(FAULT_WRITE_MEM_FLIP)) /* bytes that change after the frame check */
+        ((uint8_t *)bulk)[bulk_len / 2] ^= 0x10;
     if (ex.n && (rc = ios_strips_write(c->strips, q->file_id, ex.v, ex.n, bulk,
-                                           q->has_stripe_unit ? q->stripe_unit : 0))) {
+                                       q->has_stripe_unit ? q->stripe_unit : 0,
+                                       q->has_crc_block ? &want : NULL))) {
         fail(res, rc, "write failed: %s", strerror(-rc));
         demote_after_failed_store(c, q, rc);
         goto out;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "block_crc.h"
 #include "config.h"
 #include "layout.h"
 #include "wire_check.h"
@@ -130,6 +131,27 @@ static int check_bulk(const ios_ctx *c, uint16_t type, uint64_t total, size_t bu
     return 0;
 }
 
+/* A WRITE's block CRCs (block_crc.h): a block size, and one CRC per piece
+ * of its extents; nothing of them on other ops. */
+static int check_block_crcs(uint16_t type, const Depfs__IoRequest *q, char *why, size_t why_len)
+{
+    if (!q->has_crc_block && q->n_block_crcs == 0)
+        return 0;
+    if (type != DEPFS__IO_OP__IO_WRITE)
+        return refuse(EINVAL, why, why_len, "block CRCs on a request that is no WRITE");
+    if (!q->has_crc_block || !block_crc_size_valid(q->crc_block))
+        return refuse(EINVAL, why, why_len, "crc_block %u is no block size (a power of two "
+                      "from %u to %u)", q->has_crc_block ? q->crc_block : 0, BLOCK_CRC_MIN,
+                      BLOCK_CRC_MAX);
+    uint64_t pieces = 0; /* <= IOS_MAX_EXTENTS x (max_local / BLOCK_CRC_MIN + 1): no overflow */
+    for (size_t i = 0; i < q->n_extents; i++)
+        pieces += block_crc_pieces(q->extents[i]->offset, q->extents[i]->length, q->crc_block);
+    if (q->n_block_crcs != pieces)
+        return refuse(EINVAL, why, why_len, "%zu block CRCs for %" PRIu64 " pieces of %u bytes",
+                      q->n_block_crcs, pieces, q->crc_block);
+    return 0;
+}
+
 static int check_server_id(const ios_ctx *c, uint64_t id, const char *what, char *why,
                            size_t why_len)
 {
@@ -203,6 +225,8 @@ int ios_req_check(const ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, co
         rc = check_lock(type, q->lock, why, why_len);
     if (rc == 0 && type == DEPFS__IO_OP__IO_WRITE)
         rc = check_write_in_lock(q, why, why_len);
+    if (rc == 0)
+        rc = check_block_crcs(type, q, why, why_len);
     if (rc == 0)
         rc = check_servers(c, type, q, why, why_len);
     return rc;

@@ -57,16 +57,6 @@ static int pwrite_all(int fd, const uint8_t *buf, size_t len, uint64_t off)
     return 0;
 }
 
-uint32_t ios_csum_block_for(uint32_t su)
-{
-    if (su == 0)
-        return IOS_CSUM_BLOCK_MAX;
-    uint32_t b = IOS_CSUM_BLOCK_MAX;
-    while (b > IOS_CSUM_BLOCK_MIN && su % b != 0)
-        b /= 2;
-    return b;
-}
-
 int ios_csum_header_write(int cfd, const ios_csum_hdr *h)
 {
     uint8_t raw[IOS_CSUM_HEADER_BYTES] = {0};
@@ -89,9 +79,7 @@ int ios_csum_header_read(int cfd, ios_csum_hdr *h)
     h->version = get32(raw + 8);
     h->block = get32(raw + 12);
     h->flags = get32(raw + 16);
-    bool pow2 = h->block != 0 && (h->block & (h->block - 1)) == 0;
-    if (h->version != IOS_CSUM_VERSION || !pow2 || h->block < IOS_CSUM_BLOCK_MIN ||
-        h->block > IOS_CSUM_BLOCK_MAX)
+    if (h->version != IOS_CSUM_VERSION || !block_crc_size_valid(h->block))
         return -EBADMSG;
     return 0;
 }

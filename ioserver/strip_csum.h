@@ -13,10 +13,11 @@
  *     never written: it must read as zeros (a hole);
  *   - in a sidecar added to a strip file that predates checksums, a block
  *     not rewritten since: not verified (the upgrade path).
- * The block size B is chosen when the sidecar is created: the largest power
- * of two <= IOS_CSUM_BLOCK_MAX that divides the layout's stripe unit, so the
- * units of different stripes (written under different stripe locks) never
- * share a block. Sidecars are sparse like their strip files.
+ * The block size B is chosen when the sidecar is created:
+ * block_crc_size_for(the layout's stripe unit) (common/block_crc.h, the
+ * size the writes' block CRCs are cut at), so the units of different
+ * stripes (written under different stripe locks) never share a block.
+ * Sidecars are sparse like their strip files.
  *
  * These functions do the format and the math on open descriptors; callers
  * (strips.c) order them against the data writes and serialize writers. */
@@ -26,11 +27,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "block_crc.h"
+
 #define IOS_CSUM_SUFFIX ".crc"
 #define IOS_CSUM_MAGIC "DEPFSCRC"
 #define IOS_CSUM_VERSION 1u
-#define IOS_CSUM_BLOCK_MAX 4096u
-#define IOS_CSUM_BLOCK_MIN 512u
 #define IOS_CSUM_HEADER_BYTES 32u
 #define IOS_CSUM_ENTRY_BYTES 8u
 #define IOS_CSUM_TAG_OK 0x4b4f4344u  /* "DCOK" */
@@ -47,9 +48,6 @@ typedef struct ios_csum_entry {
     uint32_t crc;
     uint32_t tag; /* 0 (none), IOS_CSUM_TAG_OK or IOS_CSUM_TAG_BAD */
 } ios_csum_entry;
-
-/* The block size for a stripe unit of su bytes (0: unknown). */
-uint32_t ios_csum_block_for(uint32_t su);
 
 /* Writes a fresh header to the (empty) sidecar cfd. */
 int ios_csum_header_write(int cfd, const ios_csum_hdr *h);

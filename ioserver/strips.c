@@ -39,10 +39,6 @@
 #define CSUM_REGION_LOCKS 256u
 /* Blocks checked or written per step (bounds the buffers of one step). */
 #define CSUM_STEP_BLOCKS 256u
-/* Checksum block sizes: IOS_CSUM_BLOCK_MIN .. IOS_CSUM_BLOCK_MAX, powers of two. */
-#define CSUM_BLOCK_SIZES 4u
-_Static_assert(IOS_CSUM_BLOCK_MIN << (CSUM_BLOCK_SIZES - 1) == IOS_CSUM_BLOCK_MAX,
-               "one combining op per checksum block size");
 
 typedef struct fd_entry {
     uint64_t file_id;
@@ -70,9 +66,6 @@ struct ios_strips {
     uint64_t csum_errors;          /* blocks found damaged (atomic) */
     bool no_checksums;             /* TEST ONLY (FAULT_STRIP_NO_CHECKSUMS): new strips get none */
     uint64_t max_local_bytes;      /* what a strip file here may hold (probe_max_bytes) */
-    /* CRC32C combining over one checksum block, per block size
-     * IOS_CSUM_BLOCK_MIN << i: a read's CRC from its blocks' entries */
-    crc32c_shift_op shift[CSUM_BLOCK_SIZES];
 };
 
 void ios_strip_name(uint64_t file_id, char out[IOS_STRIP_NAME_LEN])
@@ -176,7 +169,7 @@ static int sidecar_create(ios_strips *s, uint64_t file_id, uint32_t su, bool com
         return -errno;
     int rc = ios_csum_header_read(fd, h);
     if (rc == -EBADMSG) { /* empty (new) or torn by a crash: start it over */
-        *h = (ios_csum_hdr){.version = IOS_CSUM_VERSION, .block = ios_csum_block_for(su),
+        *h = (ios_csum_hdr){.version = IOS_CSUM_VERSION, .block = block_crc_size_for(su),
                             .flags = complete ? IOS_CSUM_COMPLETE : 0};
         rc = ftruncate(fd, 0) == 0 ? ios_csum_header_write(fd, h) : -errno;
     }
@@ -442,8 +435,6 @@ int ios_strips_open(const char *data_dir, unsigned max_open_files, ios_strips **
         rc = -errno;
         goto fail;
     }
-    for (unsigned i = 0; i < CSUM_BLOCK_SIZES; i++)
-        crc32c_shift_init(&s->shift[i], (size_t)IOS_CSUM_BLOCK_MIN << i);
     s->no_checksums = FAULT_POINT(FAULT_STRIP_NO_CHECKSUMS);
     s->max_local_bytes = probe_max_bytes(s->dir_fd);
     if (s->max_local_bytes == 0) {
@@ -574,15 +565,6 @@ static void regions_unlock(ios_strips *s, const region_set *rs)
 }
 
 /* ------------------------------------------------------- checked reads */
-/* The combining op of a sidecar's block size. */
-static const crc32c_shift_op *shift_op(const ios_strips *s, uint32_t B)
-{
-    for (unsigned i = 0; i < CSUM_BLOCK_SIZES; i++)
-        if (s->shift[i].len == B)
-            return &s->shift[i];
-    return NULL; /* ios_csum_header_read admits no other size */
-}
-
 /* One step of a checked read: whole blocks [a, a + nb*B) into blocks[]
  * (and their entries), 0 when every block matches, else the offset of the
  * first damaged block + 1. */
@@ -605,15 +587,15 @@ static int step_load(const fd_entry *e, uint64_t a, uint64_t nb, uint8_t *blocks
 /* Adds the bytes [from, to) of the verified blocks at a (bytes in blocks[],
  * entries in ent[]) to *crc: a whole block with a checksum by combining
  * its entry, anything else from its bytes. */
-static uint32_t step_crc(const ios_strips *s, const fd_entry *e, uint64_t a, const uint8_t *blocks,
+static uint32_t step_crc(const fd_entry *e, uint64_t a, const uint8_t *blocks,
                          const ios_csum_entry *ent, uint64_t from, uint64_t to, uint32_t crc)
 {
     uint32_t B = e->csum.block;
-    const crc32c_shift_op *op = shift_op(s, B);
+    const crc32c_shift_op *op = block_crc_shift(B); /* ios_csum_header_read checked B */
     for (uint64_t b = from / B * B; b < to; b += B) {
         uint64_t lo = from > b ? from : b, hi = to < b + B ? to : b + B;
         const ios_csum_entry *x = &ent[(b - a) / B];
-        if (op != NULL && lo == b && hi == b + B && x->tag == IOS_CSUM_TAG_OK)
+        if (lo == b && hi == b + B && x->tag == IOS_CSUM_TAG_OK)
             crc = crc32c_shift(op, crc) ^ x->crc;
         else
             crc = crc32c(crc, blocks + (lo - a), hi - lo);
@@ -657,7 +639,7 @@ static int read_checked(ios_strips *s, const fd_entry *e, uint64_t off, uint64_t
         }
         uint64_t from = off > a ? off : a, to = end < stop ? end : stop;
         if (crc != NULL)
-            *crc = step_crc(s, e, a, blocks, ent, from, to, *crc);
+            *crc = step_crc(e, a, blocks, ent, from, to, *crc);
         if (blocks == bounce)
             memcpy(buf + (from - off), bounce + (from - a), to - from);
         a = stop;
@@ -719,14 +701,12 @@ static int edge_load(const fd_entry *e, uint64_t a, uint8_t *block, bool *intact
     return rc;
 }
 
-/* The entry of the block at a after the write of new[off, end): from the
- * new bytes when they cover it, else from its old bytes (edge) merged with
- * them, and BAD when those old bytes had failed their check. */
+/* The entry of a partial block at a after the write of new[off, end):
+ * its old bytes (edge) merged with the new ones, and BAD when those old
+ * bytes had failed their check. */
 static ios_csum_entry merged_entry(uint32_t B, uint64_t a, uint64_t off, uint64_t end,
                                    const uint8_t *new, uint8_t *edge, bool intact)
 {
-    if (a >= off && a + B <= end)
-        return ios_csum_of(new + (a - off), B);
     uint64_t from = off > a ? off : a, to = end < a + B ? end : a + B;
     memcpy(edge + (from - a), new + (from - off), to - from);
     if (!intact)
@@ -734,9 +714,42 @@ static ios_csum_entry merged_entry(uint32_t B, uint64_t a, uint64_t off, uint64_
     return ios_csum_of(edge, B);
 }
 
-/* One step of a checked write: new[off, end) within whole blocks [a, stop). */
+/* The entries of the whole blocks among [a, a + nb*B) that new[off, end)
+ * covers, made before anything is stored and checked against the client's
+ * piece CRCs (want[i]: block i's piece, NULL: none), also for the partial
+ * pieces. 0, or the local offset of the first piece that fails + 1. */
+static uint64_t step_entries(uint32_t B, uint64_t a, uint64_t nb, uint64_t off, uint64_t end,
+                             const uint8_t *new, const uint32_t *want, ios_csum_entry *ent)
+{
+    for (uint64_t i = 0; i < nb; i++) {
+        uint64_t b = a + i * B;
+        uint64_t from = off > b ? off : b, to = end < b + B ? end : b + B;
+        uint32_t crc;
+        if (from == b && to == b + B) {
+            ent[i] = ios_csum_of(new + (b - off), B);
+            crc = ent[i].crc;
+        } else {
+            crc = want ? crc32c(0, new + (from - off), to - from) : 0;
+        }
+        if (want && crc != want[i])
+            return from + 1;
+    }
+    return 0;
+}
+
+static int refuse_changed(const fd_entry *e, uint64_t bad)
+{
+    log_err("strip %016" PRIx64 ": a write's bytes at local offset %" PRIu64 " fail the CRC "
+            "the client made of them: they changed after it sent them (in this server's "
+            "memory?); refused, not stored", e->file_id, bad - 1);
+    return -EIO;
+}
+
+/* One step of a checked write: new[off, end) within whole blocks [a, stop);
+ * want: the client's CRCs of its pieces (NULL: none). */
 static int write_step(ios_strips *s, const fd_entry *e, uint64_t a, uint64_t stop, uint64_t off,
-                      uint64_t end, const uint8_t *new, ios_csum_entry *ent, uint8_t *edges)
+                      uint64_t end, const uint8_t *new, const uint32_t *want, ios_csum_entry *ent,
+                      uint8_t *edges)
 {
     uint32_t B = e->csum.block;
     uint64_t nb = (stop - a) / B;
@@ -744,6 +757,9 @@ static int write_step(ios_strips *s, const fd_entry *e, uint64_t a, uint64_t sto
     bool head_ok = true, tail_ok = true;
     bool head_partial = off > a || (end < a + B);
     bool tail_partial = nb > 1 && end < stop;
+    uint64_t bad = step_entries(B, a, nb, off, end, new, want, ent);
+    if (bad)
+        return refuse_changed(e, bad);
     region_set rs;
     regions_of(e->file_id, a, stop, &rs);
     regions_lock(s, &rs);
@@ -754,12 +770,10 @@ static int write_step(ios_strips *s, const fd_entry *e, uint64_t a, uint64_t sto
         rc = edge_load(e, stop - B, tail, &tail_ok);
     if (rc == 0)
         rc = pwrite_full(e->fd, new, end - off, off);
-    for (uint64_t i = 0; i < nb && rc == 0; i++) {
-        uint64_t b = a + i * B;
-        bool is_tail = tail_partial && i == nb - 1;
-        ent[i] = merged_entry(B, b, off, end, new, is_tail ? tail : head,
-                              is_tail ? tail_ok : head_ok);
-    }
+    if (rc == 0 && head_partial)
+        ent[0] = merged_entry(B, a, off, end, new, head, head_ok);
+    if (rc == 0 && tail_partial)
+        ent[nb - 1] = merged_entry(B, stop - B, off, end, new, tail, tail_ok);
     if (rc == 0)
         rc = ios_csum_entries_write(e->cfd, a / B, nb, ent);
     regions_unlock(s, &rs);
@@ -770,8 +784,11 @@ static int write_step(ios_strips *s, const fd_entry *e, uint64_t a, uint64_t sto
     return rc;
 }
 
+/* want: the client's CRCs of this extent's pieces at the sidecar's block
+ * size (NULL: none, or checked already at another size). */
 static int write_checked(ios_strips *s, const fd_entry *e, uint64_t off, uint64_t len,
-                         const uint8_t *buf, ios_csum_entry *ent, uint8_t *edges)
+                         const uint8_t *buf, const uint32_t *want, ios_csum_entry *ent,
+                         uint8_t *edges)
 {
     uint32_t B = e->csum.block;
     uint64_t end = off + len;
@@ -780,7 +797,8 @@ static int write_checked(ios_strips *s, const fd_entry *e, uint64_t off, uint64_
         if (stop > (end + B - 1) / B * B)
             stop = (end + B - 1) / B * B;
         uint64_t from = off > a ? off : a, to = end < stop ? end : stop;
-        int rc = write_step(s, e, a, stop, from, to, buf + (from - off), ent, edges);
+        const uint32_t *w = want ? want + (a / B - off / B) : NULL;
+        int rc = write_step(s, e, a, stop, from, to, buf + (from - off), w, ent, edges);
         if (rc)
             return rc;
         a = stop;
@@ -788,8 +806,29 @@ static int write_checked(ios_strips *s, const fd_entry *e, uint64_t off, uint64_
     return 0;
 }
 
+/* One extent of a write into a file with checksums: the client's CRCs
+ * (at i-th piece *piece) checked where the entries are made when they are
+ * cut at the sidecar's block size, else in a pass of their own first. */
+static int write_extent(ios_strips *s, const fd_entry *e, const ios_extent *x, const uint8_t *buf,
+                        const ios_block_crcs *want, uint64_t *piece, ios_csum_entry *ent,
+                        uint8_t *edges)
+{
+    const uint32_t *w = NULL;
+    if (want) {
+        w = want->crcs + *piece;
+        *piece += block_crc_pieces(x->offset, x->length, want->block);
+        if (want->block != e->csum.block) { /* a sidecar of an older, smaller block */
+            uint64_t bad = block_crc_verify(want->block, x->offset, x->length, buf, w);
+            if (bad)
+                return refuse_changed(e, bad);
+            w = NULL;
+        }
+    }
+    return write_checked(s, e, x->offset, x->length, buf, w, ent, edges);
+}
+
 int ios_strips_write(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
-                     const uint8_t *buf, uint32_t su)
+                     const uint8_t *buf, uint32_t su, const ios_block_crcs *want)
 {
     fd_entry *e;
     int rc = fd_get(s, file_id, true, su, &e);
@@ -807,11 +846,12 @@ int ios_strips_write(ios_strips *s, uint64_t file_id, const ios_extent *ext, siz
         if (!ent || !edges)
             rc = -ENOMEM;
     }
+    uint64_t piece = 0;
     for (size_t i = 0; i < n_ext && rc == 0; i++) {
         if (ext[i].length == 0)
             continue;
         if (e->cfd >= 0)
-            rc = write_checked(s, e, ext[i].offset, ext[i].length, buf, ent, edges);
+            rc = write_extent(s, e, &ext[i], buf, want, &piece, ent, edges);
         else
             rc = pwrite_full(e->fd, buf, ext[i].length, ext[i].offset);
         buf += ext[i].length;
@@ -1012,7 +1052,7 @@ int ios_strips_adopt(ios_strips *s, uint64_t file_id, uint64_t *adopted)
         return 0; /* nothing to adopt; a lost strip is the scrub's finding */
     if (rc)
         return rc;
-    rc = entry_add_sidecar(s, e, IOS_CSUM_BLOCK_MIN); /* the stripe unit is not known here */
+    rc = entry_add_sidecar(s, e, BLOCK_CRC_MIN); /* the stripe unit is not known here */
     struct stat st;
     uint8_t *blocks = NULL;
     ios_csum_entry *ent = NULL;

@@ -53,10 +53,22 @@ void ios_strip_name(uint64_t file_id, char out[IOS_STRIP_NAME_LEN]);
  * it receives against what was stored, without a second pass here. */
 int ios_strips_read(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
                     uint8_t *buf, uint32_t *crc);
+/* The client's CRC of every piece of a write (common/block_crc.h): the
+ * extents cut at multiples of block, in order. */
+typedef struct ios_block_crcs {
+    uint32_t block;
+    const uint32_t *crcs;
+} ios_block_crcs;
+
 /* Writes buf (extents' bytes concatenated) at the extents. su: the layout's
- * stripe unit (0: unknown), which sizes the checksum blocks of a new file. */
+ * stripe unit (0: unknown), which sizes the checksum blocks of a new file.
+ * want (may be NULL): the client's CRCs of the bytes; where the file has
+ * checksums, every piece is checked against them before it is stored (a
+ * whole block's CRC is then the checksum stored for it), and a mismatch
+ * fails the write with -EIO (logged): the bytes changed after the client
+ * made them, in this server's memory or on the way past the frame check. */
 int ios_strips_write(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
-                     const uint8_t *buf, uint32_t su);
+                     const uint8_t *buf, uint32_t su, const ios_block_crcs *want);
 /* Sets the strip file's length; an absent file stays absent. */
 int ios_strips_truncate(ios_strips *s, uint64_t file_id, uint64_t local_size);
 /* Unlinks the strip file; absent is fine. */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include "io_fanout.h"
+#include "block_crc.h"
 #include "invariant.h"
 #include "log.h"
 
@@ -125,6 +126,9 @@ static void dc_req_check(const dc_req *r)
 typedef struct dc_pending {
     Depfs__Extent *ext_ptrs[DC_REQ_MAX_EXTENTS];
     Depfs__IoRequest msg;
+    uint32_t *block_crcs;     /* WRITE: the CRC of each piece (block_crc.h), made once */
+    size_t n_block_crcs;
+    uint32_t bulk_crc;        /* WRITE: the frame's bulk CRC, made with them */
     rpc_call *call;
     bool retry;
     uint64_t stale_epoch;     /* client behind: the epoch the server knows; 0 = not */
@@ -146,6 +150,30 @@ static bool dc_epoch_guarded(const dc_req *r)
     default:
         return false;
     }
+}
+
+/* A WRITE's block CRCs and bulk CRC in one pass over its bytes (kept for
+ * resends). -ENOMEM. */
+static int dc_block_crcs(const dc_req *r, dc_pending *p)
+{
+    if (p->block_crcs != NULL)
+        return 0;
+    uint32_t b = block_crc_size_for(r->su);
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_ext; i++)
+        n += block_crc_pieces(r->ext[i].offset, r->ext[i].length, b);
+    p->block_crcs = malloc((n ? n : 1) * sizeof *p->block_crcs);
+    if (p->block_crcs == NULL)
+        return -ENOMEM;
+    block_crc_cursor cur = {.iov = r->iov, .n_iov = r->n_iov};
+    uint32_t crc = 0, *out = p->block_crcs;
+    for (size_t i = 0; i < r->n_ext; i++) {
+        crc = block_crc_extent(b, r->ext[i].offset, r->ext[i].length, &cur, out, crc);
+        out += block_crc_pieces(r->ext[i].offset, r->ext[i].length, b);
+    }
+    p->n_block_crcs = n;
+    p->bulk_crc = crc;
+    return 0;
 }
 
 static void dc_build_msg(const dc_req *r, uint64_t ino, uint64_t epoch, dc_pending *p)
@@ -181,6 +209,12 @@ static void dc_build_msg(const dc_req *r, uint64_t ino, uint64_t epoch, dc_pendi
         m->stripe_unit = r->su;
         m->n_down_servers = r->n_down;
         m->down_servers = r->n_down ? (uint32_t *)r->down : NULL;
+        if (r->bytes > 0) { /* dc_prepare made them */
+            m->has_crc_block = true;
+            m->crc_block = block_crc_size_for(r->su);
+            m->n_block_crcs = p->n_block_crcs;
+            m->block_crcs = p->block_crcs;
+        }
     }
     if (r->ignore_locks) {
         m->has_ignore_locks = true;
@@ -224,6 +258,9 @@ static int dc_start_one(depfs_t *fs, dc_req *r, dc_pending *p)
         return DC_ERR_DOWN;
     bool is_write = r->op == DEPFS__IO_OP__IO_WRITE;
     bool is_read = r->op == DEPFS__IO_OP__IO_READ;
+    if (is_write && p->msg.has_crc_block)
+        return rpc_call_start_msg_crc(c, r->op, &p->msg.base, r->iov, r->n_iov, p->bulk_crc,
+                                      NULL, 0, &p->call);
     return rpc_call_start_msg(c, r->op, &p->msg.base, is_write ? r->iov : NULL,
                               is_write ? r->n_iov : 0, is_read ? r->iov : NULL,
                               is_read ? r->n_iov : 0, &p->call);
@@ -385,6 +422,11 @@ static bool dc_prepare(depfs_t *fs, uint64_t ino, uint64_t epoch, dc_req *r, dc_
         r->result = dc_stale_result(r);
         return false;
     }
+    if (r->op == DEPFS__IO_OP__IO_WRITE && r->ctl == NULL && r->bytes > 0 &&
+        dc_block_crcs(r, p) < 0) {
+        r->result = -ENOMEM;
+        return false;
+    }
     dc_build_msg(r, ino, epoch, p);
     return true;
 }
@@ -461,6 +503,8 @@ void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
                 sent[i] = dc_prepare(fs, ino, epoch, &reqs[i], &pend[i]);
         dc_send(fs, reqs, pend, sent, nreq);
     }
+    for (unsigned i = 0; i < nreq; i++)
+        free(pend[i].block_crcs);
     free(pend);
 }
 

@@ -10,6 +10,10 @@
 #   xport_flip_bit    one bit of a frame the CLI sends flips on the wire: the
 #                     server's CRC check refuses it, the client resends, the
 #                     copy is byte-exact;
+#   write_mem_flip    one bit of a write's bytes flips in an I/O server's
+#                     memory after the frame check: the client's block CRCs
+#                     catch it before it is stored; the server demotes
+#                     itself, is written around and rejoins; copy exact;
 #   kv_sync_eio       one synced write of an I/O server's state store fails:
 #                     logged, the daemon keeps serving, the cluster converges;
 #   strip_pwrite_enospc  a server fails to store a unit (a) under a writer
@@ -28,6 +32,28 @@ REPAIR_BOUND_S=60
 export DEPFS_CONF_EXTRA="scrub_rate = 0"
 cluster_up --servers 8
 mkdir "$MNT/d"; setfattr -n user.depfs.layout -v 8@6 "$MNT/d"
+
+# ---- write_mem_flip on server 6: a bit of a write's bytes flips in the
+# server's memory after the frame's CRC check; the client's block CRCs
+# catch it where the server makes its checksums: refused, not stored. It
+# comes before any file is written: the restart's rejoin has nothing to
+# rebuild there, so the copy's write is the first the server stores.
+log "server 6 restarted with DEPFS_FAULTS=write_mem_flip=1"
+DEPFS_FAULTS=write_mem_flip=1 lc restart 6 >/dev/null
+wait_all_up 60 || fail "servers not up after the restart: $(states_line)"
+rejoined=$(rejoins_of 6)
+head -c $((2 * 6 * 65536 + 5000)) /dev/urandom > "$DEPFS_STATE/memflip"
+depfs cp "$DEPFS_STATE/memflip" depfs:/d/memflip >/dev/null 2>"$DEPFS_STATE/memflip.err" ||
+  { cat "$DEPFS_STATE/memflip.err"; fail "cp failed: server 6's refused write must be written around"; }
+grep -q "fault point write_mem_flip fires" "$DEPFS_STATE"/logs/ioserver-6.log ||
+  fail "the fault point did not fire on server 6"
+cmp "$DEPFS_STATE/memflip" "$MNT/d/memflip" || fail "a bit flipped in a server's memory reached the data"
+grep -q "fail the CRC the client made of them" "$DEPFS_STATE"/logs/ioserver-6.log ||
+  fail "server 6 did not refuse the bytes that changed in its memory"
+wait_rejoined 6 "$rejoined" "$REPAIR_BOUND_S"
+wait_all_up 60 || fail "servers not up: $(states_line)"
+cmp "$DEPFS_STATE/memflip" "$MNT/d/memflip" || fail "the file changed in server 6's rejoin"
+
 head -c $((4 * 6 * 65536)) /dev/urandom > "$DEPFS_STATE/ref"
 cp "$DEPFS_STATE/ref" "$MNT/d/f" && sync "$MNT/d/f"
 cmp "$DEPFS_STATE/ref" "$MNT/d/f" || fail "copy differs"
@@ -167,4 +193,4 @@ grep -q "repair failed" "$DEPFS_STATE/logs/recovery.log" || fail "the first repa
 wait_all_up 60 || fail "server $READ1 did not rejoin: $(states_line)"
 cmp "$DEPFS_STATE/ref" "$MNT/d/f" || fail "the file differs from what was acknowledged"
 scrub_clean
-echo "PASS: fault points strip_pwrite_eio (written around the server, which demoted itself and rejoined), xport_flip_bit (resent, copy exact), kv_sync_eio (logged, server kept serving), strip_pwrite_enospc (no UP while the writer of a failed store holds its lock; a failed repair write is written around) and strip_pread_eio (a failed repair is retried) end in a consistent cluster"
+echo "PASS: fault points strip_pwrite_eio (written around the server, which demoted itself and rejoined), xport_flip_bit (resent, copy exact), write_mem_flip (refused by the client's block CRCs, written around, copy exact), kv_sync_eio (logged, server kept serving), strip_pwrite_enospc (no UP while the writer of a failed store holds its lock; a failed repair write is written around) and strip_pread_eio (a failed repair is retried) end in a consistent cluster"

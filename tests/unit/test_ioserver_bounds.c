@@ -3,7 +3,8 @@
  * the data dir's file system holds are refused (EFBIG) and leave the server
  * UP (they used to demote it), lock ranges, stripe units, locked writes
  * outside their stripes, epochs, file id 0 and unknown server ids are
- * refused, and the values at the edge of each bound are served. */
+ * refused, block CRCs of the wrong size or count or on other ops than
+ * WRITE are refused, and the values at the edge of each bound are served. */
 #include <check.h>
 #include <errno.h>
 #include <limits.h>
@@ -12,7 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "block_crc.h"
 #include "config.h"
+#include "crc32c.h"
 #include "depfs.pb-c.h"
 #include "ioserver/handlers.h"
 #include "ioserver/req_check.h"
@@ -242,6 +245,41 @@ START_TEST(test_server_ids)
 }
 END_TEST
 
+/* A WRITE's block CRCs: a valid block size and one per piece, or refused;
+ * right ones are served, and a wrong one is the server's -EIO (the bytes
+ * "changed" before they were stored). */
+START_TEST(test_block_crcs)
+{
+    enum { HEAD = 4096 - 100, BYTES = 10000 }; /* extents [100, 4096) and [4096, 10100) */
+    static uint8_t b[BYTES];
+    memset(b, 0x3c, sizeof b);
+    uint32_t crcs[3] = {crc32c(0, b, HEAD), crc32c(0, b + HEAD, 4096),
+                        crc32c(0, b + HEAD + 4096, BYTES - HEAD - 4096)};
+    req r;
+    req_init(&r, FILE_ID);
+    req_extent(&r, 100, HEAD);             /* piece 0 */
+    req_extent(&r, 4096, BYTES - HEAD);    /* pieces 1 and 2 */
+    r.q.has_crc_block = true;
+    r.q.crc_block = 3000;
+    r.q.block_crcs = crcs;
+    r.q.n_block_crcs = 3;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_WRITE, b, sizeof b), EINVAL);
+    r.q.crc_block = 8192;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_WRITE, b, sizeof b), EINVAL);
+    r.q.crc_block = 4096;
+    r.q.n_block_crcs = 2;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_WRITE, b, sizeof b), EINVAL);
+    r.q.n_block_crcs = 3;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_READ, NULL, 0), EINVAL);
+    r.q.has_crc_block = false;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_WRITE, b, sizeof b), EINVAL);
+    r.q.has_crc_block = true;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_WRITE, b, sizeof b), 0);
+    crcs[2] ^= 1;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_WRITE, b, sizeof b), EIO);
+}
+END_TEST
+
 int main(void)
 {
     dlog_init("test_ioserver_bounds", DLOG_ERR);
@@ -254,6 +292,7 @@ int main(void)
     tcase_add_test(tc, test_locks);
     tcase_add_test(tc, test_stripe_unit_epoch_file_id);
     tcase_add_test(tc, test_server_ids);
+    tcase_add_test(tc, test_block_crcs);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

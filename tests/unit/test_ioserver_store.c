@@ -78,7 +78,7 @@ START_TEST(write_read_extents)
     uint8_t w[3 * SU_BYTES], r[3 * SU_BYTES];
     fill(w, sizeof(w), 1);
     ios_extent ext[3] = { { 0, SU_BYTES }, { 5 * SU_BYTES, SU_BYTES }, { 2 * SU_BYTES + 100, SU_BYTES } };
-    ck_assert_int_eq(ios_strips_write(st, FILE_X, ext, 3, w, 0), 0);
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, ext, 3, w, 0, NULL), 0);
     ck_assert_int_eq(ios_strips_read(st, FILE_X, ext, 3, r, NULL), 0);
     ck_assert_mem_eq(r, w, sizeof(w));
     /* read back in another order and cut: bytes land where asked */
@@ -98,7 +98,7 @@ START_TEST(zero_fill_past_eof_and_absent)
     uint8_t w[100], r[300];
     fill(w, sizeof(w), 2);
     ios_extent e = { 0, sizeof(w) };
-    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w, 0), 0);
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w, 0, NULL), 0);
     memset(r, 0xee, sizeof(r));
     ios_extent across = { 50, 250 }; /* 50 bytes of data, then 200 past EOF */
     ck_assert_int_eq(ios_strips_read(st, FILE_X, &across, 1, r, NULL), 0);
@@ -106,7 +106,7 @@ START_TEST(zero_fill_past_eof_and_absent)
     ck_assert(all_zero(r + 50, 200));
     /* a hole in the middle reads as zeros too */
     ios_extent far = { 10 * SU_BYTES, 10 };
-    ck_assert_int_eq(ios_strips_write(st, FILE_X, &far, 1, w, 0), 0);
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, &far, 1, w, 0, NULL), 0);
     ios_extent hole = { 200, 300 };
     memset(r, 0xee, sizeof(r));
     ck_assert_int_eq(ios_strips_read(st, FILE_X, &hole, 1, r, NULL), 0);
@@ -125,7 +125,7 @@ START_TEST(truncate_strip)
     uint8_t w[2 * SU_BYTES], r[2 * SU_BYTES];
     fill(w, sizeof(w), 3);
     ios_extent e = { 0, sizeof(w) };
-    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w, 0), 0);
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w, 0, NULL), 0);
     ck_assert_int_eq(ios_strips_truncate(st, FILE_X, SU_BYTES + 10), 0);
     uint64_t size;
     ck_assert_int_eq(ios_strips_size(st, FILE_X, &size), 0);
@@ -150,7 +150,7 @@ START_TEST(remove_strip)
     uint8_t w[64], r[64];
     fill(w, sizeof(w), 4);
     ios_extent e = { 0, sizeof(w) };
-    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w, 0), 0);
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w, 0, NULL), 0);
     ck_assert(strip_exists(FILE_X));
     ck_assert_int_eq(ios_strips_remove(st, FILE_X), 0);
     ck_assert(!strip_exists(FILE_X));
@@ -159,7 +159,7 @@ START_TEST(remove_strip)
     ck_assert_int_eq(ios_strips_remove(st, FILE_X), 0); /* absent is fine */
     ck_assert_int_eq(ios_strips_fsync(st, FILE_X), 0);
     /* a later write starts a fresh file, not the unlinked one */
-    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w, 0), 0);
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w, 0, NULL), 0);
     ck_assert(strip_exists(FILE_X));
     ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r, NULL), 0);
     ck_assert_mem_eq(r, w, sizeof(w));
@@ -180,7 +180,7 @@ START_TEST(names_from_id_only)
     ios_extent e = { 0, sizeof(w) };
     const uint64_t ids[] = { 0, 1, 0x2f2e2e2f, UINT64_MAX }; /* "/../" as bytes */
     for (size_t i = 0; i < 4; i++)
-        ck_assert_int_eq(ios_strips_write(st, ids[i], &e, 1, w, 0), 0);
+        ck_assert_int_eq(ios_strips_write(st, ids[i], &e, 1, w, 0, NULL), 0);
 
     /* the data dir holds only strips/, which holds only 16-hex-digit names
      * (strip files) and the same + ".crc" (their checksum sidecars) */
@@ -223,7 +223,7 @@ START_TEST(fd_cache_is_bounded)
     ios_extent e = { 0, sizeof(w) };
     for (unsigned id = 1; id <= 10; id++) {
         fill(w, sizeof(w), id);
-        ck_assert_int_eq(ios_strips_write(small, id, &e, 1, w, 0), 0);
+        ck_assert_int_eq(ios_strips_write(small, id, &e, 1, w, 0, NULL), 0);
         ck_assert_uint_le(ios_strips_cached(small), 2);
     }
     for (unsigned id = 1; id <= 10; id++) {
@@ -243,7 +243,7 @@ START_TEST(usage_and_fsync)
     ck_assert_uint_gt(used + avail, 0);
     uint8_t w[16] = { 9 };
     ios_extent e = { 0, sizeof(w) };
-    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w, 0), 0);
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w, 0, NULL), 0);
     ck_assert_int_eq(ios_strips_fsync(st, FILE_X), 0);
 }
 END_TEST
@@ -261,7 +261,7 @@ static void *par_worker(void *arg)
     for (int i = 0; i < PAR_ROUNDS; i++) {
         fill(w, sizeof(w), (unsigned)(id + (uint64_t)i));
         ios_extent e = { (uint64_t)(i % 7) * sizeof(w), sizeof(w) };
-        if (ios_strips_write(par_st, id, &e, 1, w, 0) || ios_strips_read(par_st, id, &e, 1, r, NULL) ||
+        if (ios_strips_write(par_st, id, &e, 1, w, 0, NULL) || ios_strips_read(par_st, id, &e, 1, r, NULL) ||
             memcmp(w, r, sizeof(w)) != 0)
             return (void *)1;
         if (ios_strips_remove(par_st, 5) != 0)

@@ -61,7 +61,7 @@ static void strip_path(uint64_t id, const char *suffix, char *out, size_t len)
 static void put(uint64_t id, uint64_t off, uint64_t len)
 {
     ios_extent e = { off, len };
-    ck_assert_int_eq(ios_strips_write(st, id, &e, 1, unit, SU), 0);
+    ck_assert_int_eq(ios_strips_write(st, id, &e, 1, unit, SU, NULL), 0);
 }
 
 static void flip_on_disk(uint64_t id, uint64_t off)

@@ -2,7 +2,9 @@
  * strips.c): damage on disk is reported (-EBADMSG), never returned; partial
  * and unaligned writes, holes and truncation keep the checksums right; a
  * write into a damaged block does not bless it; a lost strip file is
- * -ENODATA, not zeros; strip files from before checksums keep working. */
+ * -ENODATA, not zeros; strip files from before checksums keep working; a
+ * write's bytes are checked against the client's block CRCs before they
+ * are stored. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "block_crc.h"
 #include "crc32c.h"
 #include "ioserver/strip_csum.h"
 #include "ioserver/strips.h"
@@ -21,7 +24,7 @@
 
 #define FILE_A 0x1234ull
 #define FILE_B 0x5678ull
-#define BLK IOS_CSUM_BLOCK_MAX
+#define BLK BLOCK_CRC_MAX
 
 static char tmpdir[64];
 static ios_strips *st;
@@ -77,7 +80,7 @@ static void flip_on_disk(uint64_t id, uint64_t off)
 static int put(uint64_t id, uint64_t off, const uint8_t *b, uint64_t len, uint32_t su)
 {
     ios_extent e = {off, len};
-    return ios_strips_write(st, id, &e, 1, b, su);
+    return ios_strips_write(st, id, &e, 1, b, su, NULL);
 }
 
 /* Every read also gives the CRC32C of the bytes it returns (combined from
@@ -91,17 +94,6 @@ static int get(uint64_t id, uint64_t off, uint8_t *b, uint64_t len)
         ck_assert_uint_eq(crc, crc32c(0, b, len));
     return rc;
 }
-
-START_TEST(block_size_divides_the_stripe_unit)
-{
-    ck_assert_uint_eq(ios_csum_block_for(0), 4096);
-    ck_assert_uint_eq(ios_csum_block_for(512), 512);
-    ck_assert_uint_eq(ios_csum_block_for(1536), 512);
-    ck_assert_uint_eq(ios_csum_block_for(6144), 2048);
-    ck_assert_uint_eq(ios_csum_block_for(65536), 4096);
-    ck_assert_uint_eq(ios_csum_block_for(16u << 20), 4096);
-}
-END_TEST
 
 START_TEST(a_flipped_byte_is_reported_not_returned)
 {
@@ -279,7 +271,7 @@ START_TEST(adoption_gives_old_strips_checksums)
     reopen();
     uint64_t n = 0;
     ck_assert_int_eq(ios_strips_adopt(st, FILE_A, &n), 0);
-    ck_assert_uint_eq(n, (sizeof w + IOS_CSUM_BLOCK_MIN - 1) / IOS_CSUM_BLOCK_MIN);
+    ck_assert_uint_eq(n, (sizeof w + BLOCK_CRC_MIN - 1) / BLOCK_CRC_MIN);
     ck_assert_int_eq(ios_strips_adopt(st, FILE_A, &n), 0);
     ck_assert_uint_eq(n, 0);
     ck_assert_int_eq(get(FILE_A, 0, r, sizeof r), 0);
@@ -287,7 +279,7 @@ START_TEST(adoption_gives_old_strips_checksums)
     flip_on_disk(FILE_A, 5);
     flip_on_disk(FILE_A, 3 * BLK + 50); /* in the last, partial block */
     reopen();
-    ck_assert_int_eq(get(FILE_A, 0, r, IOS_CSUM_BLOCK_MIN), -EBADMSG);
+    ck_assert_int_eq(get(FILE_A, 0, r, BLOCK_CRC_MIN), -EBADMSG);
     ck_assert_int_eq(get(FILE_A, 3 * BLK, r, 100), -EBADMSG);
     ck_assert_int_eq(get(FILE_A, BLK, r, BLK), 0);
     /* born with checksums: nothing to adopt */
@@ -347,13 +339,59 @@ START_TEST(a_strip_being_created_is_not_lost)
 }
 END_TEST
 
+/* A write with the client's block CRCs (cut at b) of new[0, len) at off. */
+static int put_checked(uint64_t id, uint64_t off, const uint8_t *b, uint64_t len, uint32_t su,
+                       uint32_t blk, uint32_t *crcs, int corrupt_piece)
+{
+    struct iovec v = {(void *)b, len};
+    block_crc_cursor cur = {.iov = &v, .n_iov = 1};
+    block_crc_extent(blk, off, len, &cur, crcs, 0);
+    if (corrupt_piece >= 0)
+        crcs[corrupt_piece] ^= 0x100;
+    ios_extent e = {off, len};
+    ios_block_crcs want = {.block = blk, .crcs = crcs};
+    return ios_strips_write(st, id, &e, 1, b, su, &want);
+}
+
+/* Bytes that do not match the client's CRCs (a whole block's, an edge's,
+ * at the sidecar's block size or a smaller one) are refused with -EIO and
+ * nothing of them is stored; matching ones are stored and read back. */
+START_TEST(client_crcs_are_checked_before_storing)
+{
+    enum { SU = 65536, OFF = 100, LEN = 2 * BLK + 50 };
+    static uint8_t base[3 * BLK], nw[LEN], r[3 * BLK];
+    uint32_t crcs[3 * BLK / BLOCK_CRC_MIN + 2];
+    rnd_fill(base, sizeof base);
+    ck_assert_int_eq(put(FILE_A, 0, base, sizeof base, SU), 0);
+    const struct { uint32_t blk; int bad; } cases[] = {
+        {BLK, 1}, {BLK, 0}, {BLK, 2}, {BLOCK_CRC_MIN, 3}, {BLOCK_CRC_MIN, 0},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rnd_fill(nw, sizeof nw);
+        ck_assert_int_eq(put_checked(FILE_A, OFF, nw, LEN, SU, cases[i].blk, crcs, cases[i].bad),
+                         -EIO);
+        reopen();
+        ck_assert_int_eq(get(FILE_A, 0, r, sizeof r), 0);
+        ck_assert_mem_eq(r, base, sizeof base);
+    }
+    const uint32_t good[] = {BLK, BLOCK_CRC_MIN};
+    for (unsigned i = 0; i < 2; i++) {
+        rnd_fill(nw, sizeof nw);
+        ck_assert_int_eq(put_checked(FILE_A, OFF, nw, LEN, SU, good[i], crcs, -1), 0);
+        memcpy(base + OFF, nw, LEN);
+        reopen();
+        ck_assert_int_eq(get(FILE_A, 0, r, sizeof r), 0);
+        ck_assert_mem_eq(r, base, sizeof base);
+    }
+}
+END_TEST
+
 int main(void)
 {
     seed_rng();
     Suite *s = suite_create("strip_csum");
     TCase *tc = tcase_create("csum");
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, block_size_divides_the_stripe_unit);
     tcase_add_test(tc, a_flipped_byte_is_reported_not_returned);
     tcase_add_test(tc, partial_and_unaligned_writes_keep_checksums);
     tcase_add_test(tc, a_partial_write_into_a_damaged_block_does_not_bless_it);
@@ -364,6 +402,7 @@ int main(void)
     tcase_add_test(tc, adoption_gives_old_strips_checksums);
     tcase_add_test(tc, small_stripe_units_get_small_blocks);
     tcase_add_test(tc, a_strip_being_created_is_not_lost);
+    tcase_add_test(tc, client_crcs_are_checked_before_storing);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
