@@ -97,7 +97,7 @@ static int sticky_ok(const mds_caller *c, const mds_inode *dir, const mds_inode 
 {
     if (!(dir->mode & S_ISVTX) || mds_caller_is_root(c) || is_owner(c, dir) || is_owner(c, victim))
         return 0;
-    return deny(why, EPERM, c, victim, "may not remove or replace, in a sticky directory, ");
+    return deny(why, EPERM, c, victim, "may not remove or replace (sticky directory; owners and root only)");
 }
 
 int perm_remove(const mds_caller *c, const mds_inode *dir, const mds_inode *victim, char *why)

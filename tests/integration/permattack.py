@@ -52,8 +52,8 @@ def attr(ino, mode=0, uid=0, gid=0):
 
 
 def allowed(case, answer):
-    note(answer is not None and answer[0] == 0, case,
-         "err %s %s" % answer if answer else "connection closed")
+    ok = answer is not None and answer[0] == 0
+    note(ok, case, "done" if ok else ("err %s %s" % answer if answer else "connection closed"))
 
 
 def attack(mds, sock, inos):
