@@ -1,5 +1,7 @@
 /* handlers.c - MdsRequest in, MdsReply out (handlers.h). Every request
- * passes the boundary checks of req_check.c first; then each op checks its
+ * passes the role check of authz.c and the boundary checks of req_check.c
+ * first, then gets its acting caller (caller.c), whose permissions the
+ * namespace checks (perm.c); then each op checks its
  * required fields (missing -> EINVAL with a message), calls the namespace or
  * cluster module and fills the reply. Refusals are logged as warnings
  * (is_refusal). Storage for the reply lives in one mds_result per request
