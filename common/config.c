@@ -3,6 +3,7 @@
  * file:line and the offending key or value. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -21,6 +22,8 @@
 #define CONFIG_MS_MAX 86400000u          /* one day: larger is surely a typo */
 #define CONFIG_BYTES_MIN 1024u
 #define CONFIG_PORT_MAX 65535u
+#define CONFIG_IPV4_BITS 32u
+#define CONFIG_NET_SEPARATORS ", \t"
 #define KIB 1024u
 #define MIB (1024u * 1024u)
 
@@ -37,7 +40,7 @@
 #define CONFIG_COUNT_MAX (1u << 20)      /* connection counts: larger is surely a typo */
 
 enum key_type { K_ADDR, K_PATH, K_TRANSPORT, K_IOSERVER, K_LAYOUT, K_MS, K_BYTES, K_RATE, K_COUNT,
-                K_SWITCH };
+                K_SWITCH, K_ID, K_NETS };
 
 struct key_def {
     const char *name;
@@ -72,6 +75,10 @@ static const struct key_def keys[] = {
     NUM_KEY(auth, K_SWITCH),
     STR_KEY(cluster_key, K_PATH),
     STR_KEY(munge_socket, K_PATH),
+    { "client_nodes", K_NETS, 0, 0 },
+    NUM_KEY(root_squash, K_SWITCH),
+    NUM_KEY(squash_uid, K_ID),
+    NUM_KEY(squash_gid, K_ID),
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -122,6 +129,8 @@ void config_defaults(depfs_config *c)
     c->max_unproven_per_peer = RPC_DEFAULT_MAX_UNPROVEN_PER_PEER;
     c->auth = true;
     snprintf(c->cluster_key, sizeof(c->cluster_key), "%s", CONFIG_DEFAULT_CLUSTER_KEY);
+    c->root_squash = true;
+    c->squash_uid = c->squash_gid = CONFIG_DEFAULT_SQUASH_ID;
 }
 
 const ioserver_conf *config_ioserver(const depfs_config *c, uint32_t id)
@@ -130,6 +139,15 @@ const ioserver_conf *config_ioserver(const depfs_config *c, uint32_t id)
         if (c->ioservers[i].id == id)
             return &c->ioservers[i];
     return NULL;
+}
+
+bool config_is_client_node(const depfs_config *c, uint32_t ipv4_be)
+{
+    uint32_t a = ntohl(ipv4_be);
+    for (unsigned i = 0; i < c->n_client_nodes && i < CONFIG_MAX_CLIENT_NETS; i++)
+        if ((a & c->client_nodes[i].mask) == c->client_nodes[i].addr)
+            return true;
+    return false;
 }
 
 static char *trim(char *s)
@@ -228,6 +246,44 @@ static int parse_ioserver(struct parse_ctx *x, char *v)
     return 0;
 }
 
+/* One client_nodes entry: ADDR or ADDR/BITS (IPv4). */
+static int parse_net(struct parse_ctx *x, char *tok, config_net *out)
+{
+    struct in_addr ia;
+    uint64_t bits = CONFIG_IPV4_BITS;
+    char *slash = strchr(tok, '/');
+    if (slash) {
+        *slash = '\0';
+        if (parse_u64(slash + 1, &bits) != 0 || bits > CONFIG_IPV4_BITS)
+            return fail(x, "client_nodes: bad prefix length in '%s/%s' (expected 0..%u)", tok,
+                        slash + 1, CONFIG_IPV4_BITS);
+    }
+    if (inet_pton(AF_INET, tok, &ia) != 1)
+        return fail(x, "client_nodes: bad address '%s' (expected an IPv4 ADDR or ADDR/BITS)",
+                    tok);
+    out->mask = bits ? UINT32_MAX << (CONFIG_IPV4_BITS - bits) : 0;
+    out->addr = ntohl(ia.s_addr) & out->mask;
+    return 0;
+}
+
+/* client_nodes = NET[,NET...] */
+static int parse_nets(struct parse_ctx *x, char *v)
+{
+    depfs_config *c = x->c;
+    char *save = NULL;
+    c->n_client_nodes = 0;
+    for (char *tok = strtok_r(v, CONFIG_NET_SEPARATORS, &save); tok;
+         tok = strtok_r(NULL, CONFIG_NET_SEPARATORS, &save)) {
+        if (c->n_client_nodes >= CONFIG_MAX_CLIENT_NETS)
+            return fail(x, "client_nodes: more than %u entries", CONFIG_MAX_CLIENT_NETS);
+        int rc = parse_net(x, tok, &c->client_nodes[c->n_client_nodes]);
+        if (rc)
+            return rc;
+        c->n_client_nodes++;
+    }
+    return 0;
+}
+
 static int parse_layout(struct parse_ctx *x, const char *v)
 {
     char why[160];
@@ -257,6 +313,13 @@ static int parse_number(struct parse_ctx *x, const struct key_def *k, const char
             return fail(x, "%s: bad value '%s' (expected a count, 1..%u)", k->name, v,
                         CONFIG_COUNT_MAX);
         *(unsigned *)((char *)x->c + k->offset) = (unsigned)num;
+        return 0;
+    }
+    if (k->type == K_ID) {
+        if (parse_u64(v, &num) != 0 || num >= UINT32_MAX)
+            return fail(x, "%s: bad value '%s' (expected a uid or gid, 0..%u)", k->name, v,
+                        UINT32_MAX - 1);
+        *(uint32_t *)((char *)x->c + k->offset) = (uint32_t)num;
         return 0;
     }
     if (k->type == K_RATE) {
@@ -296,6 +359,9 @@ static int parse_value(struct parse_ctx *x, const struct key_def *k, char *v)
         return parse_ioserver(x, v);
     case K_LAYOUT:
         return parse_layout(x, v);
+    case K_NETS:
+        return parse_nets(x, v);
+    case K_ID:
     case K_MS:
     case K_BYTES:
     case K_RATE:

@@ -18,6 +18,13 @@
  *   cluster_key = PATH                (default /etc/depfs/cluster.key; 0600,
  *                                      on server and admin nodes only)
  *   munge_socket = PATH               (default: MUNGE's own)
+ *   client_nodes = NET[,NET...]       (IPv4 ADDR or ADDR/BITS; nodes whose
+ *                                      root-run depfs-fuse, proven by MUNGE,
+ *                                      may act for the uid of each kernel
+ *                                      request: mds/caller.h. Default none)
+ *   root_squash = on|off              (default on: a MUNGE user acting as
+ *                                      uid 0 acts as squash_uid/squash_gid)
+ *   squash_uid, squash_gid = ID       (default 65534, "nobody")
  * Unknown keys and bad values are errors naming file and line.
  *
  * Details (config.c):
@@ -27,6 +34,8 @@
  *   - ioserver ids and addresses must be unique; at most CONFIG_MAX_IOSERVERS.
  *   - *_ms values: 1..86400000. max_*_bytes: sizes (1m, 65536) in 1024..2^32-1.
  *     max_connections, max_unproven_per_peer: counts, 1..2^20.
+ *     squash_uid/gid: 0..2^32-2. client_nodes: at most CONFIG_MAX_CLIENT_NETS
+ *     entries, separated by commas or blanks.
  *   - default_layout without SU uses LAYOUT_DEFAULT_SU (64 KiB).
  *   - If ioservers are listed and default n exceeds their count, the default
  *     is clamped (with a warning): n = servers, k = min(k, n - 1) so one
@@ -44,6 +53,14 @@
 #define CONFIG_DEFAULT_PATH "/etc/depfs/depfs.conf"
 #define CONFIG_ENV "DEPFS_CONF"
 #define CONFIG_DEFAULT_CLUSTER_KEY "/etc/depfs/cluster.key"
+#define CONFIG_MAX_CLIENT_NETS 64u
+#define CONFIG_DEFAULT_SQUASH_ID 65534u /* "nobody" on Debian */
+
+/* An IPv4 network of client_nodes (host byte order; a single address has
+ * mask 0xffffffff). */
+typedef struct config_net {
+    uint32_t addr, mask;
+} config_net;
 
 typedef struct ioserver_conf {
     uint32_t id;
@@ -79,6 +96,10 @@ typedef struct depfs_config {
     bool auth;                         /* connections authenticated (default on) */
     char cluster_key[PATH_MAX];
     char munge_socket[PATH_MAX];       /* "": MUNGE's default socket */
+    unsigned n_client_nodes;           /* client_nodes (mds/caller.h) */
+    config_net client_nodes[CONFIG_MAX_CLIENT_NETS];
+    bool root_squash;                  /* default on */
+    uint32_t squash_uid, squash_gid;   /* default CONFIG_DEFAULT_SQUASH_ID */
 } depfs_config;
 
 void config_defaults(depfs_config *c);
@@ -86,5 +107,7 @@ void config_defaults(depfs_config *c);
 int config_load(const char *path, depfs_config *c, char *err, size_t err_len);
 /* NULL when no server has that id. */
 const ioserver_conf *config_ioserver(const depfs_config *c, uint32_t id);
+/* Whether ipv4 (network byte order, as MUNGE reports it) is in client_nodes. */
+bool config_is_client_node(const depfs_config *c, uint32_t ipv4_be);
 
 #endif

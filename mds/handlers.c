@@ -1,5 +1,7 @@
 /* handlers.c - MdsRequest in, MdsReply out (handlers.h). Every request
- * passes the boundary checks of req_check.c first; then each op checks its
+ * passes the role check of authz.c and the boundary checks of req_check.c
+ * first, then gets its acting caller (caller.c), whose permissions the
+ * namespace checks (perm.c); then each op checks its
  * required fields (missing -> EINVAL with a message), calls the namespace or
  * cluster module and fills the reply. Refusals are logged as warnings
  * (is_refusal). Storage for the reply lives in one mds_result per request
@@ -26,6 +28,7 @@ struct mds_result {
     const char *op_name; /* for logs */
     const auth_identity *who;  /* the peer (NULL: auth off) */
     const auth_session *sess;  /* its session: tickets' secrets go under it */
+    mds_caller caller;         /* who acts (caller.h): permissions are its */
     uint8_t ticket[AUTH_TICKET_BYTES], ticket_secret[AUTH_KEY_BYTES];
     Depfs__Attr attr;
     Depfs__Layout lay, def_lay;
@@ -121,9 +124,10 @@ static void fill_removed(mds_reply_buf *b, const mds_removed *rm)
     }
 }
 
-static void mds_new_from(const Depfs__MdsRequest *q, mds_new *nw)
+static void mds_new_from(const Depfs__MdsRequest *q, const mds_reply_buf *b, mds_new *nw)
 {
     memset(nw, 0, sizeof(*nw));
+    nw->who = &b->caller;
     nw->parent = q->parent;
     nw->name = q->name;
     nw->mode = q->mode;
@@ -203,7 +207,7 @@ static int op_lookup(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     mds_inode in;
     NEED(q->has_parent, "parent");
     NEED(q->name, "name");
-    int rc = mds_ns_lookup(c->ns, q->parent, q->name, &in, b->why);
+    int rc = mds_ns_lookup(c->ns, &b->caller, q->parent, q->name, &in, b->why);
     if (rc == 0)
         fill_attr(b, &in);
     return rc;
@@ -248,9 +252,23 @@ static int op_setattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     } else {
         in.size = q->size;
     }
-    int rc = mds_ns_setattr(c->ns, q->ino, q->set_mask, &in, &out, b->why);
+    int rc = mds_ns_setattr(c->ns, &b->caller, q->ino, q->set_mask, &in, &out, b->why);
     if (rc == 0)
         fill_attr(b, &out);
+    return rc;
+}
+
+/* A file's attributes and layout for an open with flags (O_ACCMODE,
+ * O_TRUNC), once the caller may (perm.h). The I/O capability will ride
+ * on this reply. */
+static int op_open(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    mds_inode in;
+    NEED(q->has_ino, "ino");
+    NEED(q->has_flags, "flags");
+    int rc = mds_ns_open_file(c->ns, &b->caller, q->ino, q->flags, &in, b->why);
+    if (rc == 0)
+        fill_attr(b, &in);
     return rc;
 }
 
@@ -260,8 +278,8 @@ static int op_create(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     mds_inode out;
     NEED(q->has_parent, "parent");
     NEED(q->name, "name");
-    mds_new_from(q, &nw);
-    int rc = mds_ns_create(c->ns, &nw, (q->flags & O_EXCL) != 0, &out, b->why);
+    mds_new_from(q, b, &nw);
+    int rc = mds_ns_create(c->ns, &nw, q->flags, &out, b->why);
     if (rc == 0)
         fill_attr(b, &out);
     return rc;
@@ -274,7 +292,7 @@ static int op_mknod(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     NEED(q->has_parent, "parent");
     NEED(q->name, "name");
     NEED(q->has_mode, "mode");
-    mds_new_from(q, &nw);
+    mds_new_from(q, b, &nw);
     int rc = mds_ns_mknod(c->ns, &nw, &out, b->why);
     if (rc == 0)
         fill_attr(b, &out);
@@ -287,7 +305,7 @@ static int op_mkdir(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     mds_inode out;
     NEED(q->has_parent, "parent");
     NEED(q->name, "name");
-    mds_new_from(q, &nw);
+    mds_new_from(q, b, &nw);
     int rc = mds_ns_mkdir(c->ns, &nw, &out, b->why);
     if (rc == 0)
         fill_attr(b, &out);
@@ -301,7 +319,7 @@ static int op_symlink(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     NEED(q->has_parent, "parent");
     NEED(q->name, "name");
     NEED(q->target, "target");
-    mds_new_from(q, &nw);
+    mds_new_from(q, b, &nw);
     int rc = mds_ns_symlink(c->ns, &nw, &out, b->why);
     if (rc == 0)
         fill_attr(b, &out);
@@ -313,7 +331,7 @@ static int op_unlink(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     mds_removed rm;
     NEED(q->has_parent, "parent");
     NEED(q->name, "name");
-    int rc = mds_ns_unlink(c->ns, q->parent, q->name, &rm, b->why);
+    int rc = mds_ns_unlink(c->ns, &b->caller, q->parent, q->name, &rm, b->why);
     if (rc == 0)
         fill_removed(b, &rm);
     return rc;
@@ -323,7 +341,7 @@ static int op_rmdir(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
     NEED(q->has_parent, "parent");
     NEED(q->name, "name");
-    return mds_ns_rmdir(c->ns, q->parent, q->name, b->why);
+    return mds_ns_rmdir(c->ns, &b->caller, q->parent, q->name, b->why);
 }
 
 static int op_rename(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
@@ -333,7 +351,7 @@ static int op_rename(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     NEED(q->name, "name");
     NEED(q->has_new_parent, "new_parent");
     NEED(q->new_name, "new_name");
-    int rc = mds_ns_rename(c->ns, q->parent, q->name, q->new_parent, q->new_name, q->flags, &rm,
+    int rc = mds_ns_rename(c->ns, &b->caller, q->parent, q->name, q->new_parent, q->new_name, q->flags, &rm,
                            b->why);
     if (rc == 0)
         fill_removed(b, &rm);
@@ -369,7 +387,7 @@ static int op_readdir(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     if (!b->ents || !b->ent_ptrs)
         return -ENOMEM;
     b->max_ents = max;
-    int rc = mds_ns_readdir(c->ns, q->ino, q->cookie, max, readdir_emit, b, &eof, b->why);
+    int rc = mds_ns_readdir(c->ns, &b->caller, q->ino, q->cookie, max, readdir_emit, b, &eof, b->why);
     if (rc < 0)
         return rc;
     b->rep.n_entries = b->n_ents;
@@ -394,7 +412,7 @@ static int op_link(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     NEED(q->has_ino, "ino");
     NEED(q->has_new_parent, "new_parent");
     NEED(q->new_name, "new_name");
-    int rc = mds_ns_link(c->ns, q->ino, q->new_parent, q->new_name, &out, b->why);
+    int rc = mds_ns_link(c->ns, &b->caller, q->ino, q->new_parent, q->new_name, &out, b->why);
     if (rc == 0)
         fill_attr(b, &out);
     return rc;
@@ -413,7 +431,7 @@ static int op_setxattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     NEED(q->has_ino, "ino");
     NEED(q->xattr_name, "xattr_name");
     NEED(q->has_xattr_value, "xattr_value");
-    return mds_ns_setxattr(c->ns, q->ino, q->xattr_name, q->xattr_value.data, q->xattr_value.len,
+    return mds_ns_setxattr(c->ns, &b->caller, q->ino, q->xattr_name, q->xattr_value.data, q->xattr_value.len,
                            q->flags, b->why);
 }
 
@@ -422,7 +440,7 @@ static int op_getxattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     size_t len = 0;
     NEED(q->has_ino, "ino");
     NEED(q->xattr_name, "xattr_name");
-    int rc = mds_ns_getxattr(c->ns, q->ino, q->xattr_name, &b->xval, &len, b->why);
+    int rc = mds_ns_getxattr(c->ns, &b->caller, q->ino, q->xattr_name, &b->xval, &len, b->why);
     if (rc == 0) {
         b->rep.has_xattr_value = true;
         b->rep.xattr_value.data = b->xval;
@@ -434,7 +452,7 @@ static int op_getxattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 static int op_listxattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
     NEED(q->has_ino, "ino");
-    int rc = mds_ns_listxattr(c->ns, q->ino, &b->xnames, &b->n_xnames, b->why);
+    int rc = mds_ns_listxattr(c->ns, &b->caller, q->ino, &b->xnames, &b->n_xnames, b->why);
     if (rc == 0) {
         b->rep.n_xattr_names = b->n_xnames;
         b->rep.xattr_names = b->xnames;
@@ -446,7 +464,7 @@ static int op_removexattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf 
 {
     NEED(q->has_ino, "ino");
     NEED(q->xattr_name, "xattr_name");
-    return mds_ns_removexattr(c->ns, q->ino, q->xattr_name, b->why);
+    return mds_ns_removexattr(c->ns, &b->caller, q->ino, q->xattr_name, b->why);
 }
 
 static int op_extend(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
@@ -454,7 +472,7 @@ static int op_extend(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     mds_inode out;
     NEED(q->has_ino, "ino");
     NEED(q->has_size, "size");
-    int rc = mds_ns_extend(c->ns, q->ino, q->size, q->has_mtime_ns, q->mtime_ns, &out, b->why);
+    int rc = mds_ns_extend(c->ns, &b->caller, q->ino, q->size, q->has_mtime_ns, q->mtime_ns, &out, b->why);
     if (rc == 0)
         fill_attr(b, &out);
     return rc;
@@ -556,6 +574,7 @@ static const struct {
     [DEPFS__MDS_OP__MDS_EXTEND] = { "extend", op_extend },
     [DEPFS__MDS_OP__MDS_CLUSTER] = { "cluster", op_cluster },
     [DEPFS__MDS_OP__MDS_SET_SERVER_STATE] = { "set_server_state", op_set_server_state },
+    [DEPFS__MDS_OP__MDS_OPEN] = { "open", op_open },
 };
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
 
@@ -576,14 +595,17 @@ static int dispatch(mds_ctx *c, const rpc_msg *m, mds_reply_buf *b, const char *
     if (rc == 0)
         rc = mds_req_check(m->type, q, m->hdr, m->hdr_len, b->why, sizeof(b->why));
     if (rc == 0)
+        rc = mds_caller_resolve(&c->callers, m->who, q, &b->caller, b->why, sizeof(b->why));
+    if (rc == 0)
         rc = ops[m->type].fn(c, q, b);
     depfs__mds_request__free_unpacked(q, NULL);
     return rc;
 }
 
-/* Errors that say the request itself is out of bounds or makes no sense
- * (a protocol error or a hostile peer, not a client's ordinary failure such
- * as ENOENT or EEXIST): each is logged as a warning. */
+/* Errors that say the request itself is out of bounds, makes no sense or
+ * is not the caller's to make (a protocol error, a hostile peer or a user
+ * trying what it may not; not an ordinary failure such as ENOENT or
+ * EEXIST): each is logged as a warning, rate-limited. */
 static bool is_refusal(int err)
 {
     switch (err) {
@@ -594,7 +616,8 @@ static bool is_refusal(int err)
     case ERANGE:
     case E2BIG:
     case ENOSPC:
-    case EPERM: /* authz.h: not this peer's to ask */
+    case EPERM:  /* authz.h: not this peer's to ask; perm.h: not this caller's */
+    case EACCES: /* perm.h: the caller lacks the permission */
         return true;
     default:
         return false;

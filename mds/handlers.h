@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "caller.h"
 #include "cluster.h"
 #include "depfs.pb-c.h"
 #include "namespace.h"
@@ -21,11 +22,13 @@ typedef struct mds_ctx {
     mds_syncer *syncer;
     kvstore *kv;
     const rpc_auth_server *auth; /* NULL: auth off (no tickets, no roles) */
+    mds_caller_policy callers;   /* who acts in a request (caller.h); zero: defaults */
 } mds_ctx;
 
 /* One request of frame type `type` (an MdsOp) from who over sess (both
  * NULL with auth off), without any transport (tests and the fuzz targets
- * drive it directly): decodes, checks, authorizes (authz.h), dispatches,
+ * drive it directly): decodes, checks, authorizes (authz.h), finds the
+ * acting caller (caller.h; the namespace checks its permissions), dispatches,
  * and returns
  * the reply and what it owns; errors are in the reply (err, message). NULL
  * only when out of memory. The reply of a request that wrote to the

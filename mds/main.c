@@ -154,6 +154,7 @@ static int start_server(mds_daemon *d)
     d->ctx.cluster = d->cluster;
     d->ctx.syncer = d->syncer;
     d->ctx.kv = d->kv;
+    d->ctx.callers.cfg = &d->cfg; /* client_nodes, root_squash */
     o.ctx = &d->ctx;
     rc = rpc_server_start(&o, &d->srv);
     if (rc < 0)

@@ -5,6 +5,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "label.h"
 #include "layout.h"
 #include "log.h"
+#include "perm.h"
 
 #define NS_FIRST_DIRENT_SEQ 3u  /* "." is cookie 1, ".." cookie 2 */
 #define NS_COOKIE_DOT 1u
@@ -462,7 +464,7 @@ void mds_ns_close(mds_ns *ns)
 
 /* ------------------------------------------------------------- lookups */
 
-int mds_ns_lookup(mds_ns *ns, uint64_t parent, const char *name, mds_inode *out, char *why)
+int mds_ns_lookup(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, mds_inode *out, char *why)
 {
     mds_inode dir;
     uint64_t ino, seq;
@@ -471,6 +473,8 @@ int mds_ns_lookup(mds_ns *ns, uint64_t parent, const char *name, mds_inode *out,
 
     pthread_rwlock_rdlock(&ns->lock);
     rc = load_dir(ns, parent, &dir, why);
+    if (rc == 0 && who)
+        rc = perm_lookup(who, &dir, why);
     if (rc < 0)
         goto out;
     if (name && !strcmp(name, ".")) {
@@ -497,6 +501,17 @@ int mds_ns_getattr(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
 {
     pthread_rwlock_rdlock(&ns->lock);
     int rc = ns_load_inode(ns, ino, out, why);
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}
+
+int mds_ns_open_file(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t flags, mds_inode *out,
+                char *why)
+{
+    pthread_rwlock_rdlock(&ns->lock);
+    int rc = ns_load_inode(ns, ino, out, why);
+    if (rc == 0 && who && S_ISREG(out->mode))
+        rc = perm_open(who, out, flags, why);
     pthread_rwlock_unlock(&ns->lock);
     return rc;
 }
@@ -531,19 +546,25 @@ static void init_child(mds_ns *ns, const mds_inode *parent, const mds_new *nw, u
         c->size = strlen(nw->target);
 }
 
-/* The existing entry for a non-exclusive create. */
-static int create_existing(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
+/* The existing entry for a non-exclusive create, once who may open it
+ * for open_flags. */
+static int create_existing(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t open_flags,
+                           mds_inode *out, char *why)
 {
     int rc = ns_load_inode(ns, ino, out, why);
     if (rc == 0 && S_ISDIR(out->mode))
         rc = ns_fail(why, EISDIR, "'%llu' is a directory", (unsigned long long)ino);
+    if (rc == 0 && who && S_ISREG(out->mode))
+        rc = perm_open(who, out, open_flags, why);
     return rc;
 }
 
-static int make_node(mds_ns *ns, const mds_new *nw, uint32_t mode, bool return_existing,
-                     mds_inode *out, char *why)
+/* return_existing: a non-exclusive create, opening for open_flags. */
+static int make_node(mds_ns *ns, const mds_new *nw_in, uint32_t mode, bool return_existing,
+                     uint32_t open_flags, mds_inode *out, char *why)
 {
     mds_inode parent, child;
+    mds_new nw_buf = *nw_in, *nw = &nw_buf;
     uint64_t ino, seq;
     uint32_t emode;
     ns_txn t;
@@ -553,16 +574,23 @@ static int make_node(mds_ns *ns, const mds_new *nw, uint32_t mode, bool return_e
 
     pthread_rwlock_wrlock(&ns->lock);
     rc = load_dir(ns, nw->parent, &parent, why);
+    if (rc == 0 && nw->who)
+        rc = perm_lookup(nw->who, &parent, why);
     if (rc < 0)
         goto out;
     rc = find_dirent(ns, nw->parent, nw->name, &ino, &seq, &emode, NULL);
     if (rc == 0) {
-        rc = return_existing ? create_existing(ns, ino, out, why)
+        rc = return_existing ? create_existing(ns, nw->who, ino, open_flags, out, why)
                              : ns_fail(why, EEXIST, "'%s' exists", nw->name);
         goto out;
     }
     if (rc != -ENOENT)
         goto out;
+    if (nw->who) {
+        rc = perm_create(nw->who, &parent, nw, &mode, why);
+        if (rc < 0)
+            goto out;
+    }
     if (S_ISDIR(mode) && parent.nlink >= MDS_LINK_MAX) {
         rc = ns_fail(why, EMLINK, "too many subdirectories");
         goto out;
@@ -601,12 +629,13 @@ out:
     return ns_settle(ns, rc, why);
 }
 
-int mds_ns_create(mds_ns *ns, const mds_new *nw, bool excl, mds_inode *out, char *why)
+int mds_ns_create(mds_ns *ns, const mds_new *nw, uint32_t flags, mds_inode *out, char *why)
 {
     uint32_t type = nw->mode & S_IFMT;
     if (type != 0 && type != S_IFREG)
         return ns_fail(why, EINVAL, "create makes regular files only (mode %o)", nw->mode);
-    return make_node(ns, nw, S_IFREG | (nw->mode & NS_PERM_MASK), !excl, out, why);
+    return make_node(ns, nw, S_IFREG | (nw->mode & NS_PERM_MASK), !(flags & O_EXCL),
+                     flags & (O_ACCMODE | O_TRUNC), out, why);
 }
 
 int mds_ns_mknod(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why)
@@ -627,7 +656,7 @@ int mds_ns_mknod(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why)
     default:
         return ns_fail(why, EINVAL, "mknod: bad file type in mode %o", nw->mode);
     }
-    return make_node(ns, nw, type | (nw->mode & NS_PERM_MASK), false, out, why);
+    return make_node(ns, nw, type | (nw->mode & NS_PERM_MASK), false, 0, out, why);
 }
 
 int mds_ns_mkdir(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why)
@@ -636,7 +665,7 @@ int mds_ns_mkdir(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why)
     if (type != 0 && type != S_IFDIR)
         return ns_fail(why, EINVAL, "mkdir makes directories only (mode %o)", nw->mode);
     return make_node(ns, nw, S_IFDIR | (nw->mode & (S_IRWXU | S_IRWXG | S_IRWXO | S_ISVTX)), false,
-                     out, why);
+                     0, out, why);
 }
 
 int mds_ns_symlink(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why)
@@ -648,12 +677,12 @@ int mds_ns_symlink(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why)
         return ns_fail(why, ENOENT, "empty symlink target");
     if (strlen(nw->target) > WIRE_SYMLINK_MAX)
         return ns_fail(why, ENAMETOOLONG, "symlink target longer than %u bytes", WIRE_SYMLINK_MAX);
-    return make_node(ns, nw, S_IFLNK | 0777, false, out, why);
+    return make_node(ns, nw, S_IFLNK | 0777, false, 0, out, why);
 }
 
 /* ------------------------------------------------------------------ removal */
 
-int mds_ns_unlink(mds_ns *ns, uint64_t parent, const char *name, mds_removed *rm, char *why)
+int mds_ns_unlink(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, mds_removed *rm, char *why)
 {
     mds_inode dir, victim;
     uint64_t ino, seq;
@@ -670,6 +699,8 @@ int mds_ns_unlink(mds_ns *ns, uint64_t parent, const char *name, mds_removed *rm
         rc = find_dirent(ns, parent, name, &ino, &seq, &mode, why);
     if (rc == 0)
         rc = ns_load_inode(ns, ino, &victim, why);
+    if (rc == 0 && who)
+        rc = perm_remove(who, &dir, &victim, why);
     if (rc < 0)
         goto out;
     if (S_ISDIR(victim.mode)) {
@@ -698,7 +729,7 @@ out:
     return ns_settle(ns, rc, why);
 }
 
-int mds_ns_rmdir(mds_ns *ns, uint64_t parent, const char *name, char *why)
+int mds_ns_rmdir(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, char *why)
 {
     mds_inode dir, victim;
     uint64_t ino, seq;
@@ -715,6 +746,8 @@ int mds_ns_rmdir(mds_ns *ns, uint64_t parent, const char *name, char *why)
         rc = find_dirent(ns, parent, name, &ino, &seq, &mode, why);
     if (rc == 0)
         rc = ns_load_inode(ns, ino, &victim, why);
+    if (rc == 0 && who)
+        rc = perm_remove(who, &dir, &victim, why);
     if (rc < 0)
         goto out;
     if (!S_ISDIR(victim.mode)) {
@@ -889,7 +922,7 @@ static int rename_apply(ns_txn *t, rn_ctx *c, const char *sname, const char *dna
     return rc;
 }
 
-int mds_ns_rename(mds_ns *ns, uint64_t parent, const char *name, uint64_t new_parent,
+int mds_ns_rename(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, uint64_t new_parent,
                   const char *new_name, unsigned flags, mds_removed *rm, char *why)
 {
     rn_ctx c;
@@ -909,6 +942,9 @@ int mds_ns_rename(mds_ns *ns, uint64_t parent, const char *name, uint64_t new_pa
 
     pthread_rwlock_wrlock(&ns->lock);
     rc = rename_load(ns, &c, parent, name, new_parent, new_name, why);
+    if (rc == 0 && who)
+        rc = perm_rename(who, c.spar, &c.src, c.dpar, c.dst_exists ? &c.dst : NULL,
+                         (flags & MDS_RENAME_EXCHANGE) != 0, why);
     if (rc < 0)
         goto out;
     if (c.dst_exists && c.dst.ino == c.src.ino) {
@@ -934,7 +970,7 @@ out:
 
 /* --------------------------------------------------------------------- link */
 
-int mds_ns_link(mds_ns *ns, uint64_t ino, uint64_t new_parent, const char *new_name,
+int mds_ns_link(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t new_parent, const char *new_name,
                 mds_inode *out, char *why)
 {
     mds_inode dir, in;
@@ -949,6 +985,8 @@ int mds_ns_link(mds_ns *ns, uint64_t ino, uint64_t new_parent, const char *new_n
     rc = ns_load_inode(ns, ino, &in, why);
     if (rc == 0)
         rc = load_dir(ns, new_parent, &dir, why);
+    if (rc == 0 && who)
+        rc = perm_link(who, &dir, why);
     if (rc < 0)
         goto out;
     if (S_ISDIR(in.mode)) {
@@ -1024,7 +1062,7 @@ static int readdir_store(mds_ns *ns, uint64_t dir, uint64_t start_seq, unsigned 
     return rc;
 }
 
-int mds_ns_readdir(mds_ns *ns, uint64_t ino, uint64_t cookie, unsigned max_entries,
+int mds_ns_readdir(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t cookie, unsigned max_entries,
                    mds_dirent_fn fn, void *arg, bool *eof, char *why)
 {
     mds_inode dir;
@@ -1035,6 +1073,8 @@ int mds_ns_readdir(mds_ns *ns, uint64_t ino, uint64_t cookie, unsigned max_entri
     *eof = false;
     pthread_rwlock_rdlock(&ns->lock);
     rc = load_dir(ns, ino, &dir, why);
+    if (rc == 0 && who)
+        rc = perm_readdir(who, &dir, why);
     if (rc < 0)
         goto out;
     if (cookie < NS_COOKIE_DOT) {
@@ -1174,21 +1214,24 @@ static int apply_setattr(ns_txn *t, mds_inode *in, uint32_t mask, const mds_seta
     return 0;
 }
 
-int mds_ns_setattr(mds_ns *ns, uint64_t ino, uint32_t mask, const mds_setattr_in *a,
+int mds_ns_setattr(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t mask, const mds_setattr_in *a,
                    mds_inode *out, char *why)
 {
     mds_inode in;
+    mds_setattr_in checked = *a; /* perm_setattr may add the set-id bits to drop */
     ns_txn t;
     int rc;
 
     pthread_rwlock_wrlock(&ns->lock);
     rc = ns_load_inode(ns, ino, &in, why);
+    if (rc == 0 && who)
+        rc = perm_setattr(who, &in, &mask, &checked, why);
     if (rc < 0)
         goto out;
     rc = ns_txn_begin(ns, &t);
     if (rc < 0)
         goto out;
-    rc = apply_setattr(&t, &in, mask, a, why);
+    rc = apply_setattr(&t, &in, mask, &checked, why);
     if (rc < 0) {
         ns_txn_abort(&t);
         goto out;
@@ -1204,7 +1247,7 @@ out:
     return ns_settle(ns, rc, why);
 }
 
-int mds_ns_extend(mds_ns *ns, uint64_t ino, uint64_t size, bool has_mtime, int64_t mtime_ns,
+int mds_ns_extend(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t size, bool has_mtime, int64_t mtime_ns,
                   mds_inode *out, char *why)
 {
     mds_inode in;
@@ -1215,6 +1258,8 @@ int mds_ns_extend(mds_ns *ns, uint64_t ino, uint64_t size, bool has_mtime, int64
     rc = ns_load_inode(ns, ino, &in, why);
     if (rc == 0)
         rc = check_regular(&in, why);
+    if (rc == 0 && who)
+        rc = perm_extend(who, &in, why);
     if (rc == 0)
         rc = check_size(&in, size, why);
     if (rc < 0)

@@ -7,12 +7,18 @@
  * commit), before the function returns - or, after mds_ns_defer_sync, by
  * the caller before it acknowledges anything. Semantics follow Linux.
  * Return convention: 0 or a negative errno; on failure `why` (MDS_WHY_MAX
- * bytes, may be NULL) may hold a human-readable reason. */
+ * bytes, may be NULL) may hold a human-readable reason.
+ *
+ * Permissions: the operations a user asks for take the acting caller
+ * (`who`, caller.h; for new objects mds_new.who) and check it with perm.h
+ * under the namespace lock, against the inodes they change. who NULL is
+ * the MDS itself or a test: nothing is checked. */
 #ifndef DEPFS_MDS_NAMESPACE_H
 #define DEPFS_MDS_NAMESPACE_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "caller.h"
 #include "config.h"
 #include "kvstore.h"
 #include "store_keys.h"
@@ -60,6 +66,7 @@ uint64_t mds_ns_thread_writes(void);
 
 /* A new object. */
 typedef struct mds_new {
+    const mds_caller *who;   /* NULL: unchecked; else the owner is who's */
     uint64_t parent;
     const char *name;
     uint32_t mode;           /* permission bits (+ type for mknod) */
@@ -88,40 +95,46 @@ typedef struct mds_setattr_in {
 typedef int (*mds_dirent_fn)(void *arg, const char *name, size_t name_len, uint64_t ino,
                              uint32_t mode, uint64_t cookie);
 
-int mds_ns_lookup(mds_ns *ns, uint64_t parent, const char *name, mds_inode *out, char *why);
+int mds_ns_lookup(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, mds_inode *out, char *why);
 int mds_ns_getattr(mds_ns *ns, uint64_t ino, mds_inode *out, char *why);
-int mds_ns_setattr(mds_ns *ns, uint64_t ino, uint32_t mask, const mds_setattr_in *in,
+/* An open of a regular file for flags (O_ACCMODE, O_TRUNC): its attributes
+ * once who may (other types: their attributes, unchecked; the client
+ * refuses to open them). */
+int mds_ns_open_file(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t flags, mds_inode *out,
+                char *why);
+int mds_ns_setattr(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t mask, const mds_setattr_in *in,
                    mds_inode *out, char *why);
-/* excl: EEXIST if present; else an existing regular file is returned. */
-int mds_ns_create(mds_ns *ns, const mds_new *nw, bool excl, mds_inode *out, char *why);
+/* flags: O_EXCL: EEXIST if present; else an existing regular file is
+ * returned once nw->who may open it for flags (O_ACCMODE, O_TRUNC). */
+int mds_ns_create(mds_ns *ns, const mds_new *nw, uint32_t flags, mds_inode *out, char *why);
 int mds_ns_mknod(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why);
 int mds_ns_mkdir(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why);
 int mds_ns_symlink(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why);
-int mds_ns_unlink(mds_ns *ns, uint64_t parent, const char *name, mds_removed *rm, char *why);
-int mds_ns_rmdir(mds_ns *ns, uint64_t parent, const char *name, char *why);
-int mds_ns_rename(mds_ns *ns, uint64_t parent, const char *name, uint64_t new_parent,
+int mds_ns_unlink(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, mds_removed *rm, char *why);
+int mds_ns_rmdir(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, char *why);
+int mds_ns_rename(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, uint64_t new_parent,
                   const char *new_name, unsigned flags, mds_removed *rm, char *why);
-int mds_ns_link(mds_ns *ns, uint64_t ino, uint64_t new_parent, const char *new_name,
+int mds_ns_link(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t new_parent, const char *new_name,
                 mds_inode *out, char *why);
 /* Entries with cookie > `cookie` ("." is 1, ".." 2), at most max_entries
  * (bounded by MDS_READDIR_MAX). fn returning non-zero stops early (not eof). */
-int mds_ns_readdir(mds_ns *ns, uint64_t ino, uint64_t cookie, unsigned max_entries,
+int mds_ns_readdir(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t cookie, unsigned max_entries,
                    mds_dirent_fn fn, void *arg, bool *eof, char *why);
 /* *target is malloc'd, NUL-terminated. */
 int mds_ns_readlink(mds_ns *ns, uint64_t ino, char **target, char *why);
-int mds_ns_extend(mds_ns *ns, uint64_t ino, uint64_t size, bool has_mtime, int64_t mtime_ns,
+int mds_ns_extend(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t size, bool has_mtime, int64_t mtime_ns,
                   mds_inode *out, char *why);
 void mds_ns_statfs(mds_ns *ns, uint64_t *files, uint64_t *logical_bytes);
 int mds_ns_register(mds_ns *ns, uint64_t *client_id, char *why);
 
-int mds_ns_setxattr(mds_ns *ns, uint64_t ino, const char *name, const void *value, size_t len,
+int mds_ns_setxattr(mds_ns *ns, const mds_caller *who, uint64_t ino, const char *name, const void *value, size_t len,
                     unsigned flags, char *why);
 /* *value is malloc'd (may be NULL when len is 0). */
-int mds_ns_getxattr(mds_ns *ns, uint64_t ino, const char *name, void **value, size_t *len, char *why);
+int mds_ns_getxattr(mds_ns *ns, const mds_caller *who, uint64_t ino, const char *name, void **value, size_t *len, char *why);
 /* *names: malloc'd array of *count malloc'd strings; free with mds_ns_free_names. */
-int mds_ns_listxattr(mds_ns *ns, uint64_t ino, char ***names, size_t *count, char *why);
+int mds_ns_listxattr(mds_ns *ns, const mds_caller *who, uint64_t ino, char ***names, size_t *count, char *why);
 void mds_ns_free_names(char **names, size_t count);
-int mds_ns_removexattr(mds_ns *ns, uint64_t ino, const char *name, char *why);
+int mds_ns_removexattr(mds_ns *ns, const mds_caller *who, uint64_t ino, const char *name, char *why);
 
 /* The layout policy of a directory, or the cluster default (n/k/su). */
 void mds_ns_effective_policy(mds_ns *ns, const mds_inode *dir, unsigned *n, unsigned *k, uint32_t *su);

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "label.h"
 #include "layout.h"
+#include "perm.h"
 
 #define LAYOUT_SPEC_MAX 64u         /* bytes of an "N@K@SU" value */
 #define USER_PREFIX "user."
@@ -183,7 +184,7 @@ static int set_plain(mds_ns *ns, ns_txn *t, const mds_inode *in, const char *nam
     return 0;
 }
 
-int mds_ns_setxattr(mds_ns *ns, uint64_t ino, const char *name, const void *value, size_t len,
+int mds_ns_setxattr(mds_ns *ns, const mds_caller *who, uint64_t ino, const char *name, const void *value, size_t len,
                     unsigned flags, char *why)
 {
     mds_inode in;
@@ -205,6 +206,8 @@ int mds_ns_setxattr(mds_ns *ns, uint64_t ino, const char *name, const void *valu
     rc = ns_load_inode(ns, ino, &in, why);
     if (rc == 0)
         rc = check_xattr_target(&in, name, why);
+    if (rc == 0 && who)
+        rc = perm_xattr(who, &in, name, true, why);
     if (rc < 0)
         goto out;
     rc = ns_txn_begin(ns, &t);
@@ -236,7 +239,7 @@ static int get_layout_value(const mds_inode *in, void **value, size_t *len, char
     return *value ? 0 : ns_fail(why, ENOMEM, "out of memory");
 }
 
-int mds_ns_getxattr(mds_ns *ns, uint64_t ino, const char *name, void **value, size_t *len, char *why)
+int mds_ns_getxattr(mds_ns *ns, const mds_caller *who, uint64_t ino, const char *name, void **value, size_t *len, char *why)
 {
     mds_inode in;
     uint8_t key[MDS_KEY_MAX];
@@ -248,6 +251,8 @@ int mds_ns_getxattr(mds_ns *ns, uint64_t ino, const char *name, void **value, si
 
     pthread_rwlock_rdlock(&ns->lock);
     rc = ns_load_inode(ns, ino, &in, why);
+    if (rc == 0 && who)
+        rc = perm_xattr(who, &in, name, false, why);
     if (rc < 0)
         goto out;
     if (is_layout_name(name)) {
@@ -293,7 +298,9 @@ static int push_name(char ***names, size_t *count, size_t *cap, size_t *total, c
     return 0;
 }
 
-static int list_store(mds_ns *ns, uint64_t ino, char ***names, size_t *count, size_t *cap, size_t *total)
+/* The stored names who may see (who NULL: all). */
+static int list_store(mds_ns *ns, const mds_caller *who, uint64_t ino, char ***names,
+                      size_t *count, size_t *cap, size_t *total)
 {
     uint8_t prefix[MDS_KEY_MAX];
     const void *k, *v;
@@ -303,13 +310,16 @@ static int list_store(mds_ns *ns, uint64_t ino, char ***names, size_t *count, si
     int rc = 0;
     if (!it)
         return -EIO;
-    while (rc == 0 && kv_iter_next(it, &k, &kl, &v, &vl))
-        rc = push_name(names, count, cap, total, (const char *)k + plen, kl - plen);
+    while (rc == 0 && kv_iter_next(it, &k, &kl, &v, &vl)) {
+        const char *name = (const char *)k + plen;
+        if (!who || perm_xattr_listed(who, name, kl - plen))
+            rc = push_name(names, count, cap, total, name, kl - plen);
+    }
     kv_iter_free(it);
     return rc;
 }
 
-int mds_ns_listxattr(mds_ns *ns, uint64_t ino, char ***names, size_t *count, char *why)
+int mds_ns_listxattr(mds_ns *ns, const mds_caller *who, uint64_t ino, char ***names, size_t *count, char *why)
 {
     mds_inode in;
     char buf[LAYOUT_SPEC_MAX];
@@ -325,7 +335,7 @@ int mds_ns_listxattr(mds_ns *ns, uint64_t ino, char ***names, size_t *count, cha
     if (layout_text(&in, buf, sizeof(buf)))
         rc = push_name(names, count, &cap, &total, MDS_LAYOUT_XATTR, strlen(MDS_LAYOUT_XATTR));
     if (rc == 0)
-        rc = list_store(ns, ino, names, count, &cap, &total);
+        rc = list_store(ns, who, ino, names, count, &cap, &total);
     if (rc < 0) {
         mds_ns_free_names(*names, *count);
         *names = NULL;
@@ -363,7 +373,7 @@ static int remove_plain(mds_ns *ns, ns_txn *t, uint64_t ino, const char *name, c
     return 0;
 }
 
-int mds_ns_removexattr(mds_ns *ns, uint64_t ino, const char *name, char *why)
+int mds_ns_removexattr(mds_ns *ns, const mds_caller *who, uint64_t ino, const char *name, char *why)
 {
     mds_inode in;
     ns_txn t;
@@ -373,6 +383,8 @@ int mds_ns_removexattr(mds_ns *ns, uint64_t ino, const char *name, char *why)
 
     pthread_rwlock_wrlock(&ns->lock);
     rc = ns_load_inode(ns, ino, &in, why);
+    if (rc == 0 && who)
+        rc = perm_xattr(who, &in, name, true, why);
     if (rc < 0)
         goto out;
     rc = ns_txn_begin(ns, &t);

@@ -17,9 +17,11 @@
 #define MDS_SET_KNOWN                                                                        \
     (DEPFS_SET_MODE | DEPFS_SET_UID | DEPFS_SET_GID | DEPFS_SET_SIZE | DEPFS_SET_ATIME |     \
      DEPFS_SET_MTIME | DEPFS_SET_ATIME_NOW | DEPFS_SET_MTIME_NOW | DEPFS_SET_CTIME)
-/* create flags the MDS acts on: O_EXCL (every other open flag is the
- * client's business and is not sent) */
-#define MDS_CREATE_FLAGS_KNOWN ((uint32_t)O_EXCL)
+/* open flags the MDS acts on: the access mode and O_TRUNC (permissions,
+ * perm.h), and for a create O_EXCL (every other open flag is the client's
+ * business and is not sent) */
+#define MDS_OPEN_FLAGS_KNOWN ((uint32_t)(O_ACCMODE | O_TRUNC))
+#define MDS_CREATE_FLAGS_KNOWN (MDS_OPEN_FLAGS_KNOWN | (uint32_t)O_EXCL)
 
 __attribute__((format(printf, 4, 5)))
 static int refuse(int err, char *why, size_t why_len, const char *fmt, ...)
@@ -92,6 +94,8 @@ static int check_counts(uint16_t type, const Depfs__MdsRequest *q, char *why, si
     if (type == DEPFS__MDS_OP__MDS_CREATE && q->has_flags &&
         (q->flags & ~MDS_CREATE_FLAGS_KNOWN))
         return refuse(EINVAL, why, why_len, "create: unknown flags 0x%x", q->flags);
+    if (type == DEPFS__MDS_OP__MDS_OPEN && q->has_flags && (q->flags & ~MDS_OPEN_FLAGS_KNOWN))
+        return refuse(EINVAL, why, why_len, "open: unknown flags 0x%x", q->flags);
     return 0;
 }
 

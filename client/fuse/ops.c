@@ -126,7 +126,8 @@ static void reply_entry(fuse_req_t req, struct stat *st)
     fuse_reply_entry(req, &e);
 }
 
-/* The caller of a create-type request owns what it creates. */
+/* The caller of a kernel request: it owns what it creates, and the MDS
+ * checks its permissions (mds/caller.h says when it trusts us to say). */
 static void req_cred(fuse_req_t req, depfs_cred *cr)
 {
     const struct fuse_ctx *fc = fuse_req_ctx(req);
@@ -137,6 +138,18 @@ static void req_cred(fuse_req_t req, depfs_cred *cr)
     if (n < 0)
         n = 0; /* unsupported or the caller is gone: primary gid only */
     cr->ngroups = (unsigned)n > DEPFS_MAX_GROUPS ? DEPFS_MAX_GROUPS : (unsigned)n;
+}
+
+/* Every op that reaches the MDS other than through an open handle acts for
+ * its kernel caller: this thread's library calls carry its credentials
+ * until the next op on this thread sets them again (handles act for their
+ * opener: depfs.h depfs_act_as). */
+static void act_for(fuse_req_t req)
+{
+    depfs_cred cr;
+    req_cred(req, &cr);
+    if (depfs_act_as(&cr) < 0)
+        log_warn("cannot act for uid %u: %s", (unsigned)cr.uid, depfs_last_error());
 }
 
 static int lib_open_flags(int fuse_flags)
@@ -230,6 +243,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+    act_for(req);
     struct stat st;
     int rc = depfs_lookup(req_ctx(req)->fs, parent, name, &st);
     if (rc < 0) {
@@ -255,6 +269,7 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    act_for(req);
     struct stat st;
     depfs_fh_t *fh = fi_fh(fi);
     /* an open handle knows about data still held for write-behind */
@@ -305,6 +320,7 @@ static bool setattr_kills(int to_set)
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                        struct fuse_file_info *fi)
 {
+    act_for(req);
     dfuse_ctx *ctx = req_ctx(req);
     depfs_fh_t *fh = fi_fh(fi);
     unsigned bits = setattr_bits(to_set);
@@ -342,6 +358,7 @@ out:
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
+    act_for(req);
     char target[PATH_MAX + 1];
     int rc = depfs_readlink(req_ctx(req)->fs, ino, target, sizeof(target));
     if (rc < 0) {
@@ -354,6 +371,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
+    act_for(req);
     depfs_cred cr;
     struct stat st;
     req_cred(req, &cr);
@@ -367,6 +385,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
+    act_for(req);
     depfs_cred cr;
     struct stat st;
     req_cred(req, &cr);
@@ -380,6 +399,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
+    act_for(req);
     depfs_cred cr;
     struct stat st;
     req_cred(req, &cr);
@@ -393,6 +413,7 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
+    act_for(req);
     struct stat st;
     int rc = depfs_link(req_ctx(req)->fs, ino, newparent, newname, &st);
     if (rc < 0) {
@@ -404,17 +425,20 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+    act_for(req);
     reply_status(req, depfs_unlink(req_ctx(req)->fs, parent, name));
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+    act_for(req);
     reply_status(req, depfs_rmdir(req_ctx(req)->fs, parent, name));
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                       const char *newname, unsigned int flags)
 {
+    act_for(req);
     if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
         fuse_reply_err(req, EINVAL); /* RENAME_WHITEOUT: overlayfs only */
         return;
@@ -427,6 +451,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                       struct fuse_file_info *fi)
 {
+    act_for(req);
     dfuse_ctx *ctx = req_ctx(req);
     depfs_cred cr;
     struct stat st;
@@ -473,10 +498,12 @@ fail:
  * forget the mode it has cached (these replies carry no attributes). Only
  * the attributes are invalidated (offset < 0): no page is touched, so this
  * is safe while the kernel holds the pages of this write. */
-static int kill_setid_if_asked(dfuse_ctx *ctx, fuse_ino_t ino)
+static int kill_setid_if_asked(fuse_req_t req, fuse_ino_t ino)
 {
+    dfuse_ctx *ctx = req_ctx(req);
     if (!dfuse_req_kill_suidgid() || !dfuse_setid_suspect(ino))
         return 0;
+    act_for(req); /* a write's own op does not otherwise reach the MDS */
     int rc = dfuse_setid_kill_ino(ctx->fs, ino);
     if (rc <= 0)
         return rc;
@@ -489,9 +516,10 @@ static int kill_setid_if_asked(dfuse_ctx *ctx, fuse_ino_t ino)
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    act_for(req);
     depfs_fh_t *fh = NULL;
     dfuse_ctx *ctx = req_ctx(req);
-    int rc = kill_setid_if_asked(ctx, ino);
+    int rc = kill_setid_if_asked(req, ino);
     if (rc == 0)
         rc = depfs_open_ino(ctx->fs, ino, lib_open_flags(fi->flags), &fh);
     if (rc < 0) {
@@ -540,7 +568,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
         fuse_reply_err(req, fh ? EINVAL : EBADF);
         return;
     }
-    int rc = kill_setid_if_asked(req_ctx(req), ino);
+    int rc = kill_setid_if_asked(req, ino);
     if (rc < 0) {
         reply_status(req, rc);
         return;
@@ -638,6 +666,7 @@ static int do_fallocate(depfs_fh_t *fh, int mode, uint64_t off, uint64_t len)
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
                          struct fuse_file_info *fi)
 {
+    act_for(req);
     (void)ino;
     depfs_fh_t *fh = fi_fh(fi);
     if (!fh) {
@@ -655,6 +684,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    act_for(req);
     struct stat st;
     int rc = depfs_getattr(req_ctx(req)->fs, ino, &st);
     if (rc == 0 && !S_ISDIR(st.st_mode))
@@ -695,6 +725,7 @@ static int readdir_add(void *arg, const char *name, uint64_t ino, mode_t type, u
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi)
 {
+    act_for(req);
     (void)fi;
     readdir_state rs = {.req = req};
     if (off < 0) {
@@ -732,6 +763,7 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fus
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+    act_for(req);
     (void)ino;
     struct statvfs sv;
     int rc = depfs_statfs(req_ctx(req)->fs, &sv);
@@ -747,6 +779,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
                         size_t size, int flags)
 {
+    act_for(req);
     dfuse_ctx *ctx = req_ctx(req);
     if (strcmp(name, DFUSE_CAPS_XATTR) == 0) {
         fuse_reply_err(req, EOPNOTSUPP); /* no file capabilities on DePFS */
@@ -757,6 +790,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+    act_for(req);
     if (strcmp(name, DFUSE_CAPS_XATTR) == 0) {
         /* asked before writes to an inode not yet marked S_NOSEC (see
          * init_flags.c); never stored, so never there. Logged for tests. */
@@ -790,6 +824,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
+    act_for(req);
     depfs_t *fs = req_ctx(req)->fs;
     if (size == 0) {
         ssize_t need = depfs_listxattr(fs, ino, NULL, 0);
@@ -816,6 +851,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
+    act_for(req);
     reply_status(req, depfs_removexattr(req_ctx(req)->fs, ino, name));
 }
 

@@ -72,8 +72,11 @@ int depfs_flush(depfs_fh_t *fh)
 {
     if (fh == NULL || fh->inode == NULL)
         return -EBADF;
+    dc_acting saved;
+    dc_act_push(&fh->cred, &saved); /* the size update is the opener's */
     int rc = dc_data_flush(fh->fs, fh->inode);
     int rc2 = dc_inode_commit_size(fh->fs, fh->inode);
+    dc_act_pop(&saved);
     return rc < 0 ? rc : rc2;
 }
 

@@ -47,6 +47,7 @@ static int open_finish(depfs_t *fs, const Depfs__MdsReply *rep, int flags, depfs
     fh->fs = fs;
     fh->inode = in;
     fh->flags = flags;
+    dc_cred_current(&fh->cred);
     if (flags & O_TRUNC) {
         pthread_mutex_lock(&in->lock);
         bool nonempty = in->size > 0 || rep->attr->size > 0;
@@ -113,8 +114,8 @@ int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, in
     req.name = (char *)name;
     req.has_mode = 1;
     req.mode = S_IFREG | (mode & 07777);
-    req.has_flags = 1;
-    req.flags = (flags & O_EXCL) ? O_EXCL : 0;
+    req.has_flags = 1; /* an existing file is opened: the MDS checks the access */
+    req.flags = (uint32_t)flags & (O_EXCL | O_ACCMODE | O_TRUNC);
     dc_req_cred(&req, cr, groups);
     Depfs__MdsReply *rep = NULL;
     rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_CREATE, &req, &rep);
@@ -132,11 +133,28 @@ int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, in
     return rc;
 }
 
+/* MDS_OPEN: attributes and layout once the MDS let the caller open it
+ * with flags (one round trip, as the getattr it replaces). */
+static int open_rep(depfs_t *fs, uint64_t ino, int flags, Depfs__MdsReply **rep)
+{
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = ino;
+    req.has_flags = 1;
+    req.flags = (uint32_t)flags & (O_ACCMODE | O_TRUNC);
+    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_OPEN, &req, rep);
+    if (rc == 0 && !(*rep)->attr) {
+        dc_set_error("MDS open reply without attributes");
+        rc = -EPROTO;
+    }
+    return rc;
+}
+
 int depfs_open_ino(depfs_t *fs, uint64_t ino, int flags, depfs_fh_t **fh)
 {
     *fh = NULL;
     Depfs__MdsReply *rep = NULL;
-    int rc = dc_getattr_rep(fs, ino, &rep);
+    int rc = open_rep(fs, ino, flags, &rep);
     if (rc < 0)
         goto out;
     mode_t mode = (mode_t)rep->attr->mode;
@@ -202,9 +220,12 @@ int depfs_ftruncate(depfs_fh_t *fh, uint64_t size)
         return -EFBIG;
     }
     Depfs__MdsReply *rep = NULL;
+    dc_acting saved;
+    dc_act_push(&fh->cred, &saved); /* an open handle truncates as its opener */
     int rc = dc_getattr_rep(fh->fs, fh->inode->ino, &rep);
     if (rc == 0)
         rc = dc_truncate(fh->fs, fh->inode, rep->attr->size, size);
+    dc_act_pop(&saved);
     free_rep(rep);
     return rc;
 }

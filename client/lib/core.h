@@ -103,6 +103,8 @@ struct depfs_fh {
     int flags;                /* open flags as given to open/create. O_APPEND is
                                * the data path's job: depfs_write appends at
                                * inode->size (under inode->lock), ignoring off. */
+    depfs_cred cred;          /* who opened it: its size updates and truncates
+                               * act for them, whichever thread sends them */
 };
 
 #define DC_NS_PER_SEC 1000000000ll
@@ -203,8 +205,21 @@ void dc_layout_to_info(const layout *l, depfs_layout_info *out);
 ssize_t dc_xattr_get(depfs_t *fs, uint64_t ino, const char *name, void *value, size_t size);
 /* MDS_GETATTR; caller frees *rep. */
 int dc_getattr_rep(depfs_t *fs, uint64_t ino, Depfs__MdsReply **rep);
-/* The caller's credentials into a request (cr NULL: this process's). */
+/* Who an MDS request acts for: the caller's credentials (cr NULL: this
+ * thread's, dc_cred_current) into a request. dc_mds_call adds them to
+ * every request that names none. */
 void dc_req_cred(Depfs__MdsRequest *req, const depfs_cred *cr, uint32_t groups[DEPFS_MAX_GROUPS]);
+/* This thread's credentials: those set by depfs_act_as, else the process's. */
+void dc_cred_current(depfs_cred *out);
+/* depfs_act_as's state of a thread, saved and restored around work done
+ * for another (a handle's flush acts for whoever opened it). */
+typedef struct dc_acting {
+    bool set;
+    depfs_cred cred;
+} dc_acting;
+void dc_act_set(const depfs_cred *cr); /* NULL: the process's own again */
+void dc_act_push(const depfs_cred *cr, dc_acting *saved);
+void dc_act_pop(const dc_acting *saved);
 /* Status vector against the cluster view (status.c): a failure mark is
  * lifted as soon as the MDS declares the server UP by a state change newer
  * than the failure; a server that stays dead keeps its mark (and costs no

@@ -1,5 +1,6 @@
 /* core_mds.c - libdepfs core: the MDS connection and its calls (reconnect
- * and one retry), and the helpers every MDS request and reply needs. */
+ * and one retry), the helpers every MDS request and reply needs, and whom
+ * each request acts for (this thread's depfs_act_as, else the process). */
 #include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -72,11 +73,14 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
 {
     assert(fs && req && reply);
     *reply = NULL;
-    Depfs__MdsRequest r = *req; /* shallow: only the client id is added */
+    Depfs__MdsRequest r = *req; /* shallow: the client id and credentials are added */
+    uint32_t groups[DEPFS_MAX_GROUPS];
     if (fs->client_id) {
         r.has_client_id = 1;
         r.client_id = fs->client_id;
     }
+    if (!r.has_uid) /* every request says whom it acts for (mds/caller.h) */
+        dc_req_cred(&r, NULL, groups);
     rpc_conn *failed = NULL;
     int rc = -EIO;
     for (unsigned attempt = 0; attempt < DC_MDS_ATTEMPTS; attempt++) {
@@ -115,27 +119,67 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
 
 /* ------------------------------------------------ requests and replies */
 
-void dc_req_cred(Depfs__MdsRequest *req, const depfs_cred *cr, uint32_t groups[DEPFS_MAX_GROUPS])
+/* What depfs_act_as set for this thread. */
+static __thread dc_acting acting;
+
+void dc_act_set(const depfs_cred *cr)
 {
-    req->has_uid = req->has_gid = 1;
-    req->n_groups = 0;
-    req->groups = groups;
+    acting.set = cr != NULL;
     if (cr) {
-        req->uid = cr->uid;
-        req->gid = cr->gid;
-        unsigned n = cr->ngroups < DEPFS_MAX_GROUPS ? cr->ngroups : DEPFS_MAX_GROUPS;
-        for (unsigned i = 0; i < n; i++)
-            groups[i] = cr->groups[i];
-        req->n_groups = n;
+        acting.cred = *cr;
+        if (acting.cred.ngroups > DEPFS_MAX_GROUPS)
+            acting.cred.ngroups = DEPFS_MAX_GROUPS;
+    }
+}
+
+int depfs_act_as(const depfs_cred *cr)
+{
+    if (cr && cr->ngroups > DEPFS_MAX_GROUPS) {
+        dc_set_error("%u groups > max %u", cr->ngroups, DEPFS_MAX_GROUPS);
+        return -EINVAL;
+    }
+    dc_act_set(cr);
+    return 0;
+}
+
+void dc_act_push(const depfs_cred *cr, dc_acting *saved)
+{
+    *saved = acting;
+    dc_act_set(cr);
+}
+
+void dc_act_pop(const dc_acting *saved)
+{
+    acting = *saved;
+}
+
+void dc_cred_current(depfs_cred *out)
+{
+    if (acting.set) {
+        *out = acting.cred;
         return;
     }
-    req->uid = geteuid();
-    req->gid = getegid();
-    gid_t g[DEPFS_MAX_GROUPS];
-    int n = getgroups(DEPFS_MAX_GROUPS, g);
-    for (int i = 0; i < n; i++)
-        groups[i] = g[i];
-    req->n_groups = n > 0 ? (size_t)n : 0;
+    out->uid = geteuid();
+    out->gid = getegid();
+    int n = getgroups(DEPFS_MAX_GROUPS, out->groups);
+    out->ngroups = n > 0 ? (unsigned)n : 0;
+}
+
+void dc_req_cred(Depfs__MdsRequest *req, const depfs_cred *cr, uint32_t groups[DEPFS_MAX_GROUPS])
+{
+    depfs_cred own;
+    if (!cr) {
+        dc_cred_current(&own);
+        cr = &own;
+    }
+    req->has_uid = req->has_gid = 1;
+    req->uid = cr->uid;
+    req->gid = cr->gid;
+    unsigned n = cr->ngroups < DEPFS_MAX_GROUPS ? cr->ngroups : DEPFS_MAX_GROUPS;
+    for (unsigned i = 0; i < n; i++)
+        groups[i] = cr->groups[i];
+    req->n_groups = n;
+    req->groups = groups;
 }
 
 

@@ -38,7 +38,10 @@ extern "C" {
 typedef struct depfs depfs_t;
 typedef struct depfs_fh depfs_fh_t;
 
-/* Who is asking: owner of created objects. */
+/* Who is asking: the owner of created objects, and whose permissions the
+ * MDS checks (when it trusts the client to say: the cluster key's
+ * holders, or root proven by MUNGE on a node the config lists in
+ * client_nodes; anyone else is checked as the uid MUNGE proved). */
 typedef struct depfs_cred {
     uid_t uid;
     gid_t gid;
@@ -65,6 +68,13 @@ int depfs_mount(const depfs_options *opt, depfs_t **out);
 void depfs_unmount(depfs_t *fs); /* flushes every open file first */
 uint64_t depfs_client_id(const depfs_t *fs);
 const char *depfs_last_error(void);
+/* From now on this thread's MDS requests act for cr (NULL: for this
+ * process's own uid, gid and groups again, the default). For a client that
+ * serves many users, such as depfs-fuse for each kernel request; a handle
+ * keeps acting for whoever opened it (its flushes, size updates and
+ * truncates). Calls that take a depfs_cred use that one. -EINVAL when
+ * cr->ngroups > DEPFS_MAX_GROUPS. */
+int depfs_act_as(const depfs_cred *cr);
 
 /* ------------------------------------------------------------- inode API */
 int depfs_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st);

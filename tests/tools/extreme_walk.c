@@ -273,6 +273,7 @@ static const baseline baselines[] = {
       .prep_op = DEPFS__MDS_OP__MDS_SETXATTR,
       .prep = { "ino=$FILE", "xattr_name=s:user.x$N", "xattr_value=s:v" } },
     { MDS(EXTEND), .set = { "ino=$FILE", "size=0", "mtime_ns=$NOW" } },
+    { MDS(OPEN), .set = { "ino=$FILE", "flags=02" } }, /* O_RDWR */
     { MDS(CLUSTER) },
     { MDS(SET_SERVER_STATE), .set = { "server_id=$BADSRV", "rebuild_rate_bps=0" } },
     { IO(READ), .set = { "file_id=$FID", "extents.offset=0", "extents.length=16" } },

@@ -1,5 +1,6 @@
 /* test_config.c - the cluster config parser: a full file, defaults, the
  * layout clamp, and errors naming file:line for every kind of bad input. */
+#include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -74,6 +75,10 @@ START_TEST(test_defaults)
     ck_assert(cfg.auth);
     ck_assert_str_eq(cfg.cluster_key, "/etc/depfs/cluster.key");
     ck_assert_str_eq(cfg.munge_socket, "");
+    ck_assert_uint_eq(cfg.n_client_nodes, 0);
+    ck_assert(cfg.root_squash);
+    ck_assert_uint_eq(cfg.squash_uid, 65534);
+    ck_assert_uint_eq(cfg.squash_gid, 65534);
 }
 END_TEST
 
@@ -102,6 +107,10 @@ START_TEST(test_full_file)
                   "auth = off\n"
                   "cluster_key = /etc/depfs/k\n"
                   "munge_socket = /run/m.sock\n"
+                  "client_nodes = 10.1.0.0/16, 192.168.7.9 127.0.0.1\n"
+                  "root_squash = off\n"
+                  "squash_uid = 99\n"
+                  "squash_gid = 98\n"
                   "\tioserver = 7  [::1]:7101   /data/with space/s7 \n"
                   "ioserver = 3 host3:7103 /data/s3\n",
                   err);
@@ -126,6 +135,10 @@ START_TEST(test_full_file)
     ck_assert(!cfg.auth);
     ck_assert_str_eq(cfg.cluster_key, "/etc/depfs/k");
     ck_assert_str_eq(cfg.munge_socket, "/run/m.sock");
+    ck_assert_uint_eq(cfg.n_client_nodes, 3);
+    ck_assert(!cfg.root_squash);
+    ck_assert_uint_eq(cfg.squash_uid, 99);
+    ck_assert_uint_eq(cfg.squash_gid, 98);
     ck_assert_uint_eq(cfg.n_ioservers, 2);
     /* only two servers: 10@8 is clamped to 2@1, the SU kept */
     ck_assert_uint_eq(cfg.default_n, 2);
@@ -205,6 +218,12 @@ static const struct { const char *text; unsigned line; const char *needle; } bad
     { MDS_LINE "max_unproven_per_peer = 2000000\n", 2, "max_unproven_per_peer" },
     { MDS_LINE "idle_timeout_ms = 0\n", 2, "idle_timeout_ms" },
     { MDS_LINE "ioserver = 1 127.0.0.1:7101\n", 2, "ID HOST:PORT DATADIR" },
+    { MDS_LINE "client_nodes = node7\n", 2, "client_nodes: bad address 'node7'" },
+    { MDS_LINE "client_nodes = 10.0.0.0/33\n", 2, "bad prefix length" },
+    { MDS_LINE "client_nodes = 10.0.0.1/x\n", 2, "bad prefix length" },
+    { MDS_LINE "root_squash = yes\n", 2, "root_squash: bad value 'yes'" },
+    { MDS_LINE "squash_uid = 4294967295\n", 2, "squash_uid: bad value" },
+    { MDS_LINE "squash_gid = -1\n", 2, "squash_gid: bad value" },
     { MDS_LINE "ioserver = x 127.0.0.1:7101 /d\n", 2, "bad id 'x'" },
     { MDS_LINE "ioserver = 4294967296 127.0.0.1:7101 /d\n", 2, "bad id" },
     { MDS_LINE "ioserver = 1 127.0.0.1 /d\n", 2, "HOST:PORT" },
@@ -222,6 +241,25 @@ START_TEST(test_bad_files)
                   _i, err, where);
     ck_assert_msg(strstr(err, bad[_i].needle) != NULL, "case %d: '%s' lacks '%s'", _i, err,
                   bad[_i].needle);
+}
+END_TEST
+
+/* client_nodes: single addresses and networks, as MUNGE reports origins
+ * (network byte order). */
+START_TEST(test_client_nodes)
+{
+    char err[ERR_LEN];
+    ck_assert_int_eq(load(MDS_LINE "client_nodes = 10.1.0.0/16,192.168.7.9 0.0.0.0/0\n", err), 0);
+    ck_assert_uint_eq(cfg.n_client_nodes, 3);
+    ck_assert(config_is_client_node(&cfg, htonl(0x0a010203)));  /* 10.1.2.3 */
+    ck_assert_int_eq(load(MDS_LINE "client_nodes = 10.1.0.0/16,192.168.7.9\n", err), 0);
+    ck_assert(config_is_client_node(&cfg, htonl(0x0a01fffe)));
+    ck_assert(!config_is_client_node(&cfg, htonl(0x0a020001)));  /* 10.2.0.1 */
+    ck_assert(config_is_client_node(&cfg, htonl(0xc0a80709)));
+    ck_assert(!config_is_client_node(&cfg, htonl(0xc0a8070a)));
+    ck_assert(!config_is_client_node(&cfg, 0));
+    ck_assert_int_eq(load(MDS_LINE, err), 0);
+    ck_assert(!config_is_client_node(&cfg, htonl(0x7f000001)));
 }
 END_TEST
 
@@ -284,6 +322,7 @@ int main(void)
     tcase_add_test(tc, test_full_file);
     tcase_add_test(tc, test_layout_defaults_and_clamp);
     tcase_add_loop_test(tc, test_bad_files, 0, (int)(sizeof(bad) / sizeof(bad[0])));
+    tcase_add_test(tc, test_client_nodes);
     tcase_add_test(tc, test_missing_mds_and_file);
     tcase_add_test(tc, test_env_path);
     tcase_add_test(tc, test_many_servers);

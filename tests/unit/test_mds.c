@@ -92,7 +92,7 @@ static uint64_t new_file(uint64_t parent, const char *name)
 {
     mds_new nw = mk(parent, name, 0644);
     mds_inode in;
-    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &in, why), 0);
+    ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &in, why), 0);
     return in.ino;
 }
 
@@ -114,7 +114,7 @@ static mds_inode attr_of(uint64_t ino)
 static uint64_t ino_of(uint64_t parent, const char *name)
 {
     mds_inode in;
-    int rc = mds_ns_lookup(ns, parent, name, &in, why);
+    int rc = mds_ns_lookup(ns, NULL, parent, name, &in, why);
     return rc == 0 ? in.ino : 0;
 }
 
@@ -122,7 +122,7 @@ static char *xattr_str(uint64_t ino, const char *name, int *rc)
 {
     void *v = NULL;
     size_t len = 0;
-    *rc = mds_ns_getxattr(ns, ino, name, &v, &len, why);
+    *rc = mds_ns_getxattr(ns, NULL, ino, name, &v, &len, why);
     if (*rc < 0)
         return NULL;
     char *s = calloc(1, len + 1);
@@ -160,7 +160,7 @@ START_TEST(test_create_lookup)
 {
     mds_new nw = mk(ROOT, "f", 0640);
     mds_inode a, b;
-    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &a, why), 0);
+    ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &a, why), 0);
     ck_assert(S_ISREG(a.mode));
     ck_assert_uint_eq(a.mode & 07777, 0640);
     ck_assert_uint_eq(a.uid, 1000);
@@ -176,12 +176,12 @@ START_TEST(test_create_lookup)
         for (unsigned j = i + 1; j < a.lay.n; j++)
             ck_assert_uint_ne(a.lay.servers[i], a.lay.servers[j]);
     }
-    ck_assert_int_eq(mds_ns_lookup(ns, ROOT, "f", &b, why), 0);
+    ck_assert_int_eq(mds_ns_lookup(ns, NULL, ROOT, "f", &b, why), 0);
     ck_assert_uint_eq(b.ino, a.ino);
     ck_assert_int_eq(memcmp(&b.lay, &a.lay, sizeof(a.lay)), 0);
     /* O_EXCL vs plain create of an existing name */
-    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &b, why), -EEXIST);
-    ck_assert_int_eq(mds_ns_create(ns, &nw, false, &b, why), 0);
+    ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &b, why), -EEXIST);
+    ck_assert_int_eq(mds_ns_create(ns, &nw, 0, &b, why), 0);
     ck_assert_uint_eq(b.ino, a.ino);
     /* parent's mtime moved */
     ck_assert(attr_of(ROOT).mtime_ns >= a.mtime_ns);
@@ -189,24 +189,24 @@ START_TEST(test_create_lookup)
     ck_assert_uint_eq(ino_of(ROOT, "."), ROOT);
     ck_assert_uint_eq(ino_of(ROOT, ".."), ROOT);
     /* errors */
-    ck_assert_int_eq(mds_ns_lookup(ns, ROOT, "nope", &b, why), -ENOENT);
-    ck_assert_int_eq(mds_ns_lookup(ns, a.ino, "x", &b, why), -ENOTDIR);
+    ck_assert_int_eq(mds_ns_lookup(ns, NULL, ROOT, "nope", &b, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_lookup(ns, NULL, a.ino, "x", &b, why), -ENOTDIR);
     ck_assert_int_eq(mds_ns_getattr(ns, 999999, &b, why), -ENOENT);
     const char *bad[] = { "", ".", "..", "a/b" };
     for (unsigned i = 0; i < 4; i++) {
         nw.name = bad[i];
-        ck_assert_int_eq(mds_ns_create(ns, &nw, true, &b, why), -EINVAL);
+        ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &b, why), -EINVAL);
     }
     char longname[300];
     memset(longname, 'x', 256);
     longname[256] = '\0';
     nw.name = longname;
-    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &b, why), -ENAMETOOLONG);
+    ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &b, why), -ENAMETOOLONG);
     longname[255] = '\0';
-    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &b, why), 0);
+    ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &b, why), 0);
     nw.parent = 424242;
     nw.name = "orphan";
-    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &b, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &b, why), -ENOENT);
 }
 END_TEST
 
@@ -238,17 +238,17 @@ START_TEST(test_mkdir_rmdir)
     new_file(d, "f");
     mds_new nw = mk(ROOT, "d", 0755);
     ck_assert_int_eq(mds_ns_mkdir(ns, &nw, &in, why), -EEXIST);
-    ck_assert_int_eq(mds_ns_rmdir(ns, ROOT, "d", why), -ENOTEMPTY);
-    ck_assert_int_eq(mds_ns_rmdir(ns, d, "f", why), -ENOTDIR);
+    ck_assert_int_eq(mds_ns_rmdir(ns, NULL, ROOT, "d", why), -ENOTEMPTY);
+    ck_assert_int_eq(mds_ns_rmdir(ns, NULL, d, "f", why), -ENOTDIR);
     mds_removed rm;
-    ck_assert_int_eq(mds_ns_unlink(ns, d, "sub", &rm, why), -EISDIR);
-    ck_assert_int_eq(mds_ns_rmdir(ns, d, "sub", why), 0);
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, d, "sub", &rm, why), -EISDIR);
+    ck_assert_int_eq(mds_ns_rmdir(ns, NULL, d, "sub", why), 0);
     ck_assert_int_eq(mds_ns_getattr(ns, sub, &in, why), -ENOENT);
     ck_assert_uint_eq(attr_of(d).nlink, 2);
-    ck_assert_int_eq(mds_ns_unlink(ns, d, "f", &rm, why), 0);
-    ck_assert_int_eq(mds_ns_rmdir(ns, ROOT, "d", why), 0);
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, d, "f", &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rmdir(ns, NULL, ROOT, "d", why), 0);
     ck_assert_uint_eq(attr_of(ROOT).nlink, 2);
-    ck_assert_int_eq(mds_ns_rmdir(ns, ROOT, "d", why), -ENOENT);
+    ck_assert_int_eq(mds_ns_rmdir(ns, NULL, ROOT, "d", why), -ENOENT);
     uint64_t files, bytes;
     mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(files, 1);
@@ -264,7 +264,7 @@ START_TEST(test_rename_files)
     uint64_t d = new_dir(ROOT, "d");
 
     /* replace: b's last link goes, reply names it with its layout */
-    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "a", ROOT, "b", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", ROOT, "b", 0, &rm, why), 0);
     ck_assert_uint_eq(rm.ino, b);
     ck_assert(rm.has_layout);
     ck_assert_int_eq(memcmp(&rm.lay, &bi.lay, sizeof(bi.lay)), 0);
@@ -272,33 +272,33 @@ START_TEST(test_rename_files)
     ck_assert_uint_eq(ino_of(ROOT, "a"), 0);
     ck_assert_int_eq(mds_ns_getattr(ns, b, &bi, why), -ENOENT);
     /* across directories */
-    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "b", d, "moved", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "b", d, "moved", 0, &rm, why), 0);
     ck_assert_uint_eq(rm.ino, 0);
     ck_assert_uint_eq(ino_of(d, "moved"), a);
     ck_assert_uint_eq(ino_of(ROOT, "b"), 0);
     /* missing source */
-    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "zz", ROOT, "yy", 0, &rm, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "zz", ROOT, "yy", 0, &rm, why), -ENOENT);
     /* NOREPLACE */
     uint64_t c = new_file(d, "c");
-    ck_assert_int_eq(mds_ns_rename(ns, d, "moved", d, "c", MDS_RENAME_NOREPLACE, &rm, why), -EEXIST);
-    ck_assert_int_eq(mds_ns_rename(ns, d, "moved", d, "free", MDS_RENAME_NOREPLACE, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "moved", d, "c", MDS_RENAME_NOREPLACE, &rm, why), -EEXIST);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "moved", d, "free", MDS_RENAME_NOREPLACE, &rm, why), 0);
     /* EXCHANGE */
-    ck_assert_int_eq(mds_ns_rename(ns, d, "free", d, "c", MDS_RENAME_EXCHANGE, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "c", MDS_RENAME_EXCHANGE, &rm, why), 0);
     ck_assert_uint_eq(ino_of(d, "free"), c);
     ck_assert_uint_eq(ino_of(d, "c"), a);
-    ck_assert_int_eq(mds_ns_rename(ns, d, "free", d, "nothere", MDS_RENAME_EXCHANGE, &rm, why), -ENOENT);
-    ck_assert_int_eq(mds_ns_rename(ns, d, "free", d, "c", 3, &rm, why), -EINVAL);
-    ck_assert_int_eq(mds_ns_rename(ns, d, "free", d, "c", 4, &rm, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "nothere", MDS_RENAME_EXCHANGE, &rm, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "c", 3, &rm, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "c", 4, &rm, why), -EINVAL);
     /* hard links of the same inode: no-op */
     mds_inode li;
-    ck_assert_int_eq(mds_ns_link(ns, c, d, "c2", &li, why), 0);
-    ck_assert_int_eq(mds_ns_rename(ns, d, "free", d, "c2", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_link(ns, NULL, c, d, "c2", &li, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "c2", 0, &rm, why), 0);
     ck_assert_uint_eq(ino_of(d, "free"), c);
     ck_assert_uint_eq(ino_of(d, "c2"), c);
     ck_assert_uint_eq(attr_of(c).nlink, 2);
     /* replacing one link of a two-link file: no removal */
     uint64_t e = new_file(d, "e");
-    ck_assert_int_eq(mds_ns_rename(ns, d, "e", d, "c2", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "e", d, "c2", 0, &rm, why), 0);
     ck_assert_uint_eq(rm.ino, 0);
     ck_assert_uint_eq(attr_of(c).nlink, 1);
     ck_assert_uint_eq(ino_of(d, "c2"), e);
@@ -316,35 +316,35 @@ START_TEST(test_rename_dirs)
     ck_assert_uint_eq(attr_of(ROOT).nlink, 4);
 
     /* into its own subtree */
-    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "a", a1, "x", 0, &rm, why), -EINVAL);
-    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "a", a2, "x", 0, &rm, why), -EINVAL);
-    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "a", a, "x", 0, &rm, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", a1, "x", 0, &rm, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", a2, "x", 0, &rm, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", a, "x", 0, &rm, why), -EINVAL);
     /* type mismatches */
-    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "a", ROOT, "f", 0, &rm, why), -ENOTDIR);
-    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "f", ROOT, "a", 0, &rm, why), -EISDIR);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", ROOT, "f", 0, &rm, why), -ENOTDIR);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "f", ROOT, "a", 0, &rm, why), -EISDIR);
     /* non-empty target dir */
-    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "b", ROOT, "a", 0, &rm, why), -ENOTEMPTY);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "b", ROOT, "a", 0, &rm, why), -ENOTEMPTY);
     /* move a1 under b: nlinks and ".." follow */
-    ck_assert_int_eq(mds_ns_rename(ns, a, "a1", b, "a1", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, a, "a1", b, "a1", 0, &rm, why), 0);
     ck_assert_uint_eq(attr_of(a).nlink, 2);
     ck_assert_uint_eq(attr_of(b).nlink, 3);
     ck_assert_uint_eq(ino_of(a1, ".."), b);
     ck_assert_uint_eq(ino_of(b, "a1"), a1);
     /* replace an empty dir */
-    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "b", ROOT, "a", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "b", ROOT, "a", 0, &rm, why), 0);
     ck_assert_uint_eq(ino_of(ROOT, "a"), b);
     mds_inode gone;
     ck_assert_int_eq(mds_ns_getattr(ns, a, &gone, why), -ENOENT);
     ck_assert_uint_eq(attr_of(ROOT).nlink, 3);
     /* exchange a dir with a file across parents */
-    ck_assert_int_eq(mds_ns_rename(ns, b, "a1", ROOT, "f", MDS_RENAME_EXCHANGE, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, b, "a1", ROOT, "f", MDS_RENAME_EXCHANGE, &rm, why), 0);
     ck_assert_uint_eq(ino_of(ROOT, "f"), a1);
     ck_assert_uint_eq(ino_of(b, "a1"), f);
     ck_assert_uint_eq(ino_of(a1, ".."), ROOT);
     ck_assert_uint_eq(attr_of(ROOT).nlink, 4);
     ck_assert_uint_eq(attr_of(b).nlink, 2);
     /* exchange that would put a dir inside itself */
-    ck_assert_int_eq(mds_ns_rename(ns, a1, "a2", ROOT, "f", MDS_RENAME_EXCHANGE, &rm, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, a1, "a2", ROOT, "f", MDS_RENAME_EXCHANGE, &rm, why), -EINVAL);
     (void)a2;
 }
 END_TEST
@@ -356,25 +356,25 @@ START_TEST(test_link_unlink)
     uint64_t d = new_dir(ROOT, "d");
     uint64_t f = new_file(ROOT, "f");
     mds_inode fi = attr_of(f);
-    ck_assert_int_eq(mds_ns_link(ns, f, d, "g", &in, why), 0);
+    ck_assert_int_eq(mds_ns_link(ns, NULL, f, d, "g", &in, why), 0);
     ck_assert_uint_eq(in.nlink, 2);
     ck_assert_uint_eq(ino_of(d, "g"), f);
-    ck_assert_int_eq(mds_ns_link(ns, f, d, "g", &in, why), -EEXIST);
-    ck_assert_int_eq(mds_ns_link(ns, d, ROOT, "dl", &in, why), -EPERM);
-    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "f", &rm, why), 0);
+    ck_assert_int_eq(mds_ns_link(ns, NULL, f, d, "g", &in, why), -EEXIST);
+    ck_assert_int_eq(mds_ns_link(ns, NULL, d, ROOT, "dl", &in, why), -EPERM);
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "f", &rm, why), 0);
     ck_assert_uint_eq(rm.ino, 0);
     ck_assert_uint_eq(attr_of(f).nlink, 1);
-    ck_assert_int_eq(mds_ns_unlink(ns, d, "g", &rm, why), 0);
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, d, "g", &rm, why), 0);
     ck_assert_uint_eq(rm.ino, f);
     ck_assert(rm.has_layout);
     ck_assert_int_eq(memcmp(&rm.lay, &fi.lay, sizeof(fi.lay)), 0);
     ck_assert_int_eq(mds_ns_getattr(ns, f, &in, why), -ENOENT);
-    ck_assert_int_eq(mds_ns_unlink(ns, d, "g", &rm, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, d, "g", &rm, why), -ENOENT);
     /* symlinks and fifos go without a layout */
     mds_new nw = mk(ROOT, "sl", 0);
     nw.target = "/some/where";
     ck_assert_int_eq(mds_ns_symlink(ns, &nw, &in, why), 0);
-    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "sl", &rm, why), 0);
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "sl", &rm, why), 0);
     ck_assert_uint_eq(rm.ino, in.ino);
     ck_assert(!rm.has_layout);
 }
@@ -410,7 +410,7 @@ static unsigned read_all(uint64_t dir, unsigned page, rd_col *c)
     memset(c, 0, sizeof(*c));
     while (!eof) {
         unsigned before = c->n;
-        ck_assert_int_eq(mds_ns_readdir(ns, dir, c->last_cookie, page, rd_emit, c, &eof, why), 0);
+        ck_assert_int_eq(mds_ns_readdir(ns, NULL, dir, c->last_cookie, page, rd_emit, c, &eof, why), 0);
         ck_assert_uint_le(c->n - before, page > MDS_READDIR_MAX ? MDS_READDIR_MAX : page);
         ck_assert(eof || c->n > before);
         pages++;
@@ -451,17 +451,17 @@ START_TEST(test_readdir_paging)
     static rd_col part;
     bool eof;
     memset(&part, 0, sizeof(part));
-    ck_assert_int_eq(mds_ns_readdir(ns, d, 0, 500, rd_emit, &part, &eof, why), 0);
+    ck_assert_int_eq(mds_ns_readdir(ns, NULL, d, 0, 500, rd_emit, &part, &eof, why), 0);
     ck_assert(!eof);
     ck_assert_uint_eq(part.n, 500);
     mds_removed rm;
     for (unsigned i = 0; i < N; i += 3) {
         snprintf(name, sizeof(name), "e%05u", i);
-        ck_assert_int_eq(mds_ns_unlink(ns, d, name, &rm, why), 0);
+        ck_assert_int_eq(mds_ns_unlink(ns, NULL, d, name, &rm, why), 0);
     }
     eof = false;
     while (!eof)
-        ck_assert_int_eq(mds_ns_readdir(ns, d, part.last_cookie, 300, rd_emit, &part, &eof, why), 0);
+        ck_assert_int_eq(mds_ns_readdir(ns, NULL, d, part.last_cookie, 300, rd_emit, &part, &eof, why), 0);
     memset(seen, 0, sizeof(seen));
     for (unsigned i = 2; i < part.n; i++) {
         unsigned idx;
@@ -478,12 +478,12 @@ START_TEST(test_readdir_paging)
     static rd_col tail;
     memset(&tail, 0, sizeof(tail));
     tail.last_cookie = 0;
-    ck_assert_int_eq(mds_ns_readdir(ns, d, UINT64_MAX, 10, rd_emit, &tail, &eof, why), 0);
+    ck_assert_int_eq(mds_ns_readdir(ns, NULL, d, UINT64_MAX, 10, rd_emit, &tail, &eof, why), 0);
     ck_assert(eof);
     ck_assert_uint_eq(tail.n, 0);
     /* readdir of a file */
     uint64_t f = new_file(ROOT, "plain");
-    ck_assert_int_eq(mds_ns_readdir(ns, f, 0, 10, rd_emit, &tail, &eof, why), -ENOTDIR);
+    ck_assert_int_eq(mds_ns_readdir(ns, NULL, f, 0, 10, rd_emit, &tail, &eof, why), -ENOTDIR);
 }
 END_TEST
 
@@ -530,7 +530,7 @@ START_TEST(test_setattr_extend)
     uint64_t d = new_dir(ROOT, "d");
     mds_setattr_in a = { .mode = 04711, .uid = 7, .gid = 8, .atime_ns = 1000, .mtime_ns = 2000 };
     int64_t ctime_before = attr_of(f).ctime_ns;
-    ck_assert_int_eq(mds_ns_setattr(ns, f, DEPFS_SET_MODE | DEPFS_SET_UID | DEPFS_SET_GID | DEPFS_SET_ATIME |
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_MODE | DEPFS_SET_UID | DEPFS_SET_GID | DEPFS_SET_ATIME |
                                                DEPFS_SET_MTIME, &a, &in, why), 0);
     ck_assert_uint_eq(in.mode, S_IFREG | 04711);
     ck_assert_uint_eq(in.uid, 7);
@@ -540,41 +540,41 @@ START_TEST(test_setattr_extend)
     ck_assert_int_ge(in.ctime_ns, ctime_before);
     in = attr_of(f);
     ck_assert_int_eq(in.mtime_ns, 2000);
-    ck_assert_int_eq(mds_ns_setattr(ns, f, DEPFS_SET_MTIME_NOW, &a, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_MTIME_NOW, &a, &in, why), 0);
     ck_assert_int_gt(in.mtime_ns, 2000);
     a.ctime_ns = 5;
-    ck_assert_int_eq(mds_ns_setattr(ns, f, DEPFS_SET_CTIME, &a, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_CTIME, &a, &in, why), 0);
     ck_assert_int_eq(in.ctime_ns, 5);
     /* sizes and the logical-bytes counter */
     uint64_t files, bytes;
     a.size = 1000;
-    ck_assert_int_eq(mds_ns_setattr(ns, f, DEPFS_SET_SIZE, &a, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &a, &in, why), 0);
     ck_assert_uint_eq(in.size, 1000);
     mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(bytes, 1000);
-    ck_assert_int_eq(mds_ns_extend(ns, f, 500, true, 77, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 500, true, 77, &in, why), 0);
     ck_assert_uint_eq(in.size, 1000);
     ck_assert_int_eq(in.mtime_ns, 77);
-    ck_assert_int_eq(mds_ns_extend(ns, f, 4096, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 4096, false, 0, &in, why), 0);
     ck_assert_uint_eq(in.size, 4096);
     uint64_t g = new_file(ROOT, "g");
-    ck_assert_int_eq(mds_ns_extend(ns, g, 100, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, g, 100, false, 0, &in, why), 0);
     mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(bytes, 4196);
     ck_assert_uint_eq(files, 4);
     a.size = 10;
-    ck_assert_int_eq(mds_ns_setattr(ns, f, DEPFS_SET_SIZE, &a, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &a, &in, why), 0);
     mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(bytes, 110);
     mds_removed rm;
-    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "g", &rm, why), 0);
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "g", &rm, why), 0);
     mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(bytes, 10);
     ck_assert_uint_eq(files, 3);
     /* errors */
-    ck_assert_int_eq(mds_ns_setattr(ns, d, DEPFS_SET_SIZE, &a, &in, why), -EISDIR);
-    ck_assert_int_eq(mds_ns_extend(ns, d, 10, false, 0, &in, why), -EISDIR);
-    ck_assert_int_eq(mds_ns_setattr(ns, 31337, DEPFS_SET_MODE, &a, &in, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, d, DEPFS_SET_SIZE, &a, &in, why), -EISDIR);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, d, 10, false, 0, &in, why), -EISDIR);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, 31337, DEPFS_SET_MODE, &a, &in, why), -ENOENT);
 }
 END_TEST
 
@@ -593,17 +593,17 @@ START_TEST(test_sizes_bounded)
     mds_inode ai = attr_of(a);
     uint64_t max = layout_max_file_bytes(&ai.lay);
     mds_setattr_in s = { .size = INT64_MAX };
-    ck_assert_int_eq(mds_ns_setattr(ns, a, DEPFS_SET_SIZE, &s, &in, why), -EFBIG);
-    ck_assert_int_eq(mds_ns_setattr(ns, b, DEPFS_SET_SIZE, &s, &in, why), -EFBIG);
-    ck_assert_int_eq(mds_ns_extend(ns, b, UINT64_MAX, false, 0, &in, why), -EFBIG);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, a, DEPFS_SET_SIZE, &s, &in, why), -EFBIG);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, b, DEPFS_SET_SIZE, &s, &in, why), -EFBIG);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, b, UINT64_MAX, false, 0, &in, why), -EFBIG);
     s.size = 2;
-    ck_assert_int_eq(mds_ns_setattr(ns, c, DEPFS_SET_SIZE, &s, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, c, DEPFS_SET_SIZE, &s, &in, why), 0);
     s.size = 0;
-    ck_assert_int_eq(mds_ns_setattr(ns, a, DEPFS_SET_SIZE, &s, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, a, DEPFS_SET_SIZE, &s, &in, why), 0);
     s.size = max;
-    ck_assert_int_eq(mds_ns_setattr(ns, a, DEPFS_SET_SIZE, &s, &in, why), 0);
-    ck_assert_int_eq(mds_ns_extend(ns, b, max + 1, false, 0, &in, why), -EFBIG);
-    ck_assert_int_eq(mds_ns_extend(ns, b, max, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, a, DEPFS_SET_SIZE, &s, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, b, max + 1, false, 0, &in, why), -EFBIG);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, b, max, false, 0, &in, why), 0);
     mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(bytes, 2 * max + 2);
     /* a total that wrapped in an older store: near 2^64 it saturates, below
@@ -621,12 +621,12 @@ START_TEST(test_sizes_bounded)
     }
     store_open();
     s.size = 3;
-    ck_assert_int_eq(mds_ns_setattr(ns, c, DEPFS_SET_SIZE, &s, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, c, DEPFS_SET_SIZE, &s, &in, why), 0);
     mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(bytes, UINT64_MAX);
-    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "a", &rm, why), 0);
-    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "b", &rm, why), 0);
-    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "c", &rm, why), 0);
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "a", &rm, why), 0);
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "b", &rm, why), 0);
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "c", &rm, why), 0);
     mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_le(bytes, UINT64_MAX);
     store_close();
@@ -640,7 +640,7 @@ START_TEST(test_setgid_dir)
     mds_setattr_in a = { .mode = 02775, .gid = 555 };
     mds_inode in;
     uint64_t d = new_dir(ROOT, "sg");
-    ck_assert_int_eq(mds_ns_setattr(ns, d, DEPFS_SET_MODE | DEPFS_SET_GID, &a, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, d, DEPFS_SET_MODE | DEPFS_SET_GID, &a, &in, why), 0);
     uint64_t f = new_file(d, "f");
     ck_assert_uint_eq(attr_of(f).gid, 555);
     ck_assert_uint_eq(attr_of(f).mode & S_ISGID, 0);
@@ -654,8 +654,8 @@ START_TEST(test_xattrs)
 {
     uint64_t f = new_file(ROOT, "f");
     int rc;
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.a", "one", 3, 0, why), 0);
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.b", "", 0, 0, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, "user.a", "one", 3, 0, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, "user.b", "", 0, 0, why), 0);
     char *s = xattr_str(f, "user.a", &rc);
     ck_assert_str_eq(s, "one");
     free(s);
@@ -663,9 +663,9 @@ START_TEST(test_xattrs)
     ck_assert_int_eq(rc, 0);
     ck_assert_str_eq(s, "");
     free(s);
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.a", "two", 3, MDS_XATTR_CREATE, why), -EEXIST);
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.c", "x", 1, MDS_XATTR_REPLACE, why), -ENODATA);
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.a", "two", 3, MDS_XATTR_REPLACE, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, "user.a", "two", 3, MDS_XATTR_CREATE, why), -EEXIST);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, "user.c", "x", 1, MDS_XATTR_REPLACE, why), -ENODATA);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, "user.a", "two", 3, MDS_XATTR_REPLACE, why), 0);
     s = xattr_str(f, "user.a", &rc);
     ck_assert_str_eq(s, "two");
     free(s);
@@ -674,37 +674,37 @@ START_TEST(test_xattrs)
 
     char **names;
     size_t count;
-    ck_assert_int_eq(mds_ns_listxattr(ns, f, &names, &count, why), 0);
+    ck_assert_int_eq(mds_ns_listxattr(ns, NULL, f, &names, &count, why), 0);
     ck_assert_uint_eq(count, 3); /* layout + a + b */
     ck_assert_str_eq(names[0], MDS_LAYOUT_XATTR);
     ck_assert_str_eq(names[1], "user.a");
     ck_assert_str_eq(names[2], "user.b");
     mds_ns_free_names(names, count);
 
-    ck_assert_int_eq(mds_ns_removexattr(ns, f, "user.a", why), 0);
-    ck_assert_int_eq(mds_ns_removexattr(ns, f, "user.a", why), -ENODATA);
+    ck_assert_int_eq(mds_ns_removexattr(ns, NULL, f, "user.a", why), 0);
+    ck_assert_int_eq(mds_ns_removexattr(ns, NULL, f, "user.a", why), -ENODATA);
     /* limits and namespaces */
     static char big[WIRE_XATTR_VALUE_MAX + 1];
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.big", big, sizeof(big), 0, why), -E2BIG);
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.max", big, WIRE_XATTR_VALUE_MAX, 0, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, "user.big", big, sizeof(big), 0, why), -E2BIG);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, "user.max", big, WIRE_XATTR_VALUE_MAX, 0, why), 0);
     char longname[300] = "user.";
     memset(longname + 5, 'n', 251);
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, longname, "v", 1, 0, why), -ERANGE);
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, "", "v", 1, 0, why), -ERANGE);
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, "foo.bar", "v", 1, 0, why), -EOPNOTSUPP);
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, "system.posix_acl_access", "v", 1, 0, why), -EOPNOTSUPP);
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, "trusted.t", "v", 1, 0, why), 0);
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.a", "v", 1, 3, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, longname, "v", 1, 0, why), -ERANGE);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, "", "v", 1, 0, why), -ERANGE);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, "foo.bar", "v", 1, 0, why), -EOPNOTSUPP);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, "system.posix_acl_access", "v", 1, 0, why), -EOPNOTSUPP);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, "trusted.t", "v", 1, 0, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, "user.a", "v", 1, 3, why), -EINVAL);
     mds_new nw = mk(ROOT, "ln", 0);
     mds_inode ln;
     nw.target = "f";
     ck_assert_int_eq(mds_ns_symlink(ns, &nw, &ln, why), 0);
-    ck_assert_int_eq(mds_ns_setxattr(ns, ln.ino, "user.a", "v", 1, 0, why), -EPERM);
-    ck_assert_int_eq(mds_ns_setxattr(ns, ln.ino, "trusted.a", "v", 1, 0, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, ln.ino, "user.a", "v", 1, 0, why), -EPERM);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, ln.ino, "trusted.a", "v", 1, 0, why), 0);
     /* unlink removes the xattrs with the inode */
     mds_removed rm;
-    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "f", &rm, why), 0);
-    ck_assert_int_eq(mds_ns_getxattr(ns, f, "user.b", (void **)&s, &count, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "f", &rm, why), 0);
+    ck_assert_int_eq(mds_ns_getxattr(ns, NULL, f, "user.b", (void **)&s, &count, why), -ENOENT);
 }
 END_TEST
 
@@ -715,7 +715,7 @@ START_TEST(test_layout_inheritance)
     uint64_t d = new_dir(ROOT, "d");
     ck_assert_ptr_null(xattr_str(d, MDS_LAYOUT_XATTR, &rc));
     ck_assert_int_eq(rc, -ENODATA);
-    ck_assert_int_eq(mds_ns_setxattr(ns, d, MDS_LAYOUT_XATTR, "3@2@4k", 6, 0, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, d, MDS_LAYOUT_XATTR, "3@2@4k", 6, 0, why), 0);
     assert_layout_str(d, "3@2@4096");
     uint64_t f = new_file(d, "f");
     in = attr_of(f);
@@ -729,7 +729,7 @@ START_TEST(test_layout_inheritance)
     ck_assert_uint_eq(in.lay.n, 3);
     ck_assert_uint_eq(in.lay.k, 2);
     /* n@k only: su from the default */
-    ck_assert_int_eq(mds_ns_setxattr(ns, sub, MDS_LAYOUT_XATTR, "5@3\n", 4, 0, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, sub, MDS_LAYOUT_XATTR, "5@3\n", 4, 0, why), 0);
     assert_layout_str(sub, "5@3");
     in = attr_of(new_file(sub, "h"));
     ck_assert_uint_eq(in.lay.n, 5);
@@ -739,29 +739,29 @@ START_TEST(test_layout_inheritance)
     mds_new nw = mk(d, "w", 0644);
     nw.want_n = 6;
     nw.want_k = 4;
-    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &in, why), 0);
+    ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &in, why), 0);
     ck_assert_uint_eq(in.lay.n, 6);
     ck_assert_uint_eq(in.lay.k, 4);
     ck_assert_uint_eq(in.lay.su, 4096);
     nw.name = "w2";
     nw.want_n = 7;
-    ck_assert_int_eq(mds_ns_create(ns, &nw, true, &in, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &in, why), -EINVAL);
     ck_assert_ptr_nonnull(strstr(why, "servers"));
     /* bad values */
-    ck_assert_int_eq(mds_ns_setxattr(ns, d, MDS_LAYOUT_XATTR, "9@2", 3, 0, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, d, MDS_LAYOUT_XATTR, "9@2", 3, 0, why), -EINVAL);
     ck_assert_ptr_nonnull(strstr(why, "servers"));
-    ck_assert_int_eq(mds_ns_setxattr(ns, d, MDS_LAYOUT_XATTR, "2@3", 3, 0, why), -EINVAL);
-    ck_assert_int_eq(mds_ns_setxattr(ns, d, MDS_LAYOUT_XATTR, "junk", 4, 0, why), -EINVAL);
-    ck_assert_int_eq(mds_ns_setxattr(ns, d, MDS_LAYOUT_XATTR, "3@2", 3, MDS_XATTR_CREATE, why), -EEXIST);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, d, MDS_LAYOUT_XATTR, "2@3", 3, 0, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, d, MDS_LAYOUT_XATTR, "junk", 4, 0, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, d, MDS_LAYOUT_XATTR, "3@2", 3, MDS_XATTR_CREATE, why), -EEXIST);
     assert_layout_str(d, "3@2@4096");
     /* listxattr shows the policy; removing it falls back to the default */
     char **names;
     size_t count;
-    ck_assert_int_eq(mds_ns_listxattr(ns, d, &names, &count, why), 0);
+    ck_assert_int_eq(mds_ns_listxattr(ns, NULL, d, &names, &count, why), 0);
     ck_assert_uint_eq(count, 1);
     mds_ns_free_names(names, count);
-    ck_assert_int_eq(mds_ns_removexattr(ns, d, MDS_LAYOUT_XATTR, why), 0);
-    ck_assert_int_eq(mds_ns_listxattr(ns, d, &names, &count, why), 0);
+    ck_assert_int_eq(mds_ns_removexattr(ns, NULL, d, MDS_LAYOUT_XATTR, why), 0);
+    ck_assert_int_eq(mds_ns_listxattr(ns, NULL, d, &names, &count, why), 0);
     ck_assert_uint_eq(count, 0);
     mds_ns_free_names(names, count);
     in = attr_of(new_file(d, "plain"));
@@ -774,7 +774,7 @@ START_TEST(test_layout_on_file)
 {
     mds_inode in;
     uint64_t f = new_file(ROOT, "f");
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, MDS_LAYOUT_XATTR, "2@1", 3, 0, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, MDS_LAYOUT_XATTR, "2@1", 3, 0, why), 0);
     in = attr_of(f);
     ck_assert_uint_eq(in.lay.n, 2);
     ck_assert_uint_eq(in.lay.k, 1);
@@ -782,14 +782,14 @@ START_TEST(test_layout_on_file)
     ck_assert_uint_eq(in.lay.version, 2);
     ck_assert_uint_ne(in.lay.servers[0], in.lay.servers[1]);
     assert_layout_str(f, "2@1@65536");
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, MDS_LAYOUT_XATTR, "2@1", 3, MDS_XATTR_CREATE, why), -EEXIST);
-    ck_assert_int_eq(mds_ns_removexattr(ns, f, MDS_LAYOUT_XATTR, why), -EPERM);
-    ck_assert_int_eq(mds_ns_extend(ns, f, 1, false, 0, &in, why), 0);
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, MDS_LAYOUT_XATTR, "4@2", 3, 0, why), -EBUSY);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, MDS_LAYOUT_XATTR, "2@1", 3, MDS_XATTR_CREATE, why), -EEXIST);
+    ck_assert_int_eq(mds_ns_removexattr(ns, NULL, f, MDS_LAYOUT_XATTR, why), -EPERM);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 1, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, MDS_LAYOUT_XATTR, "4@2", 3, 0, why), -EBUSY);
     assert_layout_str(f, "2@1@65536");
     mds_new nw = mk(ROOT, "fifo", S_IFIFO | 0600);
     ck_assert_int_eq(mds_ns_mknod(ns, &nw, &in, why), 0);
-    ck_assert_int_eq(mds_ns_setxattr(ns, in.ino, MDS_LAYOUT_XATTR, "4@2", 3, 0, why), -EPERM);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, in.ino, MDS_LAYOUT_XATTR, "4@2", 3, 0, why), -EPERM);
 }
 END_TEST
 
@@ -798,12 +798,12 @@ START_TEST(test_persistence)
     uint64_t d = new_dir(ROOT, "d");
     uint64_t f = new_file(d, "f");
     mds_inode fi;
-    ck_assert_int_eq(mds_ns_extend(ns, f, 12345, false, 0, &fi, why), 0);
-    ck_assert_int_eq(mds_ns_setxattr(ns, f, "user.k", "v", 1, 0, why), 0);
-    ck_assert_int_eq(mds_ns_setxattr(ns, d, MDS_LAYOUT_XATTR, "3@1", 3, 0, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 12345, false, 0, &fi, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, "user.k", "v", 1, 0, why), 0);
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, d, MDS_LAYOUT_XATTR, "3@1", 3, 0, why), 0);
     uint64_t gone = new_file(ROOT, "gone");
     mds_removed rm;
-    ck_assert_int_eq(mds_ns_unlink(ns, ROOT, "gone", &rm, why), 0);
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "gone", &rm, why), 0);
     uint64_t c1, c2;
     ck_assert_int_eq(mds_ns_register(ns, &c1, why), 0);
     ck_assert_int_eq(mds_ns_register(ns, &c2, why), 0);
@@ -916,11 +916,11 @@ static void *conc_main(void *p)
         snprintf(name, sizeof(name), "t%u_%u", a->id, i);
         snprintf(name2, sizeof(name2), "r%u_%u", a->id, i);
         mds_new nw = mk(a->dir, name, 0644);
-        if (mds_ns_create(ns, &nw, true, &in, w) < 0)
+        if (mds_ns_create(ns, &nw, O_EXCL, &in, w) < 0)
             a->errors++;
-        if (mds_ns_rename(ns, a->dir, name, a->dir, name2, 0, &rm, w) < 0)
+        if (mds_ns_rename(ns, NULL, a->dir, name, a->dir, name2, 0, &rm, w) < 0)
             a->errors++;
-        if (i % 2 && mds_ns_unlink(ns, a->dir, name2, &rm, w) < 0)
+        if (i % 2 && mds_ns_unlink(ns, NULL, a->dir, name2, &rm, w) < 0)
             a->errors++;
     }
     return NULL;
@@ -1092,7 +1092,7 @@ END_TEST
 static mds_removed unlink_of(uint64_t parent, const char *name)
 {
     mds_removed rm;
-    ck_assert_int_eq(mds_ns_unlink(ns, parent, name, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, parent, name, &rm, why), 0);
     return rm;
 }
 
@@ -1109,31 +1109,31 @@ START_TEST(test_may_have_data)
     ck_assert(rm.has_layout && !rm.may_have_data);
     /* an extend (even to 0) says a client wrote */
     f = new_file(ROOT, "ext");
-    ck_assert_int_eq(mds_ns_extend(ns, f, 0, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 0, false, 0, &in, why), 0);
     ck_assert(in.may_have_data);
     rm = unlink_of(ROOT, "ext");
     ck_assert(rm.has_layout && rm.may_have_data);
     /* truncate up and back down: sticky */
     f = new_file(ROOT, "trunc");
-    ck_assert_int_eq(mds_ns_setattr(ns, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
     sa.size = 0;
-    ck_assert_int_eq(mds_ns_setattr(ns, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
     ck_assert(in.may_have_data);
     ck_assert(unlink_of(ROOT, "trunc").may_have_data);
     /* rename over a target: the target's flag comes back */
     uint64_t a = new_file(ROOT, "a");
     uint64_t b = new_file(ROOT, "b");
-    ck_assert_int_eq(mds_ns_extend(ns, b, 4096, false, 0, &in, why), 0);
-    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "a", ROOT, "b", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, b, 4096, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", ROOT, "b", 0, &rm, why), 0);
     ck_assert_uint_eq(rm.ino, b);
     ck_assert(rm.may_have_data);
     new_file(ROOT, "c");
-    ck_assert_int_eq(mds_ns_rename(ns, ROOT, "c", ROOT, "b", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "c", ROOT, "b", 0, &rm, why), 0);
     ck_assert_uint_eq(rm.ino, a);
     ck_assert(!rm.may_have_data);
     /* survives a restart */
     uint64_t w = new_file(ROOT, "w");
-    ck_assert_int_eq(mds_ns_extend(ns, w, 1, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, w, 1, false, 0, &in, why), 0);
     uint64_t e = new_file(ROOT, "e");
     store_close();
     store_open();
@@ -1325,7 +1325,7 @@ START_TEST(test_rpc_deferred_sync)
     ck_assert_ptr_null(r->layout); /* never written: nothing to remove */
     depfs__mds_reply__free_unpacked(r, NULL);
     mds_inode in;
-    ck_assert_int_eq(mds_ns_extend(ns, ino_of(ROOT, names[1]), 10, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, ino_of(ROOT, names[1]), 10, false, 0, &in, why), 0);
     q.name = names[1];
     r = call(conn, DEPFS__MDS_OP__MDS_UNLINK, &q);
     ck_assert_int_eq(r->err, 0);

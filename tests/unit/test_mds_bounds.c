@@ -154,7 +154,12 @@ START_TEST(test_modes_owners_devices)
     q.has_uid = true;
     q.uid = WIRE_OWNER_NONE;
     ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_CREATE, &q, NULL), EINVAL);
-    q.uid = WIRE_OWNER_NONE - 1; /* the largest owner */
+    q.uid = WIRE_OWNER_NONE - 1; /* the largest owner: may create where it may write */
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_CREATE, &q, NULL), EACCES);
+    Depfs__MdsRequest pub = new_req("pub", 01777);
+    uint64_t pub_ino = 0;
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_MKDIR, &pub, &pub_ino), 0);
+    q.parent = pub_ino;
     ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_CREATE, &q, NULL), 0);
     q = new_req("c", S_IFCHR | 0600);
     q.has_rdev = true;
@@ -164,7 +169,7 @@ START_TEST(test_modes_owners_devices)
     ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_MKNOD, &q, NULL), 0);
     q = new_req("x", 0644);
     q.has_flags = true;
-    q.flags = O_EXCL | O_TRUNC;
+    q.flags = O_EXCL | O_APPEND; /* O_APPEND is the client's business */
     ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_CREATE, &q, NULL), EINVAL);
     uint32_t groups[WIRE_MAX_GROUPS + 1] = { 0 };
     q = new_req("g", 0644);
