@@ -56,7 +56,7 @@ MDS_LOOKUP, MDS_GETATTR, MDS_SETATTR, MDS_CREATE, MDS_MKNOD, MDS_MKDIR = 2, 3, 4
 MDS_READDIR, MDS_STATFS, MDS_SETXATTR, MDS_LISTXATTR, MDS_REMOVEXATTR = 11, 15, 16, 18, 19
 MDS_EXTEND, MDS_SET_SERVER_STATE = 20, 22
 S_IFREG, S_IFDIR, S_IFCHR = 0o100000, 0o40000, 0o20000
-O_EXCL, O_TRUNC = 0o200, 0o1000
+O_EXCL, O_APPEND = 0o200, 0o2000
 SET_MODE, SET_UID = 1, 2
 PAST_EXT4 = 1 << 44  # ext4 (4 KiB blocks) holds files below 16 TiB
 NAME_MAX, XATTR_LIST_MAX = 255, 65536
@@ -294,9 +294,9 @@ def mds_cases():
         ("create owned by (uid_t)-1", MDS_CREATE,
          f_int(2, ROOT_INO) + f_bytes(3, "badwire-uid") + f_int(5, S_IFREG | 0o644) +
          f_int(6, NO_OWNER)),
-        ("create with O_TRUNC", MDS_CREATE,
-         f_int(2, ROOT_INO) + f_bytes(3, "badwire-trunc") + f_int(5, S_IFREG | 0o644) +
-         f_int(11, O_EXCL | O_TRUNC)),
+        ("create with O_APPEND (not a create flag)", MDS_CREATE,
+         f_int(2, ROOT_INO) + f_bytes(3, "badwire-append") + f_int(5, S_IFREG | 0o644) +
+         f_int(11, O_EXCL | O_APPEND)),
         ("mknod with a 64-bit device", MDS_MKNOD,
          f_int(2, ROOT_INO) + f_bytes(3, "badwire-dev") + f_int(5, S_IFCHR | 0o600) +
          f_int(8, U64_MAX)),
