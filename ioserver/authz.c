@@ -23,6 +23,8 @@ static const char *admin_only(uint16_t type, const Depfs__IoRequest *q)
         return "ignore_locks";
     if (q->has_take_over_stale && q->take_over_stale)
         return "take_over_stale";
+    if (q->has_unverified && q->unverified)
+        return "unverified";
     return NULL;
 }
 

@@ -216,7 +216,10 @@ static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
             rc = fail(res, -ENOMEM, "out of memory for %" PRIu64 " bytes", ex.total_bytes);
             goto out;
         }
-        rc = ios_strips_read(c->strips, q->file_id, ex.v, ex.n, res->bulk, &res->bulk_crc);
+        rc = q->has_unverified && q->unverified
+                 ? ios_strips_read_unverified(c->strips, q->file_id, ex.v, ex.n, res->bulk,
+                                              &res->bulk_crc)
+                 : ios_strips_read(c->strips, q->file_id, ex.v, ex.n, res->bulk, &res->bulk_crc);
         if (rc) {
             fail(res, rc, "read failed: %s", strerror(-rc));
             goto out;

@@ -204,6 +204,9 @@ static int check_scalars(const ios_ctx *c, uint16_t type, const Depfs__IoRequest
             return refuse(EFBIG, why, why_len, "local_size %" PRIu64 " > %" PRIu64 ", the most "
                           "a strip file holds here", q->local_size, max);
     }
+    if (q->has_unverified && q->unverified &&
+        (type != DEPFS__IO_OP__IO_READ || !(q->has_ignore_locks && q->ignore_locks)))
+        return refuse(EINVAL, why, why_len, "unverified is for a READ with ignore_locks");
     if (type == DEPFS__IO_OP__IO_SET_STATE && q->has_drain_ms && q->drain_ms > IOS_MAX_DRAIN_MS)
         return refuse(EINVAL, why, why_len, "drain_ms %u > max %u", q->drain_ms,
                       IOS_MAX_DRAIN_MS);

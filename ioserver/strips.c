@@ -647,8 +647,8 @@ static int read_checked(ios_strips *s, const fd_entry *e, uint64_t off, uint64_t
     return 0;
 }
 
-int ios_strips_read(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
-                    uint8_t *buf, uint32_t *crc)
+static int read_extents(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
+                        uint8_t *buf, uint32_t *crc, bool verify)
 {
     if (crc != NULL)
         *crc = 0;
@@ -665,7 +665,8 @@ int ios_strips_read(ios_strips *s, uint64_t file_id, const ios_extent *ext, size
         return rc;
     uint8_t *bounce = NULL;
     ios_csum_entry *ent = NULL;
-    bool checked = __atomic_load_n(&e->cfd, __ATOMIC_ACQUIRE) >= 0; /* once: a write may add it */
+    /* once: a write may add it */
+    bool checked = verify && __atomic_load_n(&e->cfd, __ATOMIC_ACQUIRE) >= 0;
     if (checked) {
         bounce = malloc((size_t)CSUM_STEP_BLOCKS * e->csum.block);
         ent = malloc(CSUM_STEP_BLOCKS * sizeof(*ent));
@@ -677,8 +678,8 @@ int ios_strips_read(ios_strips *s, uint64_t file_id, const ios_extent *ext, size
             rc = read_checked(s, e, ext[i].offset, ext[i].length, buf, bounce, ent, crc);
         } else {
             rc = pread_full(e->fd, buf, ext[i].length, ext[i].offset);
-            if (rc == 0 && crc != NULL)
-                *crc = crc32c(*crc, buf, ext[i].length); /* nothing stored to check against */
+            if (rc == 0 && crc != NULL) /* nothing (to be) checked against */
+                *crc = crc32c(*crc, buf, ext[i].length);
         }
         buf += ext[i].length;
     }
@@ -686,6 +687,18 @@ int ios_strips_read(ios_strips *s, uint64_t file_id, const ios_extent *ext, size
     free(bounce);
     fd_put(s, e);
     return rc;
+}
+
+int ios_strips_read(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
+                    uint8_t *buf, uint32_t *crc)
+{
+    return read_extents(s, file_id, ext, n_ext, buf, crc, true);
+}
+
+int ios_strips_read_unverified(ios_strips *s, uint64_t file_id, const ios_extent *ext,
+                               size_t n_ext, uint8_t *buf, uint32_t *crc)
+{
+    return read_extents(s, file_id, ext, n_ext, buf, crc, false);
 }
 
 /* ------------------------------------------------------ checked writes */

@@ -53,6 +53,11 @@ void ios_strip_name(uint64_t file_id, char out[IOS_STRIP_NAME_LEN]);
  * it receives against what was stored, without a second pass here. */
 int ios_strips_read(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
                     uint8_t *buf, uint32_t *crc);
+/* ios_strips_read without checking the blocks against their checksums (the
+ * bytes as stored; crc made from them): for units an interrupted write left
+ * in doubt, whose blocks may have been cut between bytes and checksum. */
+int ios_strips_read_unverified(ios_strips *s, uint64_t file_id, const ios_extent *ext,
+                               size_t n_ext, uint8_t *buf, uint32_t *crc);
 /* The client's CRC of every piece of a write (common/block_crc.h): the
  * extents cut at multiples of block, in order. */
 typedef struct ios_block_crcs {

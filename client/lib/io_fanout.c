@@ -220,6 +220,11 @@ static void dc_build_msg(const dc_req *r, uint64_t ino, uint64_t epoch, dc_pendi
         m->has_ignore_locks = true;
         m->ignore_locks = true;
     }
+    if (r->unverified) {
+        assert(r->op == DEPFS__IO_OP__IO_READ && r->ignore_locks);
+        m->has_unverified = true;
+        m->unverified = true;
+    }
     if (r->has_local_size) {
         m->has_local_size = true;
         m->local_size = r->local_size;

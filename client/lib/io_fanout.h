@@ -51,6 +51,8 @@ typedef struct dc_req {
     Depfs__LockSpec lock;
     uint32_t lock_attempt;        /* with has_lock: 0 first try, n the n-th retry after a NACK */
     bool unlock, sync, ignore_locks;
+    bool unverified;              /* READ (recovery, with ignore_locks): blocks as
+                                   * stored, not checked (IoRequest.unverified) */
     bool keep_down;               /* WRITE naming servers that missed a change
                                    * (their dirty records): sent even when some
                                    * are up again, unlike a plan made without

@@ -147,6 +147,10 @@ typedef struct dc_orphan_batch {
     uint32_t erase[DC_ROUND_STRIPES_MAX]; /* per stripe: positions not read */
     uint32_t rewrite[DC_ROUND_STRIPES_MAX]; /* per stripe: positions to write */
     bool by_parity[DC_ROUND_STRIPES_MAX];   /* fallback: parity from data */
+    /* per stripe (by_parity): data positions in doubt, read as stored (not
+     * checked: a crash may have cut a block between its bytes and its
+     * checksum) and rewritten, so their checksums are right again */
+    uint32_t raw[DC_ROUND_STRIPES_MAX];
 } dc_orphan_batch;
 
 static uint8_t *dc_ob_unit(const dc_orphan *o, const dc_orphan_batch *b, uint64_t s, unsigned pos)
@@ -166,6 +170,7 @@ static int dc_orphan_plan(dc_orphan *o, dc_orphan_batch *b)
         b->by_parity[i] = false;
         b->erase[i] = erase;
         b->rewrite[i] = held;
+        b->raw[i] = 0;
         if (held == 0)
             continue; /* no write in doubt on a trusted unit: consistent */
         if (dc_popcount32(erase) <= lay->n - lay->k)
@@ -186,51 +191,133 @@ static int dc_orphan_plan(dc_orphan *o, dc_orphan_batch *b)
         }
         b->by_parity[i] = true;
         b->erase[i] = parity;
-        b->rewrite[i] = parity & o->reach & ~o->untrusted;
+        b->raw[i] = data & held;
+        b->rewrite[i] = (parity & o->reach & ~o->untrusted) | b->raw[i];
     }
     return 0;
 }
 
-/* Read the units each stripe decodes from (k of the ones not erased). */
+/* The positions stripe i of the batch decodes from: the first k units not
+ * erased, in unit order (as dc_orphan_compute takes them). */
+static uint32_t dc_orphan_sources(const dc_orphan *o, const dc_orphan_batch *b, uint64_t i)
+{
+    const layout *lay = &o->t.lay;
+    uint32_t src = 0;
+    unsigned got = 0;
+    for (unsigned u = 0; u < lay->n && got < lay->k; u++) {
+        unsigned pos = layout_unit_pos(lay, b->first + i, u);
+        if (!((b->erase[i] >> pos) & 1u)) {
+            src |= 1u << pos;
+            got++;
+        }
+    }
+    assert(got == lay->k);
+    return src;
+}
+
+/* Whether a failed read of a unit says the unit is bad (read around it and
+ * rewrite it) rather than its server out of reach. */
+static bool dc_orphan_damage(int result)
+{
+    return result == -EBADMSG || result == -ENODATA || result == -EIO;
+}
+
+/* One pass of reads: every source unit of every stripe, the in-doubt data
+ * units of parity-from-data stripes as stored. 0 when all arrived, else
+ * the positions whose checked read failed in *failed (and of those, the
+ * damaged units in *damaged); a failed read that cannot be read around is
+ * an error. */
+static int dc_orphan_read_once(dc_orphan *o, dc_orphan_batch *b, uint32_t *failed,
+                               uint32_t *damaged)
+{
+    const layout *lay = &o->t.lay;
+    dc_req rd[2][LAYOUT_MAX_N]; /* [1]: unverified */
+    memset(rd, 0, sizeof rd);
+    for (uint64_t i = 0; i < b->count; i++) {
+        if (b->rewrite[i] == 0)
+            continue;
+        uint64_t s = b->first + i;
+        uint32_t src = dc_orphan_sources(o, b, i);
+        for (unsigned pos = 0; pos < lay->n; pos++) {
+            if (!((src >> pos) & 1u))
+                continue;
+            dc_req *r = &rd[(b->raw[i] >> pos) & 1u][pos];
+            if (!r->active) {
+                dc_req_init(r, lay, pos, DEPFS__IO_OP__IO_READ);
+                r->ignore_locks = true; /* ours: we hold the stripes */
+                r->any_state = true;
+                r->unverified = r == &rd[1][pos];
+            }
+            int rc = dc_req_add(r, layout_local_offset(lay, s), lay->su, dc_ob_unit(o, b, s, pos));
+            assert(rc == 0); /* batch <= DC_ROUND_STRIPES_MAX extents */
+            (void)rc;
+        }
+    }
+    *failed = *damaged = 0;
+    for (unsigned v = 0; v < 2; v++) {
+        dc_io_run(o->fs, o->t.ino, rd[v], lay->n);
+        for (unsigned p = 0; p < lay->n; p++) {
+            const dc_req *r = &rd[v][p];
+            if (!r->active || r->result == 0)
+                continue;
+            if (v == 1) {
+                dc_set_error("orphan repair of inode %llu: reading server %u: %s",
+                             (unsigned long long)o->t.ino, lay->servers[p],
+                             r->result == DC_ERR_DOWN ? "unreachable" : strerror(-r->result));
+                return r->result == DC_ERR_DOWN ? -EIO : r->result;
+            }
+            log_warn("orphan repair of inode %llu: server %u could not give its units (%s): "
+                     "read around", (unsigned long long)o->t.ino, lay->servers[p],
+                     r->result == DC_ERR_DOWN ? "unreachable" : strerror(-r->result));
+            *failed |= 1u << p;
+            if (dc_orphan_damage(r->result) && ((o->held >> p) & 1u))
+                *damaged |= 1u << p;
+        }
+    }
+    return 0;
+}
+
+/* The failed positions become erasures of the stripes that read them (the
+ * damaged ones are rewritten too); -EIO when a stripe then has more than
+ * n-k, or is computed from its data (no unit to spare). */
+static int dc_orphan_erase_failed(dc_orphan *o, dc_orphan_batch *b, uint32_t failed,
+                                  uint32_t damaged)
+{
+    const layout *lay = &o->t.lay;
+    for (uint64_t i = 0; i < b->count; i++) {
+        if (b->rewrite[i] == 0)
+            continue;
+        uint32_t hit = dc_orphan_sources(o, b, i) & failed;
+        if (hit == 0)
+            continue;
+        b->erase[i] |= hit;
+        b->rewrite[i] |= hit & damaged;
+        if (b->by_parity[i] || dc_popcount32(b->erase[i]) > lay->n - lay->k) {
+            dc_set_error("orphan repair of inode %llu: stripe %llu: units unreadable beyond "
+                         "what n-k=%u covers (positions %#x in doubt or unread)",
+                         (unsigned long long)o->t.ino, (unsigned long long)(b->first + i),
+                         lay->n - lay->k, b->erase[i]);
+            return -EIO;
+        }
+    }
+    return 0;
+}
+
+/* Read the units each stripe decodes from, reading around units that fail
+ * (each pass erases at least one more position: at most n-k+1 passes). */
 static int dc_orphan_read(dc_orphan *o, dc_orphan_batch *b)
 {
     const layout *lay = &o->t.lay;
-    dc_req rd[LAYOUT_MAX_N];
-    memset(rd, 0, sizeof rd);
-    bool any = false;
-    for (uint64_t s = b->first; s < b->first + b->count; s++) {
-        uint64_t i = s - b->first;
-        if (b->rewrite[i] == 0)
-            continue;
-        unsigned got = 0;
-        for (unsigned u = 0; u < lay->n && got < lay->k; u++) {
-            unsigned pos = layout_unit_pos(lay, s, u);
-            if ((b->erase[i] >> pos) & 1u)
-                continue;
-            if (!rd[pos].active) {
-                dc_req_init(&rd[pos], lay, pos, DEPFS__IO_OP__IO_READ);
-                rd[pos].ignore_locks = true; /* ours: we hold the stripes */
-                rd[pos].any_state = true;
-            }
-            int rc = dc_req_add(&rd[pos], layout_local_offset(lay, s), lay->su,
-                                dc_ob_unit(o, b, s, pos));
-            assert(rc == 0); /* batch <= DC_ROUND_STRIPES_MAX extents */
-            (void)rc;
-            got++;
-            any = true;
-        }
-        assert(got == lay->k);
+    for (unsigned pass = 0; pass <= lay->n - lay->k; pass++) {
+        uint32_t failed, damaged;
+        int rc = dc_orphan_read_once(o, b, &failed, &damaged);
+        if (rc < 0 || failed == 0)
+            return rc;
+        if ((rc = dc_orphan_erase_failed(o, b, failed, damaged)) < 0)
+            return rc;
     }
-    if (!any)
-        return 0;
-    dc_io_run(o->fs, o->t.ino, rd, lay->n);
-    for (unsigned p = 0; p < lay->n; p++)
-        if (rd[p].active && rd[p].result != 0) {
-            dc_set_error("orphan repair of inode %llu: reading server %u: %s",
-                         (unsigned long long)o->t.ino, lay->servers[p], strerror(-rd[p].result));
-            return rd[p].result == DC_ERR_DOWN ? -EIO : rd[p].result;
-        }
-    return 0;
+    dc_set_error("orphan repair of inode %llu: reads kept failing", (unsigned long long)o->t.ino);
+    return -EIO;
 }
 
 /* Rebuild the rewritten units of every stripe from the ones read. */

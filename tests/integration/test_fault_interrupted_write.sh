@@ -16,7 +16,10 @@
 #              unaligned overwrite stopped by DEPFS_TEST_PAUSE=between_writes
 #              (the first server has stored its part, the others not), and
 #              SIGKILLed with all the servers (random moments tear a stripe
-#              only now and then: the window is a fraction of a millisecond);
+#              only now and then: the window is a fraction of a millisecond),
+#              with a block of a written data unit left as a crash between
+#              its bytes and its checksum leaves it (the stripe's units are
+#              all in doubt: its parity is made from its data as stored);
 #   full-dir   server FULL_ID's data dir is a TMPFS_MB MiB tmpfs, filled up
 #              with a local file; the writer appends (each write rewrites
 #              the end of the last stripe and grows the file) until a call
@@ -44,6 +47,7 @@ BASE_BYTES=$((8 << 20))
 FULL_ID=2
 TMPFS_MB=32
 N=8; K=6; SU=65536
+CSUM_BLOCK=4096 # the checksum block of SU (common/block_crc.h)
 WORK="$DEPFS_STATE-work"
 TMPFS_DIR=""
 tmpfs_cleanup() {
@@ -125,6 +129,28 @@ print(struct.unpack_from("<Q", open(p,"rb").read())[0] // int(sys.argv[2]) if os
 
 restart_all() { local i; for ((i = 0; i < N; i++)); do "$LC" restart "$i" >/dev/null; done; }
 
+# tear_checksum STRIPE UNIT BLOCK: what a crash between a block's bytes and
+# its checksum leaves (the CI run of 2026-11-25 hit it: the data unit of a
+# stripe whose units were all in doubt, so nothing could be read around it
+# and the orphan repair failed for good): the stored checksum of block BLOCK
+# of the unit no longer matches its bytes. The servers are down.
+tear_checksum() {
+  local s=$1 u=$2 blk=$3 srv ino
+  srv=$(cut -d, -f$(( (u + s) % N + 1 )) <<<"$SERVERS_CSV")
+  ino=$(printf '%016x' "$(depfs layout get --json /d/f | json_get ino)")
+  python3 - "$DEPFS_STATE/io/$srv/strips/$ino.crc" $(( s * SU / CSUM_BLOCK + blk )) <<'PY'
+import sys
+path, block = sys.argv[1], int(sys.argv[2])
+with open(path, "r+b") as f:
+    f.seek(32 + 8 * block)  # ioserver/strip_csum.h: header, then (crc, tag) per block
+    crc = bytearray(f.read(4))
+    crc[0] ^= 0xff
+    f.seek(32 + 8 * block)
+    f.write(crc)
+PY
+  log "[kill-all] paused round: the stored checksum of block $blk of unit $u of stripe $s (server $srv) torn"
+}
+
 part_kill_all() {
   local r wl t_end bad=0 ms
   cluster_up --servers "$N"
@@ -166,6 +192,7 @@ part_kill_all() {
   kill -9 $(ioserver_pids)
   kill -9 "$pw"; wait "$pw" 2>/dev/null || true
   log "[kill-all] paused round: all $N I/O servers and the writer SIGKILLed between the phase-2 writes of [$off,$((off + len)))"
+  tear_checksum 2 2 $(( (SU - 1000) / CSUM_BLOCK ))
   restart_all
   t_end=$(now_ms)
   wait_all_up "$REJOIN_WAIT_S"

@@ -52,6 +52,10 @@ START_TEST(test_ioserver_rules)
     q.has_take_over_stale = q.take_over_stale = true;
     ck_assert_int_eq(io(&client, DEPFS__IO_OP__IO_LOCK, &q), -EPERM);
     q.has_take_over_stale = q.take_over_stale = false;
+    q.has_unverified = q.unverified = true; /* blocks unchecked: recovery's */
+    ck_assert_int_eq(io(&client, DEPFS__IO_OP__IO_READ, &q), -EPERM);
+    ck_assert_int_eq(io(&cluster, DEPFS__IO_OP__IO_READ, &q), 0);
+    q.has_unverified = q.unverified = false;
     /* locks in one's own name only; the cluster key may name anyone (repair) */
     q.lock = &l;
     l.owner_client = ME;

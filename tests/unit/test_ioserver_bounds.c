@@ -280,6 +280,21 @@ START_TEST(test_block_crcs)
 }
 END_TEST
 
+/* An unverified read (blocks as stored) only with ignore_locks, and only a READ. */
+START_TEST(test_unverified)
+{
+    uint8_t b[4] = {0};
+    req r;
+    req_init(&r, FILE_ID);
+    req_extent(&r, 0, sizeof b);
+    r.q.has_unverified = r.q.unverified = true;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_WRITE, b, sizeof b), EINVAL);
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_READ, NULL, 0), EINVAL);
+    r.q.has_ignore_locks = r.q.ignore_locks = true;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_READ, NULL, 0), 0);
+}
+END_TEST
+
 int main(void)
 {
     dlog_init("test_ioserver_bounds", DLOG_ERR);
@@ -293,6 +308,7 @@ int main(void)
     tcase_add_test(tc, test_stripe_unit_epoch_file_id);
     tcase_add_test(tc, test_server_ids);
     tcase_add_test(tc, test_block_crcs);
+    tcase_add_test(tc, test_unverified);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
