@@ -538,17 +538,19 @@ typedef struct region_set {
 } region_set;
 
 /* The region mutexes of [off, end) of file_id, ascending and distinct (the
- * order every thread takes them in). */
+ * order every thread takes them in); all of them for a range of
+ * CSUM_REGION_LOCKS regions or more (a truncation's). */
 static void regions_of(uint64_t file_id, uint64_t off, uint64_t end, region_set *rs)
 {
     bool want[CSUM_REGION_LOCKS] = {false};
     uint64_t r0 = off / CSUM_REGION_BYTES, r1 = (end - 1) / CSUM_REGION_BYTES;
-    for (uint64_t r = r0; r <= r1 && r - r0 < CSUM_REGION_LOCKS; r++)
+    bool every = r1 - r0 + 1 >= CSUM_REGION_LOCKS;
+    for (uint64_t r = r0; r <= r1 && !every; r++)
         want[((file_id * 0x9e3779b97f4a7c15ull) ^ (r * 0xc2b2ae3d27d4eb4full)) >> 56] = true;
     _Static_assert(CSUM_REGION_LOCKS == 256u, "the hash keeps 8 bits");
     rs->n = 0;
     for (unsigned i = 0; i < CSUM_REGION_LOCKS; i++)
-        if (want[i])
+        if (every || want[i])
             rs->idx[rs->n++] = i;
 }
 
@@ -875,16 +877,32 @@ int ios_strips_write(ios_strips *s, uint64_t file_id, const ios_extent *ext, siz
     return rc;
 }
 
+/* The end of what the strip file or its sidecar holds now (at least to). */
+static uint64_t stored_end(const fd_entry *e, uint64_t to)
+{
+    struct stat st;
+    uint64_t covered = 0;
+    if (fstat(e->fd, &st) == 0 && (uint64_t)st.st_size > to)
+        to = (uint64_t)st.st_size;
+    if (ios_csum_covered_bytes(e->cfd, &e->csum, &covered) == 0 && covered > to)
+        to = covered;
+    return to;
+}
+
 /* Truncation keeps the checksums right: the block the new end falls in
  * gets the entry of its remaining bytes (zeros after the end), or BAD when
- * its old bytes had failed their check; entries past the end go. */
+ * its old bytes had failed their check; entries past the end go. The
+ * blocks cut off change their bytes (to a hole) and lose their entries in
+ * two steps: every region from the new end's block on is held meanwhile,
+ * so a reader (region-locked when a block fails its check) sees them
+ * before or after, never between. */
 static int truncate_checked(ios_strips *s, const fd_entry *e, uint64_t size)
 {
     uint32_t B = e->csum.block;
     uint64_t a = size / B * B;
     uint8_t *block = NULL;
     region_set rs;
-    regions_of(e->file_id, a, a + B, &rs);
+    regions_of(e->file_id, a, stored_end(e, a + B), &rs);
     regions_lock(s, &rs);
     int rc = 0;
     bool intact = true;

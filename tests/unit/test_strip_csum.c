@@ -339,6 +339,48 @@ START_TEST(a_strip_being_created_is_not_lost)
 }
 END_TEST
 
+/* Truncation racing with readers: a reader of the blocks being cut off
+ * sees them whole or gone (zeros), never their bytes gone with their
+ * checksums still there (the background scrub called that damage). */
+#define TRUNC_ROUNDS 200
+#define TRUNC_BYTES (2u << 20)
+
+static void *race_truncator(void *arg)
+{
+    (void)arg;
+    static uint8_t w[TRUNC_BYTES];
+    memset(w, 0x6b, sizeof w);
+    for (unsigned i = 0; i < TRUNC_ROUNDS; i++) {
+        ios_extent e = {0, sizeof w};
+        if (ios_strips_write(st, FILE_B, &e, 1, w, 65536, NULL) != 0 ||
+            ios_strips_truncate(st, FILE_B, BLK) != 0)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+START_TEST(truncation_never_looks_like_damage)
+{
+    static uint8_t w[BLK], r[TRUNC_BYTES];
+    memset(w, 0x6b, sizeof w);
+    ck_assert_int_eq(put(FILE_B, 0, w, sizeof w, 65536), 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, race_truncator, NULL), 0);
+    unsigned damaged = 0, reads = 0;
+    void *done = (void *)-1;
+    while (pthread_tryjoin_np(t, &done) != 0 && reads < 100000) {
+        ios_extent e = {0, sizeof r};
+        damaged += ios_strips_read(st, FILE_B, &e, 1, r, NULL) == -EBADMSG;
+        reads++;
+    }
+    if (done == (void *)-1)
+        ck_assert_int_eq(pthread_join(t, &done), 0);
+    ck_assert_ptr_null(done);
+    ck_assert_msg(damaged == 0, "%u of %u reads racing with truncation saw damage", damaged,
+                  reads);
+}
+END_TEST
+
 /* A write with the client's block CRCs (cut at b) of new[0, len) at off. */
 static int put_checked(uint64_t id, uint64_t off, const uint8_t *b, uint64_t len, uint32_t su,
                        uint32_t blk, uint32_t *crcs, int corrupt_piece)
@@ -403,6 +445,7 @@ int main(void)
     tcase_add_test(tc, small_stripe_units_get_small_blocks);
     tcase_add_test(tc, a_strip_being_created_is_not_lost);
     tcase_add_test(tc, client_crcs_are_checked_before_storing);
+    tcase_add_test(tc, truncation_never_looks_like_damage);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
