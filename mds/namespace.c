@@ -1270,9 +1270,11 @@ int mds_ns_extend(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t size
     if (size > in.size)
         set_size(&t, &in, size);
     in.may_have_data = true; /* an extend reports written data, whatever the size */
-    in.mtime_ns = has_mtime ? mtime_ns : clock_real_ns();
-    if (in.ctime_ns < in.mtime_ns)
-        in.ctime_ns = in.mtime_ns;
+    if (has_mtime) { /* none: a time set explicitly since the writes stands */
+        in.mtime_ns = mtime_ns;
+        if (in.ctime_ns < in.mtime_ns)
+            in.ctime_ns = in.mtime_ns;
+    }
     ns_put_inode(&t, &in);
     rc = ns_txn_commit(&t);
     if (rc < 0)

@@ -188,6 +188,8 @@ int depfs_setattr(depfs_t *fs, uint64_t ino, const struct stat *in, unsigned to_
     req.attr = &a;
     if (to_set == 0)
         return depfs_getattr(fs, ino, out);
+    if (to_set & (DEPFS_SET_MTIME | DEPFS_SET_MTIME_NOW))
+        dc_inode_forget_mtime(fs, ino); /* before: the reply must not merge it back */
     return call_stat(fs, DEPFS__MDS_OP__MDS_SETATTR, &req, out);
 }
 

@@ -50,7 +50,9 @@ typedef struct dc_inode {
     uint64_t size_gen;        /* bumped on every local change of size or size_dirty:
                                * an MDS size is adopted only if none happened
                                * while the getattr was in flight */
-    int64_t mtime_ns;         /* last local write time, sent with the size */
+    int64_t mtime_ns;         /* last local write time, sent with the size; 0: no
+                               * write since an explicit time was set (the size
+                               * commit then leaves the MDS's mtime alone) */
     unsigned refs;            /* open handles */
     struct dc_wb *wb;         /* write-behind state (eng_wb.c) */
     struct dc_ra *ra;         /* read-ahead window and degraded stripe cache (eng_read.c) */
@@ -187,6 +189,9 @@ void dc_server_note_state(depfs_t *fs, uint32_t id, int state);
 rpc_conn *dc_server_conn_any(depfs_t *fs, uint32_t id);
 /* refs+1 on an inode open in this client; NULL when it is not open. */
 dc_inode *dc_inode_hold(depfs_t *fs, uint64_t ino);
+/* An explicit mtime is being set on ino: writes made here before it no
+ * longer decide the file's mtime (cp -a, tar x: write, then utimens). */
+void dc_inode_forget_mtime(depfs_t *fs, uint64_t ino);
 /* Size (and, when uncommitted, mtime; else 0) of an inode open here. */
 bool dc_inode_local_size(depfs_t *fs, uint64_t ino, uint64_t *size, int64_t *mtime_ns);
 /* The MDS removed the inode's last link: if it is open here, defer the data

@@ -174,12 +174,24 @@ void dc_inode_adopt_mds_size(depfs_t *fs, uint64_t ino, uint64_t gen, uint64_t m
     pthread_mutex_unlock(&fs->inodes_lock);
 }
 
+void dc_inode_forget_mtime(depfs_t *fs, uint64_t ino)
+{
+    pthread_mutex_lock(&fs->inodes_lock);
+    dc_inode *in = find_locked(fs, ino);
+    if (in) {
+        pthread_mutex_lock(&in->lock);
+        in->mtime_ns = 0;
+        pthread_mutex_unlock(&in->lock);
+    }
+    pthread_mutex_unlock(&fs->inodes_lock);
+}
+
 int dc_inode_commit_size(depfs_t *fs, dc_inode *in)
 {
     pthread_mutex_lock(&in->lock);
     bool dirty = in->size_dirty && !in->unlinked;
     uint64_t size = in->size;
-    int64_t mtime_ns = in->mtime_ns ? in->mtime_ns : clock_real_ns();
+    int64_t mtime_ns = in->mtime_ns; /* 0: a time set since the writes stands */
     pthread_mutex_unlock(&in->lock);
     if (!dirty)
         return 0;
@@ -189,7 +201,7 @@ int dc_inode_commit_size(depfs_t *fs, dc_inode *in)
     req.ino = in->ino;
     req.has_size = 1;
     req.size = size;
-    req.has_mtime_ns = 1;
+    req.has_mtime_ns = mtime_ns != 0;
     req.mtime_ns = mtime_ns;
     Depfs__MdsReply *rep = NULL;
     int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_EXTEND, &req, &rep);

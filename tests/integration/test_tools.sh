@@ -2,8 +2,8 @@
 # test_tools - the ordinary tools a user reaches for behave on the mount as
 # on a local file system: cp, cat, ls -l, mkdir, mv, rm, ln, ln -s, chmod,
 # chown, touch, truncate, stat, df, dd (also O_DIRECT), mkfifo, sparse files,
-# rename over, fallocate, mmap, the mount's type and read-ahead window. Ends
-# with a clean scrub.
+# rename over, fallocate, mmap, times set before a close (cp -a, tar x),
+# the mount's type and read-ahead window. Ends with a clean scrub.
 source "$(dirname "$0")/lib.sh"
 cluster_up --servers 8
 W="$DEPFS_STATE/work"; mkdir -p "$W"
@@ -82,6 +82,33 @@ with open(p, "r+b") as f:
 with open(p, "rb") as f:
     f.seek(1000); assert f.read(5) == b"hello"
 PY
+
+log "times set before the close outlive the written data (cp -a, tar x)"
+python3 - "$MNT/timed" <<'PY' || fail "a time set on an open file after writing it was lost at its close"
+import os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+os.write(fd, os.urandom(100000))
+os.utime(fd, (981173106, 981173106))
+os.close(fd)
+st = os.stat(sys.argv[1])
+if int(st.st_mtime) != 981173106:
+    sys.exit("mtime %d after close, set 981173106" % st.st_mtime)
+fd = os.open(sys.argv[1], os.O_WRONLY)  # a write after the time counts again
+os.write(fd, b"x")
+os.close(fd)
+if int(os.stat(sys.argv[1]).st_mtime) == 981173106:
+    sys.exit("a write after the set time did not change mtime")
+PY
+mkdir -p "$W/tree/sub"
+for i in 1 2 3; do head -c $((i * 70000)) /dev/urandom > "$W/tree/sub/f$i"; done
+touch -d "2001-02-03 04:05:06" "$W/tree/sub/f1" "$W/tree/sub/f2" "$W/tree/sub/f3"
+cp -a "$W/tree" "$MNT/cpa"
+tar -C "$W" -cf "$W/tree.tar" tree && mkdir "$MNT/tarx" && tar -C "$MNT/tarx" -xf "$W/tree.tar"
+for i in 1 2 3; do
+    want=$(stat -c %Y "$W/tree/sub/f$i")
+    [ "$(stat -c %Y "$MNT/cpa/sub/f$i")" = "$want" ] || fail "cp -a lost the mtime of f$i"
+    [ "$(stat -c %Y "$MNT/tarx/tree/sub/f$i")" = "$want" ] || fail "tar x lost the mtime of f$i"
+done
 
 log "df"
 df -h "$MNT" | tail -1
