@@ -39,14 +39,31 @@ void cli_err_rc(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3
  * CLI_EXIT_USAGE. */
 int cli_usage_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Connects to the cluster (config_path NULL: $DEPFS_CONF, else the default).
- * Prints the reason on failure; 0 or negative errno. */
+/* Connects to the cluster. config_path NULL: $DEPFS_CONF, else the config
+ * of the DePFS mount the path arguments lie in (cli_parse_ns_path), else
+ * that of the node's only DePFS mount, else the default. Prints the reason
+ * on failure; 0 or negative errno. */
 int cli_connect(const char *config_path, depfs_t **fs);
 
 /* An argument naming an object in the DePFS namespace: a label
- * (depfs[@N@K[@SU]]:/path) or a plain absolute path. On error prints why and
- * returns -EINVAL. lab->path points into arg. */
+ * (depfs[@N@K[@SU]]:/path), a path (absolute or relative) inside a DePFS
+ * mount of this node, or else a plain absolute path (in the namespace). On
+ * error prints why and returns -EINVAL. lab->path points into arg or into
+ * memory kept until the process exits. */
 int cli_parse_ns_path(const char *arg, depfs_label *lab);
+
+/* The DePFS mounts of this node (mounts.c). */
+#define CLI_MOUNTS_MAX 64u
+typedef struct cli_mount {
+    char dir[CLI_PATH_MAX];    /* mount point */
+    char config[CLI_PATH_MAX]; /* its cluster config ("": the default) */
+} cli_mount;
+/* At most max mounts into v; 0 or -errno. */
+int cli_mounts_read(cli_mount *v, unsigned max, unsigned *n);
+/* 1 when path (absolute or relative; it need not exist, its parent must)
+ * lies in a DePFS mount: the DePFS path it names into ns, the mount into
+ * *m; 0 when it does not; -ENAMETOOLONG. */
+int cli_mount_path(const char *path, char *ns, size_t ns_len, cli_mount *m);
 /* True when arg carries a depfs label prefix (what `cp` uses to tell DePFS
  * from local paths). */
 bool cli_is_label(const char *arg);

@@ -38,7 +38,8 @@ static void cp_usage(FILE *out)
     fprintf(out,
             "Usage: %s cp [OPTIONS] SRC DST\n"
             "\n"
-            "Copy one file. A side written as a label is in DePFS, a plain path is local:\n"
+            "Copy one file. A side written as a label, or a path in a DePFS mount, is in\n"
+            "DePFS; another plain path is local:\n"
             "  %s cp data.bin depfs@8@6:/proj/data.bin     local -> DePFS, layout 8@6\n"
             "  %s cp data.bin depfs@10@8@1m:/proj/         into a DePFS directory\n"
             "  %s cp depfs:/proj/data.bin /tmp/copy         DePFS -> local\n"
@@ -59,7 +60,9 @@ static int end_parse(cp_end *e, const char *arg)
     memset(e, 0, sizeof(*e));
     e->arg = arg;
     e->fd = -1;
-    e->is_depfs = cli_is_label(arg);
+    char ns[CLI_PATH_MAX];
+    cli_mount m;
+    e->is_depfs = cli_is_label(arg) || cli_mount_path(arg, ns, sizeof(ns), &m) == 1;
     if (!e->is_depfs) {
         if (strlen(arg) >= sizeof(e->path)) {
             cli_err("path too long: '%s'", arg);
@@ -75,11 +78,13 @@ static int end_parse(cp_end *e, const char *arg)
         return -ENAMETOOLONG;
     }
     strcpy(e->path, e->lab.path);
-    size_t len = strlen(e->path);
+    size_t len = strlen(e->path), arg_len = strlen(arg);
     while (len > 1 && e->path[len - 1] == '/') {
         e->path[--len] = '\0';
         e->trailing_slash = true;
     }
+    if (arg_len > 1 && arg[arg_len - 1] == '/') /* a mount path's, resolved away */
+        e->trailing_slash = true;
     return 0;
 }
 

@@ -51,9 +51,66 @@ int cli_usage_err(const char *cmd, const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
+/* The config of the DePFS mount the path arguments lie in ("": the
+ * default; unset until one does), and the namespace paths they name
+ * (kept until exit: labels point into them). */
+static bool mount_config_set;
+static char mount_config[CLI_PATH_MAX];
+
+typedef struct kept_path {
+    struct kept_path *next;
+    char path[];
+} kept_path;
+static kept_path *kept;
+
+static void kept_free(void)
+{
+    while (kept) {
+        kept_path *k = kept;
+        kept = k->next;
+        free(k);
+    }
+}
+
+static const char *keep_path(const char *path)
+{
+    size_t len = strlen(path) + 1;
+    kept_path *k = malloc(sizeof(*k) + len);
+    if (!k)
+        return NULL;
+    if (!kept)
+        atexit(kept_free);
+    memcpy(k->path, path, len);
+    k->next = kept;
+    kept = k;
+    return k->path;
+}
+
+/* Without --config or $DEPFS_CONF: the mount's config the paths lie in,
+ * else the one the working directory lies in, else the node's only DePFS
+ * mount's. NULL: the library's default. */
+static const char *config_from_mounts(void)
+{
+    static cli_mount v[CLI_MOUNTS_MAX];
+    unsigned n = 0;
+    char ns[CLI_PATH_MAX];
+    if (mount_config_set)
+        return mount_config[0] ? mount_config : NULL;
+    bool in_cwd = cli_mount_path(".", ns, sizeof(ns), &v[0]) == 1;
+    if (!in_cwd && (cli_mounts_read(v, CLI_MOUNTS_MAX, &n) < 0 || n != 1))
+        return NULL;
+    if (v[0].config[0]) {
+        snprintf(mount_config, sizeof(mount_config), "%s", v[0].config);
+        return mount_config;
+    }
+    return NULL;
+}
+
 int cli_connect(const char *config_path, depfs_t **fs)
 {
     depfs_options opt = {0};
+    if (config_path == NULL && getenv("DEPFS_CONF") == NULL)
+        config_path = config_from_mounts();
     opt.config_path = config_path;
     int rc = depfs_mount(&opt, fs);
     if (rc < 0) {
@@ -73,18 +130,46 @@ bool cli_is_label(const char *arg)
            (arg[LABEL_PREFIX_LEN] == '@' || arg[LABEL_PREFIX_LEN] == ':');
 }
 
+/* A path in a DePFS mount: its namespace path, and its mount's config
+ * for cli_connect (all path arguments in one cluster). */
+static int mount_arg(const char *arg, const char *ns, const cli_mount *m, depfs_label *lab)
+{
+    if (mount_config_set && strcmp(mount_config, m->config) != 0) {
+        cli_err("'%s' is in another DePFS mount (config %s) than the paths before it", arg,
+                m->config[0] ? m->config : "default");
+        return -EINVAL;
+    }
+    mount_config_set = true;
+    snprintf(mount_config, sizeof(mount_config), "%s", m->config);
+    lab->path = keep_path(ns);
+    if (!lab->path) {
+        cli_err("out of memory");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 int cli_parse_ns_path(const char *arg, depfs_label *lab)
 {
     char why[LABEL_ERR_MAX] = "";
 
     memset(lab, 0, sizeof(*lab));
-    if (arg[0] == '/') {
-        lab->path = arg;
-        return 0;
-    }
     if (!cli_is_label(arg)) {
-        cli_err("'%s' is not a DePFS path: use /path or a label such as depfs:/path, depfs@8@6:/path",
-                arg);
+        char ns[CLI_PATH_MAX];
+        cli_mount m;
+        int in = cli_mount_path(arg, ns, sizeof(ns), &m);
+        if (in < 0) {
+            cli_err("path too long: '%s'", arg);
+            return in;
+        }
+        if (in == 1)
+            return mount_arg(arg, ns, &m, lab);
+        if (arg[0] == '/') {
+            lab->path = arg;
+            return 0;
+        }
+        cli_err("'%s' is not a DePFS path: use a path in a DePFS mount, /path, or a label such "
+                "as depfs:/path, depfs@8@6:/path", arg);
         return -EINVAL;
     }
     if (label_parse(arg, lab, why, sizeof(why)) < 0) {

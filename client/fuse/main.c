@@ -97,10 +97,12 @@ static int add_opt(struct fuse_args *args, const char *opt)
 /* The options we always want, unless the user chose otherwise. */
 static int add_default_opts(struct fuse_args *args, const dfuse_cmdline *cl)
 {
-    char fsname[DFUSE_OPT_BYTES];
-    bool plain = !cl->config || strpbrk(cl->config, ",\\") != NULL;
-    snprintf(fsname, sizeof(fsname), "fsname=depfs%s%s", plain ? "" : ":",
-             plain ? "" : cl->config);
+    /* the source names the config, absolute, so `depfs` run anywhere on a
+     * path of this mount finds the cluster (client/cli/mounts.c) */
+    char fsname[DFUSE_OPT_BYTES], abs[PATH_MAX];
+    const char *config = cl->config && realpath(cl->config, abs) ? abs : cl->config;
+    bool plain = !config || strpbrk(config, ",\\") != NULL;
+    snprintf(fsname, sizeof(fsname), "fsname=depfs%s%s", plain ? "" : ":", plain ? "" : config);
     char max_read[64];
     snprintf(max_read, sizeof(max_read), "max_read=%u", DFUSE_MAX_IO_BYTES);
 

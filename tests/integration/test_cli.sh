@@ -42,5 +42,23 @@ size=$(depfs stat --json /c/f86 | json_get size); [ "$size" = 2345678 ] || fail 
 depfs status || fail "depfs status"
 up=$(depfs status --json | json_get totals.up); [ "$up" = 8 ] || fail "status --json: $up of 8 servers up"
 depfs --help >/dev/null || fail "--help"
+
+log "mount paths, absolute and relative, without --config: the cluster comes from the mount"
+bare() { env -u DEPFS_CONF "$DEPFS_BIN_DIR/depfs" "$@"; }
+(cd "$MNT/c" && bare status >/dev/null) || fail "depfs status inside the mount without --config"
+lay=$(bare layout get "$MNT/c/sub/new") || fail "layout get of an absolute mount path"
+[[ "$lay" == *"n=4 k=3"* ]] || fail "layout get $MNT/c/sub/new: $lay"
+(cd "$MNT/c/sub" && bare layout get new | grep -q "n=4 k=3") || fail "layout get of a relative mount path"
+(cd "$MNT/c" && bare stat f86 | grep -q 2345678) || fail "stat of a relative mount path"
+(cd "$MNT" && bare ls c | grep -q f86) || fail "ls of a relative mount path"
+bare cp "$W/src" "$MNT/c/sub/" >/dev/null || fail "cp into a mount directory"
+cmp "$W/src" "$MNT/c/sub/src" || fail "cp into a mount directory: bytes differ"
+lay=$(file_layout /c/sub/src); [[ "$lay" == 4@3@* ]] || fail "cp into a mount dir: layout $lay, not the dir's"
+(cd "$MNT/c" && bare cp f86 "$W/back" >/dev/null) || fail "cp from a relative mount path"
+cmp "$W/src" "$W/back" || fail "cp from a mount path: bytes differ"
+(cd "$MNT/c/sub" && bare rm src) || fail "rm of a relative mount path"
+[ ! -e "$MNT/c/sub/src" ] || fail "rm of a mount path left the file"
+if (cd "$W" && bare layout get src 2>"$W/err"); then fail "a local relative path was taken"; fi
+grep -q "not a DePFS path" "$W/err" || fail "local relative path: $(cat "$W/err")"
 scrub_clean
-echo "PASS: CLI labels, layouts and copies"
+echo "PASS: CLI labels, layouts and copies; mount paths (absolute, relative) without --config"
