@@ -1,6 +1,7 @@
 /* ns_xattr.c - extended attributes of the namespace, including the special
  * "user.depfs.layout": on a directory its layout policy (inherited by new
- * children), on a regular file its actual layout (settable while empty).
+ * children, listed), on a regular file its actual layout (settable while
+ * empty, or to the layout it has; not listed).
  * Linux rules: names carry a user./trusted./security. prefix (system.* and
  * others are EOPNOTSUPP), user.* only on files and directories (EPERM),
  * names <= 255 bytes (ERANGE), values <= 64 KiB (E2BIG), ENODATA when absent;
@@ -55,6 +56,16 @@ static int check_xattr_target(const mds_inode *in, const char *name, char *why)
 static bool is_layout_name(const char *name)
 {
     return strcmp(name, MDS_LAYOUT_XATTR) == 0;
+}
+
+/* Whether listxattr names the layout xattr: on a directory (its policy,
+ * settable any time, so tar/rsync -X carry it to the copy), not on a file
+ * (Ceph hides its layout vxattrs the same way): cp --preserve=xattr, rsync
+ * -X and tar --xattrs set what they list on the copy after its data, when
+ * a file's layout can no longer change. getxattr by name still answers. */
+static bool layout_listed(const mds_inode *in)
+{
+    return S_ISDIR(in->mode) && in->pol_n;
 }
 
 /* The layout xattr's text for an inode; false when it has none. */
@@ -119,6 +130,8 @@ static int set_layout(mds_ns *ns, mds_inode *in, const void *value, size_t len,
     }
     if (flags & MDS_XATTR_CREATE)
         return ns_fail(why, EEXIST, "a file always has a layout");
+    if (n == in->lay.n && k == in->lay.k && (su == 0 || su == in->lay.su))
+        return 0; /* the layout it has (Lustre's way: a copy tool setting it again) */
     if (in->size > 0)
         return ns_fail(why, EBUSY, "the layout of a file can only change while it is empty (size %llu)",
                        (unsigned long long)in->size);
@@ -142,7 +155,8 @@ static int list_bytes(mds_ns *ns, const mds_inode *in, size_t *total)
     kv_iter *it = kv_iter_new(ns->kv, prefix, plen, NULL, 0);
     if (!it)
         return -EIO;
-    *total = layout_text(in, buf, sizeof(buf)) ? strlen(MDS_LAYOUT_XATTR) + 1 : 0;
+    *total = layout_listed(in) && layout_text(in, buf, sizeof(buf)) ? strlen(MDS_LAYOUT_XATTR) + 1
+                                                                     : 0;
     while (kv_iter_next(it, &k, &kl, &v, &vl))
         *total += kl - plen + 1;
     kv_iter_free(it);
@@ -332,7 +346,7 @@ int mds_ns_listxattr(mds_ns *ns, const mds_caller *who, uint64_t ino, char ***na
     rc = ns_load_inode(ns, ino, &in, why);
     if (rc < 0)
         goto out;
-    if (layout_text(&in, buf, sizeof(buf)))
+    if (layout_listed(&in) && layout_text(&in, buf, sizeof(buf)))
         rc = push_name(names, count, &cap, &total, MDS_LAYOUT_XATTR, strlen(MDS_LAYOUT_XATTR));
     if (rc == 0)
         rc = list_store(ns, who, ino, names, count, &cap, &total);

@@ -3,6 +3,7 @@
 # on a local file system: cp, cat, ls -l, mkdir, mv, rm, ln, ln -s, chmod,
 # chown, touch, truncate, stat, df, dd (also O_DIRECT), mkfifo, sparse files,
 # rename over, fallocate, mmap, times set before a close (cp -a, tar x),
+# xattrs through cp --preserve=xattr, tar --xattrs and rsync -X,
 # the mount's type and read-ahead window. Ends with a clean scrub.
 source "$(dirname "$0")/lib.sh"
 cluster_up --servers 8
@@ -109,6 +110,23 @@ for i in 1 2 3; do
     [ "$(stat -c %Y "$MNT/cpa/sub/f$i")" = "$want" ] || fail "cp -a lost the mtime of f$i"
     [ "$(stat -c %Y "$MNT/tarx/tree/sub/f$i")" = "$want" ] || fail "tar x lost the mtime of f$i"
 done
+
+log "xattrs copied by cp --preserve=xattr, tar --xattrs and rsync -X"
+head -c 300000 /dev/urandom > "$MNT/xa"
+setfattr -n user.note -v hello "$MNT/xa"
+getfattr -d -m - "$MNT/xa" 2>/dev/null | grep -q "user.depfs.layout" && fail "a file's layout is listed (copy tools would set it on the copy)"
+getfattr --only-values -n user.depfs.layout "$MNT/xa" | grep -q '@' || fail "the layout xattr does not answer by name"
+cp --preserve=xattr "$MNT/xa" "$MNT/xb" || fail "cp --preserve=xattr between DePFS files"
+[ "$(getfattr --only-values -n user.note "$MNT/xb")" = hello ] || fail "cp --preserve=xattr lost user.note"
+cmp "$MNT/xa" "$MNT/xb" || fail "cp --preserve=xattr: bytes differ"
+setfattr -n user.depfs.layout -v "$(getfattr --only-values -n user.depfs.layout "$MNT/xa")" "$MNT/xa" ||
+  fail "setting a non-empty file's own layout again was refused"
+tar -C "$MNT" --xattrs --xattrs-include='user.*' -cf "$W/x.tar" xa && mkdir "$MNT/xt" &&
+  tar -C "$MNT/xt" --xattrs --xattrs-include='user.*' -xf "$W/x.tar" || fail "tar --xattrs round trip"
+[ "$(getfattr --only-values -n user.note "$MNT/xt/xa")" = hello ] || fail "tar --xattrs lost user.note"
+command -v rsync >/dev/null || fail "rsync is not installed (deploy/install-deps installs it)"
+rsync -X "$MNT/xa" "$MNT/xr" || fail "rsync -X between DePFS files"
+[ "$(getfattr --only-values -n user.note "$MNT/xr")" = hello ] || fail "rsync -X lost user.note"
 
 log "df"
 df -h "$MNT" | tail -1
