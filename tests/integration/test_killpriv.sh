@@ -5,7 +5,8 @@
 # that grant removes:
 #   - a write, an O_TRUNC open and a truncate by an unprivileged user clear
 #     S_ISUID, and S_ISGID when the group may execute; S_ISGID without S_IXGRP
-#     stays; root (CAP_FSETID) writing keeps both; chown clears them. Each
+#     stays; root (CAP_FSETID) writing keeps both; chown clears them, also
+#     an unprivileged owner's chown of a fifo, socket or device node. Each
 #     mode is checked as the kernel shows it and as the MDS has it.
 #   - user.depfs.layout on a directory still sets and reads back, and a new
 #     file inherits it; security.capability cannot be stored.
@@ -88,6 +89,19 @@ chown $NOBODY_ID "$MNT/$f"
 expect_mode $f 0755 "chown clears both (g+x)"
 [ "$(stat -c %u "$MNT/$f")" = $NOBODY_ID ] || fail "chown did not change the owner"
 cmp <(head -c 3 /dev/zero) "$MNT/$f" || fail "content after O_TRUNC and truncate -s 3 is not 3 zeros"
+
+log "set-id bits of special files: an unprivileged owner's chown clears them, as on Linux"
+mkdir "$MNT/spec" && chmod 1777 "$MNT/spec"
+as_nobody mkfifo "$MNT/spec/fifo" || fail "unprivileged mkfifo"
+as_nobody /usr/bin/python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$MNT/spec/sock" ||
+  fail "unprivileged socket bind"
+mknod "$MNT/spec/dev" c 1 3 && chown $NOBODY_ID:$NOBODY_ID "$MNT/spec/dev"
+for sp in fifo sock dev; do
+  as_nobody chmod 06555 "$MNT/spec/$sp" || fail "unprivileged chmod 06555 of $sp"
+  expect_mode spec/$sp 6555 "$sp: 06555 set by its owner"
+  as_nobody chown $NOBODY_ID:$NOBODY_ID "$MNT/spec/$sp" || fail "unprivileged chown of $sp"
+  expect_mode spec/$sp 0555 "$sp: its owner's chown clears S_ISUID and S_ISGID (g+x)"
+done
 
 log "xattrs: the layout policy still works, file capabilities are not stored"
 mkdir "$MNT/lay"
