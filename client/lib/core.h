@@ -66,6 +66,7 @@ typedef struct dc_cap {
     uint64_t ino;             /* the file; 0: a free slot, or none needed */
     uint32_t rights;          /* AUTH_CAP_READ | AUTH_CAP_WRITE */
     uint64_t expires_s;       /* wall clock */
+    uint64_t renew_after_s;   /* a renewal failed: not tried again before */
     uint8_t bytes[AUTH_CAP_BYTES]; /* as the MDS issued it */
 } dc_cap;
 #define DC_CAPS_SLOTS 1024u   /* files with a capability held at once (then the

@@ -31,8 +31,10 @@
 _Static_assert((DC_CAPS_SLOTS & (DC_CAPS_SLOTS - 1)) == 0, "DC_CAPS_SLOTS is a power of two");
 _Static_assert(DC_CAPS_PROBE <= DC_CAPS_SLOTS, "probe window within the table");
 
-/* A renewal is due once less than half the life is left. */
+/* A renewal is due once less than half the life is left; one that failed
+ * is tried again this much later, not on every request meanwhile. */
 #define DC_CAP_RENEW_LEFT_S (AUTH_CAP_TTL_S / 2u)
+#define DC_CAP_RENEW_RETRY_S 30u
 
 static uint64_t now_s(void)
 {
@@ -90,6 +92,7 @@ static bool cap_from_reply(uint64_t ino, const Depfs__MdsReply *rep, dc_cap *out
         auth_cap_peek(rep->capability.data, rep->capability.len, &c) < 0 || c.file_id != ino ||
         c.rights == 0)
         return false;
+    memset(out, 0, sizeof(*out));
     out->ino = ino;
     out->rights = c.rights;
     out->expires_s = c.expires_s;
@@ -112,8 +115,18 @@ static void store(depfs_t *fs, const dc_cap *c)
 void dc_cap_take(depfs_t *fs, uint64_t ino, const Depfs__MdsReply *rep)
 {
     dc_cap c;
-    if (cap_from_reply(ino, rep, &c))
+    if (caps_wanted(fs) && cap_from_reply(ino, rep, &c))
         store(fs, &c);
+}
+
+/* A renewal of ino's capability failed: hold off the next one. */
+static void renew_failed(depfs_t *fs, uint64_t ino, uint64_t now)
+{
+    pthread_mutex_lock(&fs->caps_lock);
+    dc_cap *e = slot_find(fs, ino);
+    if (e)
+        e->renew_after_s = now + DC_CAP_RENEW_RETRY_S;
+    pthread_mutex_unlock(&fs->caps_lock);
 }
 
 /* MDS_OPEN for a new capability: renewing old, or (old NULL) opening ino
@@ -159,7 +172,7 @@ int dc_cap_get(depfs_t *fs, uint64_t ino, uint32_t need, dc_cap *out)
         have = *e;
     pthread_mutex_unlock(&fs->caps_lock);
     bool usable = have.ino == ino && have.expires_s > now && auth_cap_covers(have.rights, need);
-    if (usable && have.expires_s > now + DC_CAP_RENEW_LEFT_S) {
+    if (usable && (have.expires_s > now + DC_CAP_RENEW_LEFT_S || have.renew_after_s > now)) {
         *out = have;
         return 0;
     }
@@ -169,6 +182,7 @@ int dc_cap_get(depfs_t *fs, uint64_t ino, uint32_t need, dc_cap *out)
             log_warn("libdepfs: cannot renew the I/O capability of inode %llu: %s (%s); the "
                      "old one serves until it expires", (unsigned long long)ino, strerror(-rc),
                      depfs_last_error());
+            renew_failed(fs, ino, now);
             *out = have;
         }
         return 0;
