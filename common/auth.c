@@ -22,9 +22,18 @@
 #define AUTH_LABEL_TICKET_SECRET "depfs ticket secret"
 #define AUTH_LABEL_TICKET_WRAP "depfs ticket wrap"
 #define AUTH_LABEL_DERIVE "depfs derive"
+#define AUTH_LABEL_CAP "depfs capability"
 #define AUTH_TICKET_NONCE_BYTES 16u
 #define AUTH_TICKET_BODY_BYTES (AUTH_TICKET_BYTES - AUTH_TAG_BYTES)
 #define AUTH_MAX_PARTS 8u
+#define AUTH_CAP_BODY_BYTES (AUTH_CAP_BYTES - AUTH_TAG_BYTES)
+/* where each field of a capability sits (little-endian) */
+#define CAP_OFF_FILE 0u
+#define CAP_OFF_CLIENT 8u
+#define CAP_OFF_EXPIRES 16u
+#define CAP_OFF_RIGHTS 24u
+#define CAP_OFF_KEY_VERSION 28u
+#define CAP_OFF_NONCE 32u
 
 _Static_assert(AUTH_KEY_BYTES >= crypto_generichash_KEYBYTES_MIN &&
                    AUTH_KEY_BYTES <= crypto_generichash_KEYBYTES_MAX,
@@ -33,6 +42,7 @@ _Static_assert(AUTH_TAG_BYTES >= crypto_generichash_BYTES_MIN, "BLAKE2b output b
 _Static_assert(AUTH_TAG_BYTES == FRAME_TAG_BYTES, "a frame's tag is an auth tag");
 _Static_assert(AUTH_TICKET_BODY_BYTES == 8u + 4u + 4u + 8u + AUTH_TICKET_NONCE_BYTES,
                "ticket layout");
+_Static_assert(CAP_OFF_NONCE + AUTH_CAP_NONCE_BYTES == AUTH_CAP_BODY_BYTES, "capability layout");
 
 int auth_init(void)
 {
@@ -241,6 +251,66 @@ void auth_ticket_wrap(const auth_session *mds_session, const uint8_t ticket[AUTH
     for (unsigned i = 0; i < AUTH_KEY_BYTES; i++)
         out[i] = in[i] ^ pad[i];
     auth_wipe(pad, sizeof(pad));
+}
+
+/* ---------------------------------------------------------- capabilities */
+static void cap_tag(const uint8_t key[AUTH_KEY_BYTES], const uint8_t *body,
+                    uint8_t tag[AUTH_TAG_BYTES])
+{
+    const void *parts[] = { body };
+    size_t lens[] = { AUTH_CAP_BODY_BYTES };
+    auth_mac(key, AUTH_LABEL_CAP, parts, lens, 1, tag, AUTH_TAG_BYTES);
+}
+
+void auth_cap_issue(const uint8_t cap_key[AUTH_KEY_BYTES], const auth_cap *c,
+                    uint8_t out[AUTH_CAP_BYTES])
+{
+    assert(c->rights != 0 && (c->rights & ~AUTH_CAP_RIGHTS_ALL) == 0);
+    put_le64(out + CAP_OFF_FILE, c->file_id);
+    put_le64(out + CAP_OFF_CLIENT, c->client_id);
+    put_le64(out + CAP_OFF_EXPIRES, c->expires_s);
+    put_le32(out + CAP_OFF_RIGHTS, c->rights);
+    put_le32(out + CAP_OFF_KEY_VERSION, AUTH_CAP_KEY_VERSION);
+    auth_random(out + CAP_OFF_NONCE, AUTH_CAP_NONCE_BYTES);
+    cap_tag(cap_key, out, out + AUTH_CAP_BODY_BYTES);
+}
+
+int auth_cap_peek(const uint8_t *in, size_t len, auth_cap *c)
+{
+    if (len != AUTH_CAP_BYTES)
+        return -EBADMSG;
+    c->file_id = get_le64(in + CAP_OFF_FILE);
+    c->client_id = get_le64(in + CAP_OFF_CLIENT);
+    c->expires_s = get_le64(in + CAP_OFF_EXPIRES);
+    c->rights = get_le32(in + CAP_OFF_RIGHTS);
+    return 0;
+}
+
+int auth_cap_open(const uint8_t cap_key[AUTH_KEY_BYTES], const uint8_t *in, size_t len,
+                  uint64_t now_s, uint64_t skew_s, auth_cap *c)
+{
+    uint8_t tag[AUTH_TAG_BYTES];
+    if (len != AUTH_CAP_BYTES)
+        return -EBADMSG;
+    cap_tag(cap_key, in, tag);
+    if (!auth_equal(tag, in + AUTH_CAP_BODY_BYTES, AUTH_TAG_BYTES))
+        return -EBADMSG;
+    (void)auth_cap_peek(in, len, c);
+    if (get_le32(in + CAP_OFF_KEY_VERSION) != AUTH_CAP_KEY_VERSION || c->rights == 0 ||
+        (c->rights & ~AUTH_CAP_RIGHTS_ALL) != 0)
+        return -EBADMSG;
+    if (now_s >= c->expires_s && now_s - c->expires_s >= skew_s)
+        return -EKEYEXPIRED;
+    return 0;
+}
+
+bool auth_cap_covers(uint32_t rights, uint32_t need)
+{
+    if (need & AUTH_CAP_WRITE)
+        return (rights & AUTH_CAP_WRITE) != 0;
+    if (need & AUTH_CAP_READ)
+        return (rights & AUTH_CAP_RIGHTS_ALL) != 0;
+    return true;
 }
 
 /* ---------------------------------------------------------- MUNGE */

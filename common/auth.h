@@ -13,6 +13,12 @@
  *     cluster key) and the ticket's secret, which the client got wrapped
  *     under its MDS session; only to the I/O servers. Role AUTH_ROLE_CLIENT.
  *
+ * A ticket says who a client is, not what it may touch: for that the MDS
+ * gives a capability with each open it allows (file id, rights, client
+ * id, expiry; tagged with another derived key), which the client sends
+ * with every I/O request on that file and the I/O servers check
+ * (ioserver/authz.c) without asking the MDS.
+ *
  * Each proves a secret K without sending it: both sides send a nonce and
  * each shows MAC_K(transcript) (auth_proof), so a replayed handshake fails
  * and the client knows it reached a real server. The session key derived
@@ -129,6 +135,45 @@ int auth_ticket_open(const uint8_t ticket_key[AUTH_KEY_BYTES], const uint8_t *in
  * unwraps). */
 void auth_ticket_wrap(const auth_session *mds_session, const uint8_t ticket[AUTH_TICKET_BYTES],
                       const uint8_t in[AUTH_KEY_BYTES], uint8_t out[AUTH_KEY_BYTES]);
+
+/* ---------------------------------------------------------- capabilities */
+/* What a capability lets its client do to one file's strip files at the
+ * I/O servers (common/io_caps.h says which ops need which). WRITE covers
+ * the reads a write makes (read-modify-write pre-reads its units), so a
+ * write-only open can read the units; READ never writes. */
+#define AUTH_CAP_READ 1u
+#define AUTH_CAP_WRITE 2u
+#define AUTH_CAP_RIGHTS_ALL (AUTH_CAP_READ | AUTH_CAP_WRITE)
+#define AUTH_CAP_TTL_S 600u       /* a capability's life; renewed at half life */
+#define AUTH_CAP_SKEW_S 30u       /* the I/O servers accept one this long past its
+                                   * expiry: the MDS's clock may run ahead */
+#define AUTH_CAP_KEY_VERSION 1u   /* of the capability key: a new cluster key
+                                   * bumps nothing, a new derivation would */
+#define AUTH_CAP_NONCE_BYTES 8u
+/* file id, client id, expiry, rights, key version, nonce, tag */
+#define AUTH_CAP_BYTES (8u + 8u + 8u + 4u + 4u + AUTH_CAP_NONCE_BYTES + AUTH_TAG_BYTES)
+
+typedef struct auth_cap {
+    uint64_t file_id;
+    uint64_t client_id; /* the ticket's client id it must come with */
+    uint64_t expires_s; /* wall clock, seconds since the epoch */
+    uint32_t rights;    /* AUTH_CAP_READ | AUTH_CAP_WRITE */
+} auth_cap;
+
+/* Encodes c with a fresh nonce and its tag (cap_key: auth_derive of the
+ * cluster key, AUTH_DERIVE_CAPABILITY). */
+void auth_cap_issue(const uint8_t cap_key[AUTH_KEY_BYTES], const auth_cap *c,
+                    uint8_t out[AUTH_CAP_BYTES]);
+/* 0 and *c; -EBADMSG (wrong length, tag, key version or rights: forged,
+ * damaged or not ours) or -EKEYEXPIRED (at now_s, more than skew_s past
+ * its expiry). */
+int auth_cap_open(const uint8_t cap_key[AUTH_KEY_BYTES], const uint8_t *in, size_t len,
+                  uint64_t now_s, uint64_t skew_s, auth_cap *c);
+/* The fields, tag unchecked: for the holder's bookkeeping (it has not the
+ * key). -EBADMSG for a wrong length. */
+int auth_cap_peek(const uint8_t *in, size_t len, auth_cap *c);
+/* Do rights allow what need asks (AUTH_CAP_WRITE covers AUTH_CAP_READ)? */
+bool auth_cap_covers(uint32_t rights, uint32_t need);
 
 /* ---------------------------------------------------------- MUNGE */
 /* A credential (NUL-terminated text, malloc'd) carrying payload, made by

@@ -41,6 +41,9 @@ typedef struct rpc_auth_server {
     char munge_socket[PATH_MAX];
     bool accept_ticket;
     uint8_t ticket_key[AUTH_KEY_BYTES]; /* auth_derive(cluster key, AUTH_DERIVE_TICKET) */
+    uint8_t cap_key[AUTH_KEY_BYTES];    /* auth_derive(cluster key, AUTH_DERIVE_CAPABILITY):
+                                         * the MDS issues capabilities, the I/O
+                                         * servers check them */
 } rpc_auth_server;
 
 #define AUTH_DERIVE_PEER "peer"

@@ -5,6 +5,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "io_caps.h"
+
 static const char *admin_only(uint16_t type, const Depfs__IoRequest *q)
 {
     switch (type) {
@@ -49,6 +51,55 @@ int ios_authorize(const auth_identity *who, uint16_t type, const Depfs__IoReques
                                ": clients lock in their own name only",
                  q->lock->owner_client, who->client_id);
         return -EPERM;
+    }
+    return 0;
+}
+
+static const char *rights_name(uint32_t rights)
+{
+    return (rights & AUTH_CAP_WRITE) ? "write" : (rights & AUTH_CAP_READ) ? "read" : "nothing";
+}
+
+static int no_cap(char *why, size_t why_len, const char *fmt, uint64_t a, uint64_t b)
+{
+    snprintf(why, why_len, fmt, a, b);
+    return -EACCES;
+}
+
+int ios_check_capability(const auth_identity *who, uint16_t type, const Depfs__IoRequest *q,
+                         const uint8_t *cap_key, uint64_t now_s, char *why, size_t why_len)
+{
+    if (!who || who->role != AUTH_ROLE_CLIENT)
+        return 0;
+    uint32_t need = io_caps_needed(type, q);
+    if (need == 0)
+        return 0;
+    if (!cap_key)
+        return no_cap(why, why_len, "file %016" PRIx64 ": no capability key here to check "
+                      "client %" PRIu64 "'s capability", q->file_id, who->client_id);
+    if (!q->has_capability)
+        return no_cap(why, why_len, "file %016" PRIx64 ": client %" PRIu64 " shows no "
+                      "capability (the MDS gives one with each open it allows)",
+                      q->file_id, who->client_id);
+    auth_cap c;
+    int rc = auth_cap_open(cap_key, q->capability.data, q->capability.len, now_s,
+                           AUTH_CAP_SKEW_S, &c);
+    if (rc == -EKEYEXPIRED)
+        return no_cap(why, why_len, "file %016" PRIx64 ": capability expired at %" PRIu64
+                      " (renew it through the MDS)", q->file_id, c.expires_s);
+    if (rc < 0)
+        return no_cap(why, why_len, "file %016" PRIx64 ": capability of client %" PRIu64
+                      " forged, damaged or not this cluster's", q->file_id, who->client_id);
+    if (c.file_id != q->file_id)
+        return no_cap(why, why_len, "capability for file %016" PRIx64 " shown for file %016"
+                      PRIx64, c.file_id, q->file_id);
+    if (c.client_id != who->client_id)
+        return no_cap(why, why_len, "capability of client %" PRIu64 " shown by client %" PRIu64,
+                      c.client_id, who->client_id);
+    if (!auth_cap_covers(c.rights, need)) {
+        snprintf(why, why_len, "file %016" PRIx64 ": capability grants %s, the op needs %s",
+                 q->file_id, rights_name(c.rights), rights_name(need));
+        return -EACCES;
     }
     return 0;
 }

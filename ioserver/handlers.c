@@ -761,6 +761,9 @@ void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
         fail(res, -EOPNOTSUPP, "unknown I/O op %u", type);
     else if (ios_authorize(who, type, q, why, sizeof(why)) < 0) /* not this peer's to ask */
         fail(res, -EPERM, "%s", why);
+    else if ((rc = ios_check_capability(who, type, q, c->cap_key, (uint64_t)time(NULL), why,
+                                        sizeof(why))) < 0) /* nor this file's */
+        fail(res, rc, "%s", why);
     else if ((rc = ios_req_check(c, type, q, hdr, hdr_len, bulk_len, why, sizeof(why))) < 0)
         fail(res, rc, "%s", why);
     else {

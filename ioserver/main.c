@@ -200,6 +200,7 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
     o.ctx = &ctx;
     if ((rc = daemon_server_auth(cfg, false, true, &auth, &o)))
         goto out;
+    ctx.cap_key = o.auth ? auth.cap_key : NULL; /* capabilities from ticket holders */
     if ((rc = rpc_server_start(&o, &srv))) {
         log_err("cannot listen on %s (%s): %s", me->address, cfg->transport, strerror(-rc));
         goto out;

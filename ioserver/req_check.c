@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "auth.h"
 #include "block_crc.h"
 #include "config.h"
 #include "layout.h"
@@ -191,6 +192,9 @@ static int check_scalars(const ios_ctx *c, uint16_t type, const Depfs__IoRequest
     int rc = 0;
     if (names_a_file(type) && q->file_id == 0)
         return refuse(EINVAL, why, why_len, "file_id 0 names no file");
+    if (q->has_capability && q->capability.len != AUTH_CAP_BYTES)
+        return refuse(EINVAL, why, why_len, "capability of %zu bytes, not %u",
+                      q->capability.len, AUTH_CAP_BYTES);
     if (q->has_cluster_epoch && (rc = wire_check_epoch(q->cluster_epoch, why, why_len)) < 0)
         return rc;
     if (q->has_stripe_unit && q->stripe_unit != 0 &&

@@ -3,8 +3,9 @@
  * first, then gets its acting caller (caller.c), whose permissions the
  * namespace checks (perm.c); then each op checks its
  * required fields (missing -> EINVAL with a message), calls the namespace or
- * cluster module and fills the reply. Refusals are logged as warnings
- * (is_refusal). Storage for the reply lives in one mds_result per request
+ * cluster module and fills the reply; the replies that open a file or
+ * drop its last link carry its I/O capability (auth on). Refusals are
+ * logged as warnings (is_refusal). Storage for the reply lives in one mds_result per request
  * and is freed after the reply is sent. */
 #include "handlers.h"
 
@@ -30,6 +31,7 @@ struct mds_result {
     const auth_session *sess;  /* its session: tickets' secrets go under it */
     mds_caller caller;         /* who acts (caller.h): permissions are its */
     uint8_t ticket[AUTH_TICKET_BYTES], ticket_secret[AUTH_KEY_BYTES];
+    uint8_t cap[AUTH_CAP_BYTES]; /* the reply's I/O capability */
     Depfs__Attr attr;
     Depfs__Layout lay, def_lay;
     uint32_t lay_servers[LAYOUT_MAX_N];
@@ -112,7 +114,37 @@ static void fill_attr(mds_reply_buf *b, const mds_inode *in)
     }
 }
 
-static void fill_removed(mds_reply_buf *b, const mds_removed *rm)
+/* The I/O capability for file ino (auth on): rights for the client the
+ * request names, for AUTH_CAP_TTL_S. The client id is the request's word:
+ * the capability works only on I/O connections made with that client's
+ * ticket, so naming another client gives away no more than the caller
+ * could copy itself. */
+static void issue_cap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b, uint64_t ino,
+                      uint32_t rights)
+{
+    if (!c->auth || !b->who)
+        return;
+    auth_cap cap = { .file_id = ino, .client_id = q->has_client_id ? q->client_id : 0,
+                     .expires_s = (uint64_t)time(NULL) + AUTH_CAP_TTL_S, .rights = rights };
+    auth_cap_issue(c->auth->cap_key, &cap, b->cap);
+    b->rep.has_capability = true;
+    b->rep.capability = (ProtobufCBinaryData){ sizeof(b->cap), b->cap };
+}
+
+/* What an open's access mode lets its capability do. */
+static uint32_t cap_rights_of(uint32_t open_flags)
+{
+    switch (open_flags & O_ACCMODE) {
+    case O_WRONLY: return AUTH_CAP_WRITE;
+    case O_RDWR: return AUTH_CAP_RIGHTS_ALL;
+    default: return AUTH_CAP_READ;
+    }
+}
+
+/* The last link went: its strip files may be removed by the client, which
+ * gets a write capability for them with the layout. */
+static void fill_removed(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b,
+                         const mds_removed *rm)
 {
     if (!rm->ino)
         return;
@@ -121,6 +153,7 @@ static void fill_removed(mds_reply_buf *b, const mds_removed *rm)
     if (rm->has_layout && rm->may_have_data) { /* no layout: no strip files to remove */
         fill_layout(&b->lay, b->lay_servers, &rm->lay);
         b->rep.layout = &b->lay;
+        issue_cap(c, q, b, rm->ino, AUTH_CAP_WRITE);
     }
 }
 
@@ -258,17 +291,46 @@ static int op_setattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     return rc;
 }
 
+/* A renewal: a capability we issued, unexpired, for this ino and the
+ * client the request names, gets its rights again for AUTH_CAP_TTL_S.
+ * No permission check, as none is made on an open file's later reads and
+ * writes; the namespace is not read (the file may be unlinked and still
+ * open at the client). */
+static int renew_cap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    auth_cap cap;
+    if (!c->auth || !b->who) {
+        snprintf(b->why, sizeof(b->why), "no capabilities: auth is off");
+        return -EINVAL;
+    }
+    int rc = auth_cap_open(c->auth->cap_key, q->renew_capability.data, q->renew_capability.len,
+                           (uint64_t)time(NULL), 0, &cap);
+    if (rc < 0 || cap.file_id != q->ino || !q->has_client_id || cap.client_id != q->client_id) {
+        snprintf(b->why, sizeof(b->why), "capability for inode %llu not renewable (%s): open "
+                 "the file again", (unsigned long long)q->ino,
+                 rc == -EKEYEXPIRED ? "expired" : rc < 0 ? "not ours" : "another file's or client's");
+        return -EACCES;
+    }
+    issue_cap(c, q, b, q->ino, cap.rights);
+    return 0;
+}
+
 /* A file's attributes and layout for an open with flags (O_ACCMODE,
- * O_TRUNC), once the caller may (perm.h). The I/O capability will ride
- * on this reply. */
+ * O_TRUNC), once the caller may (perm.h), and the I/O capability for
+ * that access (auth on), or a capability renewed. */
 static int op_open(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
     mds_inode in;
     NEED(q->has_ino, "ino");
+    if (q->has_renew_capability)
+        return renew_cap(c, q, b);
     NEED(q->has_flags, "flags");
     int rc = mds_ns_open_file(c->ns, &b->caller, q->ino, q->flags, &in, b->why);
-    if (rc == 0)
+    if (rc == 0) {
         fill_attr(b, &in);
+        if (S_ISREG(in.mode))
+            issue_cap(c, q, b, in.ino, cap_rights_of(q->flags));
+    }
     return rc;
 }
 
@@ -280,8 +342,11 @@ static int op_create(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     NEED(q->name, "name");
     mds_new_from(q, b, &nw);
     int rc = mds_ns_create(c->ns, &nw, q->flags, &out, b->why);
-    if (rc == 0)
+    if (rc == 0) {
         fill_attr(b, &out);
+        if (S_ISREG(out.mode)) /* a create opens, with the access asked */
+            issue_cap(c, q, b, out.ino, cap_rights_of(q->flags));
+    }
     return rc;
 }
 
@@ -333,7 +398,7 @@ static int op_unlink(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     NEED(q->name, "name");
     int rc = mds_ns_unlink(c->ns, &b->caller, q->parent, q->name, &rm, b->why);
     if (rc == 0)
-        fill_removed(b, &rm);
+        fill_removed(c, q, b, &rm);
     return rc;
 }
 
@@ -354,7 +419,7 @@ static int op_rename(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     int rc = mds_ns_rename(c->ns, &b->caller, q->parent, q->name, q->new_parent, q->new_name, q->flags, &rm,
                            b->why);
     if (rc == 0)
-        fill_removed(b, &rm);
+        fill_removed(c, q, b, &rm);
     return rc;
 }
 

@@ -4,6 +4,8 @@
  * every op. */
 #include "req_check.h"
 
+#include "auth.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -47,6 +49,9 @@ static int check_strings(const Depfs__MdsRequest *q, char *why, size_t why_len)
     if (rc == 0 && q->has_xattr_value && q->xattr_value.len > WIRE_XATTR_VALUE_MAX)
         rc = refuse(E2BIG, why, why_len, "xattr value of %zu bytes > max %u",
                     q->xattr_value.len, WIRE_XATTR_VALUE_MAX);
+    if (rc == 0 && q->has_renew_capability && q->renew_capability.len != AUTH_CAP_BYTES)
+        rc = refuse(EINVAL, why, why_len, "renew_capability of %zu bytes, not %u",
+                    q->renew_capability.len, AUTH_CAP_BYTES);
     return rc;
 }
 

@@ -122,6 +122,7 @@ static depfs_t *fs_alloc(void)
         return NULL;
     pthread_mutex_init(&fs->mds_lock, NULL);
     pthread_mutex_init(&fs->io_creds_lock, NULL);
+    pthread_mutex_init(&fs->caps_lock, NULL);
     pthread_mutex_init(&fs->inodes_lock, NULL);
     pthread_mutex_init(&fs->codecs_lock, NULL);
     pthread_mutex_init(&fs->retired_lock, NULL);
@@ -151,6 +152,7 @@ static void fs_free(depfs_t *fs)
     pthread_mutex_destroy(&fs->io_creds_lock);
     auth_wipe(&fs->mds_creds, sizeof(fs->mds_creds));
     auth_wipe(&fs->io_creds, sizeof(fs->io_creds));
+    pthread_mutex_destroy(&fs->caps_lock);
     pthread_mutex_destroy(&fs->inodes_lock);
     pthread_mutex_destroy(&fs->codecs_lock);
     pthread_mutex_destroy(&fs->retired_lock);

@@ -316,6 +316,7 @@ static void remove_data(depfs_t *fs, const Depfs__MdsReply *rep)
 {
     if (!rep->has_removed_ino || rep->removed_ino == 0)
         return;
+    dc_cap_take(fs, rep->removed_ino, rep); /* the strip files' removal */
     if (dc_inode_mark_unlinked(fs, rep->removed_ino))
         return;
     if (!rep->layout)

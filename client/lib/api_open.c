@@ -44,6 +44,7 @@ static int open_finish(depfs_t *fs, const Depfs__MdsReply *rep, int flags, depfs
         free(fh);
         return -ENOMEM;
     }
+    dc_cap_take(fs, in->ino, rep); /* what its I/O shows the servers */
     fh->fs = fs;
     fh->inode = in;
     fh->flags = flags;

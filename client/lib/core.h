@@ -63,6 +63,18 @@ typedef struct dc_inode {
 
 #define DC_INODE_BUCKETS 1024u
 
+/* An I/O capability this client holds (core_caps.c). */
+typedef struct dc_cap {
+    uint64_t ino;             /* the file; 0: a free slot, or none needed */
+    uint32_t rights;          /* AUTH_CAP_READ | AUTH_CAP_WRITE */
+    uint64_t expires_s;       /* wall clock */
+    uint64_t renew_after_s;   /* a renewal failed: not tried again before */
+    uint8_t bytes[AUTH_CAP_BYTES]; /* as the MDS issued it */
+} dc_cap;
+#define DC_CAPS_SLOTS 1024u   /* files with a capability held at once (then the
+                               * one expiring first in a probe window goes) */
+#define DC_CAPS_PROBE 8u
+
 struct depfs {
     depfs_config cfg;
     frame_limits limits;
@@ -73,6 +85,8 @@ struct depfs {
     pthread_mutex_t io_creds_lock;
     rpc_auth_creds io_creds;  /* the cluster key, or the MDS's ticket */
     uint64_t ticket_expires_s; /* of io_creds' ticket (0: no ticket) */
+    pthread_mutex_t caps_lock;
+    dc_cap caps[DC_CAPS_SLOTS]; /* I/O capabilities by file (core_caps.c) */
     unsigned nservers;
     dc_server *servers;       /* nservers entries, ordered as in the config */
     unsigned default_n, default_k;
@@ -130,6 +144,15 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
  * connection (a ticket past half its life renewed first). */
 int dc_ticket_take(depfs_t *fs, const Depfs__MdsReply *rep);
 void dc_io_creds(depfs_t *fs, rpc_auth_creds *out);
+
+/* core_caps.c: the I/O capabilities of a ticket holder. take: keep the
+ * one an MDS reply carries for ino (none: nothing). get: one covering
+ * need (AUTH_CAP_*) for ino, renewed or asked of the MDS (MDS_OPEN, which
+ * checks the caller's permission) when the one held is not fresh or
+ * short of rights; out->ino 0 when this client needs none (the cluster
+ * key, auth off, need 0). 0, or -errno (EACCES: the MDS refused). */
+void dc_cap_take(depfs_t *fs, uint64_t ino, const Depfs__MdsReply *rep);
+int dc_cap_get(depfs_t *fs, uint64_t ino, uint32_t need, dc_cap *out);
 
 /* Connection to an I/O server, connecting on demand; NULL when the server
  * is marked failed in the status vector or cannot be reached (then it is

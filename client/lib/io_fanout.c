@@ -15,6 +15,7 @@
 #include "io_fanout.h"
 #include "block_crc.h"
 #include "invariant.h"
+#include "io_caps.h"
 #include "log.h"
 
 void dc_req_init(dc_req *r, const layout *lay, unsigned pos, uint16_t op)
@@ -479,8 +480,51 @@ static bool dc_resend_plan(depfs_t *fs, dc_req *reqs, dc_pending *pend, bool *se
     return want != 0 || behind;
 }
 
+/* The rights the prepared requests need at their servers (io_caps.h). */
+static uint32_t dc_caps_need(const dc_pending *pend, const dc_req *reqs, const bool *sent,
+                             unsigned nreq)
+{
+    uint32_t need = 0;
+    for (unsigned i = 0; i < nreq; i++)
+        if (sent[i])
+            need |= io_caps_needed(reqs[i].op, &pend[i].msg);
+    return need;
+}
+
+/* Show cap (none when cap->ino is 0) with every prepared request on its
+ * file; it outlives the requests (dc_io_run's own copy). */
+static void dc_cap_attach(const dc_cap *cap, dc_pending *pend, const bool *sent, unsigned nreq)
+{
+    if (cap->ino == 0)
+        return;
+    for (unsigned i = 0; i < nreq; i++) {
+        if (!sent[i] || pend[i].msg.file_id != cap->ino)
+            continue;
+        pend[i].msg.has_capability = true;
+        pend[i].msg.capability = (ProtobufCBinaryData){ AUTH_CAP_BYTES, (uint8_t *)cap->bytes };
+    }
+}
+
+/* Get the capability the prepared requests need and show it with them;
+ * without one (the MDS refused) none is sent, each failing with why. */
+static void dc_cap_for(depfs_t *fs, uint64_t ino, dc_req *reqs, dc_pending *pend, bool *sent,
+                       unsigned nreq, dc_cap *cap)
+{
+    int rc = dc_cap_get(fs, ino, dc_caps_need(pend, reqs, sent, nreq), cap);
+    if (rc < 0) {
+        for (unsigned i = 0; i < nreq; i++) {
+            if (sent[i])
+                reqs[i].result = rc;
+            sent[i] = false;
+        }
+        return;
+    }
+    dc_cap_attach(cap, pend, sent, nreq);
+}
+
 void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
 {
+    dc_cap cap;
     assert(nreq <= DC_IO_MAX_REQS);
     dc_pending *pend = calloc(nreq ? nreq : 1, sizeof *pend);
     bool sent[DC_IO_MAX_REQS] = {0};
@@ -498,6 +542,7 @@ void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
         dc_req_check(&reqs[i]);
         sent[i] = dc_prepare(fs, ino, epoch, &reqs[i], &pend[i]);
     }
+    dc_cap_for(fs, ino, reqs, pend, sent, nreq, &cap);
     dc_send(fs, reqs, pend, sent, nreq);
     unsigned refreshes = 0;
     uint64_t behind_deadline_ms = 0;
@@ -506,6 +551,7 @@ void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
         for (unsigned i = 0; i < nreq; i++)
             if (sent[i])
                 sent[i] = dc_prepare(fs, ino, epoch, &reqs[i], &pend[i]);
+        dc_cap_attach(&cap, pend, sent, nreq);
         dc_send(fs, reqs, pend, sent, nreq);
     }
     for (unsigned i = 0; i < nreq; i++)
@@ -543,8 +589,9 @@ bool dc_unit_damaged(int result)
 bool dc_write_not_applied(int result)
 {
     /* EINVAL, EFBIG and ERANGE: refused where the request is decoded
-     * (ioserver/req_check.h), before anything is stored */
-    return result == -EPERM || result == -ESTALE || result == -EINVAL || result == -EAGAIN ||
+     * (ioserver/req_check.h), EACCES for its capability (ioserver/authz.h),
+     * before anything is stored */
+    return result == -EPERM || result == -EACCES || result == -ESTALE || result == -EINVAL || result == -EAGAIN ||
            result == -EFBIG || result == -ERANGE;
 }
 

@@ -3,7 +3,9 @@
  * server (dc_req), the parallel fan-out that runs a set of them with
  * timeouts, one retry and failure marking, control requests whose replies
  * the caller reads (dc_ctl), stripe-lock helpers (back-off, releasing what
- * was granted) and round sizing. */
+ * was granted) and round sizing. A ticket holder's requests on a file carry
+ * the capability they need (common/io_caps.h), got once per dc_io_run from
+ * the core (core_caps.c). */
 #ifndef DEPFS_CLIENT_IO_FANOUT_H
 #define DEPFS_CLIENT_IO_FANOUT_H
 #include <stdbool.h>
@@ -101,7 +103,9 @@ void dc_req_set_lock(dc_req *r, uint64_t first_stripe, uint64_t count, uint64_t 
  * Cluster epochs (recovery/README.md): lock/write-path requests carry the
  * client's epoch. ESTALE from a server that knows a newer epoch: refresh
  * from the MDS and resend (bounded); still stale -> -EAGAIN, or -EPERM for
- * a locked WRITE (the caller redoes the round). A WRITE whose down_servers
+ * a locked WRITE (the caller redoes the round). Without the capability the
+ * requests need (the MDS refused it) none is sent: each fails with that
+ * error (-EACCES). A WRITE whose down_servers
  * names a server that is no longer down was planned on a stale picture:
  * not sent, same results. ESTALE from a server behind our epoch, or a read
  * refused by a REBUILDING/RECONSTRUCTING server: DC_ERR_DOWN (the first is

@@ -5,10 +5,11 @@ DePFS cluster over the wire (issue 13), case by case; used by test_auth.sh.
     authattack.py outsider MDS_ADDR IO_ADDR FILE_ID
         no credentials at all, then a wrong cluster key, then a frame
         changed or replayed after someone else's handshake
-    authattack.py user MDS_ADDR IO_ADDR FILE_ID MUNGE_SOCKET
+    authattack.py user MDS_ADDR IO_ADDR FILE_ID MUNGE_SOCKET OWN_FILE_ID
         run as an unprivileged user: proved by MUNGE, with a real ticket
         from MDS_REGISTER, asking for admin operations and for locks in
-        another client's name
+        another client's name; a lock in its own name on its own file
+        (OWN_FILE_ID, with the MDS's capability for it) is served
 
 Each case prints one line, "ok <case>: <what the daemon answered>" when the
 attempt was refused, "FAIL <case>: ..." when it got through; exit 0 when
@@ -27,7 +28,9 @@ from badwire import (FLAG_REPLY, HEADER, IO_READ, IO_SET_STATE, MAGIC,  # noqa: 
                      MDS_SET_SERVER_STATE, extent, f_bytes, f_int, frame, lock, recv_exact)
 
 EACCES, EPERM = 13, 1
-MDS_REGISTER, MDS_UNLINK, IO_UNLOCK, IO_DIRTY, IO_HEARTBEAT = 1, 8, 4, 10, 9
+MDS_REGISTER, MDS_UNLINK, MDS_OPEN, IO_UNLOCK, IO_DIRTY, IO_HEARTBEAT = 1, 8, 23, 4, 10, 9
+O_RDWR = 2
+MDS_REPLY_CAPABILITY = 22
 DIRTY_CLEAR = 2
 OTHER_CLIENT = 1  # the first client registered: someone else's id
 MDS_REPLY_MESSAGE, IO_REPLY_MESSAGE = 17, 2
@@ -145,7 +148,17 @@ def _ticket_handshake(s, ticket, secret):
     return authwire.AuthSocket(s, authwire.session_key(secret, cn, sn))
 
 
-def user(mds, io, fid, munge_socket):
+def _own_capability(mds, munge_socket, me, own):
+    """The MDS's read-write capability (MdsReply field 22) for file own."""
+    s = authwire.connect(mds, munge_socket=munge_socket)
+    s.sendall(frame(MDS_OPEN, f_int(1, me) + f_int(4, own) + f_int(11, O_RDWR)))
+    hlen = HEADER.unpack(recv_exact(s, HEADER.size))[4]
+    rep = authwire._parse(recv_exact(s, hlen))
+    s.close()
+    return rep.get(MDS_REPLY_CAPABILITY, b"")
+
+
+def user(mds, io, fid, munge_socket, own):
     # proved by MUNGE: the MDS registers us and gives a ticket
     s = authwire.connect(mds, munge_socket=munge_socket)
     refused("MDS_SET_SERVER_STATE by a user",
@@ -169,18 +182,19 @@ def user(mds, io, fid, munge_socket):
             roundtrip(t, IO_UNLOCK, f_int(1, fid) + lock(0, 1, owner=OTHER_CLIENT)))
     refused("IO_READ under client %d's name" % OTHER_CLIENT,
             roundtrip(t, IO_READ, f_int(1, fid) + extent(0, 4096) + lock(0, 1, owner=OTHER_CLIENT)))
-    ans = roundtrip(t, IO_READ, f_int(1, fid) + extent(0, 4096) + lock(0, 1, owner=me, op=5))
-    note(ans is not None and ans[0] == 0, "IO_READ locked in its own name (allowed)",
+    cap = f_bytes(19, _own_capability(mds, munge_socket, me, own))
+    ans = roundtrip(t, IO_READ, f_int(1, own) + extent(0, 4096) + lock(0, 1, owner=me, op=5) + cap)
+    note(ans is not None and ans[0] == 0, "IO_READ of its own file locked in its own name (allowed)",
          "err %s %s" % ans if ans else "connection closed")
-    roundtrip(t, IO_UNLOCK, f_int(1, fid) + lock(0, 1, owner=me, op=5))
+    roundtrip(t, IO_UNLOCK, f_int(1, own) + lock(0, 1, owner=me, op=5) + cap)
     t.close()
 
 
 def main():
     if len(sys.argv) == 5 and sys.argv[1] == "outsider":
         outsider(sys.argv[2], sys.argv[3], int(sys.argv[4]))
-    elif len(sys.argv) == 6 and sys.argv[1] == "user":
-        user(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
+    elif len(sys.argv) == 7 and sys.argv[1] == "user":
+        user(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]))
     else:
         print(__doc__)
         return 2

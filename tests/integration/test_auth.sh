@@ -47,7 +47,8 @@ cmp "$REF/mine" "$USER_OUT/mine" || fail "$TEST_USER's file came back different"
 rm -rf "$USER_OUT"
 grep -q "registered client .* (a user, by MUNGE)" "$DEPFS_STATE/logs/mds.log" ||
   fail "the MDS never registered a MUNGE user"
-as_user "DEPFS_CLUSTER_KEY= python3 '$TOP/tests/integration/authattack.py' user '$MDS_ADDR' '$IO_ADDR' '$INO' '$DEPFS_STATE/munge/munge.socket'" ||
+read -r OWN_INO < <(depfs layout get --json /pub/mine | json_get ino)
+as_user "DEPFS_CLUSTER_KEY= python3 '$TOP/tests/integration/authattack.py' user '$MDS_ADDR' '$IO_ADDR' '$INO' '$DEPFS_STATE/munge/munge.socket' '$OWN_INO'" ||
   fail "$TEST_USER got through (above)"
 
 log "afterwards: data, server states, epochs and locks as they were"

@@ -1,7 +1,8 @@
 /* test_auth.c - common/auth.c: the cluster key file's checks, proofs bound
  * to both nonces, frame tags that catch a changed, replayed, reordered or
  * reflected frame, tickets that cannot be forged, stretched or read by
- * anyone but their client, and the BLAKE2b the Python test tools compute;
+ * anyone but their client, capabilities that cannot be forged, stretched,
+ * moved to another file or client or raised to more rights, and the BLAKE2b the Python test tools compute;
  * common/rpc_auth.c: the handshake over loopback TCP with the right and a
  * wrong key, good, forged and expired tickets, and methods not accepted.
  * (MUNGE needs a munged: the integration tests run one.) */
@@ -192,6 +193,78 @@ START_TEST(test_tickets)
 }
 END_TEST
 
+/* Capabilities: what was issued reads back; a byte changed anywhere, the
+ * ticket key, a short buffer or an old expiry are refused; the skew is
+ * honoured exactly; the fields say which file, client and rights, so a
+ * caller refuses another file or client and rights never grow. */
+START_TEST(test_capabilities)
+{
+    uint8_t cluster[AUTH_KEY_BYTES], ck[AUTH_KEY_BYTES], tk[AUTH_KEY_BYTES];
+    uint8_t c_bytes[AUTH_CAP_BYTES];
+    auth_random(cluster, sizeof(cluster));
+    auth_derive(cluster, AUTH_DERIVE_CAPABILITY, ck);
+    auth_derive(cluster, AUTH_DERIVE_TICKET, tk);
+    ck_assert(!auth_equal(ck, tk, AUTH_KEY_BYTES));
+
+    auth_cap c = { .file_id = 77, .client_id = 42, .expires_s = T_NOW_S + AUTH_CAP_TTL_S,
+                   .rights = AUTH_CAP_READ };
+    auth_cap got;
+    auth_cap_issue(ck, &c, c_bytes);
+    ck_assert_int_eq(auth_cap_open(ck, c_bytes, sizeof(c_bytes), T_NOW_S, 0, &got), 0);
+    ck_assert_uint_eq(got.file_id, 77);
+    ck_assert_uint_eq(got.client_id, 42);
+    ck_assert_uint_eq(got.expires_s, T_NOW_S + AUTH_CAP_TTL_S);
+    ck_assert_uint_eq(got.rights, AUTH_CAP_READ);
+    ck_assert_int_eq(auth_cap_peek(c_bytes, sizeof(c_bytes), &got), 0);
+    ck_assert_uint_eq(got.file_id, 77);
+    /* two issues of one capability differ (the nonce) and both open */
+    uint8_t again[AUTH_CAP_BYTES];
+    auth_cap_issue(ck, &c, again);
+    ck_assert(!auth_equal(again, c_bytes, AUTH_CAP_BYTES));
+    ck_assert_int_eq(auth_cap_open(ck, again, sizeof(again), T_NOW_S, 0, &got), 0);
+    /* expired: at its expiry without skew, and only past the skew with it */
+    uint64_t exp = c.expires_s;
+    ck_assert_int_eq(auth_cap_open(ck, c_bytes, sizeof(c_bytes), exp, 0, &got), -EKEYEXPIRED);
+    ck_assert_int_eq(auth_cap_open(ck, c_bytes, sizeof(c_bytes), exp + AUTH_CAP_SKEW_S - 1,
+                                   AUTH_CAP_SKEW_S, &got), 0);
+    ck_assert_int_eq(auth_cap_open(ck, c_bytes, sizeof(c_bytes), exp + AUTH_CAP_SKEW_S,
+                                   AUTH_CAP_SKEW_S, &got), -EKEYEXPIRED);
+    ck_assert_int_eq(auth_cap_open(ck, c_bytes, sizeof(c_bytes), UINT64_MAX, AUTH_CAP_SKEW_S,
+                                   &got), -EKEYEXPIRED);
+    /* not ours: the ticket key, a truncated or a longer buffer */
+    ck_assert_int_eq(auth_cap_open(tk, c_bytes, sizeof(c_bytes), T_NOW_S, 0, &got), -EBADMSG);
+    ck_assert_int_eq(auth_cap_open(ck, c_bytes, sizeof(c_bytes) - 1, T_NOW_S, 0, &got),
+                     -EBADMSG);
+    ck_assert_int_eq(auth_cap_peek(c_bytes, sizeof(c_bytes) + 1, &got), -EBADMSG);
+    /* forged: every bit of every byte counts (another file, client, rights,
+     * a later expiry, another key version, the nonce, the tag) */
+    for (unsigned i = 0; i < AUTH_CAP_BYTES; i++) {
+        for (unsigned bit = 0; bit < 8; bit++) {
+            c_bytes[i] ^= (uint8_t)(1u << bit);
+            ck_assert_int_eq(auth_cap_open(ck, c_bytes, sizeof(c_bytes), T_NOW_S, 0, &got),
+                             -EBADMSG);
+            c_bytes[i] ^= (uint8_t)(1u << bit);
+        }
+    }
+    /* a tagged capability says its file and client: the checker compares */
+    auth_cap other = c;
+    other.file_id = 78;
+    other.client_id = 43;
+    auth_cap_issue(ck, &other, again);
+    ck_assert_int_eq(auth_cap_open(ck, again, sizeof(again), T_NOW_S, 0, &got), 0);
+    ck_assert_uint_ne(got.file_id, c.file_id);
+    ck_assert_uint_ne(got.client_id, c.client_id);
+    /* rights: read never covers write; write covers the reads a write makes */
+    ck_assert(auth_cap_covers(AUTH_CAP_READ, AUTH_CAP_READ));
+    ck_assert(!auth_cap_covers(AUTH_CAP_READ, AUTH_CAP_WRITE));
+    ck_assert(!auth_cap_covers(AUTH_CAP_READ, AUTH_CAP_RIGHTS_ALL));
+    ck_assert(auth_cap_covers(AUTH_CAP_WRITE, AUTH_CAP_READ));
+    ck_assert(auth_cap_covers(AUTH_CAP_RIGHTS_ALL, AUTH_CAP_WRITE));
+    ck_assert(!auth_cap_covers(0, AUTH_CAP_READ));
+    ck_assert(auth_cap_covers(0, 0));
+}
+END_TEST
+
 /* tests/integration/authwire.py computes the same MACs with hashlib:
  * blake2b(label NUL + parts, key=K, digest_size=n). A fixed vector ties the
  * two (any change of the construction must change both). */
@@ -358,6 +431,7 @@ int main(void)
     tcase_add_test(tc, test_proofs_bound_to_everything);
     tcase_add_test(tc, test_frame_tags);
     tcase_add_test(tc, test_tickets);
+    tcase_add_test(tc, test_capabilities);
     tcase_add_test(tc, test_python_compatible_vector);
     tcase_add_test(tc, test_handshake_key);
     tcase_add_test(tc, test_handshake_ticket);

@@ -1,0 +1,191 @@
+/* core_caps.c - libdepfs core: the I/O capabilities (common/auth.h) this
+ * client holds, one per file, in a bounded table (DC_CAPS_SLOTS).
+ *
+ * Only a client that shows the I/O servers a ticket (a user proved by
+ * MUNGE) needs them; the cluster key's holders and auth off need none.
+ * They come with the MDS's replies that open a file (MDS_OPEN, MDS_CREATE)
+ * or remove its last link (MDS_UNLINK, MDS_RENAME: write, for the strip
+ * files), and are kept per file rather than per handle because the
+ * engines, like the write-behind flush, work per inode; a file's entry
+ * keeps the broadest fresh rights it was given. The fan-out asks for one
+ * covering a request's needs (common/io_caps.h) before sending it:
+ *   - fresh (more than half its life left): used as it is;
+ *   - in its second half: renewed by MDS_OPEN with renew_capability (same
+ *     rights, no new permission check: the open was checked, and the file
+ *     may be unlinked by now and still open here); if that fails the old
+ *     one serves while it lasts;
+ *   - missing, expired or short of rights (a path without an open handle:
+ *     truncate, remove, scrub, repair; an evicted entry; a reader that
+ *     repairs a damaged unit): MDS_OPEN for that access, which checks the
+ *     caller's permission (write for WRITE) like any open.
+ * So a file left idle for longer than AUTH_CAP_TTL_S is opened again at
+ * its next request, with a fresh permission check. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <time.h>
+
+#include "core.h"
+#include "log.h"
+
+_Static_assert((DC_CAPS_SLOTS & (DC_CAPS_SLOTS - 1)) == 0, "DC_CAPS_SLOTS is a power of two");
+_Static_assert(DC_CAPS_PROBE <= DC_CAPS_SLOTS, "probe window within the table");
+
+/* A renewal is due once less than half the life is left; one that failed
+ * is tried again this much later, not on every request meanwhile. */
+#define DC_CAP_RENEW_LEFT_S (AUTH_CAP_TTL_S / 2u)
+#define DC_CAP_RENEW_RETRY_S 30u
+
+static uint64_t now_s(void)
+{
+    return (uint64_t)time(NULL);
+}
+
+static bool caps_wanted(depfs_t *fs)
+{
+    pthread_mutex_lock(&fs->io_creds_lock);
+    bool ticket = fs->io_creds.method == AUTH_METHOD_TICKET;
+    pthread_mutex_unlock(&fs->io_creds_lock);
+    return ticket;
+}
+
+static unsigned slot_start(uint64_t ino)
+{
+    return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 32) & (DC_CAPS_SLOTS - 1u);
+}
+
+/* ino's entry, or NULL (caller holds caps_lock). */
+static dc_cap *slot_find(depfs_t *fs, uint64_t ino)
+{
+    unsigned s = slot_start(ino);
+    for (unsigned i = 0; i < DC_CAPS_PROBE; i++) {
+        dc_cap *e = &fs->caps[(s + i) & (DC_CAPS_SLOTS - 1u)];
+        if (e->ino == ino)
+            return e;
+    }
+    return NULL;
+}
+
+/* Where ino's capability goes: its entry, a free or expired slot, else
+ * the one that expires first in its window (caller holds caps_lock). */
+static dc_cap *slot_for(depfs_t *fs, uint64_t ino, uint64_t now)
+{
+    dc_cap *e = slot_find(fs, ino), *victim = NULL;
+    if (e)
+        return e;
+    unsigned s = slot_start(ino);
+    for (unsigned i = 0; i < DC_CAPS_PROBE; i++) {
+        e = &fs->caps[(s + i) & (DC_CAPS_SLOTS - 1u)];
+        if (e->ino == 0 || e->expires_s <= now)
+            return e;
+        if (!victim || e->expires_s < victim->expires_s)
+            victim = e;
+    }
+    return victim;
+}
+
+/* The reply's capability for ino as an entry; false when it has none. */
+static bool cap_from_reply(uint64_t ino, const Depfs__MdsReply *rep, dc_cap *out)
+{
+    auth_cap c;
+    if (!rep || !rep->has_capability ||
+        auth_cap_peek(rep->capability.data, rep->capability.len, &c) < 0 || c.file_id != ino ||
+        c.rights == 0)
+        return false;
+    memset(out, 0, sizeof(*out));
+    out->ino = ino;
+    out->rights = c.rights;
+    out->expires_s = c.expires_s;
+    memcpy(out->bytes, rep->capability.data, AUTH_CAP_BYTES);
+    return true;
+}
+
+static void store(depfs_t *fs, const dc_cap *c)
+{
+    uint64_t now = now_s();
+    pthread_mutex_lock(&fs->caps_lock);
+    dc_cap *e = slot_for(fs, c->ino, now);
+    bool keep_old = e->ino == c->ino && e->expires_s > now + DC_CAP_RENEW_LEFT_S &&
+                    !auth_cap_covers(c->rights, e->rights);
+    if (!keep_old) /* a fresh entry with rights the new one lacks stays */
+        *e = *c;
+    pthread_mutex_unlock(&fs->caps_lock);
+}
+
+void dc_cap_take(depfs_t *fs, uint64_t ino, const Depfs__MdsReply *rep)
+{
+    dc_cap c;
+    if (caps_wanted(fs) && cap_from_reply(ino, rep, &c))
+        store(fs, &c);
+}
+
+/* A renewal of ino's capability failed: hold off the next one. */
+static void renew_failed(depfs_t *fs, uint64_t ino, uint64_t now)
+{
+    pthread_mutex_lock(&fs->caps_lock);
+    dc_cap *e = slot_find(fs, ino);
+    if (e)
+        e->renew_after_s = now + DC_CAP_RENEW_RETRY_S;
+    pthread_mutex_unlock(&fs->caps_lock);
+}
+
+/* MDS_OPEN for a new capability: renewing old, or (old NULL) opening ino
+ * for the access need asks, permission checked. 0 and *out. */
+static int ask_mds(depfs_t *fs, uint64_t ino, uint32_t need, const dc_cap *old, dc_cap *out)
+{
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    Depfs__MdsReply *rep = NULL;
+    req.has_ino = true;
+    req.ino = ino;
+    if (old) {
+        req.has_renew_capability = true;
+        req.renew_capability = (ProtobufCBinaryData){ AUTH_CAP_BYTES, (uint8_t *)old->bytes };
+    } else {
+        req.has_flags = true;
+        req.flags = (need & AUTH_CAP_WRITE) ? O_WRONLY : O_RDONLY;
+    }
+    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_OPEN, &req, &rep);
+    if (rc == 0 && !cap_from_reply(ino, rep, out)) {
+        dc_set_error("inode %llu: the MDS gave no I/O capability", (unsigned long long)ino);
+        rc = -EPROTO;
+    }
+    if (rc == 0)
+        store(fs, out);
+    else if (rep && rep->message)
+        dc_set_error("inode %llu: no I/O capability for %s: %s", (unsigned long long)ino,
+                     (need & AUTH_CAP_WRITE) ? "writing" : "reading", rep->message);
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
+    return rc;
+}
+
+int dc_cap_get(depfs_t *fs, uint64_t ino, uint32_t need, dc_cap *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (ino == 0 || need == 0 || !caps_wanted(fs))
+        return 0; /* out->ino 0: none to show */
+    uint64_t now = now_s();
+    dc_cap have = { 0 };
+    pthread_mutex_lock(&fs->caps_lock);
+    const dc_cap *e = slot_find(fs, ino);
+    if (e)
+        have = *e;
+    pthread_mutex_unlock(&fs->caps_lock);
+    bool usable = have.ino == ino && have.expires_s > now && auth_cap_covers(have.rights, need);
+    if (usable && (have.expires_s > now + DC_CAP_RENEW_LEFT_S || have.renew_after_s > now)) {
+        *out = have;
+        return 0;
+    }
+    if (usable) {
+        int rc = ask_mds(fs, ino, need, &have, out);
+        if (rc < 0) {
+            log_warn("libdepfs: cannot renew the I/O capability of inode %llu: %s (%s); the "
+                     "old one serves until it expires", (unsigned long long)ino, strerror(-rc),
+                     depfs_last_error());
+            renew_failed(fs, ino, now);
+            *out = have;
+        }
+        return 0;
+    }
+    return ask_mds(fs, ino, need, NULL, out);
+}

@@ -1,0 +1,22 @@
+/* io_caps.h - which capability rights (auth.h) each I/O request needs: the
+ * one rule the I/O servers enforce (ioserver/authz.c) and libdepfs asks
+ * the MDS for (client/lib/io_fanout.c).
+ *
+ *   READ : IO_READ (without a lock or under a reading lock), IO_LOCK of a
+ *          reading lock, IO_UNLOCK (only one's own locks, authz.c), IO_FSYNC,
+ *          IO_STAT of a file (its strip size), IO_DIRTY DIRTY_PROBE
+ *   WRITE: IO_WRITE, IO_TRUNCATE, IO_REMOVE, IO_LOCK of a writing lock and
+ *          IO_READ under one (the pre-read of a read-modify-write)
+ *   none : requests that name no file (IO_STAT without one) and the admin
+ *          operations, which only the cluster key's holders may send
+ * AUTH_CAP_WRITE covers READ (auth_cap_covers). */
+#ifndef DEPFS_IO_CAPS_H
+#define DEPFS_IO_CAPS_H
+#include <stdint.h>
+
+#include "depfs.pb-c.h"
+
+/* AUTH_CAP_READ, AUTH_CAP_WRITE or 0 (no capability needed). */
+uint32_t io_caps_needed(uint16_t type, const Depfs__IoRequest *q);
+
+#endif
