@@ -277,9 +277,13 @@ static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
     }
     /* from here the units may change: a lock taken to read them writes now
      * (journaled first, so a crash leaves them known to be in doubt) */
-    if (q->lock && ex.n)
-        ios_locks_mark_written(c->locks, q->file_id, q->lock->first_stripe,
-                               q->lock->stripe_count, owner_of(q->lock));
+    if (q->lock && ex.n &&
+        (rc = ios_locks_mark_written(c->locks, q->file_id, q->lock->first_stripe,
+                                     q->lock->stripe_count, owner_of(q->lock)))) {
+        fail(res, rc, "cannot journal the write of stripes %" PRIu64 "+%" PRIu64
+             " (state store): nothing stored", q->lock->first_stripe, q->lock->stripe_count);
+        goto out;
+    }
     if (q->n_down_servers) {
         rc = ios_dirty_add(c->state, q->down_servers, q->n_down_servers, q->file_id);
         if (rc) {

@@ -1,6 +1,7 @@
 /* lock_intents.c - the lock table's journal into the state store (see
- * lock_intents.h). A failed write of an intent is logged: the lock itself
- * stands, only its survival of a crash is lost. */
+ * lock_intents.h). A failed write of an intent is logged and returned: the
+ * lock is not granted, or the write under it refused (locks.h); a failed
+ * removal leaves an intent that depfs-recovery releases after a restart. */
 #include "lock_intents.h"
 
 #include <errno.h>
@@ -38,14 +39,15 @@ int ios_lock_intents_restore(ios_locks *t, ios_state *st, uint64_t now_ms, uint6
     return r.err ? r.err : n;
 }
 
-static void journal(void *arg, uint64_t file_id, ios_lock_owner owner, bool held, uint64_t first,
-                    uint64_t end, bool writes)
+static int journal(void *arg, uint64_t file_id, ios_lock_owner owner, bool held, uint64_t first,
+                   uint64_t end, bool writes)
 {
     int rc = ios_intent_set(arg, file_id, owner.client, owner.op, held, first, end, writes);
     if (rc)
         log_warn("cannot store the lock intent of client %" PRIu64 " op %" PRIu64
-                 " on file %016" PRIx64 ": %s", owner.client, owner.op, file_id,
-                 strerror(-rc));
+                 " on file %016" PRIx64 ": %s%s", owner.client, owner.op, file_id,
+                 strerror(-rc), held ? " (the lock or write is refused)" : "");
+    return rc;
 }
 
 void ios_lock_intents_attach(ios_locks *t, ios_state *st)

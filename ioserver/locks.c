@@ -162,14 +162,13 @@ static void node_verify(const file_node *f)
 }
 
 /* Tells the journal what `owner` holds in the file now (f may be NULL:
- * nothing). Caller holds the shard mutex. */
-static void journal_owner(ios_locks *t, const file_node *f, uint64_t file_id,
-                          ios_lock_owner owner)
+ * nothing), plus [first, end) (writes) that it is about to be granted
+ * (end 0: none). Caller holds the shard mutex. 0 or -EIO. */
+static int journal_owner_plus(ios_locks *t, const file_node *f, uint64_t file_id,
+                              ios_lock_owner owner, uint64_t first, uint64_t end, bool writes)
 {
     if (!t->journal)
-        return;
-    uint64_t first = UINT64_MAX, end = 0;
-    bool writes = false;
+        return 0;
     for (size_t i = 0; f && i < f->n; i++) {
         const lock_range *r = &f->v[i];
         if (!same_owner(r->owner, owner))
@@ -180,7 +179,14 @@ static void journal_owner(ios_locks *t, const file_node *f, uint64_t file_id,
             end = r->end;
         writes = writes || r->writes;
     }
-    t->journal(t->journal_arg, file_id, owner, end > 0, end > 0 ? first : 0, end, writes);
+    return t->journal(t->journal_arg, file_id, owner, end > 0, end > 0 ? first : 0, end, writes) < 0
+               ? -EIO : 0;
+}
+
+static int journal_owner(ios_locks *t, const file_node *f, uint64_t file_id,
+                         ios_lock_owner owner)
+{
+    return journal_owner_plus(t, f, file_id, owner, UINT64_MAX, 0, false);
 }
 
 void ios_locks_set_journal(ios_locks *t, ios_lock_journal_fn fn, void *arg)
@@ -304,9 +310,13 @@ int ios_locks_try(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count
         *bucket = f;
         created = true;
     }
-    rc = node_grant(t, f, first, end, owner, mode == IOS_LOCK_WRITE, now_ms);
-    if (rc == 0)
-        journal_owner(t, f, file_id, owner);
+    /* the intent first: a lock a crash would forget is never granted */
+    rc = journal_owner_plus(t, f, file_id, owner, first, end, mode == IOS_LOCK_WRITE);
+    if (rc == 0) {
+        rc = node_grant(t, f, first, end, owner, mode == IOS_LOCK_WRITE, now_ms);
+        if (rc)
+            (void)journal_owner(t, f, file_id, owner); /* back to what it holds */
+    }
     node_verify(f);
 out:
     if (rc && created)
@@ -398,7 +408,7 @@ int ios_locks_release(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t c
         goto out;
     }
     node_cut(t, f, first, end, owner, now_ms);
-    journal_owner(t, f, file_id, owner);
+    (void)journal_owner(t, f, file_id, owner); /* a failure keeps an intent: released later */
     node_verify(f);
     if (f->n == 0)
         node_unlink_free(bucket, f);
@@ -479,14 +489,21 @@ int ios_locks_take_over(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t
         writes = writes || r->writes;
     }
     assert(*n_taken == conflicts);
+    /* our intent (with what was in doubt) before the orphans' shrink */
+    rc = journal_owner_plus(t, f, file_id, owner, first, end, writes);
+    if (rc) {
+        atomic_fetch_sub(&t->n_entries, splits);
+        *n_taken = 0;
+        goto out;
+    }
     for (size_t i = 0; i < *n_taken; i++) {
         node_cut(t, f, first, end, taken[i].owner, now_ms);
-        journal_owner(t, f, file_id, taken[i].owner);
+        (void)journal_owner(t, f, file_id, taken[i].owner); /* kept larger: the safe side */
     }
     rc = node_grant(t, f, first, end, owner, writes, now_ms);
     assert(rc == 0 || rc == -ENOLCK); /* the array has room */
-    if (rc == 0)
-        journal_owner(t, f, file_id, owner);
+    if (rc)
+        (void)journal_owner(t, f, file_id, owner);
     node_verify(f);
 out:
     if (f->n == 0)
@@ -594,11 +611,11 @@ bool ios_locks_holds_any(ios_locks *t, uint64_t file_id, uint64_t first, uint64_
     return held;
 }
 
-void ios_locks_mark_written(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
-                            ios_lock_owner owner)
+int ios_locks_mark_written(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                           ios_lock_owner owner)
 {
     if (range_check(first, count))
-        return;
+        return 0;
     uint64_t end = first + count;
     file_node **bucket;
     lock_shard *s = shard_of(t, file_id, &bucket);
@@ -613,9 +630,11 @@ void ios_locks_mark_written(ios_locks *t, uint64_t file_id, uint64_t first, uint
             changed = true;
         }
     }
-    if (changed)
-        journal_owner(t, f, file_id, owner);
+    /* on failure the entries stay writing ones here (in doubt, the safe
+     * side) but nothing is stored: the caller refuses the write */
+    int rc = changed ? journal_owner(t, f, file_id, owner) : 0;
     pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 size_t ios_locks_drop_file(ios_locks *t, uint64_t file_id, uint64_t now_ms)

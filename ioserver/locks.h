@@ -63,13 +63,15 @@ int ios_locks_create(size_t max_entries, ios_locks **out);
 void ios_locks_free(ios_locks *t);
 
 /* 0 granted, -EAGAIN NACK (another owner holds an overlapping stripe),
- * -ENOLCK table full, -EINVAL count 0 or first+count overflows. */
+ * -ENOLCK table full, -EINVAL count 0 or first+count overflows, -EIO its
+ * intent could not be stored (not granted). */
 int ios_locks_try(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
                   ios_lock_owner owner, ios_lock_mode mode, uint64_t now_ms);
 /* A write under owner's lock arrived for [first, first+count): its entries
- * there write from now on (journaled before the caller stores anything). */
-void ios_locks_mark_written(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
-                            ios_lock_owner owner);
+ * there write from now on (journaled before the caller stores anything).
+ * -EIO when that could not be journaled: the caller stores nothing. */
+int ios_locks_mark_written(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                           ios_lock_owner owner);
 /* 0 (released, or nothing of the range was held by anyone), -EPERM (only
  * other owners hold stripes in the range), -ENOLCK (a split would exceed the
  * table bound), -EINVAL (bad range). Nothing changes on error. */
@@ -100,15 +102,19 @@ int ios_locks_take_over(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t
 int ios_locks_restore(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
                       ios_lock_owner owner, bool writes, uint64_t taken_ms);
 
-/* The lock journal: called under the table's mutex after every change of
- * what an owner holds in a file, with the span [first, end) covering all
- * of it and whether any of it writes, or held=false when the owner holds
- * nothing there any more. The
- * ioserver keeps it as durable lock intents (state.h), so that stripes an
- * interrupted write left locked are still known as in doubt after a crash
- * and repaired by depfs-recovery. Set once, before the table is used. */
-typedef void (*ios_lock_journal_fn)(void *arg, uint64_t file_id, ios_lock_owner owner, bool held,
-                                    uint64_t first, uint64_t end, bool writes);
+/* The lock journal: called under the table's mutex with what an owner
+ * holds in a file, with the span [first, end) covering all of it and
+ * whether any of it writes, or held=false when the owner holds nothing
+ * there any more: before a grant takes effect, and after every other
+ * change. The ioserver keeps it as durable lock intents (state.h), so that
+ * stripes an interrupted write left locked are still known as in doubt
+ * after a crash and repaired by depfs-recovery. Returns 0 or -errno: a
+ * lock whose intent cannot be stored is not granted, and a write under a
+ * lock whose writing cannot be journaled is refused (a crash would
+ * otherwise leave units in doubt that no intent names). Set once, before
+ * the table is used. */
+typedef int (*ios_lock_journal_fn)(void *arg, uint64_t file_id, ios_lock_owner owner, bool held,
+                                   uint64_t first, uint64_t end, bool writes);
 void ios_locks_set_journal(ios_locks *t, ios_lock_journal_fn fn, void *arg);
 
 /* Copies up to max entries with now_ms - taken_ms >= age_ms into out[];

@@ -347,6 +347,13 @@ static int dc_phase1(dc_wround *w, dc_req *reqs)
                 nack = true; /* busy stripes, or a full lock table: back off */
             else if (reqs[p].result == DC_ERR_DOWN)
                 down = true;
+            else if (reqs[p].result == -EIO && reqs[p].has_lock) {
+                /* it could not store the lock's intent (its state store
+                 * fails): nothing was granted; write around it like a
+                 * failed server (its dirty records get it rebuilt) */
+                dc_server_mark_failed(w->fs, reqs[p].server_id, -EIO);
+                down = true;
+            }
             else if (reqs[p].result < 0 && err == 0)
                 err = reqs[p].result;
         }

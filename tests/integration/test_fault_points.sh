@@ -21,7 +21,8 @@
 #                     of service while the writer holds its lock; (b) in
 #                     an orphan repair's write: the repair writes around it
 #                     and frees the stripes within a bound;
-#   strip_pread_eio   an orphan repair's read fails: the repair is retried
+#   strip_pread_eio   an orphan repair's read fails: one source is read
+#                     around; beyond n-k the repair fails and is retried
 #                     soon (not only when its own lock is a minute old).
 source "$(dirname "$0")/lib.sh"
 use_test_build
@@ -39,8 +40,7 @@ mkdir "$MNT/d"; setfattr -n user.depfs.layout -v 8@6 "$MNT/d"
 # comes before any file is written: the restart's rejoin has nothing to
 # rebuild there, so the copy's write is the first the server stores.
 log "server 6 restarted with DEPFS_FAULTS=write_mem_flip=1"
-DEPFS_FAULTS=write_mem_flip=1 lc restart 6 >/dev/null
-wait_all_up 60 || fail "servers not up after the restart: $(states_line)"
+DEPFS_FAULTS=write_mem_flip=1 restart_rejoined 6 60 # the cluster calls it up again, not just itself
 rejoined=$(rejoins_of 6)
 head -c $((2 * 6 * 65536 + 5000)) /dev/urandom > "$DEPFS_STATE/memflip"
 depfs cp "$DEPFS_STATE/memflip" depfs:/d/memflip >/dev/null 2>"$DEPFS_STATE/memflip.err" ||
@@ -170,27 +170,42 @@ grep -q "fault point strip_pwrite_enospc fires" "$DEPFS_STATE/logs/ioserver-$SRV
 wait_all_up 90 || fail "server $SRV did not rejoin after the repair: $(states_line)"
 cmp "$DEPFS_STATE/ref" "$MNT/d/f" || fail "the file differs from what was acknowledged"
 scrub_clean
-# ---- strip_pread_eio during an orphan repair's read: the repair fails
-# and leaves the stripe locked by depfs-recovery itself (no heartbeat
-# reports that as another client's orphan); it must be retried after
-# REC_REJOIN_RETRY_MS, not only once the lock is a minute old.
-read -r INO HELD READ1 < <(depfs layout get --json /d/f | json_get ino servers.0 servers.1)
-log "server $READ1 restarted with DEPFS_FAULTS=strip_pread_eio=1; an orphan lock of stripe 0 on server $HELD"
-DEPFS_FAULTS=strip_pread_eio=1 lc restart "$READ1" >/dev/null
-wait_all_up 60 || fail "servers not up after the restart: $(states_line)"
-t_lock=$(now_ms)
-python3 "$TOP/tests/integration/rawlock.py" "$(addr_of "$HELD")" "$INO" 0 1 1000002 1 ||
-  fail "server $HELD did not grant the raw IO_LOCK"
-until [ "$(locks_held)" = 0 ]; do
-  [ $(( $(now_ms) - t_lock )) -lt $((FREE_BOUND_S * 1000)) ] ||
-    fail "the stripe stayed locked for ${FREE_BOUND_S} s after a failed repair: $(grep -h orphan "$DEPFS_STATE/logs/recovery.log" | tail -3)"
-  sleep 0.5
-done
-log "orphan lock freed $(( $(now_ms) - t_lock )) ms after it was taken (bound ${FREE_BOUND_S} s)"
-grep -q "fault point strip_pread_eio fires" "$DEPFS_STATE/logs/ioserver-$READ1.log" ||
-  fail "the fault point did not fire on server $READ1 (the repair read nothing there?)"
-grep -q "repair failed" "$DEPFS_STATE/logs/recovery.log" || fail "the first repair did not fail"
-wait_all_up 60 || fail "server $READ1 did not rejoin: $(states_line)"
-cmp "$DEPFS_STATE/ref" "$MNT/d/f" || fail "the file differs from what was acknowledged"
+# ---- strip_pread_eio during an orphan repair's read. One source failing
+# is read around (one more erasure: the repair succeeds at once). Sources
+# failing beyond n-k make the repair fail, which leaves the stripe locked
+# by depfs-recovery itself (no heartbeat reports that as another client's
+# orphan); it must be retried after REC_REJOIN_RETRY_MS, not only once the
+# lock is a minute old.
+read -r INO HELD READ1 READ2 < <(depfs layout get --json /d/f | json_get ino servers.0 servers.1 servers.2)
+# pread_case OWNER_CLIENT SERVER...: the servers restarted with one failing
+# read each, an orphan lock of stripe 0 on server HELD, freed within the bound
+pread_case() {
+  local owner=$1 srv t_lock; shift
+  log "servers $* restarted with DEPFS_FAULTS=strip_pread_eio=1; an orphan lock of stripe 0 on server $HELD"
+  for srv in "$@"; do DEPFS_FAULTS=strip_pread_eio=1 lc restart "$srv" >/dev/null; done
+  wait_all_up 60 || fail "servers not up after the restart: $(states_line)"
+  t_lock=$(now_ms)
+  python3 "$TOP/tests/integration/rawlock.py" "$(addr_of "$HELD")" "$INO" 0 1 "$owner" 1 ||
+    fail "server $HELD did not grant the raw IO_LOCK"
+  until [ "$(locks_held)" = 0 ]; do
+    [ $(( $(now_ms) - t_lock )) -lt $((FREE_BOUND_S * 1000)) ] ||
+      fail "the stripe stayed locked for ${FREE_BOUND_S} s: $(grep -h orphan "$DEPFS_STATE/logs/recovery.log" | tail -3)"
+    sleep 0.5
+  done
+  log "orphan lock freed $(( $(now_ms) - t_lock )) ms after it was taken (bound ${FREE_BOUND_S} s)"
+  for srv in "$@"; do
+    grep -q "fault point strip_pread_eio fires" "$DEPFS_STATE/logs/ioserver-$srv.log" ||
+      fail "the fault point did not fire on server $srv (the repair read nothing there?)"
+  done
+  wait_all_up 60 || fail "servers did not rejoin: $(states_line)"
+  cmp "$DEPFS_STATE/ref" "$MNT/d/f" || fail "the file differs from what was acknowledged"
+}
+pread_case 1000002 "$READ1"
+grep -q "could not give its units .*read around" "$DEPFS_STATE/logs/recovery.log" ||
+  fail "the repair did not read around server $READ1's failed read"
+grep -q "repair failed" "$DEPFS_STATE/logs/recovery.log" && fail "a repair failed on one unreadable source"
+pread_case 1000003 "$READ1" "$READ2"
+grep -q "repair failed" "$DEPFS_STATE/logs/recovery.log" ||
+  fail "the repair did not fail with the held unit and two sources unreadable (n-k=2)"
 scrub_clean
-echo "PASS: fault points strip_pwrite_eio (written around the server, which demoted itself and rejoined), xport_flip_bit (resent, copy exact), write_mem_flip (refused by the client's block CRCs, written around, copy exact), kv_sync_eio (logged, server kept serving), strip_pwrite_enospc (no UP while the writer of a failed store holds its lock; a failed repair write is written around) and strip_pread_eio (a failed repair is retried) end in a consistent cluster"
+echo "PASS: fault points strip_pwrite_eio (written around the server, which demoted itself and rejoined), xport_flip_bit (resent, copy exact), write_mem_flip (refused by the client's block CRCs, written around, copy exact), kv_sync_eio (logged, server kept serving), strip_pwrite_enospc (no UP while the writer of a failed store holds its lock; a failed repair write is written around) and strip_pread_eio (one failing source read around; beyond n-k the failed repair is retried) end in a consistent cluster"

@@ -294,12 +294,16 @@ typedef struct jrec {
     unsigned calls;
     uint64_t file, client, first, end;
     bool held, writes;
+    bool fail; /* the next calls fail */
+    bool writes_of[16]; /* the last call's writes, per client id < 16 */
 } jrec;
 
-static void jfn(void *arg, uint64_t file_id, ios_lock_owner owner, bool held, uint64_t first,
-                uint64_t end, bool writes)
+static int jfn(void *arg, uint64_t file_id, ios_lock_owner owner, bool held, uint64_t first,
+               uint64_t end, bool writes)
 {
     jrec *j = arg;
+    if (j->fail)
+        return -EIO; /* the state store refuses: nothing recorded */
     j->calls++;
     j->file = file_id;
     j->client = owner.client;
@@ -307,6 +311,9 @@ static void jfn(void *arg, uint64_t file_id, ios_lock_owner owner, bool held, ui
     j->first = first;
     j->end = end;
     j->writes = writes;
+    if (owner.client < 16)
+        j->writes_of[owner.client] = writes;
+    return 0;
 }
 
 /* The one stale entry of FILE_A (age >= 0): its mode. */
@@ -369,12 +376,38 @@ START_TEST(lock_modes)
     ck_assert_uint_eq(n, 1);
     ck_assert(taken[0].writes);
     ck_assert(stale_writes(T0_MS + 6000));
-    ck_assert(j.client == rec.client && j.writes);
+    ck_assert(j.writes_of[rec.client]); /* the taker's intent: in doubt */
     ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 0, 4, rec, T0_MS), 0);
 
     /* restored from the journal with its mode */
     ck_assert_int_eq(ios_locks_restore(tbl, FILE_A, 0, 4, a, false, T0_MS), 0);
     ck_assert(!stale_writes(T0_MS));
+}
+END_TEST
+
+/* An intent the journal cannot store: the lock is not granted (a crash
+ * would forget it), a take-over does not happen, and a write under a
+ * reading lock is refused before anything is stored. */
+START_TEST(no_lock_without_its_intent)
+{
+    jrec j = {0};
+    const ios_lock_owner a = { 1, 1 }, rec = { 9, 9 };
+    ios_locks_set_journal(tbl, jfn, &j);
+    j.fail = true;
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, a, IOS_LOCK_WRITE, T0_MS), -EIO);
+    ck_assert(!ios_locks_held_by(tbl, FILE_A, 0, 1, a));
+    j.fail = false;
+    ck_assert_int_eq(ios_locks_try(tbl, FILE_A, 0, 4, a, IOS_LOCK_READ, T0_MS), 0);
+    j.fail = true;
+    ck_assert_int_eq(ios_locks_mark_written(tbl, FILE_A, 1, 1, a), -EIO);
+    ios_lock_entry taken[4];
+    size_t n_taken = 99;
+    ck_assert_int_eq(ios_locks_take_over(tbl, FILE_A, 0, 4, rec, IOS_LOCK_WRITE, T0_MS + 10000,
+                                         0, taken, 4, &n_taken), -EIO);
+    ck_assert_uint_eq(n_taken, 0);
+    ck_assert(ios_locks_held_by(tbl, FILE_A, 0, 4, a));
+    j.fail = false;
+    ck_assert_int_eq(ios_locks_release(tbl, FILE_A, 0, 4, a, T0_MS), 0);
 }
 END_TEST
 
@@ -482,6 +515,7 @@ int main(void)
     tcase_add_test(tc, take_over_only_stale_locks_of_any_owner);
     tcase_add_test(tc, take_over_splits_a_longer_orphan);
     tcase_add_test(tc, journal_follows_the_owner_span);
+    tcase_add_test(tc, no_lock_without_its_intent);
     tcase_add_test(tc, lock_modes);
     tcase_add_test(tc, failed_store_pending_while_its_lock_is_held);
     suite_add_tcase(s, tc);
