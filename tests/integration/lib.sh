@@ -217,6 +217,18 @@ export DEPFS_SAN_PRELOAD
 # DEPFS_TEST_PAUSE) or a fault point (DEPFS_FAULTS), which only the test
 # build has (make hooks: BUILD/hooks); every daemon, tool and libdepfs of
 # the test come from it from here on.
+# need_test_user: the unprivileged user the security tests act as
+# (TEST_USER, made when missing, as a system user without a home or a
+# shell) and MUNGE, its way in; as_user CMD runs CMD as that user.
+TEST_USER=depfs-test
+need_test_user() {
+  command -v munge >/dev/null || fail "munge is not installed (deploy/install-deps installs it)"
+  if ! id "$TEST_USER" >/dev/null 2>&1; then
+    useradd --system --no-create-home --shell /usr/sbin/nologin "$TEST_USER" ||
+      fail "cannot create the test user $TEST_USER (run as root)"
+  fi
+}
+as_user() { su -s /bin/bash "$TEST_USER" -c "$*"; }
 use_test_build() {
   local hooks
   hooks="$(cd "$DEPFS_BIN_DIR/.." && pwd)/hooks/bin"

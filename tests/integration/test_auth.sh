@@ -9,15 +9,9 @@
 # every attempt: the file reads back as written, every server is up with
 # its epoch unchanged, no lock is held, scrub is clean.
 source "$(dirname "$0")/lib.sh"
-TEST_USER=depfs-test
 REF="$DEPFS_STATE-ref"
 rm -rf "$REF"; mkdir -p "$REF"
-
-command -v munge >/dev/null || fail "munge is not installed (deploy/install-deps installs it)"
-if ! id "$TEST_USER" >/dev/null 2>&1; then
-  useradd --system --no-create-home --shell /usr/sbin/nologin "$TEST_USER" ||
-    fail "cannot create the test user $TEST_USER (run as root)"
-fi
+need_test_user
 
 cluster_up --servers 4
 head -c $((3 * 3 * 65536 + 1234)) /dev/urandom >"$REF/secret"
@@ -35,7 +29,6 @@ python3 "$TOP/tests/integration/authattack.py" outsider "$MDS_ADDR" "$IO_ADDR" "
 
 log "the unprivileged user $TEST_USER, proved by MUNGE"
 chmod o+rx "$DEPFS_STATE" && chmod o+r "$CONF"
-as_user() { su -s /bin/bash "$TEST_USER" -c "$*"; }
 head -c 200000 /dev/urandom >"$REF/mine" && chmod 644 "$REF/mine"
 chmod o+rx "$REF"
 as_user "'$DEPFS_BIN_DIR/depfs' --config '$CONF' cp '$REF/mine' depfs:/pub/mine" ||

@@ -13,22 +13,15 @@
 # pre-reads), capabilities obtained from the MDS as usual, and removes and
 # truncates them; root (the cluster key) needs none.
 source "$(dirname "$0")/lib.sh"
-TEST_USER=depfs-test
 REF="$DEPFS_STATE-ref"
 rm -rf "$REF"; mkdir -p "$REF"
-
-command -v munge >/dev/null || fail "munge is not installed (deploy/install-deps installs it)"
-if ! id "$TEST_USER" >/dev/null 2>&1; then
-  useradd --system --no-create-home --shell /usr/sbin/nologin "$TEST_USER" ||
-    fail "cannot create the test user $TEST_USER (run as root)"
-fi
+need_test_user
 
 cluster_up --servers 4
 MDS_ADDR=$(awk '$1 == "mds_address" {print $3}' "$CONF")
 IO_ADDRS=$(awk '$1 == "ioserver" {print $4}' "$CONF" | paste -sd,)
 SOCK="$DEPFS_STATE/munge/munge.socket"
 CAPATTACK="$TOP/tests/integration/capattack.py"
-as_user() { su -s /bin/bash "$TEST_USER" -c "$*"; }
 chmod o+rx "$DEPFS_STATE" "$REF" && chmod o+r "$CONF"
 USER_DIR=$(mktemp -d /tmp/caps-user.XXXXXX) && chown "$TEST_USER" "$USER_DIR"
 

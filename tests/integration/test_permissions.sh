@@ -13,21 +13,14 @@
 # the uid of its callers. The README's mount (the cluster key) still works
 # for root, and the kernel's default_permissions still hold for the user.
 source "$(dirname "$0")/lib.sh"
-TEST_USER=depfs-test
 REF="$DEPFS_STATE-ref"
 rm -rf "$REF"; mkdir -p "$REF"
-
-command -v munge >/dev/null || fail "munge is not installed (deploy/install-deps installs it)"
-if ! id "$TEST_USER" >/dev/null 2>&1; then
-  useradd --system --no-create-home --shell /usr/sbin/nologin "$TEST_USER" ||
-    fail "cannot create the test user $TEST_USER (run as root)"
-fi
+need_test_user
 TUID=$(id -u "$TEST_USER"); TGID=$(id -g "$TEST_USER")
 
 cluster_up --servers 4
 MDS_ADDR=$(awk '$1 == "mds_address" {print $3}' "$CONF")
 SOCK="$DEPFS_STATE/munge/munge.socket"
-as_user() { su -s /bin/bash "$TEST_USER" -c "$*"; }
 chmod o+rx "$DEPFS_STATE" && chmod o+r "$CONF" && chmod o+rx "$REF"
 
 log "root's files through the README mount (the cluster key): the root of the tree is root's"
