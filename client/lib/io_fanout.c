@@ -129,6 +129,7 @@ typedef struct dc_pending {
     Depfs__IoRequest msg;
     uint32_t *block_crcs;     /* WRITE: the CRC of each piece (block_crc.h), made once */
     size_t n_block_crcs;
+    uint32_t crc_block;       /* WRITE: the block size they are cut at */
     uint32_t bulk_crc;        /* WRITE: the frame's bulk CRC, made with them */
     rpc_call *call;
     bool retry;
@@ -173,6 +174,7 @@ static int dc_block_crcs(const dc_req *r, dc_pending *p)
         out += block_crc_pieces(r->ext[i].offset, r->ext[i].length, b);
     }
     p->n_block_crcs = n;
+    p->crc_block = b;
     p->bulk_crc = crc;
     return 0;
 }
@@ -212,7 +214,7 @@ static void dc_build_msg(const dc_req *r, uint64_t ino, uint64_t epoch, dc_pendi
         m->down_servers = r->n_down ? (uint32_t *)r->down : NULL;
         if (r->bytes > 0) { /* dc_prepare made them */
             m->has_crc_block = true;
-            m->crc_block = block_crc_size_for(r->su);
+            m->crc_block = p->crc_block;
             m->n_block_crcs = p->n_block_crcs;
             m->block_crcs = p->block_crcs;
         }

@@ -295,6 +295,18 @@ states_line() {
 d=json.load(sys.stdin); print(" ".join("{}={}".format(s["id"], s["state"]) for s in d["servers"]))' 2>/dev/null || echo "status unavailable"
 }
 locks_held() { status_json 2>/dev/null | json_get totals.locks_held 2>/dev/null || echo "?"; }
+# wait_locks_freed T0_MS BOUND_S WHAT: until no stripe lock is held
+# cluster-wide, failing ("WHAT still held after BOUND_S s") past T0_MS +
+# BOUND_S; FREED_MS gets the milliseconds since T0_MS it took.
+FREED_MS=
+wait_locks_freed() {
+  until [ "$(locks_held)" = 0 ]; do
+    [ $(( $(now_ms) - $1 )) -lt $(( $2 * 1000 )) ] ||
+      fail "$3 still held after $2 s: $(grep -h orphan "$DEPFS_STATE/logs/recovery.log" | tail -3)"
+    sleep 0.5
+  done
+  FREED_MS=$(( $(now_ms) - $1 ))
+}
 # wait_all_up TIMEOUT_S: until every server is "up"; fails with the states seen.
 wait_all_up() {
   local limit start=$SECONDS line seen=""

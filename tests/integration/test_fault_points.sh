@@ -159,12 +159,8 @@ wait_all_up 60 || fail "servers not up after the restart: $(states_line)"
 t_lock=$(now_ms)
 python3 "$TOP/tests/integration/rawlock.py" "$(addr_of "$SRV")" "$INO" 0 3 1000001 1 ||
   fail "server $SRV did not grant the raw IO_LOCK"
-until [ "$(locks_held)" = 0 ]; do
-  [ $(( $(now_ms) - t_lock )) -lt $((FREE_BOUND_S * 1000)) ] ||
-    fail "the stripes stayed locked for ${FREE_BOUND_S} s after the repair's write failed: $(grep -h orphan "$DEPFS_STATE/logs/recovery.log" | tail -3)"
-  sleep 0.5
-done
-log "orphan lock freed $(( $(now_ms) - t_lock )) ms after it was taken (bound ${FREE_BOUND_S} s)"
+wait_locks_freed "$t_lock" "$FREE_BOUND_S" "the orphan lock (the repair's write failed)"
+log "orphan lock freed $FREED_MS ms after it was taken (bound ${FREE_BOUND_S} s)"
 grep -q "fault point strip_pwrite_enospc fires" "$DEPFS_STATE/logs/ioserver-$SRV.log" ||
   fail "the fault point did not fire on server $SRV (the repair wrote nothing there?)"
 wait_all_up 90 || fail "server $SRV did not rejoin after the repair: $(states_line)"
@@ -187,12 +183,8 @@ pread_case() {
   t_lock=$(now_ms)
   python3 "$TOP/tests/integration/rawlock.py" "$(addr_of "$HELD")" "$INO" 0 1 "$owner" 1 ||
     fail "server $HELD did not grant the raw IO_LOCK"
-  until [ "$(locks_held)" = 0 ]; do
-    [ $(( $(now_ms) - t_lock )) -lt $((FREE_BOUND_S * 1000)) ] ||
-      fail "the stripe stayed locked for ${FREE_BOUND_S} s: $(grep -h orphan "$DEPFS_STATE/logs/recovery.log" | tail -3)"
-    sleep 0.5
-  done
-  log "orphan lock freed $(( $(now_ms) - t_lock )) ms after it was taken (bound ${FREE_BOUND_S} s)"
+  wait_locks_freed "$t_lock" "$FREE_BOUND_S" "the orphan lock (reads failing)"
+  log "orphan lock freed $FREED_MS ms after it was taken (bound ${FREE_BOUND_S} s)"
   for srv in "$@"; do
     grep -q "fault point strip_pread_eio fires" "$DEPFS_STATE/logs/ioserver-$srv.log" ||
       fail "the fault point did not fire on server $srv (the repair read nothing there?)"

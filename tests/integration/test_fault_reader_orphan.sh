@@ -58,12 +58,8 @@ log "reader killed; stripe locks held cluster-wide: $held"
 [ "$held" != 0 ] || fail "the killed reader left no lock: the test does not reach the case"
 
 t0=$(now_ms)
-until [ "$(locks_held)" = 0 ]; do
-  [ $(( $(now_ms) - t0 )) -lt $((FREE_BOUND_S * 1000)) ] ||
-    fail "the dead reader's locks still held after ${FREE_BOUND_S} s: $(grep -h orphan "$DEPFS_STATE/logs/recovery.log" | tail -2)"
-  sleep 0.5
-done
-log "the dead reader's locks were released after $(( $(now_ms) - t0 )) ms"
+wait_locks_freed "$t0" "$FREE_BOUND_S" "the dead reader's locks"
+log "the dead reader's locks were released after $FREED_MS ms"
 
 log "server $S restarted: it must rejoin (rebuild its stale units) within ${REJOIN_BOUND_S} s"
 restart_rejoined "$S" "$REJOIN_BOUND_S"
