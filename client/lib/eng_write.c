@@ -10,7 +10,9 @@
  *   phase 1  to every server that is written, holds parity or is pre-read:
  *            one IO_READ carrying the lock (LOCK+READ) or an IO_LOCK.
  *            Any NACK: release what was granted, randomized growing
- *            back-off, retry. A server failing: release, re-plan.
+ *            back-off, retry. A server failing: release, re-plan. A unit
+ *            failing its checksums (or lost): release, rebuild the damaged
+ *            units of the round's stripes (dc_scrub_heal), retry.
  *   compute  new parity: delta update, or encode afresh.
  *   phase 2  IO_WRITE + unlock to every written server (IO_UNLOCK to the
  *            ones only read), down servers listed for dirty records.
@@ -23,6 +25,10 @@
 #include <string.h>
 #include "engines.h"
 #include "log.h"
+
+/* Repairs of damaged units one write round may start before it gives up
+ * (a unit damaged again right after its repair is a failing disk). */
+#define DC_WRITE_HEALS_MAX 2u
 
 typedef enum { DC_W_FULL, DC_W_RMW, DC_W_RECON, DC_W_DECODE } dc_wmethod;
 
@@ -329,16 +335,42 @@ static void dc_build_phase1(dc_wround *w, dc_req *reqs)
     }
 }
 
+/* A pre-read met damaged units (a block failing its checksum, a strip
+ * file lost): with the round's locks given back, rebuild the damaged units
+ * of its stripes from the others (the self-healing read's repair, under
+ * its own locks), so the retried pre-read reads right bytes and the new
+ * parity is computed from them. 0 when the repair found nothing it could
+ * not rebuild; else the write fails, as the unit's old bytes are gone. */
+static int dc_phase1_heal(dc_wround *w)
+{
+    uint64_t first = dc_round_first_stripe(w), count = dc_round_stripe_count(w);
+    depfs_scrub_report rep;
+    int rc = dc_scrub_heal(w->fs, w->in->ino, w->lay, first, count, &rep);
+    log_warn("libdepfs: write of inode %llu: its pre-read of stripes %llu..%llu met damaged "
+             "units: %llu rebuilt, %llu left%s%s", (unsigned long long)w->in->ino,
+             (unsigned long long)first, (unsigned long long)(first + count - 1),
+             (unsigned long long)rep.units_repaired, (unsigned long long)rep.findings_unrepaired,
+             rc < 0 ? ": " : "", rc < 0 ? strerror(-rc) : "");
+    if (rc == 0 && rep.findings_unrepaired != 0)
+        rc = -EIO;
+    if (rc < 0)
+        dc_set_error("write of inode %llu: stripes %llu..%llu hold damaged units that could not "
+                     "be rebuilt before the write (%s)", (unsigned long long)w->in->ino,
+                     (unsigned long long)first, (unsigned long long)(first + count - 1),
+                     strerror(-rc));
+    return rc;
+}
+
 /* Phase 1 with retries: 0 once every lock is held and pre-read done. */
 static int dc_phase1(dc_wround *w, dc_req *reqs)
 {
     const layout *lay = w->lay;
-    unsigned restarts = 0;
+    unsigned restarts = 0, heals = 0;
     w->lock_attempt = 0;
     for (unsigned attempt = 0;; attempt++) {
         dc_build_phase1(w, reqs);
         dc_io_run(w->fs, w->in->ino, reqs, lay->n);
-        bool nack = false, down = false;
+        bool nack = false, down = false, damaged = false;
         int err = 0;
         for (unsigned p = 0; p < lay->n; p++) {
             if (!reqs[p].active)
@@ -354,12 +386,25 @@ static int dc_phase1(dc_wround *w, dc_req *reqs)
                 dc_server_mark_failed(w->fs, reqs[p].server_id, -EIO);
                 down = true;
             }
+            else if (reqs[p].result == -EBADMSG || reqs[p].result == -ENODATA)
+                damaged = true; /* the server is fine, a unit it holds is not */
             else if (reqs[p].result < 0 && err == 0)
                 err = reqs[p].result;
         }
-        if (!nack && !down && err == 0)
+        if (!nack && !down && !damaged && err == 0)
             return 0;
         dc_io_unlock_granted(w->fs, w->in->ino, reqs, lay->n);
+        if (err == 0 && damaged && !nack && !down) {
+            if (++heals > DC_WRITE_HEALS_MAX) {
+                dc_set_error("write of inode %llu: its pre-read met damaged units again after "
+                             "%u repairs", (unsigned long long)w->in->ino, DC_WRITE_HEALS_MAX);
+                return -EIO;
+            }
+            int rc = dc_phase1_heal(w);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
         if (err != 0) {
             dc_set_error("write of inode %llu: pre-read/lock failed: %s",
                          (unsigned long long)w->in->ino, strerror(-err));

@@ -7,6 +7,8 @@
 #     reads the original bytes, and `depfs status` counts the damaged blocks;
 #   - n-k+1 damaged units of one stripe: the read fails (EIO), it does not
 #     return wrong bytes;
+#   - a small overwrite whose pre-read meets a damaged data and parity
+#     unit is written (they are rebuilt first), not failed;
 #   - a strip file deleted (and its server restarted, so no cached
 #     descriptor hides it) or cut short by hand: the file reads back exact.
 # Before checksums, the first case returned the flipped bytes. The read
@@ -72,6 +74,39 @@ for L in 8@6 8@7 4@2 8@4; do
     { cat "$DEPFS_STATE/repair.out"; fail "$L: scrub did not name the $m damaged units by checksum"; }
   read_back "$d/f" "$REF/$L" || fail "$L: not exact after the repair"
   log "$L: scrub --repair rebuilt the other $m damaged units of stripe 3"
+done
+
+# ---- a partial-stripe overwrite whose pre-read meets a damaged unit: the
+# write reads around it (it is rebuilt first), it does not fail
+pwrite_sync() { # MOUNT-PATH OFFSET REF-FILE LEN: bytes of REF at OFFSET, fsync
+  python3 - "$@" <<'PY'
+import os, sys
+path, off, ref, n = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+with open(ref, "rb") as r:
+    r.seek(off); data = r.read(n)
+fd = os.open(path, os.O_WRONLY)
+os.pwrite(fd, data, off); os.fsync(fd); os.close(fd)
+PY
+}
+for L in 8@6 4@2; do
+  n=${L%@*}; k=${L#*@}
+  f="/L${n}_$k/f"; sb=$((k * 65536))
+  head -c $((5 * sb)) /dev/urandom > "$DEPFS_STATE/new"
+  cp "$REF/$L" "$DEPFS_STATE/want"
+  for u in 0 "$k"; do # the data unit written (its old bytes), a parity unit
+    read -r sid strip off < <(strip_of "$f" 4 "$u")
+    flip_byte "$strip" $((off + 1010))
+  done
+  woff=$((4 * sb + 1000)) # 100 bytes of data unit 0 of stripe 4
+  dd if="$DEPFS_STATE/new" of="$DEPFS_STATE/want" bs=1 skip=$woff seek=$woff count=100 \
+     conv=notrunc status=none
+  pwrite_sync "$MNT$f" $woff "$DEPFS_STATE/want" 100 2> "$DEPFS_STATE/pw.err" ||
+    fail "$L: a small overwrite whose pre-read met damaged units failed: $(tail -2 "$DEPFS_STATE/pw.err")"
+  cp "$DEPFS_STATE/want" "$REF/$L"
+  read_back "$f" "$REF/$L" || fail "$L: not exact after an overwrite over damaged units"
+  depfs scrub "$f" >/dev/null 2>&1 ||
+    fail "$L: scrub after an overwrite over damaged units is not clean: $(depfs scrub "$f" 2>&1 | tail -2)"
+  log "$L: a 100-byte overwrite whose pre-read met a damaged data and parity unit: written, exact, scrub clean"
 done
 
 # ---- a strip file deleted by hand, and one cut short
