@@ -224,8 +224,9 @@ TEST_USER=depfs-test
 need_test_user() {
   command -v munge >/dev/null || fail "munge is not installed (deploy/install-deps installs it)"
   if ! id "$TEST_USER" >/dev/null 2>&1; then
+    # another test running beside this one may make it first
     useradd --system --no-create-home --shell /usr/sbin/nologin "$TEST_USER" ||
-      fail "cannot create the test user $TEST_USER (run as root)"
+      id "$TEST_USER" >/dev/null 2>&1 || fail "cannot create the test user $TEST_USER (run as root)"
   fi
 }
 as_user() { su -s /bin/bash "$TEST_USER" -c "$*"; }
