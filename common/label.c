@@ -1,4 +1,5 @@
-/* label.c - parsing of resiliency labels ("depfs@N@K[@SU]:/path"), layout
+/* label.c - parsing of resiliency labels ("depfs@N@K[@SU]:/path", also
+ * "depfs+N+K[+SU]:/path"), layout
  * specs ("N@K[@SU]") and sizes ("64k") (label.h). Every error names the part
  * of the input that is wrong. */
 #include "label.h"
@@ -13,8 +14,6 @@
 #include "depfs.h" /* depfs_label_parse, depfs_layout_spec_parse: the public face */
 #include "layout.h"
 
-#define LABEL_PREFIX "depfs"
-#define LABEL_PREFIX_LEN (sizeof(LABEL_PREFIX) - 1)
 #define LABEL_SPEC_MAX 64u        /* longest N@K@SU accepted */
 #define LABEL_NUM_MAX 1000000000u /* n, k above this are "too large" */
 #define SU_ALIGN_BYTES DEPFS_STRIPE_UNIT_ALIGN
@@ -60,14 +59,16 @@ int parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
-/* Decimal number at *pp, stopping at '@' or the end; names it `what`. */
-static int parse_count(const char **pp, const char *what, unsigned *out, char *err, size_t err_len)
+/* Decimal number at *pp, stopping at the separator sep or the end; names
+ * it `what`. */
+static int parse_count(const char **pp, char sep, const char *what, unsigned *out, char *err,
+                       size_t err_len)
 {
     const char *p = *pp;
     uint64_t v = 0;
 
-    if (*p == '\0' || *p == '@')
-        return fail(err, err_len, "missing %s (expected N@K or N@K@SU)", what);
+    if (*p == '\0' || *p == sep)
+        return fail(err, err_len, "missing %s (expected N%cK or N%cK%cSU)", what, sep, sep, sep);
     if (!isdigit((unsigned char)*p))
         return fail(err, err_len, "%s is not a number: '%s'", what, p);
     for (; isdigit((unsigned char)*p); p++) {
@@ -75,7 +76,7 @@ static int parse_count(const char **pp, const char *what, unsigned *out, char *e
         if (v > LABEL_NUM_MAX)
             return fail(err, err_len, "%s too large: '%s'", what, *pp);
     }
-    if (*p != '\0' && *p != '@')
+    if (*p != '\0' && *p != sep)
         return fail(err, err_len, "junk after %s: '%s'", what, p);
     *out = (unsigned)v;
     *pp = p;
@@ -106,8 +107,9 @@ static int check_nk(unsigned n, unsigned k, char *err, size_t err_len)
     return 0;
 }
 
-int label_parse_spec(const char *spec, unsigned *n, unsigned *k, uint32_t *su, char *err,
-                     size_t err_len)
+/* N<sep>K[<sep>SU]: the layout spec of a label or an xattr. */
+static int parse_spec_sep(const char *spec, char sep, unsigned *n, unsigned *k, uint32_t *su,
+                          char *err, size_t err_len)
 {
     const char *p = spec;
     unsigned pn, pk;
@@ -115,20 +117,21 @@ int label_parse_spec(const char *spec, unsigned *n, unsigned *k, uint32_t *su, c
     int rc;
 
     if (!spec)
-        return fail(err, err_len, "missing layout spec (expected N@K or N@K@SU)");
-    if ((rc = parse_count(&p, "n", &pn, err, err_len)) != 0)
+        return fail(err, err_len, "missing layout spec (expected N%cK or N%cK%cSU)", sep, sep, sep);
+    if ((rc = parse_count(&p, sep, "n", &pn, err, err_len)) != 0)
         return rc;
-    if (*p != '@')
-        return fail(err, err_len, "missing k in '%s' (expected N@K or N@K@SU)", spec);
+    if (*p != sep)
+        return fail(err, err_len, "missing k in '%s' (expected N%cK or N%cK%cSU)", spec, sep, sep,
+                    sep);
     p++;
-    if ((rc = parse_count(&p, "k", &pk, err, err_len)) != 0)
+    if ((rc = parse_count(&p, sep, "k", &pk, err, err_len)) != 0)
         return rc;
-    if (*p == '@') {
+    if (*p == sep) {
         p++;
         if (*p == '\0')
             return fail(err, err_len, "missing stripe unit after '%s'", spec);
-        if (strchr(p, '@'))
-            return fail(err, err_len, "junk after stripe unit: '%s'", strchr(p, '@'));
+        if (strchr(p, sep))
+            return fail(err, err_len, "junk after stripe unit: '%s'", strchr(p, sep));
         if (parse_size(p, &psu) != 0)
             return fail(err, err_len, "bad stripe unit: '%s' (a size like 4096, 64k, 1m)", p);
         if ((rc = check_su(psu, p, err, err_len)) != 0)
@@ -142,8 +145,14 @@ int label_parse_spec(const char *spec, unsigned *n, unsigned *k, uint32_t *su, c
     return 0;
 }
 
-/* Copies the spec between "depfs@" and ':' and parses it. */
-static int parse_label_spec(const char *spec, size_t len, depfs_label *out, char *err,
+int label_parse_spec(const char *spec, unsigned *n, unsigned *k, uint32_t *su, char *err,
+                     size_t err_len)
+{
+    return parse_spec_sep(spec, LABEL_SEP, n, k, su, err, err_len);
+}
+
+/* Copies the spec between "depfs@" (or "depfs+") and ':' and parses it. */
+static int parse_label_spec(const char *spec, size_t len, char sep, depfs_label *out, char *err,
                             size_t err_len)
 {
     char buf[LABEL_SPEC_MAX + 1];
@@ -152,14 +161,14 @@ static int parse_label_spec(const char *spec, size_t len, depfs_label *out, char
         return fail(err, err_len, "layout spec too long (%zu bytes, max %u)", len, LABEL_SPEC_MAX);
     memcpy(buf, spec, len);
     buf[len] = '\0';
-    return label_parse_spec(buf, &out->n, &out->k, &out->su, err, err_len);
+    return parse_spec_sep(buf, sep, &out->n, &out->k, &out->su, err, err_len);
 }
 
-/* s starts with "depfs:" or "depfs@" (any case). */
-static bool has_label_prefix(const char *s)
+bool label_has_prefix(const char *s)
 {
     return s && strncasecmp(s, LABEL_PREFIX, LABEL_PREFIX_LEN) == 0 &&
-           (s[LABEL_PREFIX_LEN] == ':' || s[LABEL_PREFIX_LEN] == '@');
+           (s[LABEL_PREFIX_LEN] == ':' || s[LABEL_PREFIX_LEN] == LABEL_SEP ||
+            s[LABEL_PREFIX_LEN] == LABEL_SEP_ALT);
 }
 
 /* The label of s (has_label_prefix): its layout, and the path after ':'
@@ -170,8 +179,8 @@ static int parse_label_prefix(const char *s, depfs_label *out, char *err, size_t
     const char *colon = strchr(p, ':');
     if (!colon)
         return fail(err, err_len, "missing ':' after the label in '%s'", s);
-    if (*p == '@') {
-        int rc = parse_label_spec(p + 1, (size_t)(colon - p - 1), out, err, err_len);
+    if (*p != ':') { /* the separator the label starts with is its only one */
+        int rc = parse_label_spec(p + 1, (size_t)(colon - p - 1), *p, out, err, err_len);
         if (rc)
             return rc;
     }
@@ -185,14 +194,14 @@ int label_parse(const char *s, depfs_label *out, char *err, size_t err_len)
     memset(out, 0, sizeof(*out));
     if (!s || *s == '\0')
         return fail(err, err_len, "empty path");
-    if (!has_label_prefix(s)) {
+    if (!label_has_prefix(s)) {
         if (s[0] == '/') {
             out->path = s;
             return 0;
         }
         const char *colon = strchr(s, ':');
         if (colon && strncasecmp(s, LABEL_PREFIX, LABEL_PREFIX_LEN) == 0)
-            return fail(err, err_len, "unknown label prefix '%.*s' (expected depfs:, depfs@N@K: or depfs@N@K@SU:)",
+            return fail(err, err_len, "unknown label prefix '%.*s' (expected depfs:, depfs@N@K:, depfs@N@K@SU: or depfs+N+K[+SU]:)",
                         (int)(colon - s), s);
         return fail(err, err_len, "path '%s' must start with '/' or a depfs label", s);
     }
@@ -213,7 +222,7 @@ int depfs_label_parse(const char *s, unsigned *n, unsigned *k, uint32_t *su, con
 {
     depfs_label lab;
     memset(&lab, 0, sizeof(lab));
-    if (!has_label_prefix(s))
+    if (!label_has_prefix(s))
         return 0;
     int rc = parse_label_prefix(s, &lab, err, err_len);
     if (rc)

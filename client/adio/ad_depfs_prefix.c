@@ -1,7 +1,7 @@
 /* ad_depfs_prefix.c - resiliency labels in MPI file names.
  *
  * ROMIO resolves the driver from the name's prefix (ad_fstype.c calls
- * ADIOI_DEPFS_Prefix for anything starting "depfs:" or "depfs@"), then
+ * ADIOI_DEPFS_Prefix for anything starting "depfs:", "depfs@" or "depfs+"), then
  * mpi-io/open.c strips everything up to the first ':' before the driver's
  * open. So the layout in depfs@N@K[@SU]: is recorded here as a per-process
  * pending request keyed by the path after ':', and taken by the first
@@ -10,7 +10,8 @@
  * (e.g. from MPI_File_delete) only ever matches the same path.
  *
  * Grammar (prefix case-insensitive): depfs:PATH | depfs@N@K:PATH |
- * depfs@N@K@SU:PATH, SU in bytes with an optional k/K/m/M suffix. The
+ * depfs@N@K@SU:PATH (or '+' for every '@': IOR and mdtest split names at
+ * '@'), SU in bytes with an optional k/K/m/M suffix. The
  * parsing and its limits are libdepfs's (depfs_label_parse), so a label
  * means the same here as in the CLI and the library. */
 #include "ad_depfs.h"
@@ -65,7 +66,7 @@ int ADIOI_DEPFS_Parse_label(const char *name, ADIOI_DEPFS_Layout *out, const cha
     memset(out, 0, sizeof(*out));
     rc = name ? depfs_label_parse(name, &out->n, &out->k, &out->su, path, err, err_len) : 0;
     if (rc == 0) {
-        snprintf(err, err_len, "not a DePFS label (expected depfs:, depfs@N@K: or depfs@N@K@SU:)");
+        snprintf(err, err_len, "not a DePFS label (expected depfs:, depfs@N@K:, depfs@N@K@SU: or depfs+N+K[+SU]:)");
         return -EINVAL;
     }
     return rc < 0 ? rc : 0;

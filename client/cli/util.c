@@ -10,8 +10,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define LABEL_PREFIX "depfs"
-#define LABEL_PREFIX_LEN (sizeof(LABEL_PREFIX) - 1)
 #define LABEL_ERR_MAX 256u
 #define DIRENTS_INITIAL 64u
 
@@ -126,8 +124,7 @@ int cli_connect(const char *config_path, depfs_t **fs)
 
 bool cli_is_label(const char *arg)
 {
-    return strncasecmp(arg, LABEL_PREFIX, LABEL_PREFIX_LEN) == 0 &&
-           (arg[LABEL_PREFIX_LEN] == '@' || arg[LABEL_PREFIX_LEN] == ':');
+    return label_has_prefix(arg);
 }
 
 /* A path in a DePFS mount: its namespace path, and its mount's config

@@ -157,7 +157,8 @@ int depfs_mkdir_path(depfs_t *fs, const char *path, mode_t mode);
 int depfs_unlink_path(depfs_t *fs, const char *path);
 
 /* Resiliency labels without a mount (the MPI-IO driver's file names):
- * "depfs:PATH", "depfs@N@K:PATH", "depfs@N@K@SU:PATH", prefix in any case,
+ * "depfs:PATH", "depfs@N@K:PATH", "depfs@N@K@SU:PATH" (or with '+' for '@'
+ * throughout: "depfs+N+K:PATH", for tools that split names at '@'), prefix in any case,
  * SU a size such as 65536, 64k or 1m. Returns 1 with the layout in *n, *k,
  * *su (0 = not given) and *path pointing after the ':' (not checked) when
  * s starts with a label; 0 when it does not; -EINVAL with the bad part named

@@ -66,6 +66,12 @@ DEPFS_LAYOUT=4@3 mpirun_depfs -n 2 "$WORK/bin/simple" -fname depfs:/mpiio/envlay
 lay=$(file_layout /mpiio/envlayout.0)
 [[ "$lay" == 4@3@* ]] || fail "DEPFS_LAYOUT=4@3 gave '$lay'"
 
+log "the '@'-free label depfs+4+2: (for IOR -o and mdtest -d, which split names at '@')"
+mpirun_depfs -n 2 "$WORK/bin/simple" -fname depfs+4+2+32k:/mpiio/plus | grep -q "No Errors" \
+  || fail "simple with depfs+4+2+32k: failed"
+lay=$(file_layout /mpiio/plus.0)
+[ "$lay" = 4@2@32768 ] || fail "depfs+4+2+32k: gave '$lay'"
+
 log "ROMIO_FSTYPE_FORCE=depfs@4@2: routes a plain path through the driver"
 ROMIO_FSTYPE_FORCE=depfs@4@2: mpirun_depfs -n 2 "$WORK/bin/simple" -fname /mpiio/forced | grep -q "No Errors" \
   || fail "simple with ROMIO_FSTYPE_FORCE failed"
@@ -73,4 +79,4 @@ lay=$(file_layout /mpiio/forced.0)
 [[ "$lay" == 4@2@* ]] || fail "ROMIO_FSTYPE_FORCE=depfs@4@2: gave '$lay'"
 
 scrub_clean
-echo "PASS: ROMIO tests with depfs@8@6 and depfs@4@2, shared-file MPI-IO from 4 ranks matches through FUSE, layouts from label/hints/env/force"
+echo "PASS: ROMIO tests with depfs@8@6 and depfs@4@2, shared-file MPI-IO from 4 ranks matches through FUSE, layouts from label (also depfs+N+K)/hints/env/force"

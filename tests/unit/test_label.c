@@ -37,6 +37,22 @@ START_TEST(test_good_labels)
     ck_assert_uint_eq(l.su, 65536);
     ck_assert_str_eq(l.path, "/a");
 
+    /* the '@'-free spelling for tools that split names at '@' */
+    ck_assert_int_eq(label_parse("depfs+8+6:/a", &l, err, sizeof(err)), 0);
+    ck_assert(l.has_label);
+    ck_assert_uint_eq(l.n, 8);
+    ck_assert_uint_eq(l.k, 6);
+    ck_assert_uint_eq(l.su, 0);
+    ck_assert_str_eq(l.path, "/a");
+    ck_assert_int_eq(label_parse("DEPFS+4+2+64k:/b@c", &l, err, sizeof(err)), 0);
+    ck_assert_uint_eq(l.n, 4);
+    ck_assert_uint_eq(l.k, 2);
+    ck_assert_uint_eq(l.su, 65536);
+    ck_assert_str_eq(l.path, "/b@c");
+    ck_assert(label_has_prefix("depfs+8+6:/a") && label_has_prefix("depfs@8@6:/a") &&
+              label_has_prefix("depfs:/a") && !label_has_prefix("depfsx:/a") &&
+              !label_has_prefix("/depfs+8+6:/a"));
+
     ck_assert_int_eq(label_parse("depfs@4@2@1m:/x", &l, err, sizeof(err)), 0);
     ck_assert_uint_eq(l.n, 4);
     ck_assert_uint_eq(l.k, 2);
@@ -85,6 +101,11 @@ static const struct { const char *input; const char *needle; } bad_labels[] = {
     { "depfs@8@6@64k@1:/a", "junk after stripe unit" },
     { "depfs@99999999999999@6:/a", "n too large" },
     { "depfsx:/a", "depfsx" },
+    { "depfs+8@6:/a", "junk after n: '@6'" },
+    { "depfs@8+6:/a", "junk after n: '+6'" },
+    { "depfs+8+6@64k:/a", "junk after k: '@64k'" },
+    { "depfs+8:/a", "missing k in '8' (expected N+K or N+K+SU)" },
+    { "depfs+9+8+:/a", "missing stripe unit" },
     { "relative/path", "must start with '/'" },
     { "", "empty" },
 };
