@@ -13,7 +13,12 @@
  * *at() calls, or through /proc/self/fd/N where no *at() form exists.
  * Covers what benchmarks and ordinary tools use: lookup, getattr, setattr,
  * create/open/read/write/flush/fsync/release, mkdir, unlink, rmdir, rename,
- * symlink, readlink, link, readdir, statfs. No xattrs (ENOSYS). */
+ * symlink, readlink, link, readdir, statfs. No xattrs (ENOSYS).
+ *
+ * It is also the fault campaign's slow disk (an I/O server's data dir
+ * mounted through it): after SIGUSR1 every read, write and fsync waits
+ * $PT_SLOW_US microseconds (default PT_SLOW_DEFAULT_US) before it touches
+ * the file, until SIGUSR2. Off unless signalled, so benchmarks never see it. */
 #define FUSE_USE_VERSION 312
 #include <dirent.h>
 #include <errno.h>
@@ -25,9 +30,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PT_PROG "passthrough_fs"
@@ -37,6 +44,8 @@
 #define PT_MAX_IDLE_THREADS 10u
 #define PT_PROC_FD_BYTES 64u
 #define PT_OPT_BYTES 128u
+#define PT_SLOW_DEFAULT_US 200000u
+#define PT_SLOW_MAX_US 10000000u /* a delay longer than this is a typo */
 
 typedef struct pt_inode {
     int fd;            /* O_PATH */
@@ -59,6 +68,45 @@ typedef struct pt_dir {
 } pt_dir;
 
 static pt_fs pt;
+
+/* ------------------------------------------------------------ slow disk */
+static volatile sig_atomic_t pt_slow;
+static struct timespec pt_slow_delay;
+
+static void on_slow_signal(int sig) { pt_slow = sig == SIGUSR1; }
+
+/* 0, or -1 with a message for a bad $PT_SLOW_US */
+static int slow_setup(void)
+{
+    const char *env = getenv("PT_SLOW_US");
+    unsigned long us = PT_SLOW_DEFAULT_US;
+    if (env != NULL) {
+        char *end;
+        errno = 0;
+        us = strtoul(env, &end, 10);
+        if (errno != 0 || end == env || *end != '\0' || us > PT_SLOW_MAX_US) {
+            fprintf(stderr, "%s: PT_SLOW_US must be 0..%u microseconds\n", PT_PROG,
+                    PT_SLOW_MAX_US);
+            return -1;
+        }
+    }
+    pt_slow_delay.tv_sec = (time_t)(us / 1000000u);
+    pt_slow_delay.tv_nsec = (long)(us % 1000000u) * 1000;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_slow_signal;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGUSR1, &sa, NULL) != 0 || sigaction(SIGUSR2, &sa, NULL) != 0)
+        return -1;
+    return 0;
+}
+
+static void slow_wait(void)
+{
+    struct timespec left = pt_slow_delay;
+    while (pt_slow && nanosleep(&left, &left) != 0 && errno == EINTR)
+        ;
+}
 
 /* ---------------------------------------------------------------- inodes */
 
@@ -373,6 +421,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_err(req, ENOMEM);
         return;
     }
+    slow_wait();
     ssize_t n = pread((int)fi->fh, buf, size, off);
     if (n < 0)
         fuse_reply_err(req, errno);
@@ -386,6 +435,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 {
     (void)ino;
     size_t done = 0;
+    slow_wait();
     while (done < size) {
         ssize_t n = pwrite((int)fi->fh, buf + done, size - done, off + (off_t)done);
         if (n < 0) {
@@ -418,6 +468,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
     (void)ino;
+    slow_wait();
     int rc = datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh);
     fuse_reply_err(req, rc != 0 ? errno : 0);
 }
@@ -611,6 +662,8 @@ int main(int argc, char *argv[])
         return 2;
     }
     pthread_mutex_init(&pt.lock, NULL);
+    if (slow_setup() != 0)
+        return 1;
     if (open_root(argv[1]) != 0)
         return 1;
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);

@@ -6,8 +6,9 @@ fsync-acknowledged byte must survive any fault the design tolerates.
               [--keep-going] [--state DIR]
 
 One ROUND: a fresh 8-server cluster (deploy/local-cluster; in some rounds
-one I/O server lives in a network namespace, and/or one has a small tmpfs as
-its data dir), directories with layouts 8@6, 8@7 and 4@2, shared files in
+one I/O server lives in a network namespace, one has a small tmpfs as its
+data dir, and/or one has its data dir on a disk that can be made slow),
+directories with layouts 8@6, 8@7 and 4@2, shared files in
 each. Workload clients run concurrently (campaign_client.py): one on the
 cluster's mount, one on a second depfs-fuse mount, one or two on libdepfs;
 they journal every operation. Meanwhile a seeded schedule of faults runs
@@ -15,7 +16,8 @@ they journal every operation. Meanwhile a seeded schedule of faults runs
 across the detection timeout), SIGKILL + restart (with and without
 --rebuild), SIGKILL + restart of depfs-recovery and of the MDS, SIGKILL of a
 libdepfs client mid-write, a network partition of the namespaced server, a
-full data dir. One fault at a time, and the next only after every server is
+full data dir, a slow disk (every read, write and fsync of one server's data
+dir waits 20 ms to 1.5 s for a while; the server keeps answering heartbeats). One fault at a time, and the next only after every server is
 up again: never more than one server of any layout unavailable.
 After the workload: heal, wait until every server is up and nothing is
 rebuilding, then check
@@ -127,7 +129,28 @@ def plan_round(seed, rnd, a, root):
         faults.append(f)
     p["faults"] = faults
     p["degraded"] = [sorted(r.sample(range(8), 2)), [r.randrange(8)]]
+    plan_slow_disk(seed, rnd, root, p)
     return p
+
+
+def plan_slow_disk(seed, rnd, root, p):
+    """One server's data dir on a slow disk in some rounds, and one fault of
+    the round (not the issue's long freeze) made a slow spell of it. Drawn
+    from a stream of its own, so the rest of a seed's plan is as it was
+    before slow disks existed."""
+    r = random.Random(f"{seed}/{rnd}/slow")
+    p["slow_server"] = None
+    if not root or r.random() >= 0.3:
+        return
+    taken = {p["ns_server"], p["tmpfs_server"]}
+    p["slow_server"] = r.choice([i for i in range(8) if i not in taken])
+    p["slow_us"] = r.choice([20000, 100000, 400000, 1500000])
+    idx = [i for i, f in enumerate(p["faults"]) if f["kind"] not in ("stop_long", "partition", "fill")]
+    if not idx:
+        return
+    f = p["faults"][r.choice(idx)]
+    p["faults"][p["faults"].index(f)] = {"kind": "slow", "gap": f["gap"], "target": p["slow_server"],
+                                         "hold": r.uniform(3, 20), "us": p["slow_us"]}
 
 
 def fault_str(f):
@@ -136,6 +159,8 @@ def fault_str(f):
         s += f"@{f['target']}"
     if "hold" in f:
         s += f"/{f['hold']:.1f}s"
+    if "us" in f:
+        s += f"/{f['us'] // 1000}ms-per-io"
     if f.get("rebuild"):
         s += "+rebuild"
     return s
@@ -361,13 +386,15 @@ class Campaign:
         if os.path.exists(state):
             shutil.rmtree(state)
         say(f"==== seed {self.seed} round {rnd}: ns_server={plan['ns_server']} tmpfs_server={plan['tmpfs_server']}"
+            f" slow_server={plan['slow_server']}"
             f" lib_clients={plan['lib_clients']} faults: {' '.join(fault_str(f) for f in plan['faults'])}")
         cl = Cluster(TOP, state, a.base_port, a.bin_dir, say)
         self.round_ok = True
         t_round = time.monotonic()
         self.inj = self.clients = None
         try:
-            cl.up(ns_server=plan["ns_server"], tmpfs_server=plan["tmpfs_server"], tmpfs_mb=plan["tmpfs_mb"])
+            cl.up(ns_server=plan["ns_server"], tmpfs_server=plan["tmpfs_server"], tmpfs_mb=plan["tmpfs_mb"],
+                  slow_server=plan["slow_server"], slow_us=plan.get("slow_us", 0))
             ok, line = cl.wait_healthy(60)
             if not ok:
                 raise ClusterError(f"a fresh cluster is not healthy after 60 s: {line}")

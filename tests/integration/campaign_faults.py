@@ -7,6 +7,11 @@ layout: depfs.conf, pids/NAME.pid + NAME.cmd, logs/NAME.log), optionally with
     and a blackhole route for 10.214.X.0/24 so nothing for that range can
     leave the host); cutting the link is a real partition, not a crash;
   * one I/O server whose data dir is a small tmpfs (a disk that fills up);
+  * one I/O server whose data dir is a slow disk: a FUSE passthrough of a
+    directory (tests/bench/passthrough_fs, "slowdisk") whose reads, writes
+    and fsyncs each wait a set time while it is switched on (SIGUSR1,
+    SIGUSR2 off): a disk that stalls while the daemon keeps answering
+    heartbeats;
   * a second depfs-fuse mount of the same config (pids/fuse2.*).
 Every daemon is started, killed and restarted through local-cluster, except
 the namespaced server, which local-cluster cannot reach on 127.0.0.1: that
@@ -52,6 +57,8 @@ class Cluster:
         self.ns_ip = None
         self.link_cut = False
         self.tmpfs_server = None
+        self.slow_server = None
+        self.slow_on = False
         self.addrs = {}
         self.nservers = 8
 
@@ -68,8 +75,16 @@ class Cluster:
         return subprocess.run([os.path.join(self.bin, "depfs"), "--config", self.conf, *args],
                               capture_output=True, text=True, timeout=timeout)
 
+    # helpers of the campaign's own, not daemons of the cluster: their pid
+    # files stay out of pids/, where local-cluster would take them for a
+    # cluster already running
+    AUX = ("slowdisk",)
+
+    def piddir(self, name):
+        return os.path.join(self.state, "aux-pids" if name in self.AUX else "pids")
+
     def pidfile(self, name):
-        return os.path.join(self.state, "pids", name + ".pid")
+        return os.path.join(self.piddir(name), name + ".pid")
 
     def pid(self, name):
         try:
@@ -123,8 +138,11 @@ class Cluster:
         return p
 
     # ---- up / down
-    def up(self, ns_server=None, tmpfs_server=None, tmpfs_mb=128, tag="dfc"):
-        os.makedirs(self.state, exist_ok=True)
+    def up(self, ns_server=None, tmpfs_server=None, tmpfs_mb=128, tag="dfc", slow_server=None,
+           slow_us=0):
+        os.makedirs(os.path.join(self.state, "logs"), exist_ok=True)
+        if slow_server is not None:
+            self.start_slow_disk(slow_server, slow_us)
         if tmpfs_server is not None:
             d = os.path.join(self.state, "io", str(tmpfs_server))
             os.makedirs(d, exist_ok=True)
@@ -210,7 +228,8 @@ class Cluster:
         """Starts NAME like local-cluster's start_daemon: own session, the pid
         file written by the process itself before exec, output to its log, the
         command line in pids/NAME.cmd."""
-        pids = os.path.join(self.state, "pids")
+        pids = self.piddir(name)
+        os.makedirs(pids, exist_ok=True)
         cmdline = cmdline or " ".join(shlex.quote(a) for a in argv)
         with open(os.path.join(pids, name + ".cmd"), "w") as f:
             f.write(cmdline + " ")
@@ -247,6 +266,25 @@ class Cluster:
                 break
             time.sleep(0.1)
         raise ClusterError(f"{mnt} not mounted by {name}")
+
+    def slow_disk_bin(self):
+        return os.path.join(os.path.dirname(self.bin.rstrip("/")), "bench", "passthrough_fs")
+
+    def start_slow_disk(self, server, us):
+        """Server's data dir becomes a passthrough FUSE mount of a directory
+        beside it, slow (us per I/O) while switched on."""
+        d = os.path.join(self.state, "io", str(server))
+        backing = os.path.join(self.state, "io-slowdisk", str(server))
+        os.makedirs(d, exist_ok=True)
+        os.makedirs(backing, exist_ok=True)
+        self._start("slowdisk", cmdline=f"env PT_SLOW_US={int(us)} " + " ".join(
+            shlex.quote(a) for a in (self.slow_disk_bin(), backing, d, "-f")))
+        self._wait_mount(d, "slowdisk")
+        self.slow_server = server
+
+    def slow(self, on):
+        self.sig("slowdisk", signal.SIGUSR1 if on else signal.SIGUSR2)
+        self.slow_on = on
 
     def start_mount2(self):
         os.makedirs(self.mnt2, exist_ok=True)
@@ -290,6 +328,20 @@ class Cluster:
                 subprocess.run(["ip", "route", "del", "blackhole", self.guard], capture_output=True)
             self.guard_ours = False
             self.ns = self.ns_server = None
+        if self.slow_server is not None:
+            d = os.path.join(self.state, "io", str(self.slow_server))
+            if self.alive("slowdisk"):
+                self.slow(False)
+            for _ in range(20):
+                if subprocess.run(["fusermount3", "-u", d], capture_output=True).returncode == 0 \
+                        or not os.path.ismount(d):
+                    break
+                time.sleep(0.5)
+            if os.path.ismount(d):
+                subprocess.run(["umount", "-l", d], capture_output=True)
+            if self.alive("slowdisk"):
+                os.kill(self.pid("slowdisk"), signal.SIGKILL)
+            self.slow_server = None
         if self.tmpfs_server is not None:
             d = os.path.join(self.state, "io", str(self.tmpfs_server))
             if keep_tmpfs:
@@ -521,6 +573,15 @@ class Injector:
         self.c.unfill()
         self.log(f"removed the ballast of ioserver-{s}")
 
+    def f_slow(self, f):
+        s = self.c.slow_server
+        self.log(f"ioserver-{s}'s disk slow ({f['us'] // 1000} ms per read, write and fsync) "
+                 f"for {f['hold']:.1f} s")
+        self.c.slow(True)
+        self.sleep(f["hold"])
+        self.c.slow(False)
+        self.log(f"ioserver-{s}'s disk fast again")
+
     def f_kill_client(self, f):
         self.log(self.clients.kill_lib_client(f["target"]))
 
@@ -536,3 +597,5 @@ class Injector:
             self.c.link(True)
         if self.c.tmpfs_server is not None:
             self.c.unfill()
+        if self.c.slow_on:
+            self.c.slow(False)
