@@ -13,6 +13,7 @@
 #include "log.h"
 #include "strip_csum.h"
 #include "strips.h"
+#include "strip_extents.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -981,6 +982,27 @@ int ios_strips_fsync(ios_strips *s, uint64_t file_id)
     int cfd = __atomic_load_n(&e->cfd, __ATOMIC_ACQUIRE);
     if (fdatasync(e->fd) != 0 || (cfd >= 0 && fdatasync(cfd) != 0))
         rc = -errno;
+    fd_put(s, e);
+    return rc;
+}
+
+int ios_strips_data_map(ios_strips *s, uint64_t file_id, uint64_t from, uint64_t to,
+                        uint32_t granule, ios_data_map *m, uint64_t *alloc_bytes,
+                        uint64_t *size)
+{
+    *alloc_bytes = *size = 0;
+    m->n = 0;
+    m->more = false;
+    m->next = to;
+    fd_entry *e;
+    int rc = fd_get(s, file_id, false, 0, &e);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc)
+        return rc;
+    rc = ios_strip_alloc(e->fd, alloc_bytes, size);
+    if (rc == 0 && from < to)
+        rc = ios_strip_data_scan(e->fd, from, to, granule, m);
     fd_put(s, e);
     return rc;
 }

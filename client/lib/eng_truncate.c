@@ -126,7 +126,7 @@ int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size)
 {
     int rc = dc_data_flush(fs, in);
     if (rc == 0)
-        rc = dc_inode_commit_size(fs, in);
+        rc = dc_inode_commit_size(fs, in, NULL);
     if (rc < 0)
         return rc;
     pthread_mutex_lock(&in->lock);
