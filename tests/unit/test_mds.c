@@ -1151,12 +1151,59 @@ START_TEST(test_may_have_data)
 }
 END_TEST
 
+START_TEST(test_alloc_bytes)
+{
+    /* a new file occupies nothing; a writer's measurement replaces the
+     * last one (none: kept); a shrinking truncate cuts it to every unit
+     * of the stripes left; it survives a restart */
+    mds_inode in;
+    mds_setattr_in sa = { 0 };
+    uint64_t f = new_file(ROOT, "alloc");
+    in = attr_of(f);
+    ck_assert(in.alloc_known && in.alloc_bytes == 0);
+    uint64_t alloc = 3ull << 20;
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 64ull << 20, false, 0, &alloc, &in, why), 0);
+    ck_assert_uint_eq(in.alloc_bytes, 3ull << 20);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 64ull << 20, false, 0, NULL, &in, why), 0);
+    ck_assert_uint_eq(in.alloc_bytes, 3ull << 20);
+    alloc = 2ull << 20;
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 1, false, 0, &alloc, &in, why), 0);
+    ck_assert_uint_eq(in.alloc_bytes, 2ull << 20); /* lower too: the latest stands */
+    sa.size = 100ull << 20; /* growing leaves it */
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
+    ck_assert_uint_eq(in.alloc_bytes, 2ull << 20);
+    uint64_t stripe = layout_stripe_bytes(&in.lay);
+    sa.size = stripe + 1; /* two stripes left: at most 2 x n units */
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
+    uint64_t max = 2ull * in.lay.n * in.lay.su;
+    ck_assert_uint_eq(in.alloc_bytes, max < (2ull << 20) ? max : 2ull << 20);
+    sa.size = 0;
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
+    ck_assert_uint_eq(in.alloc_bytes, 0);
+    alloc = 12345;
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 10, false, 0, &alloc, &in, why), 0);
+    store_close();
+    store_open();
+    in = attr_of(f);
+    ck_assert(in.alloc_known && in.alloc_bytes == 12345);
+}
+END_TEST
+
 START_TEST(test_inode_record_flags)
 {
     uint8_t buf[MDS_INODE_REC_MAX];
     mds_inode in = attr_of(new_file(ROOT, "r")), out;
-    in.may_have_data = true;
+    ck_assert(in.alloc_known && in.alloc_bytes == 0); /* a new file occupies nothing */
+    in.alloc_bytes = 123456789;
     size_t len = mds_inode_encode(&in, buf);
+    ck_assert_int_eq(mds_inode_decode(in.ino, buf, len, &out), 0);
+    ck_assert(out.alloc_known && out.alloc_bytes == 123456789);
+    ck_assert_int_eq(mds_inode_decode(in.ino, buf, len - 8, &out), -EIO); /* cut short */
+    /* the records from before issue 14: no allocation after the flags */
+    in.alloc_known = false;
+    in.alloc_bytes = 0;
+    in.may_have_data = true;
+    len = mds_inode_encode(&in, buf);
     ck_assert_int_eq(mds_inode_decode(in.ino, buf, len, &out), 0);
     ck_assert(out.may_have_data);
     in.may_have_data = false;
@@ -1358,6 +1405,7 @@ static Suite *mds_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_root);
     tcase_add_test(tc, test_create_lookup);
+    tcase_add_test(tc, test_alloc_bytes);
     tcase_add_test(tc, test_spread);
     tcase_add_test(tc, test_mkdir_rmdir);
     tcase_add_test(tc, test_rename_files);
