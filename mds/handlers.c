@@ -287,6 +287,7 @@ static int op_setattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     } else {
         in.size = q->size;
     }
+    in.alloc_bytes = q->has_alloc_bytes ? &q->alloc_bytes : NULL;
     int rc = mds_ns_setattr(c->ns, &b->caller, q->ino, q->set_mask, &in, &out, b->why);
     if (rc == 0)
         fill_attr(b, &out);

@@ -1213,6 +1213,10 @@ static int apply_setattr(ns_txn *t, mds_inode *in, uint32_t mask, const mds_seta
         if (rc < 0)
             return rc;
         set_size(t, in, a->size);
+        if (a->alloc_bytes && in->has_layout) { /* measured after the strips were cut */
+            in->alloc_known = true;
+            in->alloc_bytes = *a->alloc_bytes;
+        }
         in->mtime_ns = now;
     }
     if (mask & DEPFS_SET_MODE)

@@ -89,6 +89,9 @@ typedef struct mds_removed {
 typedef struct mds_setattr_in {
     uint32_t mode, uid, gid;
     uint64_t size;
+    const uint64_t *alloc_bytes; /* with DEPFS_SET_SIZE: the strip files'
+                                  * allocation measured after the cut (NULL:
+                                  * none; a shrink then only bounds it) */
     int64_t atime_ns, mtime_ns, ctime_ns;
 } mds_setattr_in;
 

@@ -1177,6 +1177,12 @@ START_TEST(test_alloc_bytes)
     ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
     uint64_t max = 2ull * in.lay.n * in.lay.su;
     ck_assert_uint_eq(in.alloc_bytes, max < (2ull << 20) ? max : 2ull << 20);
+    alloc = 65536; /* a measurement with the cut stands */
+    sa.alloc_bytes = &alloc;
+    sa.size = 7;
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
+    ck_assert_uint_eq(in.alloc_bytes, 65536);
+    sa.alloc_bytes = NULL;
     sa.size = 0;
     ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
     ck_assert_uint_eq(in.alloc_bytes, 0);
