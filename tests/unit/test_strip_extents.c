@@ -24,37 +24,18 @@
 #include "ioserver/handlers.h"
 #include "ioserver/strip_extents.h"
 #include "wire_check.h"
+#include "tests/lib/ios_fixture.h"
 
 #define FILE_ID 0x5a11ull
 #define SU 4096u
-#define ERR_BYTES 256
 #define MAX_BULK_BYTES (1u << 20)
 
-static char tmpdir[PATH_MAX];
-static ios_ctx hctx;
+static ios_fixture fx;
+#define hctx (fx.ctx)
+#define tmpdir (fx.dir)
 
-static void setup(void)
-{
-    char err[ERR_BYTES];
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_strip_extents.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-    memset(&hctx, 0, sizeof(hctx));
-    hctx.server_id = 1;
-    hctx.max_bulk_bytes = MAX_BULK_BYTES;
-    ck_assert_int_eq(ios_strips_open(tmpdir, 0, &hctx.strips), 0);
-    ck_assert_int_eq(ios_locks_create(0, &hctx.locks), 0);
-    ck_assert_int_eq(ios_state_open(tmpdir, &hctx.state, err, sizeof(err)), 0);
-}
-
-static void teardown(void)
-{
-    char cmd[PATH_MAX + 16];
-    ios_locks_free(hctx.locks);
-    ios_state_close(hctx.state);
-    ios_strips_close(hctx.strips);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
-}
+static void setup(void) { ios_fixture_open(&fx, "test_strip_extents", 1, MAX_BULK_BYTES); }
+static void teardown(void) { ios_fixture_close(&fx); }
 
 /* Stores len bytes of 0xab at local offset off. */
 static void put(uint64_t off, uint64_t len)
