@@ -43,7 +43,13 @@ static uint32_t unknown_positions(depfs_t *fs, const layout *lay, uint64_t ino)
     uint32_t recorded = 0, silent = 0;
     if (dc_dirty_probe(fs, lay, ino, &recorded, &silent) < 0)
         return all; /* records we cannot read may exist: no holes */
-    return (dc_down_mask(fs, lay) | recorded | silent) & all;
+    uint32_t away = (dc_down_mask(fs, lay) | silent) & all;
+    /* a record lives on the servers that took the write it names; with
+     * more than n-k away none of them may have answered (and the file
+     * cannot be read whole anyway): nothing counts as known */
+    if (dc_popcount32(away) > lay->n - lay->k)
+        return all;
+    return (away | recorded) & all;
 }
 
 /* A server's reply as the map's picture of it: ascending extents inside
