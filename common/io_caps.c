@@ -23,6 +23,7 @@ uint32_t io_caps_needed(uint16_t type, const Depfs__IoRequest *q)
         return AUTH_CAP_WRITE;
     case DEPFS__IO_OP__IO_UNLOCK:
     case DEPFS__IO_OP__IO_FSYNC:
+    case DEPFS__IO_OP__IO_EXTENTS:
         return AUTH_CAP_READ;
     case DEPFS__IO_OP__IO_STAT:
     case DEPFS__IO_OP__IO_DIRTY:

@@ -4,7 +4,8 @@
  *
  *   READ : IO_READ (without a lock or under a reading lock), IO_LOCK of a
  *          reading lock, IO_UNLOCK (only one's own locks, authz.c), IO_FSYNC,
- *          IO_STAT of a file (its strip size), IO_DIRTY DIRTY_PROBE
+ *          IO_STAT of a file (its strip size), IO_DIRTY DIRTY_PROBE,
+ *          IO_EXTENTS (where a strip file holds data, its allocation)
  *   WRITE: IO_WRITE, IO_TRUNCATE, IO_REMOVE, IO_LOCK of a writing lock and
  *          IO_READ under one (the pre-read of a read-modify-write)
  *   none : requests that name no file (IO_STAT without one) and the admin

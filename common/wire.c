@@ -52,6 +52,12 @@ _Static_assert((uint64_t)LAYOUT_MAX_N * LAYOUT_MAX_SU <= UINT32_MAX,
 _Static_assert(LAYOUT_MAX_SU <= FRAME_DEFAULT_MAX_BULK_BYTES,
                "a whole stripe unit fits in one frame's bulk");
 
+/* allocation (issue 14): a file's strip files' bytes, and that times k
+ * (st_blocks is the data's share, alloc x k / n), fit in 64 bits */
+_Static_assert(WIRE_ALLOC_BYTES_MAX <= UINT64_MAX / LAYOUT_MAX_N,
+               "WIRE_ALLOC_BYTES_MAX x k fits in 64 bits");
+_Static_assert(WIRE_DATA_EXTENTS_MAX > 0, "an IO_EXTENTS reply describes something");
+
 /* names and xattrs: the limits of Linux, which the mount advertises */
 _Static_assert(WIRE_NAME_MAX == NAME_MAX, "a DePFS name is a Linux name");
 _Static_assert(WIRE_SYMLINK_MAX == PATH_MAX - 1, "a symlink target is a Linux path");

@@ -28,6 +28,8 @@
 #include <time.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "layout.h"
+
 #define WIRE_NAME_MAX 255u          /* bytes of one path component (Linux NAME_MAX) */
 #define WIRE_SYMLINK_MAX 4095u      /* bytes of a symlink target (PATH_MAX - 1) */
 #define WIRE_XATTR_NAME_MAX 255u    /* bytes of an xattr name (Linux XATTR_NAME_MAX) */
@@ -44,6 +46,12 @@
  * reached, and an epoch beyond it could only wedge the servers shown it
  * (every client would stay "behind" for good). */
 #define WIRE_EPOCH_MAX ((uint64_t)INT64_MAX)
+/* IO_EXTENTS (issue 14): data extents one reply carries at most (the
+ * server stops there and says where to go on: IoReply.next_offset), and
+ * the most allocation a file's strip files can report (every unit of the
+ * largest layout, each strip full). Both bound what the client accepts. */
+#define WIRE_DATA_EXTENTS_MAX 1024u
+#define WIRE_ALLOC_BYTES_MAX ((uint64_t)LAYOUT_MAX_N * LAYOUT_MAX_STRIP_BYTES)
 /* Nesting depth wire_check_strings follows (DePFS messages nest 2 deep). */
 #define WIRE_MESSAGE_DEPTH_MAX 8u
 

@@ -274,6 +274,23 @@ static void io_seeds(const char *dir)
     add(&s, DEPFS__IO_OP__IO_REMOVE, &r.q.base, NULL, 0);
     save(dir, "ioserver", "write-read", &s);
 
+    /* where a strip file holds data (IO_EXTENTS): a unit written at the
+     * second stripe, its data in a range of four units, the allocation */
+    s.len = 0;
+    io_init(&r, FID);
+    io_extent(&r, SU, BULK_BYTES);
+    r.q.has_stripe_unit = 1;
+    r.q.stripe_unit = SU;
+    add(&s, DEPFS__IO_OP__IO_WRITE, &r.q.base, bulk, BULK_BYTES);
+    io_init(&r, FID);
+    io_extent(&r, 0, 4 * (uint64_t)SU);
+    r.q.has_stripe_unit = 1;
+    r.q.stripe_unit = SU;
+    add(&s, DEPFS__IO_OP__IO_EXTENTS, &r.q.base, NULL, 0);
+    io_init(&r, FID);
+    add(&s, DEPFS__IO_OP__IO_EXTENTS, &r.q.base, NULL, 0);
+    save(dir, "ioserver", "extents", &s);
+
     /* lock, read under the lock, write + unlock, a retried lock */
     s.len = 0;
     io_init(&r, FID);

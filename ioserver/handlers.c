@@ -42,6 +42,12 @@
  *              files stay absent).
  * IO_REMOVE    file_id: unlink the strip file, drop its locks.
  * IO_FSYNC     file_id: fdatasync.
+ * IO_EXTENTS   file_id [, one extent, stripe_unit] -> alloc_bytes (the strip
+ *              file's st_blocks x 512), local_size; with the extent (a
+ *              range of whole stripe units) data_extents: where the strip
+ *              file holds data there, rounded out to whole units, at most
+ *              WIRE_DATA_EXTENTS_MAX, and next_offset when more may follow.
+ *              EIO while REBUILDING/RECONSTRUCTING (holes not trustworthy).
  * IO_STAT      [file_id] -> bytes_used, bytes_free (file system of the data
  *              dir), locks_granted/nacked/held/retried, lock_hold_ms_total, state,
  *              damaged_blocks, the background scrub's counters (scrub), and
@@ -81,6 +87,7 @@
 #include "req_check.h"
 #include "scrubber.h"
 #include "stall.h"
+#include "strip_extents.h"
 #include "unstored.h"
 
 #include <assert.h>
@@ -98,6 +105,7 @@
 #include "fault.h"
 #include "log.h"
 #include "wire.h"
+#include "wire_check.h"
 
 static const char *op_name(uint16_t type)
 {
@@ -113,6 +121,7 @@ static const char *op_name(uint16_t type)
     case DEPFS__IO_OP__IO_HEARTBEAT: return "HEARTBEAT";
     case DEPFS__IO_OP__IO_DIRTY: return "DIRTY";
     case DEPFS__IO_OP__IO_SET_STATE: return "SET_STATE";
+    case DEPFS__IO_OP__IO_EXTENTS: return "EXTENTS";
     default: return "?";
     }
 }
@@ -506,6 +515,53 @@ static int do_stat(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
     return 0;
 }
 
+/* IO_EXTENTS: the strip file's allocation, and with one extent its data
+ * there (strip_extents.h). A server that is not serving reads (REBUILDING,
+ * RECONSTRUCTING) may lack units it should hold: its holes mean nothing,
+ * so it refuses as a read does and the client counts its units as data. */
+static int do_extents(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+{
+    uint32_t state = ios_state_get(c->state);
+    if (ios_state_refuses_reads(state))
+        return fail(res, -EIO, "server is %s: its holes are not known; treat it as failed",
+                    depfs_state_name(state));
+    bool ranged = q->n_extents == 1;
+    assert(q->n_extents <= 1 && (!ranged || (q->has_stripe_unit && q->stripe_unit > 0)));
+    uint64_t from = ranged ? q->extents[0]->offset : 0;
+    uint64_t to = ranged ? from + q->extents[0]->length : 0;
+    ios_data_map m = { .max = WIRE_DATA_EXTENTS_MAX };
+    if (ranged && !(m.v = calloc(m.max, sizeof(*m.v))))
+        return fail(res, -ENOMEM, "out of memory");
+    Depfs__IoReply *r = &res->reply;
+    int rc = ios_strips_data_map(c->strips, q->file_id, from, to, ranged ? q->stripe_unit : 0,
+                                 &m, &r->alloc_bytes, &r->local_size);
+    if (rc) {
+        free(m.v);
+        return fail(res, rc, "cannot map strip file: %s", strerror(-rc));
+    }
+    r->has_alloc_bytes = r->has_local_size = 1;
+    if (m.more)
+        r->has_next_offset = 1, r->next_offset = m.next;
+    if (m.n > 0) {
+        res->extents = calloc(m.n, sizeof(*res->extents));
+        res->extent_ptrs = calloc(m.n, sizeof(*res->extent_ptrs));
+        if (!res->extents || !res->extent_ptrs) {
+            free(m.v);
+            return fail(res, -ENOMEM, "out of memory");
+        }
+    }
+    for (size_t i = 0; i < m.n; i++) {
+        depfs__extent__init(&res->extents[i]);
+        res->extents[i].offset = m.v[i].offset;
+        res->extents[i].length = m.v[i].length;
+        res->extent_ptrs[i] = &res->extents[i];
+    }
+    r->data_extents = res->extent_ptrs;
+    r->n_data_extents = m.n;
+    free(m.v);
+    return 0;
+}
+
 static int do_heartbeat(ios_ctx *c, ios_result *res)
 {
     ios_lock_entry *v = calloc(IOS_MAX_STALE_REPLY, sizeof(*v));
@@ -714,7 +770,7 @@ static int epoch_check(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, ios
 
 static bool known_op(uint16_t type)
 {
-    return type >= DEPFS__IO_OP__IO_READ && type <= DEPFS__IO_OP__IO_SET_STATE;
+    return type >= DEPFS__IO_OP__IO_READ && type <= DEPFS__IO_OP__IO_EXTENTS;
 }
 
 static void dispatch(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, const uint8_t *bulk,
@@ -738,6 +794,7 @@ static void dispatch(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, const
         do_heartbeat(c, res);
         break;
     case DEPFS__IO_OP__IO_DIRTY: do_dirty(c, q, res); break;
+    case DEPFS__IO_OP__IO_EXTENTS: do_extents(c, q, res); break;
     case DEPFS__IO_OP__IO_SET_STATE:
         ios_lease_renew(c->lease);
         do_set_state(c, q, res);
@@ -807,6 +864,8 @@ void ios_result_free(ios_result *res)
     free(res->dirty);
     free(res->damage);
     free(res->damage_ptrs);
+    free(res->extents);
+    free(res->extent_ptrs);
     memset(res, 0, sizeof(*res));
 }
 

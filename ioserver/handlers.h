@@ -71,6 +71,8 @@ typedef struct ios_result {
     Depfs__ScrubStats scrub;
     Depfs__ScrubDamage *damage;
     Depfs__ScrubDamage **damage_ptrs;
+    Depfs__Extent *extents;       /* IO_EXTENTS: data_extents */
+    Depfs__Extent **extent_ptrs;
 } ios_result;
 
 /* Handles one request of frame type `type` from who (authz.h; NULL: auth

@@ -37,6 +37,7 @@ static bool names_a_file(uint16_t type)
     case DEPFS__IO_OP__IO_TRUNCATE:
     case DEPFS__IO_OP__IO_REMOVE:
     case DEPFS__IO_OP__IO_FSYNC:
+    case DEPFS__IO_OP__IO_EXTENTS:
         return true;
     default:
         return false;
@@ -114,6 +115,25 @@ static int check_write_in_lock(const Depfs__IoRequest *q, char *why, size_t why_
                           ") outside the locked stripes %" PRIu64 "+%" PRIu64 " (unit %" PRIu64
                           ")", i, off, len, l->first_stripe, l->stripe_count, su);
     }
+    return 0;
+}
+
+/* IO_EXTENTS: no extent (the allocation only) or one range of whole
+ * granules (stripe_unit, required then), not empty. */
+static int check_extents_range(uint16_t type, const Depfs__IoRequest *q, char *why,
+                               size_t why_len)
+{
+    if (type != DEPFS__IO_OP__IO_EXTENTS || q->n_extents == 0)
+        return 0;
+    if (q->n_extents > 1)
+        return refuse(EINVAL, why, why_len, "IO_EXTENTS takes one range, not %zu",
+                      q->n_extents);
+    if (!q->has_stripe_unit || q->stripe_unit == 0)
+        return refuse(EINVAL, why, why_len, "IO_EXTENTS range without a stripe_unit");
+    uint64_t off = q->extents[0]->offset, len = q->extents[0]->length;
+    if (len == 0 || off % q->stripe_unit || len % q->stripe_unit)
+        return refuse(EINVAL, why, why_len, "IO_EXTENTS range (offset %" PRIu64 " length %"
+                      PRIu64 ") is not whole units of %u", off, len, q->stripe_unit);
     return 0;
 }
 
@@ -232,6 +252,8 @@ int ios_req_check(const ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, co
         rc = check_lock(type, q->lock, why, why_len);
     if (rc == 0 && type == DEPFS__IO_OP__IO_WRITE)
         rc = check_write_in_lock(q, why, why_len);
+    if (rc == 0)
+        rc = check_extents_range(type, q, why, why_len);
     if (rc == 0)
         rc = check_block_crcs(type, q, why, why_len);
     if (rc == 0)

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "strip_csum.h"
 #include "strips.h"
+#include "strip_extents.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -970,17 +971,42 @@ int ios_strips_remove(ios_strips *s, uint64_t file_id)
     return rc;
 }
 
+/* A reference on file_id's descriptor when its strip file exists: 0, 1
+ * when it is absent (no reference taken), or an error (-ENODATA: lost). */
+static int fd_get_present(ios_strips *s, uint64_t file_id, fd_entry **out)
+{
+    int rc = fd_get(s, file_id, false, 0, out);
+    return rc == -ENOENT ? 1 : rc;
+}
+
 int ios_strips_fsync(ios_strips *s, uint64_t file_id)
 {
     fd_entry *e;
-    int rc = fd_get(s, file_id, false, 0, &e);
-    if (rc == -ENOENT)
-        return 0;
+    int rc = fd_get_present(s, file_id, &e);
     if (rc)
-        return rc;
+        return rc > 0 ? 0 : rc;
     int cfd = __atomic_load_n(&e->cfd, __ATOMIC_ACQUIRE);
     if (fdatasync(e->fd) != 0 || (cfd >= 0 && fdatasync(cfd) != 0))
         rc = -errno;
+    fd_put(s, e);
+    return rc;
+}
+
+int ios_strips_data_map(ios_strips *s, uint64_t file_id, uint64_t from, uint64_t to,
+                        uint32_t granule, ios_data_map *m, uint64_t *alloc_bytes,
+                        uint64_t *size)
+{
+    *alloc_bytes = *size = 0;
+    m->n = 0;
+    m->more = false;
+    m->next = to;
+    fd_entry *e;
+    int rc = fd_get_present(s, file_id, &e);
+    if (rc)
+        return rc > 0 ? 0 : rc;
+    rc = ios_strip_alloc(e->fd, alloc_bytes, size);
+    if (rc == 0 && from < to)
+        rc = ios_strip_data_scan(e->fd, from, to, granule, m);
     fd_put(s, e);
     return rc;
 }
@@ -1117,11 +1143,9 @@ int ios_strips_checked_size(ios_strips *s, uint64_t file_id, uint64_t *size)
 {
     *size = 0;
     fd_entry *e;
-    int rc = fd_get(s, file_id, false, 0, &e);
-    if (rc == -ENOENT)
-        return 0;
+    int rc = fd_get_present(s, file_id, &e);
     if (rc)
-        return rc;
+        return rc > 0 ? 0 : rc;
     struct stat st;
     uint64_t covered = 0;
     if (fstat(e->fd, &st) != 0)

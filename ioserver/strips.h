@@ -92,6 +92,15 @@ int ios_strips_adopt(ios_strips *s, uint64_t file_id, uint64_t *adopted);
  * those blocks read as zeros and fail their checks). 0 when absent,
  * -ENODATA when lost. */
 int ios_strips_checked_size(ios_strips *s, uint64_t file_id, uint64_t *size);
+/* Where the strip file holds data and what it occupies (IO_EXTENTS,
+ * strip_extents.h): *alloc_bytes (st_blocks x 512; the sidecar is not
+ * counted) and *size always; with from < to (multiples of granule) the
+ * data of [from, to) in m, as ios_strip_data_scan. An absent file has no
+ * data and occupies nothing; a lost one: -ENODATA. */
+struct ios_data_map;
+int ios_strips_data_map(ios_strips *s, uint64_t file_id, uint64_t from, uint64_t to,
+                        uint32_t granule, struct ios_data_map *m, uint64_t *alloc_bytes,
+                        uint64_t *size);
 /* Length of the strip file (0 when absent). */
 int ios_strips_size(ios_strips *s, uint64_t file_id, uint64_t *size);
 /* Calls fn for every strip file (lost: false) and every sidecar whose strip

@@ -104,6 +104,8 @@ static void fill_attr(mds_reply_buf *b, const mds_inode *in)
     a->gid = in->gid;
     a->rdev = in->rdev;
     a->size = in->size;
+    a->has_alloc_bytes = in->has_layout && in->alloc_known;
+    a->alloc_bytes = in->alloc_bytes;
     a->atime_ns = in->atime_ns;
     a->mtime_ns = in->mtime_ns;
     a->ctime_ns = in->ctime_ns;
@@ -285,6 +287,7 @@ static int op_setattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     } else {
         in.size = q->size;
     }
+    in.alloc_bytes = q->has_alloc_bytes ? &q->alloc_bytes : NULL;
     int rc = mds_ns_setattr(c->ns, &b->caller, q->ino, q->set_mask, &in, &out, b->why);
     if (rc == 0)
         fill_attr(b, &out);
@@ -537,7 +540,8 @@ static int op_extend(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     mds_inode out;
     NEED(q->has_ino, "ino");
     NEED(q->has_size, "size");
-    int rc = mds_ns_extend(c->ns, &b->caller, q->ino, q->size, q->has_mtime_ns, q->mtime_ns, &out, b->why);
+    int rc = mds_ns_extend(c->ns, &b->caller, q->ino, q->size, q->has_mtime_ns, q->mtime_ns,
+                           q->has_alloc_bytes ? &q->alloc_bytes : NULL, &out, b->why);
     if (rc == 0)
         fill_attr(b, &out);
     return rc;

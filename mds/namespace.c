@@ -602,6 +602,8 @@ static int make_node(mds_ns *ns, const mds_new *nw_in, uint32_t mode, bool retur
         if (rc < 0)
             goto out;
         child.has_layout = true;
+        child.alloc_known = true; /* a new file occupies nothing yet */
+        child.alloc_bytes = 0;
     }
     rc = ns_txn_begin(ns, &t);
     if (rc < 0)
@@ -1161,8 +1163,25 @@ static int check_size(const mds_inode *in, uint64_t size, char *why)
  * the size after writing; data inside a size that was set by truncate also
  * needs size > 0 first). may_have_data stays set for good. The caller
  * checked the size (check_size). */
+/* A file cut to size keeps at most every unit of the stripes left (the
+ * client shortens the strip files before it tells the MDS): its measured
+ * allocation can only have shrunk to that (issue 14). */
+static void clamp_alloc(mds_inode *in, uint64_t size)
+{
+    if (!in->alloc_known || !in->has_layout)
+        return;
+    uint64_t stripe_bytes = layout_stripe_bytes(&in->lay);
+    assert(stripe_bytes > 0);
+    uint64_t stripes = size / stripe_bytes + (size % stripe_bytes != 0);
+    uint64_t max = stripes * in->lay.n * in->lay.su; /* <= n x 2^50 + n x su */
+    if (in->alloc_bytes > max)
+        in->alloc_bytes = max;
+}
+
 static void set_size(ns_txn *t, mds_inode *in, uint64_t size)
 {
+    if (size < in->size)
+        clamp_alloc(in, size);
     account_size(t, in->size, size);
     in->size = size;
     if (size > 0)
@@ -1194,6 +1213,10 @@ static int apply_setattr(ns_txn *t, mds_inode *in, uint32_t mask, const mds_seta
         if (rc < 0)
             return rc;
         set_size(t, in, a->size);
+        if (a->alloc_bytes && in->has_layout) { /* measured after the strips were cut */
+            in->alloc_known = true;
+            in->alloc_bytes = *a->alloc_bytes;
+        }
         in->mtime_ns = now;
     }
     if (mask & DEPFS_SET_MODE)
@@ -1248,7 +1271,7 @@ out:
 }
 
 int mds_ns_extend(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t size, bool has_mtime, int64_t mtime_ns,
-                  mds_inode *out, char *why)
+                  const uint64_t *alloc_bytes, mds_inode *out, char *why)
 {
     mds_inode in;
     ns_txn t;
@@ -1270,6 +1293,10 @@ int mds_ns_extend(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t size
     if (size > in.size)
         set_size(&t, &in, size);
     in.may_have_data = true; /* an extend reports written data, whatever the size */
+    if (alloc_bytes) { /* the writer's measurement replaces the last one */
+        in.alloc_known = true;
+        in.alloc_bytes = *alloc_bytes;
+    }
     if (has_mtime) { /* none: a time set explicitly since the writes stands */
         in.mtime_ns = mtime_ns;
         if (in.ctime_ns < in.mtime_ns)

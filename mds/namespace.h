@@ -89,6 +89,9 @@ typedef struct mds_removed {
 typedef struct mds_setattr_in {
     uint32_t mode, uid, gid;
     uint64_t size;
+    const uint64_t *alloc_bytes; /* with DEPFS_SET_SIZE: the strip files'
+                                  * allocation measured after the cut (NULL:
+                                  * none; a shrink then only bounds it) */
     int64_t atime_ns, mtime_ns, ctime_ns;
 } mds_setattr_in;
 
@@ -123,9 +126,11 @@ int mds_ns_readdir(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t coo
 /* *target is malloc'd, NUL-terminated. */
 int mds_ns_readlink(mds_ns *ns, uint64_t ino, char **target, char *why);
 /* A writer's report: size = max(size, given); mtime = mtime_ns when
- * has_mtime (else unchanged: a time set explicitly since the writes). */
+ * has_mtime (else unchanged: a time set explicitly since the writes);
+ * alloc_bytes (may be NULL: unchanged) = the strip files' allocation the
+ * writer measured after its writes (the latest report stands). */
 int mds_ns_extend(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t size, bool has_mtime, int64_t mtime_ns,
-                  mds_inode *out, char *why);
+                  const uint64_t *alloc_bytes, mds_inode *out, char *why);
 void mds_ns_statfs(mds_ns *ns, uint64_t *files, uint64_t *logical_bytes);
 int mds_ns_register(mds_ns *ns, uint64_t *client_id, char *why);
 

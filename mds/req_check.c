@@ -99,6 +99,10 @@ static int check_counts(uint16_t type, const Depfs__MdsRequest *q, char *why, si
     if (type == DEPFS__MDS_OP__MDS_CREATE && q->has_flags &&
         (q->flags & ~MDS_CREATE_FLAGS_KNOWN))
         return refuse(EINVAL, why, why_len, "create: unknown flags 0x%x", q->flags);
+    if (q->has_alloc_bytes && q->alloc_bytes > WIRE_ALLOC_BYTES_MAX)
+        return refuse(ERANGE, why, why_len, "alloc_bytes %llu > %llu, what the strip files of "
+                      "a layout can hold", (unsigned long long)q->alloc_bytes,
+                      (unsigned long long)WIRE_ALLOC_BYTES_MAX);
     if (type == DEPFS__MDS_OP__MDS_OPEN && q->has_flags && (q->flags & ~MDS_OPEN_FLAGS_KNOWN))
         return refuse(EINVAL, why, why_len, "open: unknown flags 0x%x", q->flags);
     return 0;

@@ -51,14 +51,19 @@ typedef struct mds_inode {
     layout lay;
     bool may_have_data;  /* regular files: strip files may exist on the I/O
                           * servers (the size was > 0 once); sticky */
+    bool alloc_known;    /* regular files: alloc_bytes is a measurement (false:
+                          * a file from before issue 14, never measured) */
+    uint64_t alloc_bytes; /* the strip files' allocation (proto Attr.alloc_bytes) */
 } mds_inode;
 
 /* Version 1 records may end after the servers (written before the flags
  * word existed: decoded with may_have_data = has_layout) or carry a u32
- * flags word after them. */
+ * flags word after them; with MDS_INODE_FLAG_ALLOC_KNOWN a u64 alloc_bytes
+ * follows it (records from before issue 14 have neither: unknown). */
 #define MDS_INODE_REC_VERSION 1u
 #define MDS_INODE_FLAG_MAY_HAVE_DATA 1u
-#define MDS_INODE_REC_MAX (1u + 4u * 4u + 8u * 2u + 8u * 3u + 8u * 2u + 4u * 3u + 4u * 5u + 4u * LAYOUT_MAX_N + 4u)
+#define MDS_INODE_FLAG_ALLOC_KNOWN 2u
+#define MDS_INODE_REC_MAX (1u + 4u * 4u + 8u * 2u + 8u * 3u + 8u * 2u + 4u * 3u + 4u * 5u + 4u * LAYOUT_MAX_N + 4u + 8u)
 
 size_t mds_inode_encode(const mds_inode *in, uint8_t out[MDS_INODE_REC_MAX]);
 /* 0, or -EIO for a record that is short, too long or of an unknown version. */

@@ -1,7 +1,7 @@
 /* ops.c - depfs-fuse: every FUSE low-level handler, mapped onto libdepfs.
  *
- * Owns: the ino/attr translation (st_blksize = one stripe of data, st_blocks
- * from the size), caller credentials for new objects, open-file handles in
+ * Owns: the ino/attr translation (st_blksize = one stripe of data; st_blocks
+ * is libdepfs's: the data's share of the strip files' allocation), caller credentials for new objects, open-file handles in
  * fi->fh, readdir by library cookie, the xattr pass-through, fallocate modes,
  * the connection capabilities negotiated in init, and when set-id bits are
  * cleared (setid.c does the clearing, init_flags.c tells us when the kernel
@@ -26,7 +26,6 @@
 #include "log.h"
 #include "setid.h"
 
-#define DFUSE_SECTOR_BYTES 512u
 #define DFUSE_FALLBACK_BLKSIZE (64u * 1024u)
 #define DFUSE_MAX_READDIR_BYTES (1024u * 1024u)
 #define DFUSE_MAX_XATTR_BYTES (64u * 1024u)     /* XATTR_SIZE_MAX */
@@ -89,8 +88,6 @@ static void fix_stat(dfuse_ctx *ctx, struct stat *st)
      * (The kernel rounds st_blksize down to a power of two.) */
     if (!S_ISREG(st->st_mode) || st->st_blksize <= 0)
         st->st_blksize = (blksize_t)ctx->default_blksize;
-    uint64_t size = st->st_size > 0 ? (uint64_t)st->st_size : 0;
-    st->st_blocks = (blkcnt_t)((size + DFUSE_SECTOR_BYTES - 1) / DFUSE_SECTOR_BYTES);
     /* every mode the kernel learns passes here: writes clear set-id bits by it */
     dfuse_setid_note((uint64_t)st->st_ino, st->st_mode);
 }
@@ -610,6 +607,21 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
     reply_status(req, fh ? depfs_fsync(fh) : -EBADF);
 }
 
+/* SEEK_DATA / SEEK_HOLE (the kernel answers the other whences itself). */
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+                     struct fuse_file_info *fi)
+{
+    (void)ino;
+    depfs_fh_t *fh = fi_fh(fi);
+    uint64_t out = 0;
+    int rc = !fh ? -EBADF : off < 0 ? -ENXIO
+                                    : depfs_lseek(fh, (uint64_t)off, whence, &out);
+    if (rc < 0)
+        reply_status(req, rc);
+    else
+        fuse_reply_lseek(req, (off_t)out);
+}
+
 /* Writes zeros over [off, end): punching and zeroing keep no holes of their
  * own, reading zeros is what matters (and zero data has zero parity). */
 static int write_zeros(depfs_fh_t *fh, uint64_t off, uint64_t end)
@@ -879,6 +891,7 @@ const struct fuse_lowlevel_ops dfuse_ops = {
     .flush = op_flush,
     .release = op_release,
     .fsync = op_fsync,
+    .lseek = op_lseek,
     .fallocate = op_fallocate,
     .opendir = op_opendir,
     .readdir = op_readdir,

@@ -2,10 +2,13 @@
  * depfs_write, depfs_flush and depfs_fsync check the handle and the range
  * once and hand the bytes to the engines (eng_cache.c keeps the client's
  * cached bytes coherent; eng_read.c, eng_wb.c and eng_write.c move
- * them). O_APPEND writes go at the inode's size (under its lock). */
+ * them). O_APPEND writes go at the inode's size (under its lock).
+ * depfs_lseek answers SEEK_DATA/SEEK_HOLE from the servers' data extents
+ * (eng_extents.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <unistd.h>
 #include "engines.h"
 
 /* Largest file size (off_t). */
@@ -75,9 +78,31 @@ int depfs_flush(depfs_fh_t *fh)
     dc_acting saved;
     dc_act_push(&fh->cred, &saved); /* the size update is the opener's */
     int rc = dc_data_flush(fh->fs, fh->inode);
-    int rc2 = dc_inode_commit_size(fh->fs, fh->inode);
+    /* the allocation after the writes rides on the size commit (st_blocks);
+     * one parallel round to the n servers, only when there were writes.
+     * Not measured (a server down): the MDS keeps its last figure. */
+    uint64_t alloc_bytes;
+    bool measured = rc == 0 && dc_inode_size_dirty(fh->inode) &&
+                    dc_data_alloc(fh->fs, fh->inode, &alloc_bytes) == 0;
+    int rc2 = dc_inode_commit_size(fh->fs, fh->inode, measured ? &alloc_bytes : NULL);
     dc_act_pop(&saved);
     return rc < 0 ? rc : rc2;
+}
+
+int depfs_lseek(depfs_fh_t *fh, uint64_t off, int whence, uint64_t *out)
+{
+    if (fh == NULL || fh->inode == NULL || out == NULL)
+        return -EBADF;
+    if (whence != SEEK_DATA && whence != SEEK_HOLE)
+        return -EINVAL;
+    dc_inode *in = fh->inode;
+    int rc = dc_data_flush(fh->fs, in); /* buffered bytes are data too */
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&in->lock);
+    uint64_t size = in->size;
+    pthread_mutex_unlock(&in->lock);
+    return dc_seek(fh->fs, in, size, off, whence == SEEK_DATA, out);
 }
 
 int depfs_fsync(depfs_fh_t *fh)

@@ -210,7 +210,7 @@ void depfs_unmount(depfs_t *fs)
         next = in->next;
         int rc = dc_data_flush(fs, in);
         if (rc == 0)
-            rc = dc_inode_commit_size(fs, in);
+            rc = dc_inode_commit_size(fs, in, NULL);
         if (rc < 0)
             log_err("libdepfs: unmount: flushing file %llu: %s", (unsigned long long)in->ino,
                     strerror(-rc));

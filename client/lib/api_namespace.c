@@ -518,7 +518,7 @@ static int flush_open(depfs_t *fs, uint64_t ino)
         return 0;
     int rc = dc_data_flush(fs, in);
     if (rc == 0)
-        rc = dc_inode_commit_size(fs, in);
+        rc = dc_inode_commit_size(fs, in, NULL);
     dc_inode_put(fs, in);
     return rc;
 }

@@ -180,8 +180,12 @@ bool dc_server_marked_only(depfs_t *fs, uint32_t id);
 dc_inode *dc_inode_get(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t mds_size);
 dc_inode *dc_inode_find(depfs_t *fs, uint64_t ino); /* no ref change; NULL if not open */
 void dc_inode_put(depfs_t *fs, dc_inode *in);
-/* Tell the MDS the size this client grew the file to (MDS_EXTEND), if dirty. */
-int dc_inode_commit_size(depfs_t *fs, dc_inode *in);
+/* Tell the MDS the size this client grew the file to (MDS_EXTEND), if
+ * dirty, with the strip files' allocation measured after the writes
+ * (alloc_bytes; NULL: not measured, the MDS keeps its figure). */
+int dc_inode_commit_size(depfs_t *fs, dc_inode *in, const uint64_t *alloc_bytes);
+/* Whether the inode has writes the MDS has not been told of. */
+bool dc_inode_size_dirty(dc_inode *in);
 /* Client view of an open file's size after an MDS getattr: while the inode
  * is not dirty the MDS size is authoritative (another client may have grown
  * or truncated the file), unless a local size change raced with the call
@@ -194,6 +198,10 @@ const codec *dc_codec(depfs_t *fs, unsigned n, unsigned k, unsigned version);
 
 void dc_layout_from_pb(const Depfs__Layout *pb, layout *out);
 void dc_attr_to_stat(const Depfs__Attr *a, struct stat *st);
+/* st_blocks of a file whose strip files occupy alloc_bytes under a layout
+ * of (n, k): the data's share, alloc_bytes x k / n, in 512-byte blocks,
+ * rounded up (README "Space accounting"). */
+uint64_t dc_alloc_blocks(uint64_t alloc_bytes, unsigned n, unsigned k);
 uint64_t dc_next_op_id(depfs_t *fs);
 
 /* --- core side, used only by the core files */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "core.h"
 #include "log.h"
+#include "wire_check.h"
 
 static unsigned bucket_of(uint64_t ino)
 {
@@ -186,7 +187,15 @@ void dc_inode_forget_mtime(depfs_t *fs, uint64_t ino)
     pthread_mutex_unlock(&fs->inodes_lock);
 }
 
-int dc_inode_commit_size(depfs_t *fs, dc_inode *in)
+bool dc_inode_size_dirty(dc_inode *in)
+{
+    pthread_mutex_lock(&in->lock);
+    bool dirty = in->size_dirty && !in->unlinked;
+    pthread_mutex_unlock(&in->lock);
+    return dirty;
+}
+
+int dc_inode_commit_size(depfs_t *fs, dc_inode *in, const uint64_t *alloc_bytes)
 {
     pthread_mutex_lock(&in->lock);
     bool dirty = in->size_dirty && !in->unlinked;
@@ -203,6 +212,8 @@ int dc_inode_commit_size(depfs_t *fs, dc_inode *in)
     req.size = size;
     req.has_mtime_ns = mtime_ns != 0;
     req.mtime_ns = mtime_ns;
+    req.has_alloc_bytes = alloc_bytes != NULL;
+    req.alloc_bytes = alloc_bytes ? *alloc_bytes : 0;
     Depfs__MdsReply *rep = NULL;
     int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_EXTEND, &req, &rep);
     if (rep)
@@ -245,13 +256,20 @@ void dc_reply_to_stat(depfs_t *fs, const Depfs__MdsReply *rep, struct stat *st)
         st->st_blksize = (blksize_t)((uint64_t)rep->layout->k * rep->layout->stripe_unit);
     if (!rep->attr || !S_ISREG(st->st_mode))
         return;
+    bool measured = rep->attr->has_alloc_bytes && rep->layout && rep->layout->k > 0 &&
+                    rep->layout->k <= rep->layout->n && rep->layout->n <= LAYOUT_MAX_N &&
+                    rep->attr->alloc_bytes <= WIRE_ALLOC_BYTES_MAX;
+    if (measured) /* what the last writer measured; else (older files) the size */
+        st->st_blocks = (blkcnt_t)dc_alloc_blocks(rep->attr->alloc_bytes, rep->layout->n,
+                                                  rep->layout->k);
     uint64_t size;
     int64_t mtime_ns;
     if (!dc_inode_local_size(fs, rep->attr->ino, &size, &mtime_ns))
         return;
     if (size > (uint64_t)st->st_size) {
         st->st_size = (off_t)size;
-        st->st_blocks = (blkcnt_t)((size + DC_BLOCK_BYTES - 1) / DC_BLOCK_BYTES);
+        if (!measured) /* a measured figure stands until this writer's commit */
+            st->st_blocks = (blkcnt_t)((size + DC_BLOCK_BYTES - 1) / DC_BLOCK_BYTES);
     }
     if (mtime_ns > rep->attr->mtime_ns) {
         st->st_mtim.tv_sec = (time_t)(mtime_ns / DC_NS_PER_SEC);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "core.h"
 #include "label.h"
+#include "wire_check.h"
 #include "log.h"
 
 #define DC_ERR_MAX 512u
@@ -90,6 +91,14 @@ void dc_attr_to_stat(const Depfs__Attr *a, struct stat *st)
     st->st_atim = ns_to_ts(a->atime_ns);
     st->st_mtim = ns_to_ts(a->mtime_ns);
     st->st_ctim = ns_to_ts(a->ctime_ns);
+}
+
+uint64_t dc_alloc_blocks(uint64_t alloc_bytes, unsigned n, unsigned k)
+{
+    assert(n > 0 && k > 0 && k <= n && n <= LAYOUT_MAX_N);
+    assert(alloc_bytes <= WIRE_ALLOC_BYTES_MAX); /* x k fits: common/wire.c */
+    uint64_t data = alloc_bytes * k / n + (alloc_bytes * k % n != 0);
+    return data / DC_BLOCK_BYTES + (data % DC_BLOCK_BYTES != 0);
 }
 
 uint64_t dc_next_op_id(depfs_t *fs) { return atomic_fetch_add(&fs->next_op_id, 1) + 1; }

@@ -142,6 +142,14 @@ ssize_t depfs_write(depfs_fh_t *fh, const void *buf, size_t len, uint64_t off);
 int depfs_flush(depfs_fh_t *fh);   /* write-behind to servers, size to the MDS */
 int depfs_fsync(depfs_fh_t *fh);   /* flush + durable on every server */
 int depfs_ftruncate(depfs_fh_t *fh, uint64_t size);
+/* lseek(2)'s SEEK_DATA / SEEK_HOLE (whence, the values of <unistd.h>
+ * under _GNU_SOURCE): the first offset >= off that holds data, or starts a
+ * hole (the file's end counts as one), in *out. Holes are whole stripe
+ * units no server holds data in, never a range bytes were written to
+ * (a server that is down or missed writes counts as data). Buffered
+ * writes of this handle's file are flushed first. -ENXIO when off >= size
+ * or (SEEK_DATA) no data follows; -EINVAL for another whence. */
+int depfs_lseek(depfs_fh_t *fh, uint64_t off, int whence, uint64_t *out);
 /* Fresh attributes from the MDS; also merges a size another client has
  * published since this handle opened, so later reads reach it. */
 int depfs_fstat(depfs_fh_t *fh, struct stat *st);

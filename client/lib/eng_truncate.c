@@ -126,7 +126,7 @@ int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size)
 {
     int rc = dc_data_flush(fs, in);
     if (rc == 0)
-        rc = dc_inode_commit_size(fs, in);
+        rc = dc_inode_commit_size(fs, in, NULL);
     if (rc < 0)
         return rc;
     pthread_mutex_lock(&in->lock);
@@ -136,6 +136,10 @@ int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size)
     rc = dc_data_truncate(fs, in, old_size, new_size);
     if (rc < 0)
         return rc;
+    /* a cut frees units: what the strips occupy now goes with the size
+     * (not measured, a server down: the MDS only bounds its figure) */
+    uint64_t alloc_bytes;
+    bool measured = new_size < old_size && dc_data_alloc(fs, in, &alloc_bytes) == 0;
     Depfs__Attr a = DEPFS__ATTR__INIT;
     a.ino = in->ino;
     a.size = new_size;
@@ -145,6 +149,8 @@ int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size)
     req.has_set_mask = 1;
     req.set_mask = DEPFS_SET_SIZE;
     req.attr = &a;
+    req.has_alloc_bytes = measured;
+    req.alloc_bytes = measured ? alloc_bytes : 0;
     Depfs__MdsReply *rep = NULL;
     rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_SETATTR, &req, &rep);
     if (rep)

@@ -67,6 +67,18 @@ void dc_data_remove_drain(depfs_t *fs);
 /* fsync every strip file of the file on its servers. */
 int dc_data_fsync(depfs_t *fs, dc_inode *in);
 
+/* eng_extents.c (issue 14). The first offset >= off of the file (of
+ * size bytes, write-behind flushed by the caller) that is data
+ * (want_data) or in a hole, whole stripe units, never a hole where bytes
+ * may be (eng_extent_map.h): 0 and *out, or -ENXIO (no data at or after
+ * off, or off >= size). */
+int dc_seek(depfs_t *fs, dc_inode *in, uint64_t size, uint64_t off, bool want_data,
+            uint64_t *out);
+/* The bytes the file's strip files occupy on all n servers (data and
+ * parity units, not the checksum sidecars): 0, or an error when any
+ * server is down or does not answer (a partial sum would under-report). */
+int dc_data_alloc(depfs_t *fs, const dc_inode *in, uint64_t *alloc_bytes);
+
 /* Truncate an inode (held by the caller) whose MDS size was mds_size to
  * new_size: flush, data side, MDS size, local size. */
 int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size);

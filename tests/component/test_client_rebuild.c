@@ -12,6 +12,9 @@
  *     a half-done write under it: depfs_repair_orphan_lock makes parity
  *     match again, frees the stripes, and is idempotent;
  *   - a client behind the cluster epoch refreshes and redoes its writes;
+ *   - SEEK_DATA/SEEK_HOLE (depfs_lseek) never claim a hole over a unit a
+ *     server missed while down (REBUILDING, or UP with dirty records naming
+ *     it), and are exact again after its rejoin;
  *   - `depfs reconstruct` (the real CLI) refills an empty replacement,
  *     resumes from its state file, --restart ignores it, then the server
  *     is up and every file scrubs clean; an up server is refused.
@@ -762,6 +765,99 @@ END_TEST
 
 /* A client that mounted before two state changes writes: every server
  * refuses its old epoch (ESTALE), it refreshes from the MDS and redoes. */
+/* ------------------------------------- SEEK_DATA/SEEK_HOLE never lie */
+
+/* depfs_lseek from off; -errno or the offset. */
+static int64_t seek(depfs_t *fs, const char *path, uint64_t off, int whence)
+{
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, path, O_RDONLY, 0, &fh), 0);
+    uint64_t out = 0;
+    int rc = depfs_lseek(fh, off, whence, &out);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    return rc < 0 ? rc : (int64_t)out;
+}
+
+START_TEST(test_seek_never_a_false_hole)
+{
+    /* 6@4 with 4 KiB units (16 KiB stripes), a 1 MiB sparse file: 8 KiB
+     * at 100 KiB (units 1 and 2 of stripe 6); then, with the server of
+     * unit 0 of stripe 32 down, 4 KiB there (that unit alone): its server
+     * never gets it, the others keep dirty records. Brought back UP by
+     * hand without a rebuild (as a server cut off from one writer only
+     * stays UP until depfs-recovery acts), its strip file has a hole there:
+     * the seek must still call the unit data. Then the rejoin rebuilds it
+     * and everything is exact again. */
+    const uint64_t size = 1 << 20, a_off = 100 << 10, a_len = 8 << 10;
+    const uint64_t b_off = 512 << 10, b_len = 4 << 10, su = 4096;
+    uint8_t *model = calloc(1, size);
+    ck_assert_ptr_nonnull(model);
+    depfs_t *fs = mount_fs();
+    uint64_t ino = write_file(fs, "depfs@6@4@4k:/sk", model, a_off, a_len);
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "/sk", O_RDWR, 0, &fh), 0);
+    ck_assert_int_eq(depfs_ftruncate(fh, size), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    /* healthy: exactly the units written; st_blocks the data's share:
+     * 2 data units and 2 parity units of 4 KiB x 4/6 */
+    ck_assert_int_eq(seek(fs, "/sk", 0, SEEK_DATA), (int64_t)a_off);
+    ck_assert_int_eq(seek(fs, "/sk", a_off, SEEK_HOLE), (int64_t)(a_off + a_len));
+    ck_assert_int_eq(seek(fs, "/sk", a_off + a_len, SEEK_DATA), -ENXIO);
+    ck_assert_int_eq(seek(fs, "/sk", 0, SEEK_HOLE), 0);
+    ck_assert_int_eq(seek(fs, "/sk", size, SEEK_DATA), -ENXIO);
+    struct stat st;
+    ck_assert_int_eq(depfs_getattr(fs, ino, &st), 0);
+    ck_assert_int_eq(st.st_blocks, (4 * su * 4 / 6 + 511) / 512);
+
+    depfs_layout_info li;
+    layout_of(fs, ino, &li);
+    unsigned S = li.servers[(0 + b_off / (4 * su)) % 6]; /* unit 0 of stripe 32 */
+    depfs_unmount(fs);
+    td_ios_kill(&g_cl, S);
+    mds_set_state(S, DEPFS__SERVER_STATE__SERVER_DOWN); /* as depfs-recovery does */
+    fs = mount_fs();
+    write_file(fs, "/sk", model, b_off, b_len); /* around S: dirty records */
+    depfs_unmount(fs);
+    ck_assert(td_ios_start(&g_cl, S, "--rebuild"));
+    char strip[512];
+    td_strip_path(&g_cl, S, ino, strip, sizeof strip);
+    int sfd = open(strip, O_RDONLY);
+    ck_assert_int_ge(sfd, 0);
+    off_t d = lseek(sfd, (off_t)(b_off / 4), SEEK_DATA); /* stripe 32 is at local 32 x su */
+    ck_assert_msg(d != (off_t)(b_off / 4), "S holds the unit it missed");
+    close(sfd);
+
+    fs = mount_fs(); /* REBUILDING: its holes mean nothing */
+    ck_assert_int_le(seek(fs, "/sk", a_off + a_len, SEEK_DATA), (int64_t)b_off);
+    ck_assert_int_eq(seek(fs, "/sk", b_off, SEEK_DATA), (int64_t)b_off);
+    ck_assert_int_ge(seek(fs, "/sk", b_off, SEEK_HOLE), (int64_t)(b_off + b_len));
+    /* UP by hand, at the MDS and at S itself, never rebuilt */
+    ck_assert_int_eq(depfs_set_server_state(fs, S, DEPFS_SERVER_UP), 0);
+    depfs_push_result pr;
+    ck_assert_int_eq(depfs_push_state(fs, &S, 1, DEPFS_SERVER_UP, 0, &pr), 1);
+    depfs_unmount(fs);
+    fs = mount_fs();
+    ck_assert_int_eq(seek(fs, "/sk", b_off, SEEK_DATA), (int64_t)b_off);
+    ck_assert_int_ge(seek(fs, "/sk", b_off, SEEK_HOLE), (int64_t)(b_off + b_len));
+    ck_assert_int_le(seek(fs, "/sk", a_off + a_len, SEEK_DATA), (int64_t)b_off);
+
+    /* rebuilt and rejoined: exact again */
+    ck_assert_int_eq(depfs_set_server_state(fs, S, DEPFS_SERVER_REBUILDING), 0);
+    ck_assert_int_eq(depfs_push_state(fs, &S, 1, DEPFS_SERVER_REBUILDING, 0, &pr), 1);
+    int rc = depfs_server_rejoin(fs, S, NULL, NULL);
+    ck_assert_msg(rc == 0, "rejoin: %s (%s)", strerror(-rc), depfs_last_error());
+    depfs_unmount(fs);
+    fs = mount_fs();
+    ck_assert_int_eq(seek(fs, "/sk", a_off + a_len, SEEK_DATA), (int64_t)b_off);
+    ck_assert_int_eq(seek(fs, "/sk", b_off, SEEK_HOLE), (int64_t)(b_off + b_len));
+    ck_assert_int_eq(seek(fs, "/sk", b_off + b_len, SEEK_DATA), -ENXIO);
+    scrub_clean(fs, ino);
+    check_content(fs, "/sk", model, size);
+    depfs_unmount(fs);
+    free(model);
+}
+END_TEST
+
 START_TEST(test_epoch_refresh)
 {
     depfs_t *fs = mount_fs();
@@ -894,6 +990,7 @@ int main(void)
     suite_add_tcase(s, own_cluster("orphan_waits", test_orphan_repair_waits_for_servers));
     suite_add_tcase(s, own_cluster("reconstruct_cli", test_reconstruct_cli));
     suite_add_tcase(s, own_cluster("epoch_refresh", test_epoch_refresh));
+    suite_add_tcase(s, own_cluster("seek_false_hole", test_seek_never_a_false_hole));
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -161,6 +161,8 @@ static const struct {
     { "rdev", WIRE_RDEV_MAX, "2^32-1" },
     { "max_entries", MDS_READDIR_MAX + 1, "max + 1" },
     { "cookie", UINT64_MAX - 2, "2^64-3" },
+    { "alloc_bytes", WIRE_ALLOC_BYTES_MAX, "32 x 2^50" },
+    { "alloc_bytes", WIRE_ALLOC_BYTES_MAX + 1, "32 x 2^50 + 1" },
 };
 
 /* String and bytes limits by field name; repeated counts likewise. */
@@ -209,6 +211,8 @@ static const refusal must_refuse[] = {
     { R_SETATTR, "attr.size", "2^64-1" },
     { false, DEPFS__MDS_OP__MDS_EXTEND, "size", "2^63" },
     { false, DEPFS__MDS_OP__MDS_EXTEND, "size", "2^64-1" },
+    { ANY_MDS, "alloc_bytes", "32 x 2^50 + 1" }, { ANY_MDS, "alloc_bytes", "2^63" },
+    { ANY_MDS, "alloc_bytes", "2^64-1" },
     { ANY_IO, "cluster_epoch", "2^63" }, { ANY_IO, "cluster_epoch", "2^64-1" },
     { ANY_IO, "stripe_unit", "1" }, { ANY_IO, "stripe_unit", "2^32-1" },
     { ANY_IO, "extents.offset", "2^63" }, { ANY_IO, "extents.offset", "2^64-1" },
@@ -218,6 +222,10 @@ static const refusal must_refuse[] = {
     { true, DEPFS__IO_OP__IO_TRUNCATE, "local_size", "2^64-1" },
     { true, DEPFS__IO_OP__IO_READ, "file_id", "0" },
     { true, DEPFS__IO_OP__IO_WRITE, "file_id", "0" },
+    { true, DEPFS__IO_OP__IO_EXTENTS, "file_id", "0" },
+    { true, DEPFS__IO_OP__IO_EXTENTS, "extents.length", "0" },
+    { true, DEPFS__IO_OP__IO_EXTENTS, "extents.length", "1" },
+    { true, DEPFS__IO_OP__IO_EXTENTS, "extents.offset", "1" },
 };
 
 /* ------------------------------------------------------------ baselines */
@@ -291,6 +299,8 @@ static const baseline baselines[] = {
     { IO(HEARTBEAT), .set = { "file_id=0" } },
     { IO(DIRTY), .set = { "file_id=0", "local_size=$SRV0" } },
     { IO(SET_STATE), .set = { "file_id=0", "server_state=0" } },
+    { IO(EXTENTS), .set = { "file_id=$FID", "extents.offset=0", "extents.length=65536",
+                            "stripe_unit=65536" } },
 };
 
 /* ----------------------------------------------------------------- state */

@@ -21,46 +21,31 @@
 #include "ioserver/req_check.h"
 #include "log.h"
 #include "wire_check.h"
+#include "tests/lib/ios_fixture.h"
 
 #define N_SERVERS 4u
 #define SELF 1u
 #define FILE_ID 0x7e57ull
 #define SU 65536u
 #define MAX_BULK_BYTES (1u << 20)
-#define ERR_BYTES 256
 #define MAX_EXT 4
 
-static char tmpdir[PATH_MAX];
 static depfs_config cfg;
-static ios_ctx hctx;
+static ios_fixture fx;
+#define hctx (fx.ctx)
+#define tmpdir (fx.dir)
 
 static void setup(void)
 {
-    char err[ERR_BYTES];
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_ioserver_bounds.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
     config_defaults(&cfg);
     cfg.n_ioservers = N_SERVERS;
     for (unsigned i = 0; i < N_SERVERS; i++)
         cfg.ioservers[i].id = i;
-    memset(&hctx, 0, sizeof(hctx));
-    hctx.server_id = SELF;
+    ios_fixture_open(&fx, "test_ioserver_bounds", SELF, MAX_BULK_BYTES);
     hctx.cfg = &cfg;
-    hctx.max_bulk_bytes = MAX_BULK_BYTES;
-    ck_assert_int_eq(ios_strips_open(tmpdir, 0, &hctx.strips), 0);
-    ck_assert_int_eq(ios_locks_create(0, &hctx.locks), 0);
-    ck_assert_int_eq(ios_state_open(tmpdir, &hctx.state, err, sizeof(err)), 0);
 }
 
-static void teardown(void)
-{
-    char cmd[PATH_MAX + 16];
-    ios_locks_free(hctx.locks);
-    ios_state_close(hctx.state);
-    ios_strips_close(hctx.strips);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
-}
+static void teardown(void) { ios_fixture_close(&fx); }
 
 typedef struct req {
     Depfs__IoRequest q;

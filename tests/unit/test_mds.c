@@ -552,13 +552,13 @@ START_TEST(test_setattr_extend)
     ck_assert_uint_eq(in.size, 1000);
     mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(bytes, 1000);
-    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 500, true, 77, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 500, true, 77, NULL, &in, why), 0);
     ck_assert_uint_eq(in.size, 1000);
     ck_assert_int_eq(in.mtime_ns, 77);
-    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 4096, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 4096, false, 0, NULL, &in, why), 0);
     ck_assert_uint_eq(in.size, 4096);
     uint64_t g = new_file(ROOT, "g");
-    ck_assert_int_eq(mds_ns_extend(ns, NULL, g, 100, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, g, 100, false, 0, NULL, &in, why), 0);
     mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(bytes, 4196);
     ck_assert_uint_eq(files, 4);
@@ -573,7 +573,7 @@ START_TEST(test_setattr_extend)
     ck_assert_uint_eq(files, 3);
     /* errors */
     ck_assert_int_eq(mds_ns_setattr(ns, NULL, d, DEPFS_SET_SIZE, &a, &in, why), -EISDIR);
-    ck_assert_int_eq(mds_ns_extend(ns, NULL, d, 10, false, 0, &in, why), -EISDIR);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, d, 10, false, 0, NULL, &in, why), -EISDIR);
     ck_assert_int_eq(mds_ns_setattr(ns, NULL, 31337, DEPFS_SET_MODE, &a, &in, why), -ENOENT);
 }
 END_TEST
@@ -595,15 +595,15 @@ START_TEST(test_sizes_bounded)
     mds_setattr_in s = { .size = INT64_MAX };
     ck_assert_int_eq(mds_ns_setattr(ns, NULL, a, DEPFS_SET_SIZE, &s, &in, why), -EFBIG);
     ck_assert_int_eq(mds_ns_setattr(ns, NULL, b, DEPFS_SET_SIZE, &s, &in, why), -EFBIG);
-    ck_assert_int_eq(mds_ns_extend(ns, NULL, b, UINT64_MAX, false, 0, &in, why), -EFBIG);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, b, UINT64_MAX, false, 0, NULL, &in, why), -EFBIG);
     s.size = 2;
     ck_assert_int_eq(mds_ns_setattr(ns, NULL, c, DEPFS_SET_SIZE, &s, &in, why), 0);
     s.size = 0;
     ck_assert_int_eq(mds_ns_setattr(ns, NULL, a, DEPFS_SET_SIZE, &s, &in, why), 0);
     s.size = max;
     ck_assert_int_eq(mds_ns_setattr(ns, NULL, a, DEPFS_SET_SIZE, &s, &in, why), 0);
-    ck_assert_int_eq(mds_ns_extend(ns, NULL, b, max + 1, false, 0, &in, why), -EFBIG);
-    ck_assert_int_eq(mds_ns_extend(ns, NULL, b, max, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, b, max + 1, false, 0, NULL, &in, why), -EFBIG);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, b, max, false, 0, NULL, &in, why), 0);
     mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(bytes, 2 * max + 2);
     /* a total that wrapped in an older store: near 2^64 it saturates, below
@@ -680,7 +680,7 @@ START_TEST(test_xattrs)
     ck_assert_str_eq(names[0], "user.a");
     ck_assert_str_eq(names[1], "user.b");
     mds_ns_free_names(names, count);
-    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 100, false, 0, &fi_x, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 100, false, 0, NULL, &fi_x, why), 0);
     char spec[64];
     s = xattr_str(f, MDS_LAYOUT_XATTR, &rc); /* by name it answers */
     ck_assert_int_eq(rc, 0);
@@ -793,7 +793,7 @@ START_TEST(test_layout_on_file)
     assert_layout_str(f, "2@1@65536");
     ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, MDS_LAYOUT_XATTR, "2@1", 3, MDS_XATTR_CREATE, why), -EEXIST);
     ck_assert_int_eq(mds_ns_removexattr(ns, NULL, f, MDS_LAYOUT_XATTR, why), -EPERM);
-    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 1, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 1, false, 0, NULL, &in, why), 0);
     ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, MDS_LAYOUT_XATTR, "4@2", 3, 0, why), -EBUSY);
     assert_layout_str(f, "2@1@65536");
     mds_new nw = mk(ROOT, "fifo", S_IFIFO | 0600);
@@ -807,7 +807,7 @@ START_TEST(test_persistence)
     uint64_t d = new_dir(ROOT, "d");
     uint64_t f = new_file(d, "f");
     mds_inode fi;
-    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 12345, false, 0, &fi, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 12345, false, 0, NULL, &fi, why), 0);
     ck_assert_int_eq(mds_ns_setxattr(ns, NULL, f, "user.k", "v", 1, 0, why), 0);
     ck_assert_int_eq(mds_ns_setxattr(ns, NULL, d, MDS_LAYOUT_XATTR, "3@1", 3, 0, why), 0);
     uint64_t gone = new_file(ROOT, "gone");
@@ -1118,7 +1118,7 @@ START_TEST(test_may_have_data)
     ck_assert(rm.has_layout && !rm.may_have_data);
     /* an extend (even to 0) says a client wrote */
     f = new_file(ROOT, "ext");
-    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 0, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 0, false, 0, NULL, &in, why), 0);
     ck_assert(in.may_have_data);
     rm = unlink_of(ROOT, "ext");
     ck_assert(rm.has_layout && rm.may_have_data);
@@ -1132,7 +1132,7 @@ START_TEST(test_may_have_data)
     /* rename over a target: the target's flag comes back */
     uint64_t a = new_file(ROOT, "a");
     uint64_t b = new_file(ROOT, "b");
-    ck_assert_int_eq(mds_ns_extend(ns, NULL, b, 4096, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, b, 4096, false, 0, NULL, &in, why), 0);
     ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", ROOT, "b", 0, &rm, why), 0);
     ck_assert_uint_eq(rm.ino, b);
     ck_assert(rm.may_have_data);
@@ -1142,7 +1142,7 @@ START_TEST(test_may_have_data)
     ck_assert(!rm.may_have_data);
     /* survives a restart */
     uint64_t w = new_file(ROOT, "w");
-    ck_assert_int_eq(mds_ns_extend(ns, NULL, w, 1, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, w, 1, false, 0, NULL, &in, why), 0);
     uint64_t e = new_file(ROOT, "e");
     store_close();
     store_open();
@@ -1151,12 +1151,65 @@ START_TEST(test_may_have_data)
 }
 END_TEST
 
+START_TEST(test_alloc_bytes)
+{
+    /* a new file occupies nothing; a writer's measurement replaces the
+     * last one (none: kept); a shrinking truncate cuts it to every unit
+     * of the stripes left; it survives a restart */
+    mds_inode in;
+    mds_setattr_in sa = { 0 };
+    uint64_t f = new_file(ROOT, "alloc");
+    in = attr_of(f);
+    ck_assert(in.alloc_known && in.alloc_bytes == 0);
+    uint64_t alloc = 3ull << 20;
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 64ull << 20, false, 0, &alloc, &in, why), 0);
+    ck_assert_uint_eq(in.alloc_bytes, 3ull << 20);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 64ull << 20, false, 0, NULL, &in, why), 0);
+    ck_assert_uint_eq(in.alloc_bytes, 3ull << 20);
+    alloc = 2ull << 20;
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 1, false, 0, &alloc, &in, why), 0);
+    ck_assert_uint_eq(in.alloc_bytes, 2ull << 20); /* lower too: the latest stands */
+    sa.size = 100ull << 20; /* growing leaves it */
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
+    ck_assert_uint_eq(in.alloc_bytes, 2ull << 20);
+    uint64_t stripe = layout_stripe_bytes(&in.lay);
+    sa.size = stripe + 1; /* two stripes left: at most 2 x n units */
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
+    uint64_t max = 2ull * in.lay.n * in.lay.su;
+    ck_assert_uint_eq(in.alloc_bytes, max < (2ull << 20) ? max : 2ull << 20);
+    alloc = 65536; /* a measurement with the cut stands */
+    sa.alloc_bytes = &alloc;
+    sa.size = 7;
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
+    ck_assert_uint_eq(in.alloc_bytes, 65536);
+    sa.alloc_bytes = NULL;
+    sa.size = 0;
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &sa, &in, why), 0);
+    ck_assert_uint_eq(in.alloc_bytes, 0);
+    alloc = 12345;
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 10, false, 0, &alloc, &in, why), 0);
+    store_close();
+    store_open();
+    in = attr_of(f);
+    ck_assert(in.alloc_known && in.alloc_bytes == 12345);
+}
+END_TEST
+
 START_TEST(test_inode_record_flags)
 {
     uint8_t buf[MDS_INODE_REC_MAX];
     mds_inode in = attr_of(new_file(ROOT, "r")), out;
-    in.may_have_data = true;
+    ck_assert(in.alloc_known && in.alloc_bytes == 0); /* a new file occupies nothing */
+    in.alloc_bytes = 123456789;
     size_t len = mds_inode_encode(&in, buf);
+    ck_assert_int_eq(mds_inode_decode(in.ino, buf, len, &out), 0);
+    ck_assert(out.alloc_known && out.alloc_bytes == 123456789);
+    ck_assert_int_eq(mds_inode_decode(in.ino, buf, len - 8, &out), -EIO); /* cut short */
+    /* the records from before issue 14: no allocation after the flags */
+    in.alloc_known = false;
+    in.alloc_bytes = 0;
+    in.may_have_data = true;
+    len = mds_inode_encode(&in, buf);
     ck_assert_int_eq(mds_inode_decode(in.ino, buf, len, &out), 0);
     ck_assert(out.may_have_data);
     in.may_have_data = false;
@@ -1334,7 +1387,7 @@ START_TEST(test_rpc_deferred_sync)
     ck_assert_ptr_null(r->layout); /* never written: nothing to remove */
     depfs__mds_reply__free_unpacked(r, NULL);
     mds_inode in;
-    ck_assert_int_eq(mds_ns_extend(ns, NULL, ino_of(ROOT, names[1]), 10, false, 0, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, ino_of(ROOT, names[1]), 10, false, 0, NULL, &in, why), 0);
     q.name = names[1];
     r = call(conn, DEPFS__MDS_OP__MDS_UNLINK, &q);
     ck_assert_int_eq(r->err, 0);
@@ -1358,6 +1411,7 @@ static Suite *mds_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_root);
     tcase_add_test(tc, test_create_lookup);
+    tcase_add_test(tc, test_alloc_bytes);
     tcase_add_test(tc, test_spread);
     tcase_add_test(tc, test_mkdir_rmdir);
     tcase_add_test(tc, test_rename_files);

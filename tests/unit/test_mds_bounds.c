@@ -213,6 +213,32 @@ START_TEST(test_setattr_bounds)
 }
 END_TEST
 
+START_TEST(test_extend_alloc_bounds)
+{
+    /* a writer's allocation report: at most what a layout's strip files
+     * hold (ERANGE past it, nothing stored); the edge is taken */
+    uint64_t ino = 0;
+    Depfs__MdsRequest c = new_req("a", 0644);
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_CREATE, &c, &ino), 0);
+    Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
+    q.has_ino = q.has_size = q.has_alloc_bytes = true;
+    q.ino = ino;
+    q.size = 1;
+    q.alloc_bytes = WIRE_ALLOC_BYTES_MAX + 1;
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_EXTEND, &q, NULL), ERANGE);
+    q.alloc_bytes = UINT64_MAX;
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_EXTEND, &q, NULL), ERANGE);
+    mds_inode in;
+    ck_assert_int_eq(mds_ns_getattr(ns, ino, &in, NULL), 0);
+    ck_assert_uint_eq(in.size, 0);
+    ck_assert_uint_eq(in.alloc_bytes, 0);
+    q.alloc_bytes = WIRE_ALLOC_BYTES_MAX;
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_EXTEND, &q, NULL), 0);
+    ck_assert_int_eq(mds_ns_getattr(ns, ino, &in, NULL), 0);
+    ck_assert_uint_eq(in.alloc_bytes, WIRE_ALLOC_BYTES_MAX);
+}
+END_TEST
+
 START_TEST(test_empty_layout_value)
 {
     /* found by fuzz_mds: an empty value arrives as (NULL, 0) and reached
@@ -276,6 +302,7 @@ int main(void)
     tcase_add_test(tc, test_name_with_nul);
     tcase_add_test(tc, test_modes_owners_devices);
     tcase_add_test(tc, test_setattr_bounds);
+    tcase_add_test(tc, test_extend_alloc_bounds);
     tcase_add_test(tc, test_empty_layout_value);
     tcase_add_test(tc, test_xattr_names_fill_one_list);
     suite_add_tcase(s, tc);
