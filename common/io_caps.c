@@ -1,8 +1,6 @@
 /* io_caps.c - the rights each I/O request needs (io_caps.h). */
 #include "io_caps.h"
 
-#include <stdbool.h>
-
 #include "auth.h"
 
 static bool reading_lock(const Depfs__LockSpec *l)
@@ -30,5 +28,18 @@ uint32_t io_caps_needed(uint16_t type, const Depfs__IoRequest *q)
         return q->file_id != 0 ? AUTH_CAP_READ : 0;
     default:
         return 0;
+    }
+}
+
+bool io_caps_mds_op_grants(uint16_t mds_op)
+{
+    switch (mds_op) {
+    case DEPFS__MDS_OP__MDS_OPEN:
+    case DEPFS__MDS_OP__MDS_CREATE:
+    case DEPFS__MDS_OP__MDS_UNLINK:
+    case DEPFS__MDS_OP__MDS_RENAME:
+        return true;
+    default:
+        return false;
     }
 }

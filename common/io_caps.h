@@ -13,11 +13,18 @@
  * AUTH_CAP_WRITE covers READ (auth_cap_covers). */
 #ifndef DEPFS_IO_CAPS_H
 #define DEPFS_IO_CAPS_H
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "depfs.pb-c.h"
 
 /* AUTH_CAP_READ, AUTH_CAP_WRITE or 0 (no capability needed). */
 uint32_t io_caps_needed(uint16_t type, const Depfs__IoRequest *q);
+
+/* The MDS requests (MdsOp) whose reply may carry a capability: MDS_OPEN,
+ * MDS_CREATE, and MDS_UNLINK/MDS_RENAME (the last link's strip files). A
+ * ticket holder sends its ticket with them (MdsRequest.ticket) and the MDS
+ * makes the capability out to that ticket's client (mds/cap_owner.h). */
+bool io_caps_mds_op_grants(uint16_t mds_op);
 
 #endif

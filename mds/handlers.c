@@ -18,8 +18,10 @@
 #include <time.h>
 
 #include "authz.h"
+#include "cap_owner.h"
 #include "codec.h"
 #include "depfs.pb-c.h"
+#include "io_caps.h"
 #include "log.h"
 #include "req_check.h"
 
@@ -30,6 +32,7 @@ struct mds_result {
     const auth_identity *who;  /* the peer (NULL: auth off) */
     const auth_session *sess;  /* its session: tickets' secrets go under it */
     mds_caller caller;         /* who acts (caller.h): permissions are its */
+    mds_cap_owner cap_owner;   /* whom its capability is for (cap_owner.h) */
     uint8_t ticket[AUTH_TICKET_BYTES], ticket_secret[AUTH_KEY_BYTES];
     uint8_t cap[AUTH_CAP_BYTES]; /* the reply's I/O capability */
     Depfs__Attr attr;
@@ -116,17 +119,14 @@ static void fill_attr(mds_reply_buf *b, const mds_inode *in)
     }
 }
 
-/* The I/O capability for file ino (auth on): rights for the client the
- * request names, for AUTH_CAP_TTL_S. The client id is the request's word:
- * the capability works only on I/O connections made with that client's
- * ticket, so naming another client gives away no more than the caller
- * could copy itself. */
-static void issue_cap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b, uint64_t ino,
-                      uint32_t rights)
+/* The I/O capability for file ino (auth on): rights for AUTH_CAP_TTL_S,
+ * made out to the client dispatch found for the request (cap_owner.h:
+ * a MUNGE user's ticket's, a key holder's word); none when it found none. */
+static void issue_cap(mds_ctx *c, mds_reply_buf *b, uint64_t ino, uint32_t rights)
 {
-    if (!c->auth || !b->who)
+    if (!c->auth || !b->who || !b->cap_owner.issue)
         return;
-    auth_cap cap = { .file_id = ino, .client_id = q->has_client_id ? q->client_id : 0,
+    auth_cap cap = { .file_id = ino, .client_id = b->cap_owner.client_id,
                      .expires_s = (uint64_t)time(NULL) + AUTH_CAP_TTL_S, .rights = rights };
     auth_cap_issue(c->auth->cap_key, &cap, b->cap);
     b->rep.has_capability = true;
@@ -145,8 +145,7 @@ static uint32_t cap_rights_of(uint32_t open_flags)
 
 /* The last link went: its strip files may be removed by the client, which
  * gets a write capability for them with the layout. */
-static void fill_removed(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b,
-                         const mds_removed *rm)
+static void fill_removed(mds_ctx *c, mds_reply_buf *b, const mds_removed *rm)
 {
     if (!rm->ino)
         return;
@@ -155,7 +154,7 @@ static void fill_removed(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *
     if (rm->has_layout && rm->may_have_data) { /* no layout: no strip files to remove */
         fill_layout(&b->lay, b->lay_servers, &rm->lay);
         b->rep.layout = &b->lay;
-        issue_cap(c, q, b, rm->ino, AUTH_CAP_WRITE);
+        issue_cap(c, b, rm->ino, AUTH_CAP_WRITE);
     }
 }
 
@@ -196,8 +195,12 @@ static int issue_ticket(mds_ctx *c, mds_reply_buf *b, uint64_t id)
     return 0;
 }
 
-/* A renewal: the old ticket (unexpired, tagged by us, of this uid) keeps
- * its client id. */
+/* A renewal: the old ticket (tagged by us, of the uid MUNGE proved on this
+ * connection) keeps its client id. An expired one is renewed too: a
+ * client idle for longer than a ticket's life (a mount overnight) must not
+ * lose its client id, and the caller proved that uid afresh, so it gains
+ * nothing it could not get by registering anew; the expiry bounds what
+ * the I/O servers accept, not the MDS's word. */
 static int renew_ticket(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
     auth_ticket t;
@@ -209,9 +212,9 @@ static int renew_ticket(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b
     int rc = auth_ticket_open(c->auth->ticket_key, q->renew_ticket.data, q->renew_ticket.len,
                               (uint64_t)time(NULL), &t, secret);
     auth_wipe(secret, sizeof(secret));
-    if (rc < 0 || t.uid != b->who->uid) {
+    if ((rc < 0 && rc != -EKEYEXPIRED) || t.uid != b->who->uid) {
         snprintf(b->why, sizeof(b->why), "ticket not renewable (%s): register again",
-                 rc == -EKEYEXPIRED ? "expired" : "not ours or not this user's");
+                 rc < 0 ? "not ours" : "not this user's");
         log_warn("refused to renew a ticket: %s", b->why);
         return -EACCES;
     }
@@ -295,7 +298,7 @@ static int op_setattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 }
 
 /* A renewal: a capability we issued, unexpired, for this ino and the
- * client the request names, gets its rights again for AUTH_CAP_TTL_S.
+ * request's client (cap_owner.h), gets its rights again for AUTH_CAP_TTL_S.
  * No permission check, as none is made on an open file's later reads and
  * writes; the namespace is not read (the file may be unlinked and still
  * open at the client). */
@@ -308,13 +311,14 @@ static int renew_cap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     }
     int rc = auth_cap_open(c->auth->cap_key, q->renew_capability.data, q->renew_capability.len,
                            (uint64_t)time(NULL), 0, &cap);
-    if (rc < 0 || cap.file_id != q->ino || !q->has_client_id || cap.client_id != q->client_id) {
+    if (rc < 0 || cap.file_id != q->ino || !b->cap_owner.issue ||
+        cap.client_id != b->cap_owner.client_id) {
         snprintf(b->why, sizeof(b->why), "capability for inode %llu not renewable (%s): open "
                  "the file again", (unsigned long long)q->ino,
                  rc == -EKEYEXPIRED ? "expired" : rc < 0 ? "not ours" : "another file's or client's");
         return -EACCES;
     }
-    issue_cap(c, q, b, q->ino, cap.rights);
+    issue_cap(c, b, q->ino, cap.rights);
     return 0;
 }
 
@@ -332,7 +336,7 @@ static int op_open(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     if (rc == 0) {
         fill_attr(b, &in);
         if (S_ISREG(in.mode))
-            issue_cap(c, q, b, in.ino, cap_rights_of(q->flags));
+            issue_cap(c, b, in.ino, cap_rights_of(q->flags));
     }
     return rc;
 }
@@ -348,7 +352,7 @@ static int op_create(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     if (rc == 0) {
         fill_attr(b, &out);
         if (S_ISREG(out.mode)) /* a create opens, with the access asked */
-            issue_cap(c, q, b, out.ino, cap_rights_of(q->flags));
+            issue_cap(c, b, out.ino, cap_rights_of(q->flags));
     }
     return rc;
 }
@@ -401,7 +405,7 @@ static int op_unlink(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     NEED(q->name, "name");
     int rc = mds_ns_unlink(c->ns, &b->caller, q->parent, q->name, &rm, b->why);
     if (rc == 0)
-        fill_removed(c, q, b, &rm);
+        fill_removed(c, b, &rm);
     return rc;
 }
 
@@ -422,7 +426,7 @@ static int op_rename(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     int rc = mds_ns_rename(c->ns, &b->caller, q->parent, q->name, q->new_parent, q->new_name, q->flags, &rm,
                            b->why);
     if (rc == 0)
-        fill_removed(c, q, b, &rm);
+        fill_removed(c, b, &rm);
     return rc;
 }
 
@@ -665,6 +669,9 @@ static int dispatch(mds_ctx *c, const rpc_msg *m, mds_reply_buf *b, const char *
         rc = mds_req_check(m->type, q, m->hdr, m->hdr_len, b->why, sizeof(b->why));
     if (rc == 0)
         rc = mds_caller_resolve(&c->callers, m->who, q, &b->caller, b->why, sizeof(b->why));
+    if (rc == 0 && c->auth && m->who && io_caps_mds_op_grants(m->type))
+        rc = mds_cap_owner_of(c->auth->ticket_key, m->who, q, (uint64_t)time(NULL),
+                              &b->cap_owner, b->why, sizeof(b->why));
     if (rc == 0)
         rc = ops[m->type].fn(c, q, b);
     depfs__mds_request__free_unpacked(q, NULL);

@@ -52,6 +52,12 @@ static int check_strings(const Depfs__MdsRequest *q, char *why, size_t why_len)
     if (rc == 0 && q->has_renew_capability && q->renew_capability.len != AUTH_CAP_BYTES)
         rc = refuse(EINVAL, why, why_len, "renew_capability of %zu bytes, not %u",
                     q->renew_capability.len, AUTH_CAP_BYTES);
+    if (rc == 0 && q->has_ticket && q->ticket.len != AUTH_TICKET_BYTES)
+        rc = refuse(EINVAL, why, why_len, "ticket of %zu bytes, not %u", q->ticket.len,
+                    AUTH_TICKET_BYTES);
+    if (rc == 0 && q->has_renew_ticket && q->renew_ticket.len != AUTH_TICKET_BYTES)
+        rc = refuse(EINVAL, why, why_len, "renew_ticket of %zu bytes, not %u",
+                    q->renew_ticket.len, AUTH_TICKET_BYTES);
     return rc;
 }
 

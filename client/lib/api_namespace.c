@@ -329,7 +329,7 @@ static void remove_data(depfs_t *fs, const Depfs__MdsReply *rep)
 static int call_removing(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req)
 {
     Depfs__MdsReply *rep = NULL;
-    int rc = dc_mds_call(fs, op, req, &rep);
+    int rc = dc_mds_call_ticketed(fs, op, req, &rep);
     if (rc == 0)
         remove_data(fs, rep);
     free_rep(rep);

@@ -119,7 +119,7 @@ int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, in
     req.flags = (uint32_t)flags & (O_EXCL | O_ACCMODE | O_TRUNC);
     dc_req_cred(&req, cr, groups);
     Depfs__MdsReply *rep = NULL;
-    rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_CREATE, &req, &rep);
+    rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_CREATE, &req, &rep);
     if (rc == 0 && rep->attr && !S_ISREG(rep->attr->mode)) {
         dc_set_error("'%s' exists and is not a regular file", name);
         rc = S_ISDIR(rep->attr->mode) ? -EISDIR : -EEXIST;
@@ -143,7 +143,7 @@ static int open_rep(depfs_t *fs, uint64_t ino, int flags, Depfs__MdsReply **rep)
     req.ino = ino;
     req.has_flags = 1;
     req.flags = (uint32_t)flags & (O_ACCMODE | O_TRUNC);
-    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_OPEN, &req, rep);
+    int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_OPEN, &req, rep);
     if (rc == 0 && !(*rep)->attr) {
         dc_set_error("MDS open reply without attributes");
         rc = -EPROTO;

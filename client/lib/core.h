@@ -144,6 +144,11 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
  * connection (a ticket past half its life renewed first). */
 int dc_ticket_take(depfs_t *fs, const Depfs__MdsReply *rep);
 void dc_io_creds(depfs_t *fs, rpc_auth_creds *out);
+/* dc_mds_call for a request that may grant a capability
+ * (io_caps_mds_op_grants): a ticket holder's carries its ticket (renewed
+ * first when due), which the MDS makes the capability out to. */
+int dc_mds_call_ticketed(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req,
+                         Depfs__MdsReply **reply);
 
 /* core_caps.c: the I/O capabilities of a ticket holder. take: keep the
  * one an MDS reply carries for ino (none: nothing). get: one covering

@@ -144,7 +144,7 @@ static int ask_mds(depfs_t *fs, uint64_t ino, uint32_t need, const dc_cap *old, 
         req.has_flags = true;
         req.flags = (need & AUTH_CAP_WRITE) ? O_WRONLY : O_RDONLY;
     }
-    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_OPEN, &req, &rep);
+    int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_OPEN, &req, &rep);
     if (rc == 0 && !cap_from_reply(ino, rep, out)) {
         dc_set_error("inode %llu: the MDS gave no I/O capability", (unsigned long long)ino);
         rc = -EPROTO;

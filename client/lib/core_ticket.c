@@ -1,13 +1,18 @@
-/* core_ticket.c - libdepfs core: what the client shows the I/O servers.
+/* core_ticket.c - libdepfs core: the ticket, what the client shows the
+ * I/O servers and, with the MDS requests that grant a capability, the MDS.
  * A client that holds the cluster key (root on a server or admin node)
  * shows the key; any other proved itself to the MDS by MUNGE, and shows
  * the ticket MDS_REGISTER gave it (auth.h), renewed through the MDS once
- * half its life is gone. */
+ * half its life is gone. The MDS makes a capability out to the client of
+ * the ticket a request carries (mds/cap_owner.h), so every request that
+ * may grant one (io_caps_mds_op_grants) goes through dc_mds_call_ticketed. */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <time.h>
 
 #include "core.h"
+#include "io_caps.h"
 #include "log.h"
 
 int dc_ticket_take(depfs_t *fs, const Depfs__MdsReply *rep)
@@ -55,7 +60,9 @@ static void renew(depfs_t *fs, const uint8_t old[AUTH_TICKET_BYTES])
         depfs__mds_reply__free_unpacked(rep, NULL);
 }
 
-void dc_io_creds(depfs_t *fs, rpc_auth_creds *out)
+/* A ticket past half its life (or past its end: the MDS renews an expired
+ * one of the same user) is renewed before it is shown. */
+static void renew_if_due(depfs_t *fs)
 {
     uint8_t old[AUTH_TICKET_BYTES];
     pthread_mutex_lock(&fs->io_creds_lock);
@@ -66,7 +73,29 @@ void dc_io_creds(depfs_t *fs, rpc_auth_creds *out)
     pthread_mutex_unlock(&fs->io_creds_lock);
     if (due)
         renew(fs, old);
+}
+
+void dc_io_creds(depfs_t *fs, rpc_auth_creds *out)
+{
+    renew_if_due(fs);
     pthread_mutex_lock(&fs->io_creds_lock);
     *out = fs->io_creds;
     pthread_mutex_unlock(&fs->io_creds_lock);
+}
+
+int dc_mds_call_ticketed(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req,
+                         Depfs__MdsReply **reply)
+{
+    assert(io_caps_mds_op_grants((uint16_t)op));
+    uint8_t ticket[AUTH_TICKET_BYTES];
+    Depfs__MdsRequest r = *req; /* shallow: the ticket is added */
+    renew_if_due(fs);
+    pthread_mutex_lock(&fs->io_creds_lock);
+    if (fs->io_creds.method == AUTH_METHOD_TICKET) {
+        memcpy(ticket, fs->io_creds.ticket, sizeof(ticket));
+        r.has_ticket = true;
+        r.ticket = (ProtobufCBinaryData){ sizeof(ticket), ticket };
+    }
+    pthread_mutex_unlock(&fs->io_creds_lock);
+    return dc_mds_call(fs, op, &r, reply);
 }

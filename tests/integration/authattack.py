@@ -148,10 +148,12 @@ def _ticket_handshake(s, ticket, secret):
     return authwire.AuthSocket(s, authwire.session_key(secret, cn, sn))
 
 
-def _own_capability(mds, munge_socket, me, own):
-    """The MDS's read-write capability (MdsReply field 22) for file own."""
+def _own_capability(mds, munge_socket, me, own, ticket):
+    """The MDS's read-write capability (MdsReply field 22) for file own,
+    made out to client me, whose ticket the request shows (field 34)."""
     s = authwire.connect(mds, munge_socket=munge_socket)
-    s.sendall(frame(MDS_OPEN, f_int(1, me) + f_int(4, own) + f_int(11, O_RDWR)))
+    s.sendall(frame(MDS_OPEN, f_int(1, me) + f_int(4, own) + f_int(11, O_RDWR) +
+                    f_bytes(34, ticket)))
     hlen = HEADER.unpack(recv_exact(s, HEADER.size))[4]
     rep = authwire._parse(recv_exact(s, hlen))
     s.close()
@@ -182,7 +184,7 @@ def user(mds, io, fid, munge_socket, own):
             roundtrip(t, IO_UNLOCK, f_int(1, fid) + lock(0, 1, owner=OTHER_CLIENT)))
     refused("IO_READ under client %d's name" % OTHER_CLIENT,
             roundtrip(t, IO_READ, f_int(1, fid) + extent(0, 4096) + lock(0, 1, owner=OTHER_CLIENT)))
-    cap = f_bytes(19, _own_capability(mds, munge_socket, me, own))
+    cap = f_bytes(19, _own_capability(mds, munge_socket, me, own, ticket))
     ans = roundtrip(t, IO_READ, f_int(1, own) + extent(0, 4096) + lock(0, 1, owner=me, op=5) + cap)
     note(ans is not None and ans[0] == 0, "IO_READ of its own file locked in its own name (allowed)",
          "err %s %s" % ans if ans else "connection closed")

@@ -12,6 +12,12 @@
 # through the CLI and through libdepfs (partial-stripe writes: locked
 # pre-reads), capabilities obtained from the MDS as usual, and removes and
 # truncates them; root (the cluster key) needs none.
+# The MDS makes a capability out only to the client of the ticket the
+# request shows (mds/cap_owner.h): the test user's raw MDS_OPEN/MDS_CREATE
+# naming another client id is refused, its own works, an expired ticket is
+# renewed with its client id; a libdepfs process of the test user keeps
+# opening, creating and writing across an MDS restart (a reconnect, a new
+# MUNGE session, the same ticket).
 source "$(dirname "$0")/lib.sh"
 REF="$DEPFS_STATE-ref"
 rm -rf "$REF"; mkdir -p "$REF"
@@ -41,6 +47,17 @@ ME=$(as_user "DEPFS_CLUSTER_KEY= python3 '$CAPATTACK' register '$MDS_ADDR' '$SOC
 NOW=$(date +%s)
 EXPIRED=$(python3 "$CAPATTACK" mint "$DEPFS_CLUSTER_KEY" "$ROOT_FID" "$ME" 3 $((NOW - 3600)))
 OTHER=$(python3 "$CAPATTACK" mint "$DEPFS_CLUSTER_KEY" "$ROOT_FID" $((ME + 1000)) 3 $((NOW + 600)))
+
+log "raw MDS frames from $TEST_USER (client $ME): capabilities only for its own ticket's client"
+USER_UID=$(id -u "$TEST_USER")
+EXPIRED_TICKET=$(python3 "$CAPATTACK" mint-ticket "$DEPFS_CLUSTER_KEY" "$ME" "$USER_UID" $((NOW - 60)))
+ROOT_TICKET=$(python3 "$CAPATTACK" mint-ticket "$DEPFS_CLUSTER_KEY" "$ME" 0 $((NOW + 600)))
+PUB_INO=$(stat -c %i "$MNT/pub")
+as_user "DEPFS_CLUSTER_KEY= python3 '$CAPATTACK' owner '$MDS_ADDR' '$SOCK' '$USER_DIR/ticket.json' '$OWN_FID' '$PUB_INO' '$EXPIRED_TICKET' '$ROOT_TICKET'" ||
+  fail "the MDS made a capability out to a client the request's ticket is not (above)"
+[ ! -e "$MNT/pub/for-another" ] || fail "a refused MDS_CREATE created /pub/for-another"
+grep -h "refused: .*ticket of client $ME" "$DEPFS_STATE/logs/mds.log" | tail -1 |
+  grep -q . || fail "the MDS logged no refusal of a capability for another client"
 
 log "raw frames from $TEST_USER (client $ME) at every I/O server"
 as_user "DEPFS_CLUSTER_KEY= python3 '$CAPATTACK' attack '$MDS_ADDR' '$SOCK' '$USER_DIR/ticket.json' '$IO_ADDRS' '$ROOT_FID' '$OWN_FID' '$EXPIRED' '$OTHER'" ||
@@ -119,6 +136,48 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 [ "$gone" = 1 ] || fail "the strip files of the removed /pub/gone are still there"
+
+log "libdepfs as $TEST_USER across an MDS restart: reconnect, same ticket, capabilities still its own"
+cat >"$USER_DIR/reconnect.py" <<PY
+import os, sys, time
+sys.path.insert(0, "$TOP/tests/integration")
+from depfs_ctypes import Depfs, default_lib
+fs = Depfs(default_lib("$TOP"), "$CONF")
+before = os.urandom(150000)
+fh = fs.open("/pub/before", os.O_RDWR | os.O_CREAT, 0o600)
+fs.pwrite(fh, before, 0)
+fs.close(fh)
+open("$USER_DIR/ready", "w").close()
+for _ in range(600):  # the MDS restarts meanwhile: at most 60 s
+    if os.path.exists("$USER_DIR/go"):
+        break
+    time.sleep(0.1)
+else:
+    sys.exit("no go from the test")
+after = os.urandom(150000)
+fh = fs.open("/pub/after", os.O_RDWR | os.O_CREAT, 0o600)
+fs.pwrite(fh, after, 0)
+fs.close(fh)
+fh = fs.open("/pub/before", os.O_RDWR)
+assert fs.pread(fh, len(before), 0) == before, "/pub/before reads differently"
+fs.pwrite(fh, after[:5000], 1000)
+fs.close(fh)
+fs.unmount()
+open("$USER_DIR/after.ref", "wb").write(after)
+open("$USER_DIR/before.ref", "wb").write(before[:1000] + after[:5000] + before[6000:])
+print("libdepfs: created, wrote and reopened files after the MDS restart")
+PY
+chown "$TEST_USER" "$USER_DIR"
+as_user "DEPFS_BIN_DIR='$DEPFS_BIN_DIR' python3 '$USER_DIR/reconnect.py'" &
+user_pid=$!
+for _ in $(seq 300); do [ -e "$USER_DIR/ready" ] && break; sleep 0.1; done
+[ -e "$USER_DIR/ready" ] || { kill "$user_pid"; fail "the libdepfs process did not get ready"; }
+"$LC" kill mds
+"$LC" restart mds
+touch "$USER_DIR/go"
+wait "$user_pid" || fail "libdepfs as $TEST_USER failed after the MDS restart"
+cmp "$MNT/pub/after" "$USER_DIR/after.ref" || fail "/pub/after differs"
+cmp "$MNT/pub/before" "$USER_DIR/before.ref" || fail "/pub/before differs"
 
 rm -rf "$USER_DIR"
 cmp "$MNT/secret" "$REF/secret" || fail "/secret changed"
