@@ -67,6 +67,8 @@ ssize_t depfs_write(depfs_fh_t *fh, const void *buf, size_t len, uint64_t off)
     in->size_dirty = true;
     in->size_gen++;
     in->mtime_ns = clock_real_ns();
+    in->writer = fh->cred;
+    in->has_writer = true;
     pthread_mutex_unlock(&in->lock);
     return (ssize_t)len;
 }

@@ -201,6 +201,31 @@ fail:
     return rc;
 }
 
+/* Writes back a file still open at unmount: its buffered bytes and its
+ * size, acting for the opener of the handle that wrote them (as that
+ * handle's flush would: depfs_flush), not for whoever unmounts (a
+ * depfs-fuse or a service acting for many users is root, squashed). */
+static void unmount_write_back(depfs_t *fs, dc_inode *in)
+{
+    dc_acting saved;
+    depfs_cred writer;
+    pthread_mutex_lock(&in->lock);
+    bool has_writer = in->has_writer;
+    if (has_writer)
+        writer = in->writer;
+    pthread_mutex_unlock(&in->lock);
+    if (has_writer)
+        dc_act_push(&writer, &saved);
+    int rc = dc_data_flush(fs, in);
+    if (rc == 0)
+        rc = dc_inode_commit_size(fs, in, NULL);
+    if (has_writer)
+        dc_act_pop(&saved);
+    if (rc < 0)
+        log_err("libdepfs: unmount: flushing file %llu: %s (%s)", (unsigned long long)in->ino,
+                strerror(-rc), depfs_last_error());
+}
+
 void depfs_unmount(depfs_t *fs)
 {
     if (!fs)
@@ -208,12 +233,7 @@ void depfs_unmount(depfs_t *fs)
     /* write back every open file, then free the table */
     for (dc_inode *in = dc_inodes_detach_all(fs), *next; in != NULL; in = next) {
         next = in->next;
-        int rc = dc_data_flush(fs, in);
-        if (rc == 0)
-            rc = dc_inode_commit_size(fs, in, NULL);
-        if (rc < 0)
-            log_err("libdepfs: unmount: flushing file %llu: %s", (unsigned long long)in->ino,
-                    strerror(-rc));
+        unmount_write_back(fs, in);
         dc_inode_free(fs, in);
     }
     dc_data_remove_drain(fs); /* background strip removals use fs */

@@ -59,6 +59,10 @@ typedef struct dc_inode {
     struct dc_inode *next;    /* hash chain in depfs.inodes */
     bool unlinked;            /* last link removed while open here: strip
                                * files go at the last close (core side) */
+    bool has_writer;          /* writer is set: a handle wrote here */
+    depfs_cred writer;        /* the opener of the handle that wrote last:
+                               * depfs_unmount's write-back of a file still
+                               * open acts for it, as that handle's flush would */
 } dc_inode;
 
 #define DC_INODE_BUCKETS 1024u

@@ -65,14 +65,16 @@ typedef struct depfs_options {
 
 /* ------------------------------------------------------------- lifecycle */
 int depfs_mount(const depfs_options *opt, depfs_t **out);
-void depfs_unmount(depfs_t *fs); /* flushes every open file first */
+/* Flushes every open file first, each acting for the opener of the handle
+ * that wrote it last (as that handle's flush would), then frees fs. */
+void depfs_unmount(depfs_t *fs);
 uint64_t depfs_client_id(const depfs_t *fs);
 const char *depfs_last_error(void);
 /* From now on this thread's MDS requests act for cr (NULL: for this
  * process's own uid, gid and groups again, the default). For a client that
  * serves many users, such as depfs-fuse for each kernel request; a handle
- * keeps acting for whoever opened it (its flushes, size updates and
- * truncates). Calls that take a depfs_cred use that one. -EINVAL when
+ * keeps acting for whoever opened it (its flushes, size updates,
+ * truncates, and depfs_unmount's write-back of a file left open). Calls that take a depfs_cred use that one. -EINVAL when
  * cr->ngroups > DEPFS_MAX_GROUPS. */
 int depfs_act_as(const depfs_cred *cr);
 

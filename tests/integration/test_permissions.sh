@@ -10,7 +10,9 @@
 # 0600 file nor write into root's directories, and can into its own. Root
 # proved by MUNGE (the CLI without the cluster key) is squashed to 65534
 # (root_squash); root's depfs-fuse on a client node (client_nodes) acts for
-# the uid of its callers. The README's mount (the cluster key) still works
+# the uid of its callers, also for a file it left open at depfs_unmount
+# (the last flush and size commit act for the handle's writer, not the
+# squashed process). The README's mount (the cluster key) still works
 # for root, and the kernel's default_permissions still hold for the user.
 source "$(dirname "$0")/lib.sh"
 REF="$DEPFS_STATE-ref"
@@ -92,6 +94,31 @@ python3 "$TOP/tests/integration/permattack.py" actfor "$MDS_ADDR" "$SOCK" "$INOS
   fail "acting for a caller went wrong (above)"
 [ "$(stat -c %u "$MNT/pub/actfor")" = "$TUID" ] || fail "/pub/actfor is not $TEST_USER's"
 [ ! -e "$MNT/squashed" ] || fail "squashed root created /squashed"
+
+log "MUNGE root on a client node acting for $TEST_USER: a file left open at depfs_unmount keeps its bytes"
+cat >"$OUT/atunmount.py" <<PY
+import ctypes, os, sys
+sys.path.insert(0, "$TOP/tests/integration")
+from depfs_ctypes import Depfs, default_lib
+class Cred(ctypes.Structure):
+    _fields_ = [("uid", ctypes.c_uint32), ("gid", ctypes.c_uint32), ("ngroups", ctypes.c_uint),
+                ("groups", ctypes.c_uint32 * 64)]
+fs = Depfs(default_lib("$TOP"), "$DEPFS_STATE/munge-root.conf")
+fs.lib.depfs_act_as.argtypes = [ctypes.c_void_p]
+cred = Cred($TUID, $TGID, 0)
+fs._check(fs.lib.depfs_act_as(ctypes.byref(cred)), "depfs_act_as")
+data = os.urandom(300000)  # a full stripe and a write-behind tail
+fh = fs.open("/pub/atunmount", os.O_RDWR | os.O_CREAT, 0o600)
+fs.pwrite(fh, data, 0)
+fs._check(fs.lib.depfs_act_as(None), "depfs_act_as")
+fs.unmount()  # the handle still open: unmount writes it back
+open("$OUT/atunmount.ref", "wb").write(data)
+PY
+python3 "$OUT/atunmount.py" || fail "the libdepfs program acting for $TEST_USER failed"
+depfs cp depfs:/pub/atunmount "$OUT/atunmount.out" >/dev/null
+[ "$(stat -c %u:%s "$MNT/pub/atunmount")" = "$TUID:300000" ] ||
+  fail "/pub/atunmount is $(stat -c %u:%s "$MNT/pub/atunmount") (uid:size), not $TUID:300000"
+cmp "$OUT/atunmount.out" "$OUT/atunmount.ref" || fail "/pub/atunmount lost bytes written before unmount"
 
 log "the mount: root works, the user is held by default_permissions and the MDS"
 echo again >"$MNT/root-again" || fail "root cannot write through the mount"
