@@ -208,18 +208,23 @@ static int recv_into_call(rpc_conn *c, rpc_call *call, uint32_t bulk_len, uint32
 static int reader_one(rpc_conn *c, const uint8_t raw[FRAME_HEADER_BYTES],
                       const frame_header *fh)
 {
-    uint8_t *hdr = malloc(fh->hdr_len ? fh->hdr_len : 1), tag[FRAME_TAG_BYTES];
+    /* the tag and the header in one read (a system call less per reply),
+     * the header then moved to the front of its buffer */
+    size_t tag_len = c->authed ? FRAME_TAG_BYTES : 0;
+    uint8_t *hdr = malloc(tag_len + fh->hdr_len ? tag_len + fh->hdr_len : 1), tag[FRAME_TAG_BYTES];
     rpc_call *call;
     int rc = 0;
 
     if (!hdr)
         return -ENOMEM;
-    if (c->authed)
-        rc = c->x->ops->recv_all(c->x, tag, sizeof(tag));
-    if (rc == 0)
-        rc = c->x->ops->recv_all(c->x, hdr, fh->hdr_len);
+    if (tag_len + fh->hdr_len)
+        rc = c->x->ops->recv_all(c->x, hdr, tag_len + fh->hdr_len);
     if (rc < 0)
         goto out;
+    if (tag_len) {
+        memcpy(tag, hdr, tag_len);
+        memmove(hdr, hdr + tag_len, fh->hdr_len);
+    }
     if (c->authed && !auth_tag_check(&c->sess, raw, FRAME_HEADER_BYTES, hdr, fh->hdr_len, tag)) {
         log_warn("closing connection to %s: a reply's tag is wrong (changed, replayed or "
                  "reordered on the way)", c->x->peer);

@@ -587,9 +587,8 @@ static void refuse_unauthenticated(rpc_replier *r, const frame_header *fh)
 }
 
 /* Before the handshake: 1 when the frame is its hello, or an error (with
- * *why) for a frame that may not come yet; after it, the frame's tag. */
-static int check_auth_state(rpc_replier *r, const frame_header *fh,
-                            uint8_t tag[FRAME_TAG_BYTES], const char **why)
+ * *why) for a frame that may not come yet; after it, 0 for a tagged frame. */
+static int check_auth_state(rpc_replier *r, const frame_header *fh, const char **why)
 {
     const rpc_auth_server *a = r->s->o.auth;
 
@@ -598,7 +597,7 @@ static int check_auth_state(rpc_replier *r, const frame_header *fh,
             *why = "untagged frame on an authenticated connection";
             return -EPROTO;
         }
-        return r->x->ops->recv_all(r->x, tag, FRAME_TAG_BYTES);
+        return 0;
     }
     if (fh->flags & FRAME_FLAG_TAG) {
         *why = "tagged frame before the handshake";
@@ -635,13 +634,17 @@ static int recv_frame(rpc_replier *r, uint8_t raw[FRAME_HEADER_BYTES], frame_hea
     }
     if (rc < 0)
         return rc;
-    rc = check_auth_state(r, fh, tag, why);
-    if (rc != 0) {
-        if (rc == -ETIMEDOUT)
-            *why = "frame not complete within frame_timeout_ms";
+    rc = check_auth_state(r, fh, why);
+    if (rc != 0)
         return rc;
+    /* the tag and the header in one read (a system call less per request),
+     * the header then moved to the front of hdr_buf */
+    size_t tag_len = r->authed ? FRAME_TAG_BYTES : 0;
+    rc = recv_grown(r, &r->hdr_buf, &r->hdr_cap, tag_len + fh->hdr_len);
+    if (rc == 0 && tag_len) {
+        memcpy(tag, r->hdr_buf, tag_len);
+        memmove(r->hdr_buf, r->hdr_buf + tag_len, fh->hdr_len);
     }
-    rc = recv_grown(r, &r->hdr_buf, &r->hdr_cap, fh->hdr_len);
     if (rc == 0 && r->authed &&
         !auth_tag_check(&r->sess, raw, FRAME_HEADER_BYTES, r->hdr_buf, fh->hdr_len, tag)) {
         /* before the bulk: nobody without the session makes us take it */
