@@ -1,10 +1,11 @@
-/* status.c - `depfs status [--json]`: every I/O server's state (up, down,
+/* status.c - `depfs status [--json|--prometheus]`: every I/O server's state (up, down,
  * rebuilding, reconstructing: its own word, or the MDS's when it cannot be
  * reached), the MDS's state, degraded files and rebuild progress, whether
  * this client reaches it, space used/free and stripe lock counters, from
  * depfs_cluster_status, plus cluster totals. */
 #include "cli.h"
 #include "json.h"
+#include "status_prom.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 
 #define STATUS_CMD "status"
+#define STATUS_OPT_PROMETHEUS 'p'
 #define STATUS_INITIAL_SERVERS 256u
 #define SIZE_TEXT_MAX 32u
 #define BYTES_PER_KIB 1024.0
@@ -38,7 +40,7 @@ typedef struct status_totals {
 static void status_usage(FILE *out)
 {
     fprintf(out,
-            "Usage: %s status [--json]\n"
+            "Usage: %s status [--json | --prometheus]\n"
             "\n"
             "Show each I/O server: id, address, state (up, down, rebuilding,\n"
             "reconstructing; from the MDS when the server cannot be reached), the\n"
@@ -53,6 +55,8 @@ static void status_usage(FILE *out)
             "Options:\n"
             "  -c, --config PATH  cluster config\n"
             "  -j, --json         print JSON\n"
+            "  -p, --prometheus   print OpenMetrics text (for node_exporter's textfile\n"
+            "                     collector; README \"Monitoring\" lists the metrics)\n"
             "  -h, --help         show this help\n",
             CLI_PROG);
 }
@@ -302,26 +306,30 @@ int cli_cmd_status(int argc, char **argv, const char *config_path)
         {"config", required_argument, NULL, CLI_OPT_CONFIG},
         {"help", no_argument, NULL, CLI_OPT_HELP},
         {"json", no_argument, NULL, CLI_OPT_JSON},
+        {"prometheus", no_argument, NULL, STATUS_OPT_PROMETHEUS},
         {NULL, 0, NULL, 0},
     };
-    bool json = false;
+    bool json = false, prometheus = false;
     depfs_t *fs = NULL;
     depfs_server_status *v = NULL;
     unsigned n = 0;
     int c;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:hj", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":c:hjp", opts, NULL)) != -1) {
         switch (c) {
         case CLI_OPT_CONFIG: config_path = optarg; break;
         case CLI_OPT_HELP: status_usage(stdout); return CLI_EXIT_OK;
         case CLI_OPT_JSON: json = true; break;
+        case STATUS_OPT_PROMETHEUS: prometheus = true; break;
         case ':': return cli_usage_err(STATUS_CMD, "option '%s' needs an argument", argv[optind - 1]);
         default: return cli_usage_err(STATUS_CMD, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc)
         return cli_usage_err(STATUS_CMD, "unexpected argument '%s'", argv[optind]);
+    if (json && prometheus)
+        return cli_usage_err(STATUS_CMD, "--json and --prometheus exclude each other");
     if (cli_connect(config_path, &fs) < 0)
         return CLI_EXIT_FAIL;
     int rc = fetch(fs, &v, &n);
@@ -337,6 +345,8 @@ int cli_cmd_status(int argc, char **argv, const char *config_path)
         add_totals(&t, &v[i]);
     if (json)
         print_json(v, n, &t);
+    else if (prometheus)
+        status_print_prometheus(stdout, v, n);
     else
         print_text(v, n, &t);
     free(v);

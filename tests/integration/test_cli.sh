@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # test_cli - the depfs CLI: cp with resiliency labels in both directions,
 # layout get/set, stat, status, clear errors for bad labels. The files the
-# CLI writes are the files the mount shows.
+# CLI writes are the files the mount shows. status --prometheus passes a
+# strict OpenMetrics checker (openmetrics_check.py, shown to refuse text
+# without # EOF or with a sample before its # TYPE) and its values are the
+# cluster's, also with a server killed.
 source "$(dirname "$0")/lib.sh"
 cluster_up --servers 8
 W="$DEPFS_STATE/work"; mkdir -p "$W"
@@ -60,5 +63,33 @@ cmp "$W/src" "$W/back" || fail "cp from a mount path: bytes differ"
 [ ! -e "$MNT/c/sub/src" ] || fail "rm of a mount path left the file"
 if (cd "$W" && bare layout get src 2>"$W/err"); then fail "a local relative path was taken"; fi
 grep -q "not a DePFS path" "$W/err" || fail "local relative path: $(cat "$W/err")"
+log "status --prometheus: strict OpenMetrics whose values are the cluster's"
+OMCHECK="$TOP/tests/integration/openmetrics_check.py"
+metric() { python3 "$OMCHECK" "$W/metrics" "$@"; }
+depfs status --prometheus >"$W/metrics" || fail "depfs status --prometheus"
+python3 "$OMCHECK" "$W/metrics" || fail "status --prometheus is not valid OpenMetrics"
+{ grep -v '^# EOF$' "$W/metrics"; } >"$W/metrics.noeof"
+if python3 "$OMCHECK" "$W/metrics.noeof" >/dev/null; then fail "the checker took text without # EOF"; fi
+{ echo 'depfs_early{id="0"} 1'; cat "$W/metrics"; } >"$W/metrics.early"
+if python3 "$OMCHECK" "$W/metrics.early" >/dev/null; then fail "the checker took a sample before its # TYPE"; fi
+[ "$(metric depfs_cluster_servers state=up)" = 8 ] || fail "metrics: $(metric depfs_cluster_servers state=up) servers up, not 8"
+addr=$(depfs status --json | json_get servers.id=0.address)
+[ "$(metric depfs_server_up id=0 address="$addr")" = 1 ] || fail "metrics: server 0 at $addr is not up"
+rate=$(depfs status --json | json_get servers.id=0.scrub.rate)
+[ "$(metric depfs_server_scrub_rate_bytes_per_second id=0)" = "$rate" ] ||
+  fail "metrics: scrub rate $(metric depfs_server_scrub_rate_bytes_per_second id=0), status --json says $rate"
+[ "$(metric depfs_server_used_bytes id=0)" -gt 0 ] || fail "metrics: server 0 uses no bytes"
+[ "$(metric depfs_server_locks_granted_total id=0)" -gt 0 ] || fail "metrics: no lock granted at server 0"
+kill_down 5
+depfs status --prometheus >"$W/metrics" || fail "depfs status --prometheus with a server down"
+python3 "$OMCHECK" "$W/metrics" || fail "status --prometheus with a server down is not valid OpenMetrics"
+[ "$(metric depfs_server_up id=5)" = 0 ] || fail "metrics: server 5 down but depfs_server_up $(metric depfs_server_up id=5)"
+[ "$(metric depfs_server_state id=5 state=down)" = 1 ] || fail "metrics: server 5 not in state down"
+[ "$(metric depfs_server_state id=5 state=up)" = 0 ] || fail "metrics: server 5 still in state up"
+[ "$(metric depfs_server_reachable id=5)" = 0 ] || fail "metrics: server 5 down but reachable"
+[ "$(metric depfs_server_up id=4)" = 1 ] || fail "metrics: server 4 not up"
+[ "$(metric depfs_cluster_servers state=down)" = 1 ] || fail "metrics: $(metric depfs_cluster_servers state=down) servers down, not 1"
+restart_rejoined 5 60
+
 scrub_clean
-echo "PASS: CLI labels, layouts and copies; mount paths (absolute, relative) without --config"
+echo "PASS: CLI labels, layouts and copies; mount paths (absolute, relative) without --config; status --prometheus"
