@@ -133,23 +133,29 @@ static void states(FILE *out, const char *name, const char *help, const depfs_se
         }
 }
 
+static uint64_t is_up(const depfs_server_status *s) { return s->state == DEPFS_SERVER_UP; }
+static uint64_t is_reachable(const depfs_server_status *s) { return s->reachable; }
+static uint64_t scrub_rate(const depfs_server_status *s) { return s->scrub_rate; }
+
+/* The per-server gauges that are not a uint64_t field as they are. */
+static const struct {
+    const char *name, *help;
+    uint64_t (*get)(const depfs_server_status *s);
+} server_gauges[] = {
+    { "depfs_server_up", "1 when the server is up (its own word, else the MDS's)", is_up },
+    { "depfs_server_reachable", "1 when this client reached the server", is_reachable },
+    { "depfs_server_scrub_rate_bytes_per_second", "The background scrub's configured rate (0: off)",
+      scrub_rate },
+};
+
 static void server_flags(FILE *out, const depfs_server_status *v, unsigned n)
 {
-    family(out, "depfs_server_up", PROM_GAUGE, "1 when the server is up (its own word, else the MDS's)");
-    for (unsigned i = 0; i < n; i++) {
-        sample_start(out, "depfs_server_up", PROM_GAUGE, &v[i], NULL);
-        value(out, v[i].state == DEPFS_SERVER_UP, 1);
-    }
-    family(out, "depfs_server_reachable", PROM_GAUGE, "1 when this client reached the server");
-    for (unsigned i = 0; i < n; i++) {
-        sample_start(out, "depfs_server_reachable", PROM_GAUGE, &v[i], NULL);
-        value(out, v[i].reachable, 1);
-    }
-    family(out, "depfs_server_scrub_rate_bytes_per_second", PROM_GAUGE,
-           "The background scrub's configured rate (0: off)");
-    for (unsigned i = 0; i < n; i++) {
-        sample_start(out, "depfs_server_scrub_rate_bytes_per_second", PROM_GAUGE, &v[i], NULL);
-        value(out, v[i].scrub_rate, 1);
+    for (size_t g = 0; g < sizeof(server_gauges) / sizeof(server_gauges[0]); g++) {
+        family(out, server_gauges[g].name, PROM_GAUGE, server_gauges[g].help);
+        for (unsigned i = 0; i < n; i++) {
+            sample_start(out, server_gauges[g].name, PROM_GAUGE, &v[i], NULL);
+            value(out, server_gauges[g].get(&v[i]), 1);
+        }
     }
 }
 
