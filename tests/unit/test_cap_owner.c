@@ -47,6 +47,17 @@ static void naming(Depfs__MdsRequest *q, uint64_t client)
     q->client_id = client;
 }
 
+static const auth_identity alice = { .role = AUTH_ROLE_USER, .uid = ALICE, .gid = ALICE };
+
+/* A request of alice's carrying a fresh ticket of her client, in t. */
+static Depfs__MdsRequest alice_with_ticket(uint8_t t[AUTH_TICKET_BYTES])
+{
+    Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
+    ticket_of(ticket_key, ALICE_CLIENT, ALICE, NOW_S + LIFE_S, t);
+    with_ticket(&q, t);
+    return q;
+}
+
 static int owner(const auth_identity *who, const Depfs__MdsRequest *q, mds_cap_owner *o)
 {
     why[0] = 0;
@@ -67,12 +78,9 @@ END_TEST
 
 START_TEST(test_user_own_ticket)
 {
-    auth_identity alice = { .role = AUTH_ROLE_USER, .uid = ALICE, .gid = ALICE };
     uint8_t t[AUTH_TICKET_BYTES];
-    ticket_of(ticket_key, ALICE_CLIENT, ALICE, NOW_S + LIFE_S, t);
-    Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
+    Depfs__MdsRequest q = alice_with_ticket(t);
     mds_cap_owner o;
-    with_ticket(&q, t);
     ck_assert_int_eq(owner(&alice, &q, &o), 0); /* no client id named: the ticket's */
     ck_assert(o.issue);
     ck_assert_uint_eq(o.client_id, ALICE_CLIENT);
@@ -84,13 +92,10 @@ END_TEST
 
 START_TEST(test_user_other_client_refused)
 {
-    auth_identity alice = { .role = AUTH_ROLE_USER, .uid = ALICE, .gid = ALICE };
     uint8_t t[AUTH_TICKET_BYTES];
-    ticket_of(ticket_key, ALICE_CLIENT, ALICE, NOW_S + LIFE_S, t);
-    Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
+    Depfs__MdsRequest q = alice_with_ticket(t);
     mds_cap_owner o;
     /* another client id named with its own ticket */
-    with_ticket(&q, t);
     naming(&q, BOB_CLIENT);
     ck_assert_int_eq(owner(&alice, &q, &o), -EACCES);
     ck_assert(!o.issue);
@@ -112,7 +117,6 @@ END_TEST
 
 START_TEST(test_user_bad_tickets_refused)
 {
-    auth_identity alice = { .role = AUTH_ROLE_USER, .uid = ALICE, .gid = ALICE };
     uint8_t t[AUTH_TICKET_BYTES];
     Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
     mds_cap_owner o;
@@ -133,7 +137,6 @@ END_TEST
 
 START_TEST(test_user_without_ticket_gets_none)
 {
-    auth_identity alice = { .role = AUTH_ROLE_USER, .uid = ALICE, .gid = ALICE };
     Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
     mds_cap_owner o;
     ck_assert_int_eq(owner(&alice, &q, &o), 0);
