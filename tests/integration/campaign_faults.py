@@ -94,13 +94,18 @@ class Cluster:
             return None
 
     def alive(self, name):
+        """NAME's pid file names a live process of this cluster: not a zombie,
+        and its command line names the state dir (as every daemon's does), so
+        a pid reused by another cluster's daemon is not taken for ours."""
         p = self.pid(name)
         if p is None:
             return False
         try:
             with open(f"/proc/{p}/stat") as f:
                 st = f.read().rsplit(")", 1)[1].split()[0]
-            return st != "Z"
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            return st != "Z" and self.state.rstrip("/") + "/" in cmd
         except OSError:
             return False
 
