@@ -135,9 +135,10 @@ def plan_round(seed, rnd, a, root):
 
 def plan_slow_disk(seed, rnd, root, p):
     """One server's data dir on a slow disk in some rounds, and one fault of
-    the round (not the issue's long freeze) made a slow spell of it. Drawn
-    from a stream of its own, so the rest of a seed's plan is as it was
-    before slow disks existed."""
+    the round (not the issue's long freeze, nor the round's partition or
+    fill) made a slow spell of it, or one more fault when the round has no
+    other. Drawn from a stream of its own, so the rest of a seed's plan is
+    as it was before slow disks existed."""
     r = random.Random(f"{seed}/{rnd}/slow")
     p["slow_server"] = None
     if not root or r.random() >= 0.3:
@@ -146,11 +147,14 @@ def plan_slow_disk(seed, rnd, root, p):
     p["slow_server"] = r.choice([i for i in range(8) if i not in taken])
     p["slow_us"] = r.choice([20000, 100000, 400000, 1500000])
     idx = [i for i, f in enumerate(p["faults"]) if f["kind"] not in ("stop_long", "partition", "fill")]
-    if not idx:
-        return
-    f = p["faults"][r.choice(idx)]
-    p["faults"][p["faults"].index(f)] = {"kind": "slow", "gap": f["gap"], "target": p["slow_server"],
-                                         "hold": r.uniform(3, 20), "us": p["slow_us"]}
+    slow = {"kind": "slow", "gap": r.uniform(0.5, 5), "target": p["slow_server"],
+            "hold": r.uniform(3, 20), "us": p["slow_us"]}
+    if idx:
+        i = r.choice(idx)
+        slow["gap"] = p["faults"][i]["gap"]
+        p["faults"][i] = slow
+    else:
+        p["faults"].append(slow)
 
 
 def fault_str(f):
