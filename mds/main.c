@@ -16,12 +16,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cluster.h"
 #include "config.h"
 #include "daemon.h"
+#include "auth.h"
 #include "handlers.h"
+#include "holds.h"
 #include "kvstore.h"
 #include "log.h"
 #include "namespace.h"
@@ -43,6 +46,7 @@ typedef struct mds_daemon {
     kvstore *kv;
     mds_ns *ns;
     mds_cluster *cluster;
+    mds_holds *holds;
     mds_ctx ctx;
     mds_syncer *syncer;
     rpc_auth_server auth; /* users by MUNGE, daemons and admins by the cluster key */
@@ -122,6 +126,15 @@ static int open_store(mds_daemon *d)
         log_err("cannot open the namespace in %s: %s", d->cfg.mds_data_dir, err);
         return rc;
     }
+    /* handles let in before this start (forgotten) end by start + a
+     * capability's life: nothing is purged before (holds.h) */
+    rc = mds_holds_new(MDS_HOLDS_MAX, AUTH_CAP_SKEW_S, (uint64_t)time(NULL) + AUTH_CAP_TTL_S,
+                       &d->holds);
+    if (rc < 0) {
+        log_err("cannot allocate the holds table: %s", strerror(-rc));
+        return rc;
+    }
+    mds_ns_set_holds(d->ns, d->holds);
     rc = mds_cluster_open(d->kv, &d->cfg, &d->cluster);
     if (rc < 0) {
         log_err("cannot load cluster membership: %s", strerror(-rc));
@@ -154,6 +167,7 @@ static int start_server(mds_daemon *d)
     d->ctx.cluster = d->cluster;
     d->ctx.syncer = d->syncer;
     d->ctx.kv = d->kv;
+    d->ctx.holds = d->holds;
     d->ctx.callers.cfg = &d->cfg; /* client_nodes, root_squash */
     o.ctx = &d->ctx;
     rc = rpc_server_start(&o, &d->srv);
@@ -169,6 +183,7 @@ static void shutdown_daemon(mds_daemon *d)
     mds_syncer_stop(d->syncer); /* answers what is still queued */
     mds_cluster_close(d->cluster);
     mds_ns_close(d->ns);
+    mds_holds_free(d->holds);
     if (d->kv)
         kv_close(d->kv);
 }
