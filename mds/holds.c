@@ -178,6 +178,18 @@ bool mds_holds_held(mds_holds *h, uint64_t ino, uint64_t now_s)
     return mds_holds_until(h, ino, now_s) != 0;
 }
 
+uint64_t mds_holds_until_max(mds_holds *h, uint64_t now_s)
+{
+    pthread_mutex_lock(&h->m);
+    uint64_t until = live(h, h->floor_s, now_s) ? h->floor_s : 0;
+    for (unsigned b = 0; b < HOLDS_BUCKETS; b++)
+        for (const hold *e = h->buckets[b]; e; e = e->next)
+            if (live(h, e->until_s, now_s) && e->until_s > until)
+                until = e->until_s;
+    pthread_mutex_unlock(&h->m);
+    return until;
+}
+
 unsigned mds_holds_count(mds_holds *h)
 {
     pthread_mutex_lock(&h->m);

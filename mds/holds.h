@@ -9,8 +9,9 @@
  * client's last close. A file is held while any hold of it, or a floor,
  * lies within grace_s (AUTH_CAP_SKEW_S: how long past its expiry the I/O
  * servers still take a capability) of now. Floors cover what is not known:
- *   - the start floor: holds given before this MDS started (a crash
- *     forgets them) end no later than start + AUTH_CAP_TTL_S;
+ *   - the start floor: holds given before this MDS started end no later
+ *     than start + AUTH_CAP_TTL_S after a crash, or than the latest end a
+ *     clean stop recorded (none in a new namespace);
  *   - the overflow floor: a hold that found the table full (max_entries
  *     live holds) is not kept alone but raises a floor that holds every
  *     file that long (safe; space is freed later).
@@ -46,6 +47,8 @@ void mds_holds_release(mds_holds *h, uint64_t ino, uint64_t client);
 bool mds_holds_held(mds_holds *h, uint64_t ino, uint64_t now_s);
 /* The latest end of a live hold of ino or of a live floor; 0: none. */
 uint64_t mds_holds_until(mds_holds *h, uint64_t ino, uint64_t now_s);
+/* The latest end of any live hold or floor (a clean stop records it). */
+uint64_t mds_holds_until_max(mds_holds *h, uint64_t now_s);
 /* Holds kept one by one now (for logs and tests). */
 unsigned mds_holds_count(mds_holds *h);
 

@@ -453,6 +453,7 @@ static int create_root(mds_ns *ns, char *why)
     put_counter(t.b, MDS_COUNTER_LOGICAL_BYTES, ns->logical_bytes);
     put_counter(t.b, MDS_COUNTER_PURGE_FILES, 0);
     put_counter(t.b, MDS_COUNTER_PURGE_BYTES, 0);
+    put_counter(t.b, MDS_COUNTER_HOLDS_UNTIL, 0); /* no hold was given before */
     if (ns_txn_commit(&t) < 0 || kv_sync(ns->kv) < 0)
         return ns_fail(why, EIO, "cannot write the root inode");
     log_info("created a new namespace (root inode %u)", MDS_ROOT_INO);

@@ -173,6 +173,13 @@ int mds_ns_purge_done(mds_ns *ns, uint64_t ino, char *why);
  * renewed), or anyway with lower (no hold is left). No write when it is
  * unchanged. -ENOENT when ino is not queued. */
 int mds_ns_purge_hold(mds_ns *ns, uint64_t ino, uint64_t until_s, bool lower, char *why);
+/* Holds given by the MDS's previous run (holds.h start floor): *until_s
+ * the latest end of one when that run stopped cleanly (0 in a new
+ * namespace), and *known; !*known after a crash. The record is removed
+ * (durably) so a crash of this run is not taken for a clean stop. */
+int mds_ns_take_holds_until(mds_ns *ns, uint64_t *until_s, bool *known, char *why);
+/* A clean stop: the latest end of a hold this run gave, durably. */
+int mds_ns_put_holds_until(mds_ns *ns, uint64_t until_s, char *why);
 /* Files queued and their bytes (sizes). */
 void mds_ns_purge_stats(mds_ns *ns, uint64_t *files, uint64_t *bytes);
 

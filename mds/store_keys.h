@@ -11,7 +11,7 @@
  *                               (holds.h; the inode, nlink 0, stays under 'I' until its
  *                               strip files are gone)
  *   'C' name                 -> counter u64 (next_ino, next_client, inodes, logical_bytes,
- *                               cluster_epoch, purge_files, purge_bytes)
+ *                               cluster_epoch, purge_files, purge_bytes, holds_until)
  *   'V' server_id u32        -> server state u32 (cluster membership)
  * Record values are little-endian. */
 #ifndef DEPFS_MDS_STORE_KEYS_H
@@ -43,6 +43,9 @@
 /* absent in stores made before the purge queue: read as 0 */
 #define MDS_COUNTER_PURGE_FILES "purge_files"
 #define MDS_COUNTER_PURGE_BYTES "purge_bytes"
+/* the latest end of a hold given by the MDS that stopped cleanly (holds.h);
+ * absent after a crash, 0 in a new namespace; taken away at each start */
+#define MDS_COUNTER_HOLDS_UNTIL "holds_until"
 #define MDS_PURGE_VAL_LEN 16u
 void mds_purge_val_encode(uint8_t out[MDS_PURGE_VAL_LEN], int64_t queued_at_ns, uint64_t held_until_s);
 int mds_purge_val_decode(const uint8_t *buf, size_t len, int64_t *queued_at_ns, uint64_t *held_until_s);

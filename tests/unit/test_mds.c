@@ -131,6 +131,16 @@ static char *xattr_str(uint64_t ino, const char *name, int *rc)
     return s;
 }
 
+/* A regular file whose last link went is kept (nlink 0) in the purge
+ * queue: drops it as the drainer would, after checking it is queued. */
+static void purge(uint64_t ino)
+{
+    ck_assert_uint_eq(attr_of(ino).nlink, 0);
+    ck_assert_int_eq(mds_ns_purge_done(ns, ino, why), 0);
+    mds_inode in;
+    ck_assert_int_eq(mds_ns_getattr(ns, ino, &in, why), -ENOENT);
+}
+
 static void assert_layout_str(uint64_t ino, const char *want)
 {
     int rc;
@@ -251,6 +261,9 @@ START_TEST(test_mkdir_rmdir)
     ck_assert_int_eq(mds_ns_rmdir(ns, NULL, ROOT, "d", why), -ENOENT);
     uint64_t files, bytes;
     mds_ns_statfs(ns, &files, &bytes);
+    ck_assert_uint_eq(files, 2); /* f counts until its strip files are purged */
+    purge(rm.ino);
+    mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(files, 1);
 }
 END_TEST
@@ -270,7 +283,8 @@ START_TEST(test_rename_files)
     ck_assert_int_eq(memcmp(&rm.lay, &bi.lay, sizeof(bi.lay)), 0);
     ck_assert_uint_eq(ino_of(ROOT, "b"), a);
     ck_assert_uint_eq(ino_of(ROOT, "a"), 0);
-    ck_assert_int_eq(mds_ns_getattr(ns, b, &bi, why), -ENOENT);
+    ck_assert(rm.queued);
+    purge(b);
     /* across directories */
     ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "b", d, "moved", 0, &rm, why), 0);
     ck_assert_uint_eq(rm.ino, 0);
@@ -368,7 +382,10 @@ START_TEST(test_link_unlink)
     ck_assert_uint_eq(rm.ino, f);
     ck_assert(rm.has_layout);
     ck_assert_int_eq(memcmp(&rm.lay, &fi.lay, sizeof(fi.lay)), 0);
-    ck_assert_int_eq(mds_ns_getattr(ns, f, &in, why), -ENOENT);
+    ck_assert(rm.queued);
+    /* kept by inode number for open handles; no new name for it (Linux) */
+    ck_assert_int_eq(mds_ns_link(ns, NULL, f, ROOT, "again", &in, why), -ENOENT);
+    purge(f);
     ck_assert_int_eq(mds_ns_unlink(ns, NULL, d, "g", &rm, why), -ENOENT);
     /* symlinks and fifos go without a layout */
     mds_new nw = mk(ROOT, "sl", 0);
@@ -376,7 +393,8 @@ START_TEST(test_link_unlink)
     ck_assert_int_eq(mds_ns_symlink(ns, &nw, &in, why), 0);
     ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "sl", &rm, why), 0);
     ck_assert_uint_eq(rm.ino, in.ino);
-    ck_assert(!rm.has_layout);
+    ck_assert(!rm.has_layout && !rm.queued);
+    ck_assert_int_eq(mds_ns_getattr(ns, in.ino, &in, why), -ENOENT); /* gone at once */
 }
 END_TEST
 
@@ -569,6 +587,10 @@ START_TEST(test_setattr_extend)
     mds_removed rm;
     ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "g", &rm, why), 0);
     mds_ns_statfs(ns, &files, &bytes);
+    ck_assert_uint_eq(bytes, 110); /* queued: counted until purged */
+    ck_assert_uint_eq(files, 4);
+    purge(g);
+    mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(bytes, 10);
     ck_assert_uint_eq(files, 3);
     /* errors */
@@ -710,9 +732,10 @@ START_TEST(test_xattrs)
     ck_assert_int_eq(mds_ns_symlink(ns, &nw, &ln, why), 0);
     ck_assert_int_eq(mds_ns_setxattr(ns, NULL, ln.ino, "user.a", "v", 1, 0, why), -EPERM);
     ck_assert_int_eq(mds_ns_setxattr(ns, NULL, ln.ino, "trusted.a", "v", 1, 0, why), 0);
-    /* unlink removes the xattrs with the inode */
+    /* the purge of an unlinked file removes the xattrs with the inode */
     mds_removed rm;
     ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "f", &rm, why), 0);
+    purge(f);
     ck_assert_int_eq(mds_ns_getxattr(ns, NULL, f, "user.b", (void **)&s, &count, why), -ENOENT);
 }
 END_TEST
@@ -953,9 +976,11 @@ START_TEST(test_concurrent)
     for (unsigned i = 2; i < c.n; i++)
         for (unsigned j = i + 1; j < c.n; j++)
             ck_assert_uint_ne(c.inos[i], c.inos[j]);
-    uint64_t files, bytes;
+    uint64_t files, bytes, queued, qbytes;
     mds_ns_statfs(ns, &files, &bytes);
-    ck_assert_uint_eq(files, 2 + CONC_THREADS * CONC_FILES / 2);
+    mds_ns_purge_stats(ns, &queued, &qbytes);
+    ck_assert_uint_eq(queued, CONC_THREADS * CONC_FILES / 2); /* the unlinked half */
+    ck_assert_uint_eq(files, 2 + CONC_THREADS * CONC_FILES);
 }
 END_TEST
 
@@ -1384,7 +1409,9 @@ START_TEST(test_rpc_deferred_sync)
     Depfs__MdsReply *r = call(conn, DEPFS__MDS_OP__MDS_UNLINK, &q);
     ck_assert_int_eq(r->err, 0);
     ck_assert(r->has_removed_ino);
-    ck_assert_ptr_null(r->layout); /* never written: nothing to remove */
+    /* the strip files go through the purge queue, not the client */
+    ck_assert_ptr_null(r->layout);
+    ck_assert(!r->has_capability);
     depfs__mds_reply__free_unpacked(r, NULL);
     mds_inode in;
     ck_assert_int_eq(mds_ns_extend(ns, NULL, ino_of(ROOT, names[1]), 10, false, 0, NULL, &in, why), 0);
@@ -1392,8 +1419,13 @@ START_TEST(test_rpc_deferred_sync)
     r = call(conn, DEPFS__MDS_OP__MDS_UNLINK, &q);
     ck_assert_int_eq(r->err, 0);
     ck_assert(r->has_removed_ino);
-    ck_assert_ptr_nonnull(r->layout);
+    ck_assert_ptr_null(r->layout);
     depfs__mds_reply__free_unpacked(r, NULL);
+    /* both queued, durably (answered through the syncer) */
+    uint64_t queued, qbytes;
+    mds_ns_purge_stats(ns, &queued, &qbytes);
+    ck_assert_uint_eq(queued, 2);
+    ck_assert_uint_eq(qbytes, 10);
 
     rpc_conn_close(conn);
     rpc_server_stop(srv);
