@@ -182,15 +182,23 @@ static uint64_t hold_client(const Depfs__MdsRequest *q, const mds_reply_buf *b)
 }
 
 /* The request's client holds regular file `in` for a capability's life.
- * An unlinked file (nlink 0) takes new holds only while it is still held:
- * once none is live its strip files may be going. -ENOENT then. */
+ * An unlinked file (nlink 0) takes new holds only while it is still held
+ * (by a hold since the start or as its queue entry recorded): once none
+ * is live its strip files may be going. -ENOENT then. A new hold of an
+ * unlinked file is recorded in its entry too (a restart keeps it). */
 static int note_hold(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b, const mds_inode *in)
 {
-    uint64_t now_s = (uint64_t)time(NULL);
+    uint64_t now_s = (uint64_t)time(NULL), recorded_s = 0;
     if (!c->holds || !S_ISREG(in->mode))
         return 0;
+    if (in->nlink == 0) {
+        int rc = mds_ns_purge_recorded(c->ns, in->ino, &recorded_s, b->why);
+        if (rc < 0)
+            return rc;
+    }
     uint64_t until_s = now_s + AUTH_CAP_TTL_S;
-    if (mds_holds_note(c->holds, in->ino, hold_client(q, b), until_s, in->nlink == 0, now_s))
+    if (mds_holds_note(c->holds, in->ino, hold_client(q, b), until_s, in->nlink == 0, recorded_s,
+                       now_s))
         return in->nlink == 0 ? mds_ns_purge_hold(c->ns, in->ino, until_s, false, b->why) : 0;
     snprintf(b->why, sizeof(b->why), "inode %llu was unlinked and no handle held it: its strip "
              "files are being removed", (unsigned long long)in->ino);
@@ -599,7 +607,7 @@ static int purge_emit(void *arg, const mds_inode *in, uint64_t held_until_s)
     if (b->n_purge >= b->max_purge)
         return 1;
     if (mds_hold_live(held_until_s, AUTH_CAP_SKEW_S, w->now_s) ||
-        (w->c->holds && mds_holds_held(w->c->holds, in->ino, w->now_s)))
+        (w->c->holds && mds_holds_held_since_start(w->c->holds, in->ino, w->now_s)))
         return 0;
     if (!in->has_layout) { /* created before layouts were stored: nothing to remove */
         log_warn("purge queue: inode %llu has no layout", (unsigned long long)in->ino);
@@ -644,15 +652,21 @@ static int op_purge_list(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *
 }
 
 /* MDS_PURGE_DONE (admin): every strip file of queued ino is gone. A file a
- * hold keeps again (a clock that went back) is refused: EBUSY. */
+ * hold keeps (not one the list gave; a clock that went back) is refused:
+ * EBUSY. */
 static int op_purge_done(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
+    uint64_t now_s = (uint64_t)time(NULL), recorded_s = 0;
     NEED(q->has_ino, "ino");
-    if (c->holds && mds_holds_held(c->holds, q->ino, (uint64_t)time(NULL))) {
-        snprintf(b->why, sizeof(b->why), "inode %llu is held open again", (unsigned long long)q->ino);
+    int rc = mds_ns_purge_recorded(c->ns, q->ino, &recorded_s, b->why);
+    if (rc < 0)
+        return rc;
+    if (mds_hold_live(recorded_s, AUTH_CAP_SKEW_S, now_s) ||
+        (c->holds && mds_holds_held_since_start(c->holds, q->ino, now_s))) {
+        snprintf(b->why, sizeof(b->why), "inode %llu is held open", (unsigned long long)q->ino);
         return -EBUSY;
     }
-    int rc = mds_ns_purge_done(c->ns, q->ino, b->why);
+    rc = mds_ns_purge_done(c->ns, q->ino, b->why);
     if (rc == 0)
         log_debug("purge queue: inode %llu dropped", (unsigned long long)q->ino);
     return rc;

@@ -22,7 +22,8 @@ struct mds_holds {
     pthread_mutex_t m;
     unsigned max, count;
     uint64_t grace_s;
-    uint64_t floor_s;        /* max(start floor, overflow floor) */
+    uint64_t start_floor_s;    /* holds.h: the previous run's */
+    uint64_t overflow_floor_s; /* holds.h: holds a full table did not keep */
     hold *buckets[HOLDS_BUCKETS];
 };
 
@@ -52,7 +53,7 @@ int mds_holds_new(unsigned max_entries, uint64_t grace_s, uint64_t start_floor_s
     pthread_mutex_init(&h->m, NULL);
     h->max = max_entries;
     h->grace_s = grace_s;
-    h->floor_s = start_floor_s;
+    h->start_floor_s = start_floor_s;
     *out = h;
     return 0;
 }
@@ -112,14 +113,15 @@ static void sweep(mds_holds *h, uint64_t now_s)
 static dlog_limit full_log = DLOG_LIMIT_INIT(1, HOLDS_FULL_LOG_PERIOD_MS);
 
 bool mds_holds_note(mds_holds *h, uint64_t ino, uint64_t client, uint64_t until_s, bool only_if_held,
-                    uint64_t now_s)
+                    uint64_t recorded_until_s, uint64_t now_s)
 {
     bool ok = true;
     uint64_t held_until;
     unsigned b = bucket_of(ino);
     pthread_mutex_lock(&h->m);
     hold *e = walk_bucket(h, b, ino, client, now_s, &held_until);
-    if (only_if_held && held_until == 0 && !live(h, h->floor_s, now_s)) {
+    if (only_if_held && held_until == 0 && !live(h, h->overflow_floor_s, now_s) &&
+        !live(h, recorded_until_s, now_s)) {
         ok = false;
         goto out;
     }
@@ -132,10 +134,10 @@ bool mds_holds_note(mds_holds *h, uint64_t ino, uint64_t client, uint64_t until_
         sweep(h, now_s);
     e = h->count < h->max ? malloc(sizeof(*e)) : NULL;
     if (!e) { /* full (or no memory): hold every file that long instead */
-        if (h->floor_s < until_s)
-            h->floor_s = until_s;
+        if (h->overflow_floor_s < until_s)
+            h->overflow_floor_s = until_s;
         dlog_limited(&full_log, DLOG_WARN, "holds table full (%u): no unlinked file is purged "
-                     "before %llu", h->count, (unsigned long long)h->floor_s);
+                     "before %llu", h->count, (unsigned long long)h->overflow_floor_s);
         goto out;
     }
     *e = (hold){ .next = h->buckets[b], .ino = ino, .client = client, .until_s = until_s };
@@ -162,26 +164,44 @@ void mds_holds_release(mds_holds *h, uint64_t ino, uint64_t client)
     pthread_mutex_unlock(&h->m);
 }
 
-uint64_t mds_holds_until(mds_holds *h, uint64_t ino, uint64_t now_s)
+/* The latest end of a live hold of ino or floor (with_start: the start
+ * floor too); 0: none. */
+static uint64_t until_of(mds_holds *h, uint64_t ino, uint64_t now_s, bool with_start)
 {
     uint64_t until;
     pthread_mutex_lock(&h->m);
     walk_bucket(h, bucket_of(ino), ino, 0, now_s, &until);
-    if (live(h, h->floor_s, now_s) && until < h->floor_s)
-        until = h->floor_s;
+    if (live(h, h->overflow_floor_s, now_s) && until < h->overflow_floor_s)
+        until = h->overflow_floor_s;
+    if (with_start && live(h, h->start_floor_s, now_s) && until < h->start_floor_s)
+        until = h->start_floor_s;
     pthread_mutex_unlock(&h->m);
     return until;
 }
 
+uint64_t mds_holds_until(mds_holds *h, uint64_t ino, uint64_t now_s)
+{
+    return until_of(h, ino, now_s, true);
+}
+
 bool mds_holds_held(mds_holds *h, uint64_t ino, uint64_t now_s)
 {
-    return mds_holds_until(h, ino, now_s) != 0;
+    return until_of(h, ino, now_s, true) != 0;
+}
+
+bool mds_holds_held_since_start(mds_holds *h, uint64_t ino, uint64_t now_s)
+{
+    return until_of(h, ino, now_s, false) != 0;
 }
 
 uint64_t mds_holds_until_max(mds_holds *h, uint64_t now_s)
 {
     pthread_mutex_lock(&h->m);
-    uint64_t until = live(h, h->floor_s, now_s) ? h->floor_s : 0;
+    uint64_t until = 0;
+    if (live(h, h->start_floor_s, now_s))
+        until = h->start_floor_s;
+    if (live(h, h->overflow_floor_s, now_s) && h->overflow_floor_s > until)
+        until = h->overflow_floor_s;
     for (unsigned b = 0; b < HOLDS_BUCKETS; b++)
         for (const hold *e = h->buckets[b]; e; e = e->next)
             if (live(h, e->until_s, now_s) && e->until_s > until)

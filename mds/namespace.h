@@ -180,6 +180,9 @@ int mds_ns_purge_hold(mds_ns *ns, uint64_t ino, uint64_t until_s, bool lower, ch
 int mds_ns_take_holds_until(mds_ns *ns, uint64_t *until_s, bool *known, char *why);
 /* A clean stop: the latest end of a hold this run gave, durably. */
 int mds_ns_put_holds_until(mds_ns *ns, uint64_t until_s, char *why);
+/* What queued ino's entry recorded of its holds (held_until_s), or
+ * -ENOENT when ino is not queued. */
+int mds_ns_purge_recorded(mds_ns *ns, uint64_t ino, uint64_t *held_until_s, char *why);
 /* Files queued and their bytes (sizes). */
 void mds_ns_purge_stats(mds_ns *ns, uint64_t *files, uint64_t *bytes);
 

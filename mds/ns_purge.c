@@ -86,6 +86,15 @@ static int load_entry(mds_ns *ns, uint64_t ino, int64_t *queued_ns, uint64_t *he
     return 0;
 }
 
+int mds_ns_purge_recorded(mds_ns *ns, uint64_t ino, uint64_t *held_until_s, char *why)
+{
+    int64_t queued_ns;
+    pthread_rwlock_rdlock(&ns->lock);
+    int rc = load_entry(ns, ino, &queued_ns, held_until_s, why);
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}
+
 int mds_ns_purge_hold(mds_ns *ns, uint64_t ino, uint64_t until_s, bool lower, char *why)
 {
     uint8_t key[MDS_KEY_MAX], val[MDS_PURGE_VAL_LEN];

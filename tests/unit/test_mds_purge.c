@@ -122,8 +122,8 @@ START_TEST(test_holds_table)
     mds_holds *h;
     ck_assert_int_eq(mds_holds_new(MDS_HOLDS_MAX, GRACE_S, 0, &h), 0);
     ck_assert(!mds_holds_held(h, 5, T0));
-    ck_assert(mds_holds_note(h, 5, 1, T0 + TTL, false, T0));
-    ck_assert(mds_holds_note(h, 5, 2, T0 + 10, false, T0));
+    ck_assert(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0));
+    ck_assert(mds_holds_note(h, 5, 2, T0 + 10, false, 0, T0));
     ck_assert_uint_eq(mds_holds_until(h, 5, T0), T0 + TTL);
     ck_assert(!mds_holds_held(h, 6, T0)); /* per file */
     /* a release drops that client's hold only */
@@ -133,19 +133,19 @@ START_TEST(test_holds_table)
     ck_assert(!mds_holds_held(h, 5, T0));
     ck_assert_uint_eq(mds_holds_count(h), 0);
     /* a hold lives grace_s past its end (the I/O servers' skew) */
-    ck_assert(mds_holds_note(h, 5, 1, T0 + TTL, false, T0));
+    ck_assert(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0));
     ck_assert(mds_holds_held(h, 5, T0 + TTL + GRACE_S));
     ck_assert(!mds_holds_held(h, 5, T0 + TTL + GRACE_S + 1));
     ck_assert_uint_eq(mds_holds_count(h), 0); /* and then goes */
     /* renewals only extend */
-    ck_assert(mds_holds_note(h, 7, 1, T0 + TTL, false, T0));
-    ck_assert(mds_holds_note(h, 7, 1, T0 + 5, false, T0));
+    ck_assert(mds_holds_note(h, 7, 1, T0 + TTL, false, 0, T0));
+    ck_assert(mds_holds_note(h, 7, 1, T0 + 5, false, 0, T0));
     ck_assert_uint_eq(mds_holds_until(h, 7, T0), T0 + TTL);
     ck_assert_uint_eq(mds_holds_count(h), 1);
     /* only_if_held: a file nobody holds any more takes no new hold */
-    ck_assert(!mds_holds_note(h, 8, 3, T0 + TTL, true, T0));
+    ck_assert(!mds_holds_note(h, 8, 3, T0 + TTL, true, 0, T0));
     ck_assert(!mds_holds_held(h, 8, T0));
-    ck_assert(mds_holds_note(h, 7, 3, T0 + 2 * TTL, true, T0)); /* 7 is held: joins */
+    ck_assert(mds_holds_note(h, 7, 3, T0 + 2 * TTL, true, 0, T0)); /* 7 is held: joins */
     ck_assert_uint_eq(mds_holds_until_max(h, T0), T0 + 2 * TTL);
     /* expired holds go as their bucket is walked */
     ck_assert(!mds_holds_held(h, 7, T0 + 3 * TTL));
@@ -161,22 +161,30 @@ START_TEST(test_holds_floors)
     ck_assert_int_eq(mds_holds_new(MDS_HOLDS_MAX, GRACE_S, T0 + TTL, &h), 0);
     ck_assert(mds_holds_held(h, 42, T0));
     ck_assert_uint_eq(mds_holds_until(h, 42, T0), T0 + TTL);
-    ck_assert(mds_holds_note(h, 42, 1, T0 + 5, true, T0)); /* held by the floor */
+    /* but not asked again of a file queued before it (its entry recorded
+     * the holds of then): an unlinked file no recorded hold keeps takes no
+     * new one, one whose entry keeps it does */
+    ck_assert(!mds_holds_held_since_start(h, 42, T0));
+    ck_assert(!mds_holds_note(h, 42, 1, T0 + 5, true, 0, T0));
+    ck_assert(mds_holds_note(h, 42, 1, T0 + 5, true, T0 + 1, T0));
+    ck_assert(mds_holds_held_since_start(h, 42, T0));
     ck_assert(!mds_holds_held(h, 42, T0 + TTL + GRACE_S + 1));
     mds_holds_free(h);
 
     /* a full table keeps no hold alone but raises the floor: safe */
     ck_assert_int_eq(mds_holds_new(FEW_HOLDS, GRACE_S, 0, &h), 0);
     for (unsigned i = 0; i < FEW_HOLDS; i++)
-        ck_assert(mds_holds_note(h, 100 + i, 1, T0 + 10, false, T0));
+        ck_assert(mds_holds_note(h, 100 + i, 1, T0 + 10, false, 0, T0));
     ck_assert_uint_eq(mds_holds_count(h), FEW_HOLDS);
     ck_assert(!mds_holds_held(h, 200, T0));
-    ck_assert(mds_holds_note(h, 200, 1, T0 + TTL, false, T0));
+    ck_assert(mds_holds_note(h, 200, 1, T0 + TTL, false, 0, T0));
     ck_assert_uint_eq(mds_holds_count(h), FEW_HOLDS);
     ck_assert(mds_holds_held(h, 200, T0 + TTL)); /* by the floor */
     ck_assert(mds_holds_held(h, 999, T0 + TTL)); /* and so is every file */
+    ck_assert(mds_holds_held_since_start(h, 999, T0 + TTL));
+    ck_assert(mds_holds_note(h, 999, 2, T0 + TTL, true, 0, T0)); /* may be held: may join */
     /* expired entries make room again */
-    ck_assert(mds_holds_note(h, 300, 1, T0 + 3 * TTL, false, T0 + 2 * TTL));
+    ck_assert(mds_holds_note(h, 300, 1, T0 + 3 * TTL, false, 0, T0 + 2 * TTL));
     ck_assert_uint_eq(mds_holds_count(h), 1);
     mds_holds_free(h);
 }
@@ -308,7 +316,7 @@ START_TEST(test_queue_records_holds)
     mds_ns_set_holds(ns, h);
     uint64_t f = new_file("held", 10);
     uint64_t g = new_file("free", 10);
-    ck_assert(mds_holds_note(h, f, 1, now + TTL, false, now));
+    ck_assert(mds_holds_note(h, f, 1, now + TTL, false, 0, now));
     unlink_name("held");
     unlink_name("free");
     ck_assert_int_eq(mds_ns_purge_scan(ns, 0, 0, collect, &c, &last, &eof, why), 0);
@@ -495,6 +503,23 @@ START_TEST(test_handlers_restart_floor)
     store_open();
     handlers_up(0);
     ck_assert_uint_eq(list(&first), 0);
+    ck_assert_int_eq(by_ino(DEPFS__MDS_OP__MDS_PURGE_DONE, 0, f, false), EBUSY);
+    handlers_down();
+    /* a file queued before a crash whose holds had all gone is purged at
+     * once after it, whatever the new start floor: its entry says so */
+    uint64_t g;
+    handlers_up(0);
+    ck_assert_int_eq(create_as(7, "g", &g), 0);
+    ck_assert_int_eq(by_ino(DEPFS__MDS_OP__MDS_RELEASE, 7, g, false), 0);
+    unlink_name("g");
+    handlers_down();
+    store_close();
+    store_open();
+    handlers_up(now + TTL);
+    ck_assert_uint_eq(list(&first), 1);
+    ck_assert_uint_eq(first, g);
+    ck_assert_int_eq(by_ino(DEPFS__MDS_OP__MDS_OPEN, 8, g, true), ENOENT); /* not held */
+    ck_assert_int_eq(by_ino(DEPFS__MDS_OP__MDS_PURGE_DONE, 0, g, false), 0);
     handlers_down();
 }
 END_TEST
