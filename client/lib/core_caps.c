@@ -25,9 +25,11 @@
  * holds the file for a capability's life, so that a file unlinked while
  * open keeps its strip files. A client that needs no capabilities keeps
  * its holds the same way: the open's is noted here (an entry without
- * rights or bytes) and renewed in its second half at the next request
- * (MDS_OPEN with renew_hold). The last close here gives the hold back
- * (MDS_RELEASE), so the file's strip files may go at once. */
+ * rights or bytes, kept while the file is open here) and renewed in its
+ * second half at the next request (MDS_OPEN with renew_hold). The last
+ * close here gives the hold back (MDS_RELEASE) and drops the entry, so
+ * the file's strip files may go at once; files not open here (scrub,
+ * repairs, the purge drainer) have no entry and hold nothing. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -143,6 +145,13 @@ void dc_cap_release(depfs_t *fs, uint64_t ino)
 {
     Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
     Depfs__MdsReply *rep = NULL;
+    if (!caps_wanted(fs)) { /* the hold's entry: no renewals any more */
+        pthread_mutex_lock(&fs->caps_lock);
+        dc_cap *e = slot_find(fs, ino);
+        if (e)
+            memset(e, 0, sizeof(*e));
+        pthread_mutex_unlock(&fs->caps_lock);
+    }
     req.has_ino = true;
     req.ino = ino;
     int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_RELEASE, &req, &rep);
@@ -193,19 +202,15 @@ static int ask_mds(depfs_t *fs, uint64_t ino, uint32_t need, const dc_cap *old, 
     return rc;
 }
 
-/* A client that needs no capabilities: its hold of ino, open here,
- * renewed in its second half (mds/holds.h). A failure is retried later;
- * the request goes on (its I/O needs no capability). Files not open here
- * (scrub, repairs, the purge drainer) hold nothing. */
+/* A client that needs no capabilities: its hold of ino, open here (an
+ * entry), renewed in its second half (mds/holds.h). A failure is retried
+ * later; the request goes on (its I/O needs no capability). */
 static void renew_hold(depfs_t *fs, uint64_t ino)
 {
     uint64_t now = now_s();
-    if (!dc_inode_find(fs, ino))
-        return;
     pthread_mutex_lock(&fs->caps_lock);
     const dc_cap *e = slot_find(fs, ino);
-    bool had = e != NULL;
-    bool due = !e || (e->expires_s <= now + DC_CAP_RENEW_LEFT_S && e->renew_after_s <= now);
+    bool due = e && e->expires_s <= now + DC_CAP_RENEW_LEFT_S && e->renew_after_s <= now;
     pthread_mutex_unlock(&fs->caps_lock);
     if (!due)
         return;
@@ -222,8 +227,6 @@ static void renew_hold(depfs_t *fs, uint64_t ino)
     }
     log_warn("libdepfs: cannot renew the MDS's hold of inode %llu: %s (%s)", (unsigned long long)ino,
              strerror(-rc), depfs_last_error());
-    if (!had) /* no entry to mark: make one that retries later */
-        store_hold(fs, ino, now);
     renew_failed(fs, ino, now);
 }
 
