@@ -23,6 +23,7 @@
 #include "mds/store_keys.h"
 #include "mds/syncer.h"
 #include "rpc.h"
+#include "tests/lib/mds_store.h"
 
 #define N_SERVERS 6u
 #define DEF_N 4u
@@ -31,53 +32,37 @@
 #define ROOT MDS_ROOT_INO
 #define RPC_TIMEOUT_MS 5000
 
-static char tmpdir[PATH_MAX];
-static kvstore *kv;
+static tms_store store; /* tests/lib/mds_store.h: the temp dir, store and namespace */
+static kvstore *kv;      /* store.kv and store.ns while open */
 static mds_ns *ns;
 static char why[MDS_WHY_MAX];
 
-static void fill_params(mds_ns_params *p)
-{
-    memset(p, 0, sizeof(*p));
-    p->n_servers = N_SERVERS;
-    for (unsigned i = 0; i < N_SERVERS; i++)
-        p->server_ids[i] = 10 + i;
-    p->default_n = DEF_N;
-    p->default_k = DEF_K;
-    p->default_su = DEF_SU;
-}
-
 static void store_open(void)
 {
-    char err[256];
-    mds_ns_params p;
-    ck_assert_int_eq(kv_open(tmpdir, true, &kv, err, sizeof(err)), 0);
-    fill_params(&p);
-    ck_assert_int_eq(mds_ns_open(kv, &p, &ns, why), 0);
+    tms_open(&store);
+    kv = store.kv;
+    ns = store.ns;
 }
 
 static void store_close(void)
 {
-    mds_ns_close(ns);
-    kv_close(kv);
+    tms_close(&store);
     ns = NULL;
     kv = NULL;
 }
 
 static void setup(void)
 {
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_mds.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-    store_open();
+    tms_setup(&store, N_SERVERS, DEF_N, DEF_K, DEF_SU);
+    kv = store.kv;
+    ns = store.ns;
 }
 
 static void teardown(void)
 {
-    char cmd[PATH_MAX + 16];
-    if (ns)
-        store_close();
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
+    tms_teardown(&store);
+    ns = NULL;
+    kv = NULL;
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -635,7 +620,7 @@ START_TEST(test_sizes_bounded)
         char err[256];
         kvstore *raw;
         uint8_t key[MDS_KEY_MAX], val[8];
-        ck_assert_int_eq(kv_open(tmpdir, true, &raw, err, sizeof err), 0);
+        ck_assert_int_eq(kv_open(store.dir, true, &raw, err, sizeof err), 0);
         mds_put_u64le(val, UINT64_MAX - 1);
         ck_assert_int_eq(kv_put(raw, key, mds_key_counter(key, MDS_COUNTER_LOGICAL_BYTES), val,
                                 sizeof val), 0);
@@ -1272,11 +1257,11 @@ static void *sync_main(void *arg)
     return (void *)bad;
 }
 
-/* How many of our descriptors name the newest NNNNNN.log in tmpdir. */
+/* How many of our descriptors name the newest NNNNNN.log in store.dir. */
 static int fds_on_newest_log(void)
 {
     char newest[PATH_MAX] = "", link[PATH_MAX], path[PATH_MAX + 32];
-    DIR *d = opendir(tmpdir);
+    DIR *d = opendir(store.dir);
     struct dirent *e;
     ck_assert_ptr_nonnull(d);
     while ((e = readdir(d)) != NULL) {
@@ -1296,7 +1281,7 @@ static int fds_on_newest_log(void)
             continue;
         link[n] = '\0';
         char want[PATH_MAX * 2];
-        snprintf(want, sizeof(want), "%s/%s", tmpdir, newest);
+        snprintf(want, sizeof(want), "%s/%s", store.dir, newest);
         count += !strcmp(link, want);
     }
     closedir(d);
@@ -1324,7 +1309,7 @@ START_TEST(test_kv_group_commit)
     clock_gettime(CLOCK_REALTIME, &old_times[0]);
     old_times[0].tv_sec -= OLD_DIR_AGE_S;
     old_times[1] = old_times[0];
-    ck_assert_int_eq(utimensat(AT_FDCWD, tmpdir, old_times, 0), 0);
+    ck_assert_int_eq(utimensat(AT_FDCWD, store.dir, old_times, 0), 0);
     kv_batch *first = kv_batch_new();
     kv_batch_put(first, "zfirst", 6, "v", 1);
     ck_assert_int_eq(kv_batch_commit_nosync(kv, first), 0);

@@ -22,9 +22,13 @@
 #include "mds/handlers.h"
 #include "mds/holds.h"
 #include "mds/namespace.h"
+#include "tests/lib/mds_store.h"
 #include "wire_check.h"
 
 #define N_SERVERS 6u
+#define DEF_N 4u
+#define DEF_K 2u
+#define DEF_SU 65536u
 #define ROOT MDS_ROOT_INO
 #define GRACE_S 30u
 #define T0 1000000u        /* a wall-clock second for the holds table */
@@ -33,48 +37,32 @@
 #define MANY_FILES 300u    /* more than one scan or list holds */
 #define LIST_MAX 8u
 
-static char tmpdir[PATH_MAX];
-static kvstore *kv;
-static mds_ns *ns;
+static tms_store store; /* tests/lib/mds_store.h */
+static mds_ns *ns;       /* store.ns while open */
 static char why[MDS_WHY_MAX];
 
 static void store_open(void)
 {
-    char err[256];
-    mds_ns_params p;
-    memset(&p, 0, sizeof(p));
-    p.n_servers = N_SERVERS;
-    for (unsigned i = 0; i < N_SERVERS; i++)
-        p.server_ids[i] = 10 + i;
-    p.default_n = 4;
-    p.default_k = 2;
-    p.default_su = 65536;
-    ck_assert_int_eq(kv_open(tmpdir, true, &kv, err, sizeof(err)), 0);
-    ck_assert_int_eq(mds_ns_open(kv, &p, &ns, why), 0);
+    tms_open(&store);
+    ns = store.ns;
 }
 
 static void store_close(void)
 {
-    mds_ns_close(ns);
-    kv_close(kv);
+    tms_close(&store);
     ns = NULL;
-    kv = NULL;
 }
 
 static void setup(void)
 {
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_mds_purge.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-    store_open();
+    tms_setup(&store, N_SERVERS, DEF_N, DEF_K, DEF_SU);
+    ns = store.ns;
 }
 
 static void teardown(void)
 {
-    char cmd[PATH_MAX + 16];
-    if (ns)
-        store_close();
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
+    tms_teardown(&store);
+    ns = NULL;
 }
 
 static uint64_t new_file(const char *name, uint64_t size)
@@ -357,7 +345,7 @@ static void handlers_up(uint64_t floor_s)
     cfg.n_ioservers = 2;
     cfg.ioservers[0].id = 10;
     cfg.ioservers[1].id = 11;
-    ck_assert_int_eq(mds_cluster_open(kv, &cfg, &hcl), 0);
+    ck_assert_int_eq(mds_cluster_open(store.kv, &cfg, &hcl), 0);
     mds_holds *h;
     ck_assert_int_eq(mds_holds_new(MDS_HOLDS_MAX, AUTH_CAP_SKEW_S, floor_s, &h), 0);
     mds_ns_set_holds(ns, h);
