@@ -85,10 +85,18 @@ int depfs_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st
     return call_stat(fs, DEPFS__MDS_OP__MDS_LOOKUP, &req, st);
 }
 
+/* A file unlinked (nlink 0) is kept by the MDS for the handles still
+ * open on it (README "Removing files"): to this client it exists only
+ * while it has it open; else it is gone, as a stale name's inode is (the
+ * kernel drops a cached entry on that ENOENT). */
 int depfs_getattr(depfs_t *fs, uint64_t ino, struct stat *st)
 {
     Depfs__MdsReply *rep = NULL;
     int rc = dc_getattr_rep(fs, ino, &rep);
+    if (rc == 0 && rep->attr->nlink == 0 && S_ISREG(rep->attr->mode) && !dc_inode_find(fs, ino)) {
+        dc_set_error("inode %llu was unlinked", (unsigned long long)ino);
+        rc = -ENOENT;
+    }
     if (rc == 0)
         dc_reply_to_stat(fs, rep, st);
     free_rep(rep);
