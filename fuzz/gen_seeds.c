@@ -211,7 +211,11 @@ static void mds_seeds(const char *dir)
     q.has_cookie = q.has_max_entries = 1;
     q.max_entries = 16;
     add(&s, DEPFS__MDS_OP__MDS_PURGE_LIST, &q.base, NULL, 0);
-    mds_ino(&s, DEPFS__MDS_OP__MDS_PURGE_DONE, FIRST_INO);
+    uint64_t done_ino = FIRST_INO;
+    q = mreq();
+    q.n_purge_inos = 1;
+    q.purge_inos = &done_ino;
+    add(&s, DEPFS__MDS_OP__MDS_PURGE_DONE, &q.base, NULL, 0);
     save(dir, "mds", "purge-queue", &s);
 
     /* depfs-recovery's state and progress reports */

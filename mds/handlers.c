@@ -651,25 +651,32 @@ static int op_purge_list(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *
     return 0;
 }
 
-/* MDS_PURGE_DONE (admin): every strip file of queued ino is gone. A file a
- * hold keeps (not one the list gave; a clock that went back) is refused:
- * EBUSY. */
+/* Whether a hold keeps queued ino (purge_done's keep: not one the list
+ * gave, unless a handle took it since by a clock that went back). */
+static bool purge_keep(void *arg, uint64_t ino, uint64_t held_until_s)
+{
+    mds_ctx *c = arg;
+    uint64_t now_s = (uint64_t)time(NULL);
+    bool kept = mds_hold_live(held_until_s, AUTH_CAP_SKEW_S, now_s) ||
+                (c->holds && mds_holds_held_since_start(c->holds, ino, now_s));
+    if (kept)
+        log_warn("purge queue: inode %llu is held open again: kept", (unsigned long long)ino);
+    return kept;
+}
+
+/* MDS_PURGE_DONE (admin): every strip file of the queued purge_inos is
+ * gone: they are dropped in one commit (a file held again is kept). */
 static int op_purge_done(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
-    uint64_t now_s = (uint64_t)time(NULL), recorded_s = 0;
-    NEED(q->has_ino, "ino");
-    int rc = mds_ns_purge_recorded(c->ns, q->ino, &recorded_s, b->why);
+    unsigned dropped = 0;
+    NEED(q->n_purge_inos > 0, "purge_inos");
+    int rc = mds_ns_purge_done(c->ns, q->purge_inos, q->n_purge_inos, purge_keep, c, &dropped, b->why);
     if (rc < 0)
         return rc;
-    if (mds_hold_live(recorded_s, AUTH_CAP_SKEW_S, now_s) ||
-        (c->holds && mds_holds_held_since_start(c->holds, q->ino, now_s))) {
-        snprintf(b->why, sizeof(b->why), "inode %llu is held open", (unsigned long long)q->ino);
-        return -EBUSY;
-    }
-    rc = mds_ns_purge_done(c->ns, q->ino, b->why);
-    if (rc == 0)
-        log_debug("purge queue: inode %llu dropped", (unsigned long long)q->ino);
-    return rc;
+    b->rep.has_purge_dropped = true;
+    b->rep.purge_dropped = dropped;
+    log_debug("purge queue: %u of %zu entries dropped", dropped, q->n_purge_inos);
+    return 0;
 }
 
 static int op_setxattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)

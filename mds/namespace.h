@@ -166,9 +166,14 @@ void mds_ns_set_holds(mds_ns *ns, mds_holds *holds);
 typedef int (*mds_purge_fn)(void *arg, const mds_inode *in, uint64_t held_until_s);
 int mds_ns_purge_scan(mds_ns *ns, uint64_t after_ino, unsigned scan_max, mds_purge_fn fn, void *arg,
                       uint64_t *last_ino, bool *eof, char *why);
-/* Drops queued inode ino (its strip files are gone): the inode, its xattrs
- * and its queue entry, with the counters. -ENOENT when ino is not queued. */
-int mds_ns_purge_done(mds_ns *ns, uint64_t ino, char *why);
+/* Drops the queued inodes of inos[0..n) (their strip files are gone), in
+ * one batch: each inode, its xattrs and its queue entry, with the
+ * counters. An ino that is not queued, or that keep(arg, ino,
+ * held_until_s) keeps (NULL: none), is left as it is. n is at most
+ * WIRE_PURGE_LIST_MAX. *dropped: how many went. */
+typedef bool (*mds_purge_keep_fn)(void *arg, uint64_t ino, uint64_t held_until_s);
+int mds_ns_purge_done(mds_ns *ns, const uint64_t *inos, size_t n, mds_purge_keep_fn keep, void *arg,
+                      unsigned *dropped, char *why);
 /* Queued ino's recorded hold end becomes until_s when later (a hold
  * renewed), or anyway with lower (no hold is left). No write when it is
  * unchanged. -ENOENT when ino is not queued. */

@@ -118,32 +118,59 @@ out:
     return ns_settle(ns, rc, why);
 }
 
-int mds_ns_purge_done(mds_ns *ns, uint64_t ino, char *why)
+/* Adds the drop of queued ino to t when it is queued and not kept; 1 when
+ * it is, 0 when it is left, < 0 on a store error (the caller holds the
+ * namespace lock). */
+static int drop_one(ns_txn *t, uint64_t ino, mds_purge_keep_fn keep, void *arg, char *why)
 {
     uint8_t key[MDS_KEY_MAX];
-    mds_inode in;
-    ns_txn t;
-
-    pthread_rwlock_wrlock(&ns->lock);
     int64_t queued_ns;
     uint64_t held_until_s;
-    int rc = load_entry(ns, ino, &queued_ns, &held_until_s, why);
+    mds_inode in;
+    int rc = load_entry(t->ns, ino, &queued_ns, &held_until_s, why);
+    if (rc == -ENOENT)
+        return 0; /* dropped before (a retried pass) or never queued */
+    if (rc == 0 && keep && keep(arg, ino, held_until_s))
+        return 0;
     if (rc == 0)
-        rc = ns_load_inode(ns, ino, &in, why);
+        rc = ns_load_inode(t->ns, ino, &in, why);
     if (rc == 0 && (!S_ISREG(in.mode) || in.nlink != 0))
         rc = ns_fail(why, EIO, "queued inode %llu is not an unlinked file", (unsigned long long)ino);
     if (rc < 0)
-        goto out;
-    rc = ns_txn_begin(ns, &t);
+        return rc;
+    kv_batch_delete(t->b, key, mds_key_purge(key, ino));
+    if (t->purge_files > 0) /* a statistic: a count short of the entries clamps */
+        t->purge_files--;
+    rc = ns_destroy_inode(t, &in); /* takes its size off both totals */
+    return rc < 0 ? rc : 1;
+}
+
+int mds_ns_purge_done(mds_ns *ns, const uint64_t *inos, size_t n, mds_purge_keep_fn keep, void *arg,
+                      unsigned *dropped, char *why)
+{
+    ns_txn t;
+    unsigned count = 0;
+    *dropped = 0;
+    if (n > WIRE_PURGE_LIST_MAX)
+        return ns_fail(why, E2BIG, "%zu purge entries > max %u", n, WIRE_PURGE_LIST_MAX);
+    pthread_rwlock_wrlock(&ns->lock);
+    int rc = ns_txn_begin(ns, &t);
     if (rc < 0)
         goto out;
-    kv_batch_delete(t.b, key, mds_key_purge(key, ino));
-    if (t.purge_files > 0) /* a statistic: a count short of the entries clamps */
-        t.purge_files--;
-    rc = ns_destroy_inode(&t, &in); /* takes its size off both totals */
-    rc = rc < 0 ? (ns_txn_abort(&t), rc) : ns_txn_commit(&t);
+    for (size_t i = 0; i < n && rc >= 0; i++) {
+        rc = drop_one(&t, inos[i], keep, arg, why);
+        count += rc > 0;
+    }
+    if (rc < 0 || count == 0) {
+        ns_txn_abort(&t);
+        rc = rc < 0 ? rc : 0;
+        goto out;
+    }
+    rc = ns_txn_commit(&t);
     if (rc < 0)
         rc = ns_fail(why, EIO, "store write failed");
+    else
+        *dropped = count;
 out:
     pthread_rwlock_unlock(&ns->lock);
     return ns_settle(ns, rc, why);

@@ -2,9 +2,11 @@
  * queue's drainer (depfs_purge_pass, depfs_admin.h). The MDS lists the
  * unlinked files no handle may use any more (MDS_PURGE_LIST); each one's
  * strip files are removed on all n servers (dc_data_remove: IO_REMOVE is
- * idempotent, a strip file already gone is done), and only then is its
- * entry dropped (MDS_PURGE_DONE), so a crash anywhere leaves the entry
- * for the next pass and never a strip file without one. */
+ * idempotent, a strip file already gone is done), and only then are the
+ * entries of those that went dropped, all in one MDS commit
+ * (MDS_PURGE_DONE), so a crash anywhere leaves the entries for the next
+ * pass and never a strip file without one. */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -24,20 +26,28 @@ static int purge_list(depfs_t *fs, unsigned max_files, uint64_t cursor, Depfs__M
     return dc_mds_call(fs, DEPFS__MDS_OP__MDS_PURGE_LIST, &req, rep);
 }
 
-static int purge_done(depfs_t *fs, uint64_t ino)
+/* MDS_PURGE_DONE of inos[0..n): how many entries the MDS dropped. */
+static int purge_done(depfs_t *fs, uint64_t *inos, size_t n, unsigned *dropped)
 {
     Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
     Depfs__MdsReply *rep = NULL;
-    req.has_ino = true;
-    req.ino = ino;
+    assert(n > 0 && n <= WIRE_PURGE_LIST_MAX);
+    req.n_purge_inos = n;
+    req.purge_inos = inos;
     int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_PURGE_DONE, &req, &rep);
+    if (rc == 0 && (!rep->has_purge_dropped || rep->purge_dropped > n)) {
+        dc_set_error("MDS_PURGE_DONE: %u of %zu entries dropped", rep->purge_dropped, n);
+        rc = -EPROTO;
+    }
+    if (rc == 0)
+        *dropped = rep->purge_dropped;
     if (rep)
         depfs__mds_reply__free_unpacked(rep, NULL);
     return rc;
 }
 
-/* One listed entry: strip files, then the entry. 0 when it is gone. */
-static int purge_one(depfs_t *fs, const Depfs__PurgeEntry *e)
+/* One listed entry's strip files, on all n servers. */
+static int purge_strips(depfs_t *fs, const Depfs__PurgeEntry *e)
 {
     layout lay;
     char why[PURGE_WHY_BYTES];
@@ -50,15 +60,14 @@ static int purge_one(depfs_t *fs, const Depfs__PurgeEntry *e)
         dc_set_error("purge entry %llu has a bad layout: %s", (unsigned long long)e->ino, why);
         return -EPROTO;
     }
-    int rc = dc_data_remove(fs, e->ino, &lay);
-    if (rc == 0)
-        rc = purge_done(fs, e->ino);
-    return rc;
+    return dc_data_remove(fs, e->ino, &lay);
 }
 
 int depfs_purge_pass(depfs_t *fs, unsigned max_files, uint64_t *cursor, depfs_purge_report *rep)
 {
     Depfs__MdsReply *r = NULL;
+    uint64_t gone[WIRE_PURGE_LIST_MAX];
+    size_t n_gone = 0;
     if (!fs || !cursor || !rep || max_files == 0)
         return -EINVAL;
     memset(rep, 0, sizeof(*rep));
@@ -77,15 +86,21 @@ int depfs_purge_pass(depfs_t *fs, unsigned max_files, uint64_t *cursor, depfs_pu
     rep->eof = r->has_eof && r->eof;
     for (size_t i = 0; i < r->n_purge; i++) {
         const Depfs__PurgeEntry *e = r->purge[i];
-        int erc = purge_one(fs, e);
+        int erc = purge_strips(fs, e);
         if (erc == 0) {
-            rep->purged++;
+            gone[n_gone++] = e->ino;
             rep->bytes += e->size;
         } else {
             rep->failed++;
             log_warn("libdepfs: purge of inode %llu left for a later pass: %s (%s)",
                      (unsigned long long)e->ino, strerror(-erc), depfs_last_error());
         }
+    }
+    if (n_gone > 0) {
+        rc = purge_done(fs, gone, n_gone, &rep->purged);
+        if (rc < 0) /* the strip files are gone; the entries go at a later pass */
+            goto out;
+        rep->failed += (unsigned)n_gone - rep->purged;
     }
     *cursor = rep->eof ? 0 : r->purge_cursor;
 out:

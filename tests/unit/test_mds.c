@@ -121,7 +121,9 @@ static char *xattr_str(uint64_t ino, const char *name, int *rc)
 static void purge(uint64_t ino)
 {
     ck_assert_uint_eq(attr_of(ino).nlink, 0);
-    ck_assert_int_eq(mds_ns_purge_done(ns, ino, why), 0);
+    unsigned dropped = 0;
+    ck_assert_int_eq(mds_ns_purge_done(ns, &ino, 1, NULL, NULL, &dropped, why), 0);
+    ck_assert_uint_eq(dropped, 1);
     mds_inode in;
     ck_assert_int_eq(mds_ns_getattr(ns, ino, &in, why), -ENOENT);
 }
