@@ -364,7 +364,7 @@ int cli_cmd_status(int argc, char **argv, const char *config_path)
     if (json)
         print_json(v, n, &t);
     else if (prometheus)
-        status_print_prometheus(stdout, v, n);
+        status_print_prometheus(stdout, v, n, &t.purge);
     else
         print_text(v, n, &t);
     free(v);

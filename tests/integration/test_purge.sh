@@ -105,6 +105,12 @@ log "d) depfs status shows the queue while the file is open"
 [ "$(queue_bytes)" = 2000004 ] || fail "purge queue shows $(queue_bytes) bytes, not 2000004"
 depfs status | grep -q '^purge queue: 1 files, .* (2000004 bytes) pending' ||
   fail "depfs status does not show the queue: $(depfs status | tail -1)"
+depfs status --prometheus > "$W/metrics" || fail "depfs status --prometheus"
+OMCHECK="$TOP/tests/integration/openmetrics_check.py"
+python3 "$OMCHECK" "$W/metrics" || fail "status --prometheus is not valid OpenMetrics"
+[ "$(python3 "$OMCHECK" "$W/metrics" depfs_purge_queue_files)" = 1 ] &&
+  [ "$(python3 "$OMCHECK" "$W/metrics" depfs_purge_queue_bytes)" = 2000004 ] ||
+  fail "status --prometheus: queue $(grep '^depfs_purge' "$W/metrics" | tr '\n' ' ')"
 sleep "$OPEN_CHECK_S"
 [ "$(strips_of "$A_INO")" -gt 0 ] || fail "the strip files of a file still open went after $OPEN_CHECK_S s"
 touch "$W/a.close"
