@@ -36,10 +36,13 @@ bool io_caps_mds_op_grants(uint16_t mds_op)
     switch (mds_op) {
     case DEPFS__MDS_OP__MDS_OPEN:
     case DEPFS__MDS_OP__MDS_CREATE:
-    case DEPFS__MDS_OP__MDS_UNLINK:
-    case DEPFS__MDS_OP__MDS_RENAME:
         return true;
     default:
         return false;
     }
+}
+
+bool io_caps_mds_op_binds_client(uint16_t mds_op)
+{
+    return io_caps_mds_op_grants(mds_op) || mds_op == DEPFS__MDS_OP__MDS_RELEASE;
 }

@@ -21,10 +21,15 @@
 /* AUTH_CAP_READ, AUTH_CAP_WRITE or 0 (no capability needed). */
 uint32_t io_caps_needed(uint16_t type, const Depfs__IoRequest *q);
 
-/* The MDS requests (MdsOp) whose reply may carry a capability: MDS_OPEN,
- * MDS_CREATE, and MDS_UNLINK/MDS_RENAME (the last link's strip files). A
- * ticket holder sends its ticket with them (MdsRequest.ticket) and the MDS
- * makes the capability out to that ticket's client (mds/cap_owner.h). */
+/* The MDS requests (MdsOp) whose reply may carry a capability: MDS_OPEN
+ * and MDS_CREATE (an unlinked file's strip files are the purge queue's,
+ * not the client's). */
 bool io_caps_mds_op_grants(uint16_t mds_op);
+/* The MDS requests made in the name of a client the MDS must be sure of:
+ * those that grant, and MDS_RELEASE (a client gives back its hold of a
+ * file, mds/holds.h). A ticket holder sends its ticket with them
+ * (MdsRequest.ticket) and the MDS takes that ticket's client
+ * (mds/cap_owner.h). */
+bool io_caps_mds_op_binds_client(uint16_t mds_op);
 
 #endif

@@ -38,6 +38,9 @@
  * XATTR_LIST_MAX): what one listxattr returns, so also what one inode holds */
 #define WIRE_XATTR_LIST_MAX 65536u
 #define WIRE_MAX_GROUPS 64u         /* supplementary groups a request names */
+#define WIRE_PURGE_LIST_MAX 256u    /* purge queue entries in one MDS_PURGE_LIST reply
+                                     * (a larger max_entries is cut to this) and in
+                                     * one MDS_PURGE_DONE */
 #define WIRE_OWNER_NONE UINT32_MAX  /* (uid_t)-1: "unchanged" to chown, never an owner */
 #define WIRE_RDEV_MAX UINT32_MAX    /* a device number on the mount: 12-bit major, 20-bit minor */
 #define WIRE_PERM_BITS 07777u       /* permission, set-id and sticky bits of a mode */

@@ -196,6 +196,28 @@ static void mds_seeds(const char *dir)
     add(&s, DEPFS__MDS_OP__MDS_REMOVEXATTR, &q.base, NULL, 0);
     save(dir, "mds", "xattrs", &s);
 
+    /* the purge queue: a file created and unlinked, its hold given back,
+     * listed and dropped, as a client and depfs-recovery do */
+    s.len = 0;
+    mds_named(&s, DEPFS__MDS_OP__MDS_CREATE, ROOT, "q", 0100644);
+    q = mreq();
+    q.has_ino = q.has_client_id = 1;
+    q.ino = FIRST_INO;
+    q.client_id = 1;
+    add(&s, DEPFS__MDS_OP__MDS_RELEASE, &q.base, NULL, 0);
+    mds_named(&s, DEPFS__MDS_OP__MDS_UNLINK, ROOT, "q", 0);
+    mds_ino(&s, DEPFS__MDS_OP__MDS_GETATTR, FIRST_INO);
+    q = mreq();
+    q.has_cookie = q.has_max_entries = 1;
+    q.max_entries = 16;
+    add(&s, DEPFS__MDS_OP__MDS_PURGE_LIST, &q.base, NULL, 0);
+    uint64_t done_ino = FIRST_INO;
+    q = mreq();
+    q.n_purge_inos = 1;
+    q.purge_inos = &done_ino;
+    add(&s, DEPFS__MDS_OP__MDS_PURGE_DONE, &q.base, NULL, 0);
+    save(dir, "mds", "purge-queue", &s);
+
     /* depfs-recovery's state and progress reports */
     s.len = 0;
     q = mreq();

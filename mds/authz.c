@@ -10,9 +10,13 @@ int mds_authorize(const auth_identity *who, uint16_t type, const Depfs__MdsReque
     (void)q;
     if (!who || who->role == AUTH_ROLE_CLUSTER)
         return 0;
-    if (type == DEPFS__MDS_OP__MDS_SET_SERVER_STATE) {
-        snprintf(why, why_len, "MDS_SET_SERVER_STATE is an admin operation (the cluster key's "
-                               "holders only); uid %u refused", who->uid);
+    const char *admin_op = type == DEPFS__MDS_OP__MDS_SET_SERVER_STATE ? "MDS_SET_SERVER_STATE"
+                           : type == DEPFS__MDS_OP__MDS_PURGE_LIST     ? "MDS_PURGE_LIST"
+                           : type == DEPFS__MDS_OP__MDS_PURGE_DONE     ? "MDS_PURGE_DONE"
+                                                                       : NULL;
+    if (admin_op) {
+        snprintf(why, why_len, "%s is an admin operation (the cluster key's holders only); uid %u "
+                 "refused", admin_op, who->uid);
         return -EPERM;
     }
     return 0;

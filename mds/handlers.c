@@ -3,8 +3,11 @@
  * first, then gets its acting caller (caller.c), whose permissions the
  * namespace checks (perm.c); then each op checks its
  * required fields (missing -> EINVAL with a message), calls the namespace or
- * cluster module and fills the reply; the replies that open a file or
- * drop its last link carry its I/O capability (auth on). Refusals are
+ * cluster module and fills the reply; the replies that open a file carry
+ * its I/O capability (auth on), and every open, create and renewal of a
+ * regular file is noted as a hold (holds.h) that keeps the file's strip
+ * files while it is unlinked and still open; the purge queue's
+ * drainer lists only files no hold keeps. Refusals are
  * logged as warnings (is_refusal). Storage for the reply lives in one mds_result per request
  * and is freed after the reply is sent. */
 #include "handlers.h"
@@ -24,6 +27,7 @@
 #include "io_caps.h"
 #include "log.h"
 #include "req_check.h"
+#include "wire_check.h"
 
 struct mds_result {
     Depfs__MdsReply rep;
@@ -48,6 +52,12 @@ struct mds_result {
     void *xval;
     char **xnames;
     size_t n_xnames;
+    /* purge list */
+    Depfs__PurgeEntry *purge;
+    Depfs__PurgeEntry **purge_ptrs;
+    Depfs__Layout *purge_lays;
+    uint32_t (*purge_servers)[LAYOUT_MAX_N];
+    size_t n_purge, max_purge;
     /* cluster: allocated by MDS_CLUSTER alone (80 KB: zeroing it for every
      * request was a few percent of a lookup's CPU) */
     struct mds_cluster_reply *cluster;
@@ -148,19 +158,51 @@ static uint32_t cap_rights_of(uint32_t open_flags)
     }
 }
 
-/* The last link went: its strip files may be removed by the client, which
- * gets a write capability for them with the layout. */
-static void fill_removed(mds_ctx *c, mds_reply_buf *b, const mds_removed *rm)
+/* The last link went: the client learns which inode (it may hold it
+ * open); a regular file's strip files go through the purge queue, not
+ * through the client. */
+static void fill_removed(mds_reply_buf *b, const mds_removed *rm)
 {
     if (!rm->ino)
         return;
     b->rep.has_removed_ino = true;
     b->rep.removed_ino = rm->ino;
-    if (rm->has_layout && rm->may_have_data) { /* no layout: no strip files to remove */
-        fill_layout(&b->lay, b->lay_servers, &rm->lay);
-        b->rep.layout = &b->lay;
-        issue_cap(c, b, rm->ino, AUTH_CAP_WRITE);
+}
+
+/* --------------------------------------------------------------- holds */
+
+/* Whose hold a request notes or gives back: the client dispatch found for
+ * it (cap_owner.h: a MUNGE user's ticket's, a key holder's word), else
+ * (auth off, or a user without a ticket) the client id it names. */
+static uint64_t hold_client(const Depfs__MdsRequest *q, const mds_reply_buf *b)
+{
+    if (b->cap_owner.issue)
+        return b->cap_owner.client_id;
+    return q->has_client_id ? q->client_id : 0;
+}
+
+/* The request's client holds regular file `in` for a capability's life.
+ * An unlinked file (nlink 0) takes new holds only while it is still held
+ * (by a hold since the start or as its queue entry recorded): once none
+ * is live its strip files may be going. -ENOENT then. A new hold of an
+ * unlinked file is recorded in its entry too (a restart keeps it). */
+static int note_hold(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b, const mds_inode *in)
+{
+    uint64_t now_s = (uint64_t)time(NULL), recorded_s = 0;
+    if (!c->holds || !S_ISREG(in->mode))
+        return 0;
+    if (in->nlink == 0) {
+        int rc = mds_ns_purge_recorded(c->ns, in->ino, &recorded_s, b->why);
+        if (rc < 0)
+            return rc;
     }
+    uint64_t until_s = now_s + AUTH_CAP_TTL_S;
+    if (mds_holds_note(c->holds, in->ino, hold_client(q, b), until_s, in->nlink == 0, recorded_s,
+                       now_s))
+        return in->nlink == 0 ? mds_ns_purge_hold(c->ns, in->ino, until_s, false, b->why) : 0;
+    snprintf(b->why, sizeof(b->why), "inode %llu was unlinked and no handle held it: its strip "
+             "files are being removed", (unsigned long long)in->ino);
+    return -ENOENT;
 }
 
 static void mds_new_from(const Depfs__MdsRequest *q, const mds_reply_buf *b, mds_new *nw)
@@ -303,13 +345,14 @@ static int op_setattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 }
 
 /* A renewal: a capability we issued, unexpired, for this ino and the
- * request's client (cap_owner.h), gets its rights again for AUTH_CAP_TTL_S.
- * No permission check, as none is made on an open file's later reads and
- * writes; the namespace is not read (the file may be unlinked and still
- * open at the client). */
+ * request's client (cap_owner.h), gets its rights again for AUTH_CAP_TTL_S,
+ * and the hold goes with it. No permission check, as none is made on an open
+ * file's later reads and writes (the file may be unlinked and still open
+ * at the client); a file no longer at the MDS (purged) is ENOENT. */
 static int renew_cap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
     auth_cap cap;
+    mds_inode in;
     if (!c->auth || !b->who) {
         snprintf(b->why, sizeof(b->why), "no capabilities: auth is off");
         return -EINVAL;
@@ -323,8 +366,25 @@ static int renew_cap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
                  rc == -EKEYEXPIRED ? "expired" : rc < 0 ? "not ours" : "another file's or client's");
         return -EACCES;
     }
-    issue_cap(c, b, q->ino, cap.rights);
-    return 0;
+    rc = mds_ns_getattr(c->ns, q->ino, &in, b->why);
+    if (rc == 0)
+        rc = note_hold(c, q, b, &in);
+    if (rc == 0)
+        issue_cap(c, b, q->ino, cap.rights);
+    return rc;
+}
+
+/* A hold renewed by a client that shows no capabilities (the cluster key's
+ * holders, auth off) for its handle of ino: as renew_cap, without one. */
+static int renew_hold(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    mds_inode in;
+    int rc = mds_ns_getattr(c->ns, q->ino, &in, b->why);
+    if (rc == 0)
+        rc = note_hold(c, q, b, &in);
+    if (rc == 0)
+        fill_attr(b, &in);
+    return rc;
 }
 
 /* A file's attributes and layout for an open with flags (O_ACCMODE,
@@ -336,8 +396,12 @@ static int op_open(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     NEED(q->has_ino, "ino");
     if (q->has_renew_capability)
         return renew_cap(c, q, b);
+    if (q->has_renew_hold && q->renew_hold)
+        return renew_hold(c, q, b);
     NEED(q->has_flags, "flags");
     int rc = mds_ns_open_file(c->ns, &b->caller, q->ino, q->flags, &in, b->why);
+    if (rc == 0)
+        rc = note_hold(c, q, b, &in);
     if (rc == 0) {
         fill_attr(b, &in);
         if (S_ISREG(in.mode))
@@ -354,6 +418,8 @@ static int op_create(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     NEED(q->name, "name");
     mds_new_from(q, b, &nw);
     int rc = mds_ns_create(c->ns, &nw, q->flags, &out, b->why);
+    if (rc == 0)
+        rc = note_hold(c, q, b, &out);
     if (rc == 0) {
         fill_attr(b, &out);
         if (S_ISREG(out.mode)) /* a create opens, with the access asked */
@@ -410,7 +476,7 @@ static int op_unlink(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     NEED(q->name, "name");
     int rc = mds_ns_unlink(c->ns, &b->caller, q->parent, q->name, &rm, b->why);
     if (rc == 0)
-        fill_removed(c, b, &rm);
+        fill_removed(b, &rm);
     return rc;
 }
 
@@ -431,7 +497,7 @@ static int op_rename(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     int rc = mds_ns_rename(c->ns, &b->caller, q->parent, q->name, q->new_parent, q->new_name, q->flags, &rm,
                            b->why);
     if (rc == 0)
-        fill_removed(c, b, &rm);
+        fill_removed(b, &rm);
     return rc;
 }
 
@@ -499,7 +565,117 @@ static int op_statfs(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
     (void)q;
     mds_ns_statfs(c->ns, &b->rep.files, &b->rep.logical_bytes);
+    mds_ns_purge_stats(c->ns, &b->rep.purge_files, &b->rep.purge_bytes);
     b->rep.has_files = b->rep.has_logical_bytes = true;
+    b->rep.has_purge_files = b->rep.has_purge_bytes = true;
+    return 0;
+}
+
+/* --------------------------------------------------------- purge queue */
+
+/* MDS_RELEASE: the client's last handle of ino closed (the client as
+ * dispatch found it: a user gives back only its own ticket's holds). */
+static int op_release(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    NEED(q->has_ino, "ino");
+    NEED(q->has_client_id, "client_id");
+    mds_inode in;
+    uint64_t now_s = (uint64_t)time(NULL);
+    if (!c->holds)
+        return 0;
+    mds_holds_release(c->holds, q->ino, hold_client(q, b));
+    if (mds_ns_getattr(c->ns, q->ino, &in, NULL) < 0 || in.nlink != 0 ||
+        mds_holds_held(c->holds, q->ino, now_s))
+        return 0;
+    /* an unlinked file's last hold went: its entry's record of holds too */
+    int rc = mds_ns_purge_hold(c->ns, q->ino, 0, true, b->why);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+typedef struct purge_walk {
+    mds_ctx *c;
+    mds_reply_buf *b;
+    uint64_t now_s;
+} purge_walk;
+
+/* One queued inode: listed when no hold keeps it, in memory or as its
+ * entry recorded them (a restart forgot the memory). */
+static int purge_emit(void *arg, const mds_inode *in, uint64_t held_until_s)
+{
+    purge_walk *w = arg;
+    mds_reply_buf *b = w->b;
+    if (b->n_purge >= b->max_purge)
+        return 1;
+    if (mds_hold_live(held_until_s, AUTH_CAP_SKEW_S, w->now_s) ||
+        (w->c->holds && mds_holds_held_since_start(w->c->holds, in->ino, w->now_s)))
+        return 0;
+    if (!in->has_layout) { /* created before layouts were stored: nothing to remove */
+        log_warn("purge queue: inode %llu has no layout", (unsigned long long)in->ino);
+        return 0;
+    }
+    Depfs__PurgeEntry *e = &b->purge[b->n_purge];
+    depfs__purge_entry__init(e);
+    e->ino = in->ino;
+    e->size = in->size;
+    fill_layout(&b->purge_lays[b->n_purge], b->purge_servers[b->n_purge], &in->lay);
+    e->layout = &b->purge_lays[b->n_purge];
+    b->purge_ptrs[b->n_purge++] = e;
+    return 0;
+}
+
+/* MDS_PURGE_LIST (admin): the queued files no handle may use any more,
+ * from inode cookie on, at most max_entries (WIRE_PURGE_LIST_MAX). */
+static int op_purge_list(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    purge_walk w = { .c = c, .b = b, .now_s = (uint64_t)time(NULL) };
+    uint64_t cursor = 0;
+    bool eof = false;
+    unsigned max = q->max_entries == 0 || q->max_entries > WIRE_PURGE_LIST_MAX ? WIRE_PURGE_LIST_MAX
+                                                                              : q->max_entries;
+    b->purge = calloc(max, sizeof(*b->purge));
+    b->purge_ptrs = calloc(max, sizeof(*b->purge_ptrs));
+    b->purge_lays = calloc(max, sizeof(*b->purge_lays));
+    b->purge_servers = calloc(max, sizeof(*b->purge_servers));
+    if (!b->purge || !b->purge_ptrs || !b->purge_lays || !b->purge_servers)
+        return -ENOMEM;
+    b->max_purge = max;
+    int rc = mds_ns_purge_scan(c->ns, q->has_cookie ? q->cookie : 0, MDS_PURGE_SCAN_MAX, purge_emit,
+                               &w, &cursor, &eof, b->why);
+    if (rc < 0)
+        return rc;
+    b->rep.n_purge = b->n_purge;
+    b->rep.purge = b->n_purge ? b->purge_ptrs : NULL;
+    b->rep.has_purge_cursor = b->rep.has_eof = true;
+    b->rep.purge_cursor = cursor;
+    b->rep.eof = eof;
+    return 0;
+}
+
+/* Whether a hold keeps queued ino (purge_done's keep: not one the list
+ * gave, unless a handle took it since by a clock that went back). */
+static bool purge_keep(void *arg, uint64_t ino, uint64_t held_until_s)
+{
+    mds_ctx *c = arg;
+    uint64_t now_s = (uint64_t)time(NULL);
+    bool kept = mds_hold_live(held_until_s, AUTH_CAP_SKEW_S, now_s) ||
+                (c->holds && mds_holds_held_since_start(c->holds, ino, now_s));
+    if (kept)
+        log_warn("purge queue: inode %llu is held open again: kept", (unsigned long long)ino);
+    return kept;
+}
+
+/* MDS_PURGE_DONE (admin): every strip file of the queued purge_inos is
+ * gone: they are dropped in one commit (a file held again is kept). */
+static int op_purge_done(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    unsigned dropped = 0;
+    NEED(q->n_purge_inos > 0, "purge_inos");
+    int rc = mds_ns_purge_done(c->ns, q->purge_inos, q->n_purge_inos, purge_keep, c, &dropped, b->why);
+    if (rc < 0)
+        return rc;
+    b->rep.has_purge_dropped = true;
+    b->rep.purge_dropped = dropped;
+    log_debug("purge queue: %u of %zu entries dropped", dropped, q->n_purge_inos);
     return 0;
 }
 
@@ -658,6 +834,9 @@ static const struct {
     [DEPFS__MDS_OP__MDS_CLUSTER] = { "cluster", op_cluster },
     [DEPFS__MDS_OP__MDS_SET_SERVER_STATE] = { "set_server_state", op_set_server_state },
     [DEPFS__MDS_OP__MDS_OPEN] = { "open", op_open },
+    [DEPFS__MDS_OP__MDS_RELEASE] = { "release", op_release },
+    [DEPFS__MDS_OP__MDS_PURGE_LIST] = { "purge_list", op_purge_list },
+    [DEPFS__MDS_OP__MDS_PURGE_DONE] = { "purge_done", op_purge_done },
 };
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
 
@@ -679,7 +858,7 @@ static int dispatch(mds_ctx *c, const rpc_msg *m, mds_reply_buf *b, const char *
         rc = mds_req_check(m->type, q, m->hdr, m->hdr_len, b->why, sizeof(b->why));
     if (rc == 0)
         rc = mds_caller_resolve(&c->callers, m->who, q, &b->caller, b->why, sizeof(b->why));
-    if (rc == 0 && c->auth && m->who && io_caps_mds_op_grants(m->type))
+    if (rc == 0 && c->auth && m->who && io_caps_mds_op_binds_client(m->type))
         rc = mds_cap_owner_of(c->auth->ticket_key, m->who, q, (uint64_t)time(NULL),
                               &b->cap_owner, b->why, sizeof(b->why));
     if (rc == 0)
@@ -730,6 +909,10 @@ static void reply_buf_free(mds_reply_buf *b)
         free(b->ents[i].name);
     free(b->ents);
     free(b->ent_ptrs);
+    free(b->purge);
+    free(b->purge_ptrs);
+    free(b->purge_lays);
+    free(b->purge_servers);
     free(b->target);
     free(b->xval);
     mds_ns_free_names(b->xnames, b->n_xnames);

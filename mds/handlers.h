@@ -9,6 +9,7 @@
 #include "caller.h"
 #include "cluster.h"
 #include "depfs.pb-c.h"
+#include "holds.h"
 #include "namespace.h"
 #include "rpc.h"
 #include "syncer.h"
@@ -23,6 +24,11 @@ typedef struct mds_ctx {
     kvstore *kv;
     const rpc_auth_server *auth; /* NULL: auth off (no tickets, no roles) */
     mds_caller_policy callers;   /* who acts in a request (caller.h); zero: defaults */
+    /* Handles that may still use a file (holds.h): noted at every open,
+     * create and renewal of a regular file, dropped by MDS_RELEASE; an
+     * unlinked file is listed for purging only when none is live. NULL
+     * (tests, fuzzing): none is kept, so every queued file is purgeable. */
+    mds_holds *holds;
 } mds_ctx;
 
 /* One request of frame type `type` (an MdsOp) from who over sess (both

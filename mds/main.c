@@ -16,12 +16,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cluster.h"
 #include "config.h"
 #include "daemon.h"
+#include "auth.h"
 #include "handlers.h"
+#include "holds.h"
 #include "kvstore.h"
 #include "log.h"
 #include "namespace.h"
@@ -43,6 +46,7 @@ typedef struct mds_daemon {
     kvstore *kv;
     mds_ns *ns;
     mds_cluster *cluster;
+    mds_holds *holds;
     mds_ctx ctx;
     mds_syncer *syncer;
     rpc_auth_server auth; /* users by MUNGE, daemons and admins by the cluster key */
@@ -122,6 +126,27 @@ static int open_store(mds_daemon *d)
         log_err("cannot open the namespace in %s: %s", d->cfg.mds_data_dir, err);
         return rc;
     }
+    /* handles the previous run let in end when its clean stop said, or
+     * after a crash by start + a capability's life: no unlinked file is
+     * purged before (holds.h) */
+    uint64_t floor_s = 0;
+    bool known = false;
+    rc = mds_ns_take_holds_until(d->ns, &floor_s, &known, err);
+    if (rc < 0) {
+        log_err("cannot read the previous run's holds: %s", err);
+        return rc;
+    }
+    if (!known)
+        floor_s = (uint64_t)time(NULL) + AUTH_CAP_TTL_S;
+    if (floor_s > (uint64_t)time(NULL))
+        log_info("unlinked files are kept at least until %llu s since the epoch (holds of the "
+                 "previous run, %s)", (unsigned long long)floor_s, known ? "stopped cleanly" : "crashed");
+    rc = mds_holds_new(MDS_HOLDS_MAX, AUTH_CAP_SKEW_S, floor_s, &d->holds);
+    if (rc < 0) {
+        log_err("cannot allocate the holds table: %s", strerror(-rc));
+        return rc;
+    }
+    mds_ns_set_holds(d->ns, d->holds);
     rc = mds_cluster_open(d->kv, &d->cfg, &d->cluster);
     if (rc < 0) {
         log_err("cannot load cluster membership: %s", strerror(-rc));
@@ -154,6 +179,7 @@ static int start_server(mds_daemon *d)
     d->ctx.cluster = d->cluster;
     d->ctx.syncer = d->syncer;
     d->ctx.kv = d->kv;
+    d->ctx.holds = d->holds;
     d->ctx.callers.cfg = &d->cfg; /* client_nodes, root_squash */
     o.ctx = &d->ctx;
     rc = rpc_server_start(&o, &d->srv);
@@ -167,8 +193,15 @@ static void shutdown_daemon(mds_daemon *d)
     if (d->srv)
         rpc_server_stop(d->srv);
     mds_syncer_stop(d->syncer); /* answers what is still queued */
+    if (d->ns && d->holds) { /* the next run keeps what this one let in */
+        char err[MDS_ERR_MAX];
+        if (mds_ns_put_holds_until(d->ns, mds_holds_until_max(d->holds, (uint64_t)time(NULL)), err) < 0)
+            log_warn("cannot record the holds given: %s (the next start waits a capability's life)",
+                     err);
+    }
     mds_cluster_close(d->cluster);
     mds_ns_close(d->ns);
+    mds_holds_free(d->holds);
     if (d->kv)
         kv_close(d->kv);
 }

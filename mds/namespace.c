@@ -1,6 +1,8 @@
 /* namespace.c - the MDS namespace over the store: open/root, counters,
  * transactions, create/lookup/attrs, unlink/rmdir/rename/link, readdir,
- * symlinks, extend, statfs, client registration. Xattrs live in ns_xattr.c. */
+ * symlinks, extend, statfs, client registration. Xattrs live in ns_xattr.c;
+ * the purge queue's listing and removal in ns_purge.c (a regular file's
+ * last link queues it here, drop_link). */
 #include "ns_internal.h"
 
 #include <assert.h>
@@ -107,6 +109,8 @@ int ns_txn_begin(mds_ns *ns, ns_txn *t)
     t->next_client = ns->next_client;
     t->inodes = ns->inodes;
     t->logical_bytes = ns->logical_bytes;
+    t->purge_files = ns->purge_files;
+    t->purge_bytes = ns->purge_bytes;
     return 0;
 }
 
@@ -121,6 +125,10 @@ int ns_txn_commit(ns_txn *t)
         put_counter(t->b, MDS_COUNTER_INODES, t->inodes);
     if (t->logical_bytes != ns->logical_bytes)
         put_counter(t->b, MDS_COUNTER_LOGICAL_BYTES, t->logical_bytes);
+    if (t->purge_files != ns->purge_files)
+        put_counter(t->b, MDS_COUNTER_PURGE_FILES, t->purge_files);
+    if (t->purge_bytes != ns->purge_bytes)
+        put_counter(t->b, MDS_COUNTER_PURGE_BYTES, t->purge_bytes);
     int rc = kv_batch_commit_nosync(ns->kv, t->b);
     kv_batch_free(t->b);
     t->b = NULL;
@@ -131,6 +139,8 @@ int ns_txn_commit(ns_txn *t)
         ns->next_client = t->next_client;
         ns->inodes = t->inodes;
         ns->logical_bytes = t->logical_bytes;
+        ns->purge_files = t->purge_files;
+        ns->purge_bytes = t->purge_bytes;
     }
     return rc;
 }
@@ -150,6 +160,11 @@ int ns_settle(mds_ns *ns, int rc, char *why)
     return 0;
 }
 
+void mds_ns_set_holds(mds_ns *ns, mds_holds *holds)
+{
+    ns->holds = holds;
+}
+
 void mds_ns_defer_sync(mds_ns *ns)
 {
     ns->defer_sync = true;
@@ -160,14 +175,23 @@ uint64_t mds_ns_thread_writes(void)
     return ns_thread_writes;
 }
 
-/* The running total of file sizes (statfs) moves by a file's old and new
- * size. It is a statistic: it saturates instead of wrapping (a store whose
- * total wrapped before it did stays usable), and a total below a file's
- * size only clamps at 0. */
-static void account_size(ns_txn *t, uint64_t old_size, uint64_t new_size)
+/* A running total of file sizes (statfs, the purge queue) moves by a
+ * file's old and new size. It is a statistic: it saturates instead of
+ * wrapping (a store whose total wrapped before it did stays usable), and a
+ * total below a file's size only clamps at 0. */
+uint64_t ns_account(uint64_t total, uint64_t old_size, uint64_t new_size)
 {
-    uint64_t v = t->logical_bytes >= old_size ? t->logical_bytes - old_size : 0;
-    t->logical_bytes = v > UINT64_MAX - new_size ? UINT64_MAX : v + new_size;
+    uint64_t v = total >= old_size ? total - old_size : 0;
+    return v > UINT64_MAX - new_size ? UINT64_MAX : v + new_size;
+}
+
+/* A regular file's size changes: statfs's total, and the purge queue's
+ * bytes while it is queued (nlink 0). */
+static void account_size(ns_txn *t, const mds_inode *in, uint64_t old_size, uint64_t new_size)
+{
+    t->logical_bytes = ns_account(t->logical_bytes, old_size, new_size);
+    if (in->nlink == 0)
+        t->purge_bytes = ns_account(t->purge_bytes, old_size, new_size);
 }
 
 /* ------------------------------------------------------- inodes & dirents */
@@ -293,8 +317,25 @@ int ns_destroy_inode(ns_txn *t, const mds_inode *in)
     assert(t->inodes > 0);
     t->inodes--;
     if (S_ISREG(in->mode))
-        account_size(t, in->size, 0);
+        account_size(t, in, in->size, 0);
     return 0;
+}
+
+/* A regular file's last link went: the inode stays, with nlink 0, for the
+ * handles still open on it (getattr, setattr, extend by inode number), and
+ * is queued for the removal of its strip files, in the same batch. It
+ * still counts in statfs until ns_purge.c drops it. */
+static void queue_orphan(ns_txn *t, const mds_inode *in, int64_t now)
+{
+    uint8_t key[MDS_KEY_MAX], val[MDS_PURGE_VAL_LEN];
+    uint64_t now_s = (uint64_t)now / CLOCK_NS_PER_S;
+    assert(S_ISREG(in->mode) && in->nlink == 0);
+    ns_put_inode(t, in);
+    /* the handles that may use it now, kept across a restart (holds.h) */
+    mds_purge_val_encode(val, now, t->ns->holds ? mds_holds_until(t->ns->holds, in->ino, now_s) : 0);
+    kv_batch_put(t->b, key, mds_key_purge(key, in->ino), val, sizeof(val));
+    t->purge_files++;
+    t->purge_bytes = ns_account(t->purge_bytes, 0, in->size);
 }
 
 /* Drops one link of a non-directory; at zero the inode goes and rm says so. */
@@ -312,6 +353,11 @@ static int drop_link(ns_txn *t, mds_inode *in, int64_t now, mds_removed *rm)
         rm->has_layout = in->has_layout;
         rm->may_have_data = in->has_layout && in->may_have_data;
         rm->lay = in->lay;
+        rm->queued = S_ISREG(in->mode);
+    }
+    if (S_ISREG(in->mode)) {
+        queue_orphan(t, in, now);
+        return 0;
     }
     return ns_destroy_inode(t, in);
 }
@@ -405,6 +451,9 @@ static int create_root(mds_ns *ns, char *why)
     put_counter(t.b, MDS_COUNTER_NEXT_CLIENT, ns->next_client);
     put_counter(t.b, MDS_COUNTER_INODES, ns->inodes);
     put_counter(t.b, MDS_COUNTER_LOGICAL_BYTES, ns->logical_bytes);
+    put_counter(t.b, MDS_COUNTER_PURGE_FILES, 0);
+    put_counter(t.b, MDS_COUNTER_PURGE_BYTES, 0);
+    put_counter(t.b, MDS_COUNTER_HOLDS_UNTIL, 0); /* no hold was given before */
     if (ns_txn_commit(&t) < 0 || kv_sync(ns->kv) < 0)
         return ns_fail(why, EIO, "cannot write the root inode");
     log_info("created a new namespace (root inode %u)", MDS_ROOT_INO);
@@ -418,6 +467,14 @@ static int load_counters(mds_ns *ns, char *why)
         load_counter(ns, MDS_COUNTER_INODES, &ns->inodes) < 0 ||
         load_counter(ns, MDS_COUNTER_LOGICAL_BYTES, &ns->logical_bytes) < 0)
         return ns_fail(why, EIO, "store has a root inode but missing or corrupt counters");
+    /* stores from before the purge queue have neither (and no queue) */
+    int rc = load_counter(ns, MDS_COUNTER_PURGE_FILES, &ns->purge_files);
+    if (rc == 0)
+        rc = load_counter(ns, MDS_COUNTER_PURGE_BYTES, &ns->purge_bytes);
+    if (rc == -ENOENT)
+        ns->purge_files = ns->purge_bytes = 0;
+    else if (rc < 0)
+        return ns_fail(why, EIO, "store has corrupt purge queue counters");
     if (ns->next_ino <= MDS_ROOT_INO || ns->next_client == 0)
         return ns_fail(why, EIO, "store counters out of range");
     return 0;
@@ -447,9 +504,10 @@ int mds_ns_open(kvstore *kv, const mds_ns_params *p, mds_ns **out, char *why)
         mds_ns_close(ns);
         return rc;
     }
-    log_info("namespace: %llu inodes, %llu logical bytes, next inode %llu",
-             (unsigned long long)ns->inodes, (unsigned long long)ns->logical_bytes,
-             (unsigned long long)ns->next_ino);
+    log_info("namespace: %llu inodes, %llu logical bytes, next inode %llu; purge queue: %llu "
+             "files, %llu bytes", (unsigned long long)ns->inodes,
+             (unsigned long long)ns->logical_bytes, (unsigned long long)ns->next_ino,
+             (unsigned long long)ns->purge_files, (unsigned long long)ns->purge_bytes);
     *out = ns;
     return 0;
 }
@@ -995,6 +1053,10 @@ int mds_ns_link(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t new_pa
         rc = ns_fail(why, EPERM, "hard links to directories are not allowed");
         goto out;
     }
+    if (in.nlink == 0) { /* as Linux's linkat of an unlinked file */
+        rc = ns_fail(why, ENOENT, "inode %llu was unlinked", (unsigned long long)ino);
+        goto out;
+    }
     if (in.nlink >= MDS_LINK_MAX) {
         rc = ns_fail(why, EMLINK, "too many links");
         goto out;
@@ -1182,7 +1244,7 @@ static void set_size(ns_txn *t, mds_inode *in, uint64_t size)
 {
     if (size < in->size)
         clamp_alloc(in, size);
-    account_size(t, in->size, size);
+    account_size(t, in, in->size, size);
     in->size = size;
     if (size > 0)
         in->may_have_data = true;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include "caller.h"
 #include "config.h"
+#include "holds.h"
 #include "kvstore.h"
 #include "store_keys.h"
 #include "wire.h" /* DEPFS_SET_* setattr bits */
@@ -83,6 +84,8 @@ typedef struct mds_removed {
     bool has_layout;
     bool may_have_data; /* strip files may exist (see mds_inode.may_have_data) */
     layout lay;
+    bool queued;        /* a regular file: kept by inode number (nlink 0) and
+                         * queued for the removal of its strip files */
 } mds_removed;
 
 /* Values for setattr (fields picked by the mask). */
@@ -142,6 +145,51 @@ int mds_ns_getxattr(mds_ns *ns, const mds_caller *who, uint64_t ino, const char 
 int mds_ns_listxattr(mds_ns *ns, const mds_caller *who, uint64_t ino, char ***names, size_t *count, char *why);
 void mds_ns_free_names(char **names, size_t count);
 int mds_ns_removexattr(mds_ns *ns, const mds_caller *who, uint64_t ino, const char *name, char *why);
+
+/* ------------------------------------------------------- the purge queue
+ * (ns_purge.c). A regular file whose last link goes (unlink, rename over)
+ * stays as an inode with nlink 0, reachable by inode number only, and is
+ * queued in the same batch; it counts in statfs until it is dropped. Who
+ * may still use it is the daemon's business (holds.h): these functions only
+ * keep the queue. */
+
+/* The holds a file's queue entry records when its last link goes (its
+ * holds' latest end, holds.h). NULL: none. Call before any concurrent use. */
+void mds_ns_set_holds(mds_ns *ns, mds_holds *holds);
+
+/* fn(arg, in, held_until_s) for queued inodes with ino > after_ino in ino order, at most
+ * scan_max of them (bounded by MDS_PURGE_SCAN_MAX), under the namespace's
+ * read lock: fn returns 0 to go on, > 0 to stop, < 0 an error (returned).
+ * *last_ino: the last inode passed to fn (after_ino when none); *eof: the
+ * queue's end was reached. */
+#define MDS_PURGE_SCAN_MAX 4096u
+typedef int (*mds_purge_fn)(void *arg, const mds_inode *in, uint64_t held_until_s);
+int mds_ns_purge_scan(mds_ns *ns, uint64_t after_ino, unsigned scan_max, mds_purge_fn fn, void *arg,
+                      uint64_t *last_ino, bool *eof, char *why);
+/* Drops the queued inodes of inos[0..n) (their strip files are gone), in
+ * one batch: each inode, its xattrs and its queue entry, with the
+ * counters. An ino that is not queued, or that keep(arg, ino,
+ * held_until_s) keeps (NULL: none), is left as it is. n is at most
+ * WIRE_PURGE_LIST_MAX. *dropped: how many went. */
+typedef bool (*mds_purge_keep_fn)(void *arg, uint64_t ino, uint64_t held_until_s);
+int mds_ns_purge_done(mds_ns *ns, const uint64_t *inos, size_t n, mds_purge_keep_fn keep, void *arg,
+                      unsigned *dropped, char *why);
+/* Queued ino's recorded hold end becomes until_s when later (a hold
+ * renewed), or anyway with lower (no hold is left). No write when it is
+ * unchanged. -ENOENT when ino is not queued. */
+int mds_ns_purge_hold(mds_ns *ns, uint64_t ino, uint64_t until_s, bool lower, char *why);
+/* Holds given by the MDS's previous run (holds.h start floor): *until_s
+ * the latest end of one when that run stopped cleanly (0 in a new
+ * namespace), and *known; !*known after a crash. The record is removed
+ * (durably) so a crash of this run is not taken for a clean stop. */
+int mds_ns_take_holds_until(mds_ns *ns, uint64_t *until_s, bool *known, char *why);
+/* A clean stop: the latest end of a hold this run gave, durably. */
+int mds_ns_put_holds_until(mds_ns *ns, uint64_t until_s, char *why);
+/* What queued ino's entry recorded of its holds (held_until_s), or
+ * -ENOENT when ino is not queued. */
+int mds_ns_purge_recorded(mds_ns *ns, uint64_t ino, uint64_t *held_until_s, char *why);
+/* Files queued and their bytes (sizes). */
+void mds_ns_purge_stats(mds_ns *ns, uint64_t *files, uint64_t *bytes);
 
 /* The layout policy of a directory, or the cluster default (n/k/su). */
 void mds_ns_effective_policy(mds_ns *ns, const mds_inode *dir, unsigned *n, unsigned *k, uint32_t *su);

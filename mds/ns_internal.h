@@ -1,9 +1,10 @@
-/* ns_internal.h - internals shared by namespace.c and ns_xattr.c: the
+/* ns_internal.h - internals shared by namespace.c, ns_xattr.c and ns_purge.c: the
  * namespace struct, transactions (one kv_batch + pending counters) and the
  * inode/dirent helpers. Not used outside the namespace files. */
 #ifndef DEPFS_MDS_NS_INTERNAL_H
 #define DEPFS_MDS_NS_INTERNAL_H
 #include <pthread.h>
+#include "holds.h"
 #include "namespace.h"
 
 struct mds_ns {
@@ -11,6 +12,8 @@ struct mds_ns {
     pthread_rwlock_t lock; /* writers: every mutation; readers: lookups */
     mds_ns_params p;
     uint64_t next_ino, next_client, inodes, logical_bytes; /* persisted counters */
+    uint64_t purge_files, purge_bytes; /* persisted: the purge queue (ns_purge.c) */
+    mds_holds *holds;  /* mds_ns_set_holds: what an unlinked file's holds add up to */
     bool defer_sync; /* mds_ns_defer_sync: the caller runs the barrier */
 };
 
@@ -20,6 +23,7 @@ typedef struct ns_txn {
     mds_ns *ns;
     kv_batch *b;
     uint64_t next_ino, next_client, inodes, logical_bytes;
+    uint64_t purge_files, purge_bytes;
 } ns_txn;
 
 int ns_txn_begin(mds_ns *ns, ns_txn *t);
@@ -39,6 +43,9 @@ int ns_load_inode(mds_ns *ns, uint64_t ino, mds_inode *out, char *why);
 void ns_put_inode(ns_txn *t, const mds_inode *in);
 /* Deletes the inode with its xattrs and symlink target, fixing counters. */
 int ns_destroy_inode(ns_txn *t, const mds_inode *in);
+/* The running totals (statfs, the purge queue's bytes) move by a file's
+ * old and new size; saturating, clamped at 0 (statistics). */
+uint64_t ns_account(uint64_t total, uint64_t old_size, uint64_t new_size);
 
 /* n, k, su -> a full layout on servers chosen with seed = ino. */
 int ns_build_layout(mds_ns *ns, unsigned n, unsigned k, uint32_t su, uint64_t ino,

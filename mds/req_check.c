@@ -102,6 +102,9 @@ static int check_counts(uint16_t type, const Depfs__MdsRequest *q, char *why, si
 {
     if (q->n_groups > WIRE_MAX_GROUPS)
         return refuse(EINVAL, why, why_len, "%zu groups > max %u", q->n_groups, WIRE_MAX_GROUPS);
+    if (q->n_purge_inos > WIRE_PURGE_LIST_MAX)
+        return refuse(E2BIG, why, why_len, "%zu purge_inos > max %u", q->n_purge_inos,
+                      WIRE_PURGE_LIST_MAX);
     if (type == DEPFS__MDS_OP__MDS_CREATE && q->has_flags &&
         (q->flags & ~MDS_CREATE_FLAGS_KNOWN))
         return refuse(EINVAL, why, why_len, "create: unknown flags 0x%x", q->flags);

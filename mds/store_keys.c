@@ -216,6 +216,21 @@ int mds_dirseq_val_decode(const uint8_t *buf, size_t len, uint64_t *ino, uint32_
     return 0;
 }
 
+void mds_purge_val_encode(uint8_t out[MDS_PURGE_VAL_LEN], int64_t queued_at_ns, uint64_t held_until_s)
+{
+    mds_put_u64le(out, (uint64_t)queued_at_ns);
+    mds_put_u64le(out + 8, held_until_s);
+}
+
+int mds_purge_val_decode(const uint8_t *buf, size_t len, int64_t *queued_at_ns, uint64_t *held_until_s)
+{
+    if (len != MDS_PURGE_VAL_LEN)
+        return -EIO;
+    *queued_at_ns = (int64_t)mds_get_u64le(buf);
+    *held_until_s = mds_get_u64le(buf + 8);
+    return 0;
+}
+
 /* --------------------------------------------------------------------- keys */
 
 static size_t key_tag_u64(uint8_t *out, char tag, uint64_t v)
@@ -255,12 +270,17 @@ size_t mds_key_dirseq_prefix(uint8_t *out, uint64_t parent)
     return key_tag_u64(out, MDS_TAG_DIRSEQ, parent);
 }
 
+static uint64_t get_u64be(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
 uint64_t mds_key_dirseq_seq(const uint8_t *key)
 {
-    uint64_t seq = 0;
-    for (unsigned i = 0; i < 8; i++)
-        seq = (seq << 8) | key[MDS_KEY_PREFIX_LEN + i];
-    return seq;
+    return get_u64be(key + MDS_KEY_PREFIX_LEN);
 }
 
 size_t mds_key_xattr_prefix(uint8_t *out, uint64_t ino)
@@ -279,6 +299,22 @@ size_t mds_key_xattr(uint8_t *out, uint64_t ino, const char *name, size_t name_l
 size_t mds_key_symlink(uint8_t *out, uint64_t ino)
 {
     return key_tag_u64(out, MDS_TAG_SYMLINK, ino);
+}
+
+size_t mds_key_purge(uint8_t *out, uint64_t ino)
+{
+    return key_tag_u64(out, MDS_TAG_PURGE, ino);
+}
+
+size_t mds_key_purge_prefix(uint8_t *out)
+{
+    out[0] = MDS_TAG_PURGE;
+    return 1;
+}
+
+uint64_t mds_key_purge_ino(const uint8_t *key)
+{
+    return get_u64be(key + 1);
 }
 
 size_t mds_key_counter(uint8_t *out, const char *name)

@@ -7,8 +7,11 @@
  *   'S' parent seq           -> dirent by readdir cookie: ino u64, mode u32, name
  *   'X' ino name             -> xattr value
  *   'L' ino                  -> symlink target
+ *   'P' ino                  -> purge queue entry: queued_at_ns i64, held_until_s u64
+ *                               (holds.h; the inode, nlink 0, stays under 'I' until its
+ *                               strip files are gone)
  *   'C' name                 -> counter u64 (next_ino, next_client, inodes, logical_bytes,
- *                               cluster_epoch)
+ *                               cluster_epoch, purge_files, purge_bytes, holds_until)
  *   'V' server_id u32        -> server state u32 (cluster membership)
  * Record values are little-endian. */
 #ifndef DEPFS_MDS_STORE_KEYS_H
@@ -30,12 +33,22 @@
 #define MDS_TAG_SYMLINK 'L'
 #define MDS_TAG_COUNTER 'C'
 #define MDS_TAG_SERVER 'V'
+#define MDS_TAG_PURGE 'P'
 
 #define MDS_COUNTER_NEXT_INO "next_ino"
 #define MDS_COUNTER_NEXT_CLIENT "next_client"
 #define MDS_COUNTER_INODES "inodes"
 #define MDS_COUNTER_LOGICAL_BYTES "logical_bytes"
 #define MDS_COUNTER_CLUSTER_EPOCH "cluster_epoch"
+/* absent in stores made before the purge queue: read as 0 */
+#define MDS_COUNTER_PURGE_FILES "purge_files"
+#define MDS_COUNTER_PURGE_BYTES "purge_bytes"
+/* the latest end of a hold given by the MDS that stopped cleanly (holds.h);
+ * absent after a crash, 0 in a new namespace; taken away at each start */
+#define MDS_COUNTER_HOLDS_UNTIL "holds_until"
+#define MDS_PURGE_VAL_LEN 16u
+void mds_purge_val_encode(uint8_t out[MDS_PURGE_VAL_LEN], int64_t queued_at_ns, uint64_t held_until_s);
+int mds_purge_val_decode(const uint8_t *buf, size_t len, int64_t *queued_at_ns, uint64_t *held_until_s);
 
 /* One inode as stored. Directories use parent/next_seq/pol_*; regular files
  * use has_layout/lay. */
@@ -93,6 +106,10 @@ size_t mds_key_xattr_prefix(uint8_t *out, uint64_t ino);
 size_t mds_key_symlink(uint8_t *out, uint64_t ino);
 size_t mds_key_counter(uint8_t *out, const char *name);
 size_t mds_key_server(uint8_t *out, uint32_t id);
+size_t mds_key_purge(uint8_t *out, uint64_t ino);
+size_t mds_key_purge_prefix(uint8_t *out);
+/* The ino of a purge key (klen must be MDS_KEY_PREFIX_LEN). */
+uint64_t mds_key_purge_ino(const uint8_t *key);
 
 void mds_put_u64le(uint8_t *p, uint64_t v);
 uint64_t mds_get_u64le(const uint8_t *p);

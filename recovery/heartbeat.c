@@ -228,8 +228,7 @@ static void probe_round(rec_ctx *c, rec_server *s, bool scan)
     free(locks);
 }
 
-/* Sleeps until the monotonic time deadline_ms or until stopping. */
-static void wait_until(rec_ctx *c, uint64_t deadline_ms)
+void rec_wait_until(rec_ctx *c, uint64_t deadline_ms)
 {
     struct timespec ts = { .tv_sec = (time_t)(deadline_ms / CLOCK_MS_PER_S),
                            .tv_nsec = (long)(deadline_ms % CLOCK_MS_PER_S * CLOCK_NS_PER_MS) };
@@ -253,7 +252,7 @@ static void *prober_main(void *arg)
         uint64_t now_ms = clock_now_ms();
         if (next_ms < now_ms)
             next_ms = now_ms; /* a slow round: go again at once */
-        wait_until(c, next_ms);
+        rec_wait_until(c, next_ms);
     }
     return NULL;
 }

@@ -125,11 +125,14 @@ int main(int argc, char **argv)
              cfg.request_timeout_ms, cfg.heartbeat_period_ms + 2 * cfg.request_timeout_ms,
              cfg.lock_lease_ms);
     int status = rec_workers_start(&rc);
+    if (status == 0 && !once)
+        status = rec_purger_start(&rc);
     if (status == 0)
         status = once ? run_once(&rc) : run_daemon(&rc);
     if (status)
         log_err("cannot start threads: %s", strerror(-status));
     log_info("stopping");
+    rec_purger_stop(&rc);
     rec_fini(&rc);
     return status ? 1 : 0;
 }

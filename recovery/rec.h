@@ -12,7 +12,9 @@
  *                what the MDS says and acts (recovery/README.md);
  *   workers.c    rejoin threads (depfs_server_rejoin, one per server at a
  *                time) and the repairer (orphan locks, background-scrub
- *                findings).
+ *                findings);
+ *   purge.c      the purger: drains the MDS's purge queue (the strip files
+ *                of unlinked files no handle may use), bounded per pass.
  *
  * The daemon keeps no state on disk: everything is re-learnt from the
  * servers and the MDS each round. One daemon runs per cluster; a second is
@@ -44,6 +46,13 @@
 #define REC_SELF_ORPHAN_AGE_MS 60000u
 #define REC_MAX_DAMAGE 64u            /* background-scrub findings kept per server */
 #define REC_DAMAGE_RECHECK_MS 30000u  /* a repaired finding still reported: again after this */
+/* The purger: at most REC_PURGE_BATCH files a pass; the next pass after
+ * REC_PURGE_BUSY_MS when a pass was full (so at most 640 files/s), else
+ * after REC_PURGE_IDLE_MS (a file unlinked and closed goes within about
+ * that, plus one pass). */
+#define REC_PURGE_BATCH 64u
+#define REC_PURGE_BUSY_MS 100u
+#define REC_PURGE_IDLE_MS 1000u
 
 /* A stripe lock older than the lease, as a heartbeat reported it. */
 typedef struct rec_lock {
@@ -134,6 +143,9 @@ typedef struct rec_ctx {
     pthread_t repairer;
     bool repairer_started;
     pthread_cond_t repair_cond;
+    /* purger (purge.c): its own client, on its own thread */
+    pthread_t purger;
+    bool purger_started;
     rec_orphan queue[REC_ORPHAN_QUEUE_MAX];
     size_t queue_len;
     bool repair_busy;
@@ -165,6 +177,8 @@ void rec_obs_free(rec_obs *o);
  * *since_count = records found by scans that started at or after since_ms. */
 int rec_dirty_summary(rec_ctx *c, const rec_server *t, uint64_t since_ms, uint64_t *distinct,
                       uint64_t *since_count);
+/* Sleeps until the monotonic time deadline_ms or until stopping. */
+void rec_wait_until(rec_ctx *c, uint64_t deadline_ms);
 /* One heartbeat on the main thread's own connection (fresh state). */
 int rec_probe_now(rec_ctx *c, rec_server *s, uint32_t *state, uint64_t *epoch);
 rpc_conn *rec_conn(rec_ctx *c, rpc_conn **slot, const char *address);
@@ -184,6 +198,11 @@ int rec_io_set_state(rec_ctx *c, rec_server *s, int state, uint64_t epoch);
 /* IO_SET_STATE{epoch} to every server whose last heartbeat was answered,
  * all at once; returns how many took it. */
 unsigned rec_push_epoch(rec_ctx *c, uint64_t epoch);
+
+/* purge.c: the purger thread; stop sets stopping and joins it (before
+ * rec_fini). */
+int rec_purger_start(rec_ctx *c);
+void rec_purger_stop(rec_ctx *c);
 
 /* decide.c */
 void rec_decide_round(rec_ctx *c);

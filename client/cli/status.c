@@ -2,7 +2,8 @@
  * rebuilding, reconstructing: its own word, or the MDS's when it cannot be
  * reached), the MDS's state, degraded files and rebuild progress, whether
  * this client reaches it, space used/free and stripe lock counters, from
- * depfs_cluster_status, plus cluster totals. */
+ * depfs_cluster_status, plus cluster totals and the MDS's purge queue
+ * (depfs_purge_queue). */
 #include "cli.h"
 #include "json.h"
 #include "status_prom.h"
@@ -35,6 +36,7 @@ typedef struct status_totals {
     uint64_t locks_granted, locks_nacked, locks_retried, locks_held, lock_hold_ms_total;
     uint64_t damaged_blocks;
     uint64_t scrub_bytes_verified, scrub_blocks_damaged, scrub_blocks_repaired;
+    depfs_purge_status purge; /* the MDS's purge queue */
 } status_totals;
 
 static void status_usage(FILE *out)
@@ -50,7 +52,9 @@ static void status_usage(FILE *out)
             "(granted, nacked, retried after a NACK, currently held, total hold time\n"
             "in ms); then each server's background scrub (rate, bytes verified, damaged\n"
             "ranges found and repaired since it started, full passes, when the last one\n"
-            "ended); then totals.\n"
+            "ended); then totals, and the MDS's purge queue: files unlinked whose strip\n"
+            "files are not removed yet (open somewhere, or waiting for depfs-recovery)\n"
+            "and their bytes.\n"
             "\n"
             "Options:\n"
             "  -c, --config PATH  cluster config\n"
@@ -200,6 +204,9 @@ static void print_text(const depfs_server_status *v, unsigned n, const status_to
            (unsigned long long)t->lock_hold_ms_total, (unsigned long long)t->damaged_blocks,
            (unsigned long long)t->scrub_bytes_verified, (unsigned long long)t->scrub_blocks_damaged,
            (unsigned long long)t->scrub_blocks_repaired);
+    human_bytes(used, sizeof(used), t->purge.bytes);
+    printf("purge queue: %llu files, %s (%llu bytes) pending\n", (unsigned long long)t->purge.files,
+           used, (unsigned long long)t->purge.bytes);
 }
 
 static void json_locks(cli_json *j, uint64_t granted, uint64_t nacked, uint64_t retried,
@@ -273,6 +280,10 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
     cli_json_uint(&j, "scrub_blocks_damaged", t->scrub_blocks_damaged);
     cli_json_uint(&j, "scrub_blocks_repaired", t->scrub_blocks_repaired);
     cli_json_end_object(&j);
+    cli_json_begin_object(&j, "purge_queue");
+    cli_json_uint(&j, "files", t->purge.files);
+    cli_json_uint(&j, "bytes", t->purge.bytes);
+    cli_json_end_object(&j);
     cli_json_end_object(&j);
     cli_json_finish(&j);
 }
@@ -332,21 +343,28 @@ int cli_cmd_status(int argc, char **argv, const char *config_path)
         return cli_usage_err(STATUS_CMD, "--json and --prometheus exclude each other");
     if (cli_connect(config_path, &fs) < 0)
         return CLI_EXIT_FAIL;
+    status_totals t;
+    memset(&t, 0, sizeof(t));
     int rc = fetch(fs, &v, &n);
     if (rc < 0) {
         cli_err_rc(rc, "cannot get the cluster status");
         depfs_unmount(fs);
         return CLI_EXIT_FAIL;
     }
+    rc = depfs_purge_queue(fs, &t.purge);
+    if (rc < 0) {
+        cli_err_rc(rc, "cannot get the purge queue");
+        free(v);
+        depfs_unmount(fs);
+        return CLI_EXIT_FAIL;
+    }
     depfs_unmount(fs);
-    status_totals t;
-    memset(&t, 0, sizeof(t));
     for (unsigned i = 0; i < n; i++)
         add_totals(&t, &v[i]);
     if (json)
         print_json(v, n, &t);
     else if (prometheus)
-        status_print_prometheus(stdout, v, n);
+        status_print_prometheus(stdout, v, n, &t.purge);
     else
         print_text(v, n, &t);
     free(v);

@@ -170,7 +170,22 @@ static void cluster_counts(FILE *out, const depfs_server_status *v, unsigned n)
     }
 }
 
-void status_print_prometheus(FILE *out, const depfs_server_status *v, unsigned n)
+/* The MDS's purge queue: files unlinked whose strip files are not yet
+ * removed, and their bytes. */
+static void purge_queue(FILE *out, const depfs_purge_status *purge)
+{
+    family(out, "depfs_purge_queue_files", PROM_GAUGE,
+           "Files unlinked whose strip files are not removed yet (open somewhere, or waiting "
+           "for depfs-recovery)");
+    fputs("depfs_purge_queue_files ", out);
+    value(out, purge->files, 1);
+    family(out, "depfs_purge_queue_bytes", PROM_GAUGE, "The sizes of those files");
+    fputs("depfs_purge_queue_bytes ", out);
+    value(out, purge->bytes, 1);
+}
+
+void status_print_prometheus(FILE *out, const depfs_server_status *v, unsigned n,
+                             const depfs_purge_status *purge)
 {
     states(out, "depfs_server_state", "The server's state (its own word, else the MDS's): 1 for "
            "the state it is in", v, n, false);
@@ -188,5 +203,6 @@ void status_print_prometheus(FILE *out, const depfs_server_status *v, unsigned n
         }
     }
     cluster_counts(out, v, n);
+    purge_queue(out, purge);
     fputs("# EOF\n", out);
 }

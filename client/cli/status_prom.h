@@ -15,7 +15,8 @@
 
 /* The n servers of v, one labelled sample per server and metric
  * ({id="3",address="host:port"}), then the cluster's server counts by
- * state. */
-void status_print_prometheus(FILE *out, const depfs_server_status *v, unsigned n);
+ * state and the MDS's purge queue. */
+void status_print_prometheus(FILE *out, const depfs_server_status *v, unsigned n,
+                             const depfs_purge_status *purge);
 
 #endif

@@ -236,6 +236,5 @@ void depfs_unmount(depfs_t *fs)
         unmount_write_back(fs, in);
         dc_inode_free(fs, in);
     }
-    dc_data_remove_drain(fs); /* background strip removals use fs */
     fs_free(fs);
 }

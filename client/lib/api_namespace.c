@@ -85,10 +85,18 @@ int depfs_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st
     return call_stat(fs, DEPFS__MDS_OP__MDS_LOOKUP, &req, st);
 }
 
+/* A file unlinked (nlink 0) is kept by the MDS for the handles still
+ * open on it (README "Removing files"): to this client it exists only
+ * while it has it open; else it is gone, as a stale name's inode is (the
+ * kernel drops a cached entry on that ENOENT). */
 int depfs_getattr(depfs_t *fs, uint64_t ino, struct stat *st)
 {
     Depfs__MdsReply *rep = NULL;
     int rc = dc_getattr_rep(fs, ino, &rep);
+    if (rc == 0 && rep->attr->nlink == 0 && S_ISREG(rep->attr->mode) && !dc_inode_find(fs, ino)) {
+        dc_set_error("inode %llu was unlinked", (unsigned long long)ino);
+        rc = -ENOENT;
+    }
     if (rc == 0)
         dc_reply_to_stat(fs, rep, st);
     free_rep(rep);
@@ -305,37 +313,6 @@ int depfs_link(depfs_t *fs, uint64_t ino, uint64_t new_parent, const char *new_n
 
 /* --------------------------------------------------- remove entries */
 
-/* The MDS dropped the last link of removed_ino: remove its strip files at
- * the last close when it is open in this client (this client may have
- * written data the MDS does not know of yet), else in the background when
- * the reply has a layout. No layout: not a regular file, or the MDS knows
- * no data was ever written (no size > 0 published): nothing to remove - a
- * writer in another client that never published a size leaves orphans.
- * Failures are logged, not returned: the namespace operation is done. */
-static void remove_data(depfs_t *fs, const Depfs__MdsReply *rep)
-{
-    if (!rep->has_removed_ino || rep->removed_ino == 0)
-        return;
-    dc_cap_take(fs, rep->removed_ino, rep); /* the strip files' removal */
-    if (dc_inode_mark_unlinked(fs, rep->removed_ino))
-        return;
-    if (!rep->layout)
-        return;
-    layout lay;
-    dc_layout_from_pb(rep->layout, &lay);
-    dc_data_remove_async(fs, rep->removed_ino, &lay);
-}
-
-static int call_removing(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req)
-{
-    Depfs__MdsReply *rep = NULL;
-    int rc = dc_mds_call_ticketed(fs, op, req, &rep);
-    if (rc == 0)
-        remove_data(fs, rep);
-    free_rep(rep);
-    return rc;
-}
-
 int depfs_unlink(depfs_t *fs, uint64_t parent, const char *name)
 {
     int rc = check_name(name);
@@ -345,7 +322,7 @@ int depfs_unlink(depfs_t *fs, uint64_t parent, const char *name)
     req.has_parent = 1;
     req.parent = parent;
     req.name = (char *)name;
-    return call_removing(fs, DEPFS__MDS_OP__MDS_UNLINK, &req);
+    return call_plain(fs, DEPFS__MDS_OP__MDS_UNLINK, &req); /* strip files: the purge queue */
 }
 
 int depfs_rmdir(depfs_t *fs, uint64_t parent, const char *name)
@@ -377,7 +354,7 @@ int depfs_rename(depfs_t *fs, uint64_t parent, const char *name, uint64_t new_pa
     req.new_name = (char *)new_name;
     req.has_flags = 1;
     req.flags = flags;
-    return call_removing(fs, DEPFS__MDS_OP__MDS_RENAME, &req);
+    return call_plain(fs, DEPFS__MDS_OP__MDS_RENAME, &req); /* a replaced file: the purge queue */
 }
 
 /* --------------------------------------------------------------- readdir */

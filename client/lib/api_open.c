@@ -194,18 +194,8 @@ int depfs_fstat(depfs_fh_t *fh, struct stat *st)
     dc_inode *in = fh->inode;
     Depfs__MdsReply *rep = NULL;
     int rc = dc_getattr_rep(fh->fs, in->ino, &rep);
-    if (rc == 0) {
+    if (rc == 0) /* also unlinked: the MDS keeps it while handles hold it */
         dc_reply_to_stat(fh->fs, rep, st);
-    } else if (rc == -ENOENT && in->unlinked) {
-        /* Unlinked while open here: what this client knows. */
-        memset(st, 0, sizeof *st);
-        st->st_ino = (ino_t)in->ino;
-        st->st_mode = S_IFREG;
-        pthread_mutex_lock(&in->lock);
-        st->st_size = (off_t)in->size;
-        pthread_mutex_unlock(&in->lock);
-        rc = 0;
-    }
     free_rep(rep);
     return rc;
 }

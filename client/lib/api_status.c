@@ -2,7 +2,8 @@
  * state, usage and lock counters (IO_STAT, all servers in parallel,
  * rebuilding ones too), with the MDS's state and rebuild progress of each,
  * for depfs_cluster_status and the raw-bytes part of depfs_statfs;
- * publishing rebuild progress (depfs reconstruct). */
+ * publishing rebuild progress (depfs reconstruct); the MDS's purge queue
+ * (depfs_purge_queue). */
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
@@ -149,3 +150,24 @@ int depfs_report_progress(depfs_t *fs, uint32_t server_id, uint64_t done_bytes,
     return rc;
 }
 
+
+int depfs_purge_queue(depfs_t *fs, depfs_purge_status *out)
+{
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    Depfs__MdsReply *rep = NULL;
+    if (!fs || !out)
+        return -EINVAL;
+    memset(out, 0, sizeof(*out));
+    int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_STATFS, &req, &rep);
+    if (rc == 0 && (!rep->has_purge_files || !rep->has_purge_bytes)) {
+        dc_set_error("the MDS reports no purge queue (an older MDS)");
+        rc = -EPROTO;
+    }
+    if (rc == 0) {
+        out->files = rep->purge_files;
+        out->bytes = rep->purge_bytes;
+    }
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
+    return rc;
+}

@@ -57,8 +57,6 @@ typedef struct dc_inode {
     struct dc_wb *wb;         /* write-behind state (eng_wb.c) */
     struct dc_ra *ra;         /* read-ahead window and degraded stripe cache (eng_read.c) */
     struct dc_inode *next;    /* hash chain in depfs.inodes */
-    bool unlinked;            /* last link removed while open here: strip
-                               * files go at the last close (core side) */
     bool has_writer;          /* writer is set: a handle wrote here */
     depfs_cred writer;        /* the opener of the handle that wrote last:
                                * depfs_unmount's write-back of a file still
@@ -108,8 +106,8 @@ struct depfs {
     _Atomic uint64_t mark_recheck_ms; /* last status-vector recheck (status.c) */
     _Atomic uint64_t cluster_epoch; /* newest cluster epoch the MDS told us;
                                      * stored after the states it goes with */
-    /* frees the data path's state of an inode (and its strip files when it
-     * was unlinked while open) when the last reference goes; set by
+    /* frees the data path's state of an inode when the last reference
+     * goes (the MDS's hold is given back after it, core side); set by
      * depfs_mount, so the core never calls into the layers above it */
     void (*inode_released)(depfs_t *fs, dc_inode *in);
     pthread_mutex_t retired_lock;
@@ -148,9 +146,10 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
  * connection (a ticket past half its life renewed first). */
 int dc_ticket_take(depfs_t *fs, const Depfs__MdsReply *rep);
 void dc_io_creds(depfs_t *fs, rpc_auth_creds *out);
-/* dc_mds_call for a request that may grant a capability
- * (io_caps_mds_op_grants): a ticket holder's carries its ticket (renewed
- * first when due), which the MDS makes the capability out to. */
+/* dc_mds_call for a request that may grant a capability or gives a hold
+ * back (io_caps_mds_op_binds_client): a ticket holder's carries its ticket
+ * (renewed first when due), whose client the MDS makes the capability out
+ * to or takes the hold of. */
 int dc_mds_call_ticketed(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req,
                          Depfs__MdsReply **reply);
 
@@ -159,9 +158,13 @@ int dc_mds_call_ticketed(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *
  * need (AUTH_CAP_*) for ino, renewed or asked of the MDS (MDS_OPEN, which
  * checks the caller's permission) when the one held is not fresh or
  * short of rights; out->ino 0 when this client needs none (the cluster
- * key, auth off, need 0). 0, or -errno (EACCES: the MDS refused). */
+ * key, auth off, need 0). 0, or -errno (EACCES: the MDS refused).
+ * A client that needs none still keeps the MDS's hold on the files it
+ * uses (mds/holds.h): take notes the open's, get renews it at half life.
+ * release: the last handle of ino here closed (MDS_RELEASE). */
 void dc_cap_take(depfs_t *fs, uint64_t ino, const Depfs__MdsReply *rep);
 int dc_cap_get(depfs_t *fs, uint64_t ino, uint32_t need, dc_cap *out);
+void dc_cap_release(depfs_t *fs, uint64_t ino);
 
 /* Connection to an I/O server, connecting on demand; NULL when the server
  * is marked failed in the status vector or cannot be reached (then it is
@@ -234,9 +237,6 @@ dc_inode *dc_inode_hold(depfs_t *fs, uint64_t ino);
 void dc_inode_forget_mtime(depfs_t *fs, uint64_t ino);
 /* Size (and, when uncommitted, mtime; else 0) of an inode open here. */
 bool dc_inode_local_size(depfs_t *fs, uint64_t ino, uint64_t *size, int64_t *mtime_ns);
-/* The MDS removed the inode's last link: if it is open here, defer the data
- * removal to the last close and return true. */
-bool dc_inode_mark_unlinked(depfs_t *fs, uint64_t ino);
 /* Unmount: every inode taken out of the table, chained by `next`; each is
  * then freed with dc_inode_free. */
 dc_inode *dc_inodes_detach_all(depfs_t *fs);

@@ -19,7 +19,17 @@
  *     repairs a damaged unit): MDS_OPEN for that access, which checks the
  *     caller's permission (write for WRITE) like any open.
  * So a file left idle for longer than AUTH_CAP_TTL_S is opened again at
- * its next request, with a fresh permission check. */
+ * its next request, with a fresh permission check.
+ *
+ * Holds (mds/holds.h): every open the MDS lets in, and every renewal,
+ * holds the file for a capability's life, so that a file unlinked while
+ * open keeps its strip files. A client that needs no capabilities keeps
+ * its holds the same way: the open's is noted here (an entry without
+ * rights or bytes, kept while the file is open here) and renewed in its
+ * second half at the next request (MDS_OPEN with renew_hold). The last
+ * close here gives the hold back (MDS_RELEASE) and drops the entry, so
+ * the file's strip files may go at once; files not open here (scrub,
+ * repairs, the purge drainer) have no entry and hold nothing. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -112,11 +122,44 @@ static void store(depfs_t *fs, const dc_cap *c)
     pthread_mutex_unlock(&fs->caps_lock);
 }
 
+/* The MDS's hold of ino by a client that needs no capabilities: an entry
+ * with no rights, expiring with the hold. */
+static void store_hold(depfs_t *fs, uint64_t ino, uint64_t now)
+{
+    dc_cap c = { .ino = ino, .expires_s = now + AUTH_CAP_TTL_S };
+    pthread_mutex_lock(&fs->caps_lock);
+    *slot_for(fs, ino, now) = c;
+    pthread_mutex_unlock(&fs->caps_lock);
+}
+
 void dc_cap_take(depfs_t *fs, uint64_t ino, const Depfs__MdsReply *rep)
 {
     dc_cap c;
-    if (caps_wanted(fs) && cap_from_reply(ino, rep, &c))
+    if (!caps_wanted(fs))
+        store_hold(fs, ino, now_s()); /* the open's hold */
+    else if (cap_from_reply(ino, rep, &c))
         store(fs, &c);
+}
+
+void dc_cap_release(depfs_t *fs, uint64_t ino)
+{
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    Depfs__MdsReply *rep = NULL;
+    if (!caps_wanted(fs)) { /* the hold's entry: no renewals any more */
+        pthread_mutex_lock(&fs->caps_lock);
+        dc_cap *e = slot_find(fs, ino);
+        if (e)
+            memset(e, 0, sizeof(*e));
+        pthread_mutex_unlock(&fs->caps_lock);
+    }
+    req.has_ino = true;
+    req.ino = ino;
+    int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_RELEASE, &req, &rep);
+    if (rc < 0) /* the hold then ends with its life (mds/holds.h) */
+        log_debug("libdepfs: releasing inode %llu at the MDS: %s", (unsigned long long)ino,
+                  strerror(-rc));
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
 }
 
 /* A renewal of ino's capability failed: hold off the next one. */
@@ -159,11 +202,43 @@ static int ask_mds(depfs_t *fs, uint64_t ino, uint32_t need, const dc_cap *old, 
     return rc;
 }
 
+/* A client that needs no capabilities: its hold of ino, open here (an
+ * entry), renewed in its second half (mds/holds.h). A failure is retried
+ * later; the request goes on (its I/O needs no capability). */
+static void renew_hold(depfs_t *fs, uint64_t ino)
+{
+    uint64_t now = now_s();
+    pthread_mutex_lock(&fs->caps_lock);
+    const dc_cap *e = slot_find(fs, ino);
+    bool due = e && e->expires_s <= now + DC_CAP_RENEW_LEFT_S && e->renew_after_s <= now;
+    pthread_mutex_unlock(&fs->caps_lock);
+    if (!due)
+        return;
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    Depfs__MdsReply *rep = NULL;
+    req.has_ino = req.has_renew_hold = req.renew_hold = true;
+    req.ino = ino;
+    int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_OPEN, &req, &rep);
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
+    if (rc == 0) {
+        store_hold(fs, ino, now);
+        return;
+    }
+    log_warn("libdepfs: cannot renew the MDS's hold of inode %llu: %s (%s)", (unsigned long long)ino,
+             strerror(-rc), depfs_last_error());
+    renew_failed(fs, ino, now);
+}
+
 int dc_cap_get(depfs_t *fs, uint64_t ino, uint32_t need, dc_cap *out)
 {
     memset(out, 0, sizeof(*out));
-    if (ino == 0 || need == 0 || !caps_wanted(fs))
+    if (ino == 0 || need == 0)
         return 0; /* out->ino 0: none to show */
+    if (!caps_wanted(fs)) {
+        renew_hold(fs, ino);
+        return 0;
+    }
     uint64_t now = now_s();
     dc_cap have = { 0 };
     pthread_mutex_lock(&fs->caps_lock);

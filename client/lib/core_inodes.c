@@ -1,7 +1,8 @@
 /* core_inodes.c - libdepfs core: the table of inodes open in this client (hash
  * by ino, refcounted by open handles), the size this client grew a file to
- * and its commit to the MDS (MDS_EXTEND), and deferred data removal of
- * files unlinked while open here.
+ * and its commit to the MDS (MDS_EXTEND, also for a file unlinked while
+ * open: the MDS keeps it by inode number until the last close anywhere),
+ * and the release of the MDS's hold at the last close.
  *
  * Lock order: fs->inodes_lock before dc_inode.lock. */
 #include <assert.h>
@@ -106,10 +107,12 @@ static void unlink_locked(depfs_t *fs, dc_inode *in)
 
 void dc_inode_free(depfs_t *fs, dc_inode *in)
 {
+    uint64_t ino = in->ino;
     if (fs->inode_released)
         fs->inode_released(fs, in);
     pthread_mutex_destroy(&in->lock);
     free(in);
+    dc_cap_release(fs, ino); /* after the last flush: no handle here uses it */
 }
 
 void dc_inode_put(depfs_t *fs, dc_inode *in)
@@ -129,23 +132,6 @@ void dc_inode_put(depfs_t *fs, dc_inode *in)
     pthread_mutex_unlock(&fs->inodes_lock);
     if (last)
         dc_inode_free(fs, in);
-}
-
-bool dc_inode_mark_unlinked(depfs_t *fs, uint64_t ino)
-{
-    bool open_here = false;
-    pthread_mutex_lock(&fs->inodes_lock);
-    dc_inode *in = find_locked(fs, ino);
-    if (in) {
-        pthread_mutex_lock(&in->lock);
-        in->unlinked = true;
-        in->size_dirty = false; /* the MDS forgot the inode: nothing to commit */
-        in->size_gen++;
-        pthread_mutex_unlock(&in->lock);
-        open_here = true;
-    }
-    pthread_mutex_unlock(&fs->inodes_lock);
-    return open_here;
 }
 
 uint64_t dc_inode_size_gen(depfs_t *fs, uint64_t ino)
@@ -168,7 +154,7 @@ void dc_inode_adopt_mds_size(depfs_t *fs, uint64_t ino, uint64_t gen, uint64_t m
     dc_inode *in = find_locked(fs, ino);
     if (in) {
         pthread_mutex_lock(&in->lock);
-        if (!in->size_dirty && !in->unlinked && in->size_gen == gen)
+        if (!in->size_dirty && in->size_gen == gen)
             in->size = mds_size;
         pthread_mutex_unlock(&in->lock);
     }
@@ -190,7 +176,7 @@ void dc_inode_forget_mtime(depfs_t *fs, uint64_t ino)
 bool dc_inode_size_dirty(dc_inode *in)
 {
     pthread_mutex_lock(&in->lock);
-    bool dirty = in->size_dirty && !in->unlinked;
+    bool dirty = in->size_dirty;
     pthread_mutex_unlock(&in->lock);
     return dirty;
 }
@@ -198,7 +184,7 @@ bool dc_inode_size_dirty(dc_inode *in)
 int dc_inode_commit_size(depfs_t *fs, dc_inode *in, const uint64_t *alloc_bytes)
 {
     pthread_mutex_lock(&in->lock);
-    bool dirty = in->size_dirty && !in->unlinked;
+    bool dirty = in->size_dirty;
     uint64_t size = in->size;
     int64_t mtime_ns = in->mtime_ns; /* 0: a time set since the writes stands */
     pthread_mutex_unlock(&in->lock);

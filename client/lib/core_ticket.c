@@ -5,7 +5,8 @@
  * the ticket MDS_REGISTER gave it (auth.h), renewed through the MDS once
  * half its life is gone. The MDS makes a capability out to the client of
  * the ticket a request carries (mds/cap_owner.h), so every request that
- * may grant one (io_caps_mds_op_grants) goes through dc_mds_call_ticketed. */
+ * may grant one or gives a hold back (io_caps_mds_op_binds_client) goes
+ * through dc_mds_call_ticketed. */
 #include <assert.h>
 #include <errno.h>
 #include <string.h>
@@ -86,7 +87,7 @@ void dc_io_creds(depfs_t *fs, rpc_auth_creds *out)
 int dc_mds_call_ticketed(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req,
                          Depfs__MdsReply **reply)
 {
-    assert(io_caps_mds_op_grants((uint16_t)op));
+    assert(io_caps_mds_op_binds_client((uint16_t)op));
     uint8_t ticket[AUTH_TICKET_BYTES];
     Depfs__MdsRequest r = *req; /* shallow: the ticket is added */
     renew_if_due(fs);

@@ -288,6 +288,14 @@ typedef struct depfs_server_status {
 /* Fills up to max entries; returns the number of servers. */
 int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max);
 
+/* The MDS's purge queue: files unlinked whose strip files are not removed
+ * yet (still open somewhere, or waiting for depfs-recovery), and their
+ * bytes (file sizes). 0 or -errno. */
+typedef struct depfs_purge_status {
+    uint64_t files, bytes;
+} depfs_purge_status;
+int depfs_purge_queue(depfs_t *fs, depfs_purge_status *out);
+
 #ifdef __cplusplus
 }
 #endif

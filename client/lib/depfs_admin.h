@@ -90,6 +90,21 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
  * UP with a new epoch pushed to every server, last pass, server UP). */
 int depfs_server_rejoin(depfs_t *fs, uint32_t server_id, depfs_progress_fn fn, void *arg);
 
+/* One pass over the MDS's purge queue (README "Removing files"): the
+ * files no handle may use any more, from *cursor on, at most max_files
+ * (WIRE_PURGE_LIST_MAX): each one's strip files removed on all n servers
+ * (IO_REMOVE, idempotent), then the entries of those that went dropped at
+ * the MDS in one commit (MDS_PURGE_DONE). A file a server could not remove
+ * for (down, refused) stays queued for a later pass. *cursor moves on (0
+ * again at the queue's end: rep->eof). Admin only. 0, or -errno when the
+ * MDS could not list or drop. */
+typedef struct depfs_purge_report {
+    unsigned listed, purged, failed; /* entries listed, dropped, left queued */
+    uint64_t bytes;                  /* sizes of the files whose strip files went */
+    bool eof;                        /* the pass reached the queue's end */
+} depfs_purge_report;
+int depfs_purge_pass(depfs_t *fs, unsigned max_files, uint64_t *cursor, depfs_purge_report *rep);
+
 /* Every regular file whose layout includes server_id, for reconstruction:
  * calls fn(arg, ino, size) for each (hard links once); stops on non-zero. */
 typedef int (*depfs_file_fn)(void *arg, uint64_t ino, uint64_t size);

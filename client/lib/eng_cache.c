@@ -2,8 +2,7 @@
  * coherent: the write-behind buffer (eng_wb.c) and the read-ahead window
  * with the degraded stripe cache (eng_read.c). Every write, flush, fsync,
  * truncate and close forgets the window, so a read never sees bytes older
- * than a write of the same client; the last reference frees both (and the
- * strip files of a file unlinked while open here). The layers above call
+ * than a write of the same client; the last reference frees both. The layers above call
  * these instead of the two engines, which never call each other's
  * invalidation. */
 #include <errno.h>
@@ -29,12 +28,7 @@ int dc_data_flush(depfs_t *fs, dc_inode *in)
 
 void dc_data_release(depfs_t *fs, dc_inode *in)
 {
+    (void)fs;
     dc_wb_release(in);
     dc_ra_free(in);
-    if (in->unlinked) {
-        int rc = dc_data_remove(fs, in->ino, &in->lay);
-        if (rc < 0)
-            log_warn("libdepfs: removing data of unlinked file %llu: %s",
-                     (unsigned long long)in->ino, strerror(-rc));
-    }
 }

@@ -58,12 +58,10 @@ void dc_wb_release(dc_inode *in);
  * the last kept stripe with its parity fixed under the stripe lock, and
  * shorten every strip file. The core updates the MDS size. */
 int dc_data_truncate(depfs_t *fs, dc_inode *in, uint64_t old_size, uint64_t new_size);
-/* Remove every strip file of a file whose last link went away. */
+/* Remove every strip file of a purged file on all n servers: 0 once each
+ * removed it or had none, else the first failure (DC_ERR_DOWN for a server
+ * down: its strip file is still there, so the caller keeps the entry). */
 int dc_data_remove(depfs_t *fs, uint64_t ino, const layout *lay);
-/* The same in the background (bounded queue, inline when full); failures
- * are logged. depfs_unmount drains the mount's removals before it frees fs. */
-void dc_data_remove_async(depfs_t *fs, uint64_t ino, const layout *lay);
-void dc_data_remove_drain(depfs_t *fs);
 /* fsync every strip file of the file on its servers. */
 int dc_data_fsync(depfs_t *fs, dc_inode *in);
 

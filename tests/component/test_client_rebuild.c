@@ -4,8 +4,10 @@
  *     hand while its server was down (restarted with --rebuild), then
  *     depfs_server_rejoin brings it up and scrub is clean;
  *   - writes while a server is down leave dirty records; after a --rebuild
- *     restart depfs_server_rejoin rebuilds exactly those files (a file
- *     removed meanwhile loses its strip too) and everything reads back;
+ *     restart depfs_server_rejoin rebuilds exactly those files and
+ *     everything reads back; a file removed meanwhile stays in the purge
+ *     queue while that server is down (depfs_purge_pass leaves it) and
+ *     loses its strip there too once the server is back;
  *   - depfs_files_on_server finds every file whose layout has the server,
  *     hard links once;
  *   - an orphan lock taken by hand over the RPC layer (never released) with
@@ -276,6 +278,13 @@ START_TEST(test_dirty_rejoin)
     }
     write_file(fs, "/gone", gone_model, 100, 5000);
     ck_assert_int_eq(depfs_unlink_path(fs, "/gone"), 0);
+    /* the purge cannot reach S: the file stays queued, S keeps its strip */
+    uint64_t cursor = 0;
+    depfs_purge_report pr;
+    ck_assert_int_eq(depfs_purge_pass(fs, 16, &cursor, &pr), 0);
+    ck_assert_uint_eq(pr.listed, 1);
+    ck_assert_uint_eq(pr.purged, 0);
+    ck_assert_uint_eq(pr.failed, 1);
     depfs_unmount(fs);
     char strip[512];
     td_strip_path(&g_cl, S, gone, strip, sizeof strip);
@@ -287,6 +296,13 @@ START_TEST(test_dirty_rejoin)
     int rc = depfs_server_rejoin(fs, S, on_progress, &prog);
     ck_assert_msg(rc == 0, "rejoin: %s (%s)", strerror(-rc), depfs_last_error());
     ck_assert_uint_gt(prog.last, 0);
+    /* still queued (a handle might hold it): rebuilt like any file, then
+     * the next purge pass reaches every server */
+    cursor = 0;
+    ck_assert_int_eq(depfs_purge_pass(fs, 16, &cursor, &pr), 0);
+    ck_assert_uint_eq(pr.purged, 1);
+    ck_assert_uint_eq(pr.failed, 0);
+    ck_assert(pr.eof);
     ck_assert_int_ne(access(strip, F_OK), 0);
     /* nothing dirty is left: a second rejoin rebuilds nothing */
     progress again = {0};

@@ -7,7 +7,7 @@ never saw the servers die.
   fs = Depfs(lib_path, conf_path)
   fh = fs.open("/dir/file", os.O_RDWR)
   fs.pwrite(fh, data, off); fs.flush(fh); data = fs.pread(fh, n, off)
-  fs.close(fh); fs.unmount()
+  fs.close(fh); fs.unlink("/dir/file"); fs.unmount()
 
 Errors raise OSError(errno, depfs_last_error()), like os.pread does."""
 import ctypes
@@ -43,6 +43,9 @@ class Depfs:
         lib.depfs_write.restype = ctypes.c_ssize_t
         for name in ("depfs_flush", "depfs_fsync", "depfs_close"):
             getattr(lib, name).argtypes = [vp]
+        lib.depfs_unlink_path.argtypes = [vp, ctypes.c_char_p]
+        lib.depfs_fh_ino.argtypes = [vp]
+        lib.depfs_fh_ino.restype = u64
         self._conf = conf_path.encode()
         opt = _Options(self._conf, 0, 0, 0, False)
         self.fs = vp()
@@ -77,6 +80,12 @@ class Depfs:
 
     def close(self, fh):
         return self._check(self.lib.depfs_close(fh), "depfs_close")
+
+    def unlink(self, path):
+        return self._check(self.lib.depfs_unlink_path(self.fs, path.encode()), f"depfs_unlink {path}")
+
+    def ino(self, fh):
+        return self.lib.depfs_fh_ino(fh)
 
     def read_file(self, path, chunk=1 << 20):
         fh = self.open(path)

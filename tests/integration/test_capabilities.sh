@@ -130,8 +130,8 @@ strips_of_gone() {
 [ "$(strips_of_gone)" -gt 0 ] || fail "/pub/gone has no strip files to remove (wrong path?)"
 as_user "'$DEPFS_BIN_DIR/depfs' --config '$CONF' rm /pub/gone" ||
   fail "$TEST_USER could not remove its own file"
-gone=0 # the strip files go in the background: wait for them, bounded
-for _ in $(seq 50); do
+gone=0 # the purge queue drains in the background (depfs-recovery, every second): wait, bounded
+for _ in $(seq 100); do
   [ "$(strips_of_gone)" = 0 ] && { gone=1; break; }
   sleep 0.1
 done

@@ -284,6 +284,9 @@ static const baseline baselines[] = {
     { MDS(OPEN), .set = { "ino=$FILE", "flags=02" } }, /* O_RDWR */
     { MDS(CLUSTER) },
     { MDS(SET_SERVER_STATE), .set = { "server_id=$BADSRV", "rebuild_rate_bps=0" } },
+    { MDS(RELEASE), .set = { "ino=$FILE", "client_id=1" } },
+    { MDS(PURGE_LIST), .set = { "cookie=0", "max_entries=16" } },
+    { MDS(PURGE_DONE), .set = { "purge_inos=$FILE" } }, /* not queued: nothing dropped */
     { IO(READ), .set = { "file_id=$FID", "extents.offset=0", "extents.length=16" } },
     { IO(WRITE), .set = { "file_id=$FID", "extents.offset=0", "extents.length=16",
                           "stripe_unit=65536" }, .bulk = 16 },

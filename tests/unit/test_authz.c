@@ -187,6 +187,15 @@ START_TEST(test_mds_rules)
     ck_assert_int_eq(mds_authorize(NULL, DEPFS__MDS_OP__MDS_SET_SERVER_STATE, &q, why,
                                    sizeof(why)), 0);
     ck_assert_int_eq(mds_authorize(&user, DEPFS__MDS_OP__MDS_CREATE, &q, why, sizeof(why)), 0);
+    /* the purge queue is drained by key holders only; any client releases */
+    const uint16_t admin_ops[] = { DEPFS__MDS_OP__MDS_PURGE_LIST, DEPFS__MDS_OP__MDS_PURGE_DONE };
+    for (size_t i = 0; i < sizeof(admin_ops) / sizeof(admin_ops[0]); i++) {
+        ck_assert_int_eq(mds_authorize(&user, admin_ops[i], &q, why, sizeof(why)), -EPERM);
+        ck_assert_msg(strstr(why, "MDS_PURGE_"), "%s", why);
+        ck_assert_int_eq(mds_authorize(&client, admin_ops[i], &q, why, sizeof(why)), -EPERM);
+        ck_assert_int_eq(mds_authorize(&cluster, admin_ops[i], &q, why, sizeof(why)), 0);
+    }
+    ck_assert_int_eq(mds_authorize(&user, DEPFS__MDS_OP__MDS_RELEASE, &q, why, sizeof(why)), 0);
 }
 END_TEST
 

@@ -23,6 +23,7 @@
 #include "mds/store_keys.h"
 #include "mds/syncer.h"
 #include "rpc.h"
+#include "tests/lib/mds_store.h"
 
 #define N_SERVERS 6u
 #define DEF_N 4u
@@ -31,53 +32,37 @@
 #define ROOT MDS_ROOT_INO
 #define RPC_TIMEOUT_MS 5000
 
-static char tmpdir[PATH_MAX];
-static kvstore *kv;
+static tms_store store; /* tests/lib/mds_store.h: the temp dir, store and namespace */
+static kvstore *kv;      /* store.kv and store.ns while open */
 static mds_ns *ns;
 static char why[MDS_WHY_MAX];
 
-static void fill_params(mds_ns_params *p)
-{
-    memset(p, 0, sizeof(*p));
-    p->n_servers = N_SERVERS;
-    for (unsigned i = 0; i < N_SERVERS; i++)
-        p->server_ids[i] = 10 + i;
-    p->default_n = DEF_N;
-    p->default_k = DEF_K;
-    p->default_su = DEF_SU;
-}
-
 static void store_open(void)
 {
-    char err[256];
-    mds_ns_params p;
-    ck_assert_int_eq(kv_open(tmpdir, true, &kv, err, sizeof(err)), 0);
-    fill_params(&p);
-    ck_assert_int_eq(mds_ns_open(kv, &p, &ns, why), 0);
+    tms_open(&store);
+    kv = store.kv;
+    ns = store.ns;
 }
 
 static void store_close(void)
 {
-    mds_ns_close(ns);
-    kv_close(kv);
+    tms_close(&store);
     ns = NULL;
     kv = NULL;
 }
 
 static void setup(void)
 {
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_mds.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-    store_open();
+    tms_setup(&store, N_SERVERS, DEF_N, DEF_K, DEF_SU);
+    kv = store.kv;
+    ns = store.ns;
 }
 
 static void teardown(void)
 {
-    char cmd[PATH_MAX + 16];
-    if (ns)
-        store_close();
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
+    tms_teardown(&store);
+    ns = NULL;
+    kv = NULL;
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -129,6 +114,18 @@ static char *xattr_str(uint64_t ino, const char *name, int *rc)
     memcpy(s, v, len);
     free(v);
     return s;
+}
+
+/* A regular file whose last link went is kept (nlink 0) in the purge
+ * queue: drops it as the drainer would, after checking it is queued. */
+static void purge(uint64_t ino)
+{
+    ck_assert_uint_eq(attr_of(ino).nlink, 0);
+    unsigned dropped = 0;
+    ck_assert_int_eq(mds_ns_purge_done(ns, &ino, 1, NULL, NULL, &dropped, why), 0);
+    ck_assert_uint_eq(dropped, 1);
+    mds_inode in;
+    ck_assert_int_eq(mds_ns_getattr(ns, ino, &in, why), -ENOENT);
 }
 
 static void assert_layout_str(uint64_t ino, const char *want)
@@ -251,6 +248,9 @@ START_TEST(test_mkdir_rmdir)
     ck_assert_int_eq(mds_ns_rmdir(ns, NULL, ROOT, "d", why), -ENOENT);
     uint64_t files, bytes;
     mds_ns_statfs(ns, &files, &bytes);
+    ck_assert_uint_eq(files, 2); /* f counts until its strip files are purged */
+    purge(rm.ino);
+    mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(files, 1);
 }
 END_TEST
@@ -270,7 +270,8 @@ START_TEST(test_rename_files)
     ck_assert_int_eq(memcmp(&rm.lay, &bi.lay, sizeof(bi.lay)), 0);
     ck_assert_uint_eq(ino_of(ROOT, "b"), a);
     ck_assert_uint_eq(ino_of(ROOT, "a"), 0);
-    ck_assert_int_eq(mds_ns_getattr(ns, b, &bi, why), -ENOENT);
+    ck_assert(rm.queued);
+    purge(b);
     /* across directories */
     ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "b", d, "moved", 0, &rm, why), 0);
     ck_assert_uint_eq(rm.ino, 0);
@@ -368,7 +369,10 @@ START_TEST(test_link_unlink)
     ck_assert_uint_eq(rm.ino, f);
     ck_assert(rm.has_layout);
     ck_assert_int_eq(memcmp(&rm.lay, &fi.lay, sizeof(fi.lay)), 0);
-    ck_assert_int_eq(mds_ns_getattr(ns, f, &in, why), -ENOENT);
+    ck_assert(rm.queued);
+    /* kept by inode number for open handles; no new name for it (Linux) */
+    ck_assert_int_eq(mds_ns_link(ns, NULL, f, ROOT, "again", &in, why), -ENOENT);
+    purge(f);
     ck_assert_int_eq(mds_ns_unlink(ns, NULL, d, "g", &rm, why), -ENOENT);
     /* symlinks and fifos go without a layout */
     mds_new nw = mk(ROOT, "sl", 0);
@@ -376,7 +380,8 @@ START_TEST(test_link_unlink)
     ck_assert_int_eq(mds_ns_symlink(ns, &nw, &in, why), 0);
     ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "sl", &rm, why), 0);
     ck_assert_uint_eq(rm.ino, in.ino);
-    ck_assert(!rm.has_layout);
+    ck_assert(!rm.has_layout && !rm.queued);
+    ck_assert_int_eq(mds_ns_getattr(ns, in.ino, &in, why), -ENOENT); /* gone at once */
 }
 END_TEST
 
@@ -569,6 +574,10 @@ START_TEST(test_setattr_extend)
     mds_removed rm;
     ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "g", &rm, why), 0);
     mds_ns_statfs(ns, &files, &bytes);
+    ck_assert_uint_eq(bytes, 110); /* queued: counted until purged */
+    ck_assert_uint_eq(files, 4);
+    purge(g);
+    mds_ns_statfs(ns, &files, &bytes);
     ck_assert_uint_eq(bytes, 10);
     ck_assert_uint_eq(files, 3);
     /* errors */
@@ -613,7 +622,7 @@ START_TEST(test_sizes_bounded)
         char err[256];
         kvstore *raw;
         uint8_t key[MDS_KEY_MAX], val[8];
-        ck_assert_int_eq(kv_open(tmpdir, true, &raw, err, sizeof err), 0);
+        ck_assert_int_eq(kv_open(store.dir, true, &raw, err, sizeof err), 0);
         mds_put_u64le(val, UINT64_MAX - 1);
         ck_assert_int_eq(kv_put(raw, key, mds_key_counter(key, MDS_COUNTER_LOGICAL_BYTES), val,
                                 sizeof val), 0);
@@ -710,9 +719,10 @@ START_TEST(test_xattrs)
     ck_assert_int_eq(mds_ns_symlink(ns, &nw, &ln, why), 0);
     ck_assert_int_eq(mds_ns_setxattr(ns, NULL, ln.ino, "user.a", "v", 1, 0, why), -EPERM);
     ck_assert_int_eq(mds_ns_setxattr(ns, NULL, ln.ino, "trusted.a", "v", 1, 0, why), 0);
-    /* unlink removes the xattrs with the inode */
+    /* the purge of an unlinked file removes the xattrs with the inode */
     mds_removed rm;
     ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "f", &rm, why), 0);
+    purge(f);
     ck_assert_int_eq(mds_ns_getxattr(ns, NULL, f, "user.b", (void **)&s, &count, why), -ENOENT);
 }
 END_TEST
@@ -953,9 +963,11 @@ START_TEST(test_concurrent)
     for (unsigned i = 2; i < c.n; i++)
         for (unsigned j = i + 1; j < c.n; j++)
             ck_assert_uint_ne(c.inos[i], c.inos[j]);
-    uint64_t files, bytes;
+    uint64_t files, bytes, queued, qbytes;
     mds_ns_statfs(ns, &files, &bytes);
-    ck_assert_uint_eq(files, 2 + CONC_THREADS * CONC_FILES / 2);
+    mds_ns_purge_stats(ns, &queued, &qbytes);
+    ck_assert_uint_eq(queued, CONC_THREADS * CONC_FILES / 2); /* the unlinked half */
+    ck_assert_uint_eq(files, 2 + CONC_THREADS * CONC_FILES);
 }
 END_TEST
 
@@ -1247,11 +1259,11 @@ static void *sync_main(void *arg)
     return (void *)bad;
 }
 
-/* How many of our descriptors name the newest NNNNNN.log in tmpdir. */
+/* How many of our descriptors name the newest NNNNNN.log in store.dir. */
 static int fds_on_newest_log(void)
 {
     char newest[PATH_MAX] = "", link[PATH_MAX], path[PATH_MAX + 32];
-    DIR *d = opendir(tmpdir);
+    DIR *d = opendir(store.dir);
     struct dirent *e;
     ck_assert_ptr_nonnull(d);
     while ((e = readdir(d)) != NULL) {
@@ -1271,7 +1283,7 @@ static int fds_on_newest_log(void)
             continue;
         link[n] = '\0';
         char want[PATH_MAX * 2];
-        snprintf(want, sizeof(want), "%s/%s", tmpdir, newest);
+        snprintf(want, sizeof(want), "%s/%s", store.dir, newest);
         count += !strcmp(link, want);
     }
     closedir(d);
@@ -1299,7 +1311,7 @@ START_TEST(test_kv_group_commit)
     clock_gettime(CLOCK_REALTIME, &old_times[0]);
     old_times[0].tv_sec -= OLD_DIR_AGE_S;
     old_times[1] = old_times[0];
-    ck_assert_int_eq(utimensat(AT_FDCWD, tmpdir, old_times, 0), 0);
+    ck_assert_int_eq(utimensat(AT_FDCWD, store.dir, old_times, 0), 0);
     kv_batch *first = kv_batch_new();
     kv_batch_put(first, "zfirst", 6, "v", 1);
     ck_assert_int_eq(kv_batch_commit_nosync(kv, first), 0);
@@ -1384,7 +1396,9 @@ START_TEST(test_rpc_deferred_sync)
     Depfs__MdsReply *r = call(conn, DEPFS__MDS_OP__MDS_UNLINK, &q);
     ck_assert_int_eq(r->err, 0);
     ck_assert(r->has_removed_ino);
-    ck_assert_ptr_null(r->layout); /* never written: nothing to remove */
+    /* the strip files go through the purge queue, not the client */
+    ck_assert_ptr_null(r->layout);
+    ck_assert(!r->has_capability);
     depfs__mds_reply__free_unpacked(r, NULL);
     mds_inode in;
     ck_assert_int_eq(mds_ns_extend(ns, NULL, ino_of(ROOT, names[1]), 10, false, 0, NULL, &in, why), 0);
@@ -1392,8 +1406,13 @@ START_TEST(test_rpc_deferred_sync)
     r = call(conn, DEPFS__MDS_OP__MDS_UNLINK, &q);
     ck_assert_int_eq(r->err, 0);
     ck_assert(r->has_removed_ino);
-    ck_assert_ptr_nonnull(r->layout);
+    ck_assert_ptr_null(r->layout);
     depfs__mds_reply__free_unpacked(r, NULL);
+    /* both queued, durably (answered through the syncer) */
+    uint64_t queued, qbytes;
+    mds_ns_purge_stats(ns, &queued, &qbytes);
+    ck_assert_uint_eq(queued, 2);
+    ck_assert_uint_eq(qbytes, 10);
 
     rpc_conn_close(conn);
     rpc_server_stop(srv);

@@ -178,6 +178,18 @@ START_TEST(test_modes_owners_devices)
     ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_CREATE, &q, NULL), EINVAL);
     q.n_groups = WIRE_MAX_GROUPS;
     ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_CREATE, &q, NULL), 0);
+    /* a purge batch holds at most WIRE_PURGE_LIST_MAX inodes (none queued
+     * here: the largest batch is answered, nothing dropped) */
+    static uint64_t inos[WIRE_PURGE_LIST_MAX + 1];
+    for (unsigned i = 0; i <= WIRE_PURGE_LIST_MAX; i++)
+        inos[i] = i + 1;
+    q = (Depfs__MdsRequest)DEPFS__MDS_REQUEST__INIT;
+    q.n_purge_inos = WIRE_PURGE_LIST_MAX + 1;
+    q.purge_inos = inos;
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_PURGE_DONE, &q, NULL), E2BIG);
+    q.n_purge_inos = WIRE_PURGE_LIST_MAX;
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_PURGE_DONE, &q, NULL), 0);
+    ck_assert_int_eq(mds_ns_getattr(ns, 1, &(mds_inode){ 0 }, NULL), 0); /* root untouched */
 }
 END_TEST
 

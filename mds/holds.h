@@ -1,0 +1,63 @@
+/* holds.h - who may still use a file's strip files: the MDS's memory of
+ * the open handles it let in (MDS_OPEN, MDS_CREATE and their renewals), so
+ * that a file unlinked while open somewhere keeps its strip files until no
+ * handle may use them (README "Removing files").
+ *
+ * A hold is (file, client) until a wall-clock second: the expiry of the
+ * capability issued with it (AUTH_CAP_TTL_S), renewed with it at half life
+ * by handles that stay in use, or dropped early by MDS_RELEASE at the
+ * client's last close. A file is held while any hold of it, or a floor,
+ * lies within grace_s (AUTH_CAP_SKEW_S: how long past its expiry the I/O
+ * servers still take a capability) of now. Floors cover what is not known:
+ *   - the start floor: holds given before this MDS started end no later
+ *     than start + AUTH_CAP_TTL_S after a crash, or than the latest end a
+ *     clean stop recorded (none in a new namespace). It matters when a
+ *     file's last link goes (its queue entry records it with the file's
+ *     own holds) and for releases; a file queued before the start has its
+ *     holds of then in its entry, so the start floor is not asked again;
+ *   - the overflow floor: a hold that found the table full (max_entries
+ *     live holds) is not kept alone but raises a floor that holds every
+ *     file that long (safe; space is freed later).
+ * The table lives in memory; what an unlinked file's holds add up to is
+ * also kept with its purge queue entry (namespace.h), so a restart keeps
+ * it. Every call takes the table's own mutex and calls out to nothing. Times are passed in (wall-clock seconds), so tests drive it.
+ * Return convention: bools and void; allocation failure at mds_holds_new
+ * is -ENOMEM. */
+#ifndef DEPFS_MDS_HOLDS_H
+#define DEPFS_MDS_HOLDS_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#define MDS_HOLDS_MAX (1u << 18) /* holds kept one by one (~40 bytes each) */
+
+typedef struct mds_holds mds_holds;
+
+/* Whether a hold ending at until_s is live at now_s, grace_s past its end. */
+bool mds_hold_live(uint64_t until_s, uint64_t grace_s, uint64_t now_s);
+
+/* start_floor_s: no file may be purged before it (0: none). */
+int mds_holds_new(unsigned max_entries, uint64_t grace_s, uint64_t start_floor_s, mds_holds **out);
+void mds_holds_free(mds_holds *h);
+
+/* Client's hold of ino lasts at least until until_s. With only_if_held (an
+ * unlinked file), a file that neither a hold since the start, the
+ * overflow floor nor recorded_until_s (what its queue entry recorded)
+ * keeps is purgeable, its strip files may be going: it gets no new hold
+ * and false is returned; else true. */
+bool mds_holds_note(mds_holds *h, uint64_t ino, uint64_t client, uint64_t until_s, bool only_if_held,
+                    uint64_t recorded_until_s, uint64_t now_s);
+/* Client holds no handle of ino any more (its last close). */
+void mds_holds_release(mds_holds *h, uint64_t ino, uint64_t client);
+/* Whether any hold of ino or a floor is live at now_s (within grace). */
+bool mds_holds_held(mds_holds *h, uint64_t ino, uint64_t now_s);
+/* The same without the start floor: what keeps a queued file whose entry
+ * recorded the holds of before (listing for the purge). */
+bool mds_holds_held_since_start(mds_holds *h, uint64_t ino, uint64_t now_s);
+/* The latest end of a live hold of ino or of a live floor; 0: none. */
+uint64_t mds_holds_until(mds_holds *h, uint64_t ino, uint64_t now_s);
+/* The latest end of any live hold or floor (a clean stop records it). */
+uint64_t mds_holds_until_max(mds_holds *h, uint64_t now_s);
+/* Holds kept one by one now (for logs and tests). */
+unsigned mds_holds_count(mds_holds *h);
+
+#endif
