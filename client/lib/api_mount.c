@@ -126,6 +126,8 @@ static depfs_t *fs_alloc(void)
     pthread_mutex_init(&fs->inodes_lock, NULL);
     pthread_mutex_init(&fs->codecs_lock, NULL);
     pthread_mutex_init(&fs->retired_lock, NULL);
+    pthread_mutex_init(&fs->keeper_lock, NULL);
+    pthread_cond_init(&fs->keeper_wake, NULL);
     atomic_init(&fs->next_op_id, 0);
     atomic_init(&fs->cluster_refresh_ms, 0);
     atomic_init(&fs->cluster_epoch, 0);
@@ -156,6 +158,8 @@ static void fs_free(depfs_t *fs)
     pthread_mutex_destroy(&fs->inodes_lock);
     pthread_mutex_destroy(&fs->codecs_lock);
     pthread_mutex_destroy(&fs->retired_lock);
+    pthread_mutex_destroy(&fs->keeper_lock);
+    pthread_cond_destroy(&fs->keeper_wake);
     free(fs);
 }
 
@@ -189,6 +193,9 @@ int depfs_mount(const depfs_options *opt, depfs_t **out)
     if (rc < 0)
         goto fail;
     rc = mount_cluster(fs, opt);
+    if (rc < 0)
+        goto fail;
+    rc = dc_keeper_start(fs);
     if (rc < 0)
         goto fail;
     log_info("libdepfs: mounted %s as client %llu (%u I/O servers, default %u@%u@%u)",
@@ -230,6 +237,7 @@ void depfs_unmount(depfs_t *fs)
 {
     if (!fs)
         return;
+    dc_keeper_stop(fs); /* before the inode table it walks goes */
     /* write back every open file, then free the table */
     for (dc_inode *in = dc_inodes_detach_all(fs), *next; in != NULL; in = next) {
         next = in->next;

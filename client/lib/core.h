@@ -113,6 +113,11 @@ struct depfs {
     pthread_mutex_t retired_lock;
     struct dc_retired *retired; /* failed connections, closed after a grace
                                  * period (others may still hold the pointer) */
+    /* the keeper (core_keeper.c): renews the holds of files open here */
+    pthread_mutex_t keeper_lock;
+    pthread_cond_t keeper_wake;
+    bool keeper_stop, keeper_running;
+    pthread_t keeper;
 };
 
 struct depfs_fh {
@@ -241,6 +246,19 @@ bool dc_inode_local_size(depfs_t *fs, uint64_t ino, uint64_t *size, int64_t *mti
  * then freed with dc_inode_free. */
 dc_inode *dc_inodes_detach_all(depfs_t *fs);
 void dc_inode_free(depfs_t *fs, dc_inode *in);
+/* Up to max inode numbers of the files open here, into out; their count. */
+size_t dc_inodes_open_list(depfs_t *fs, uint64_t *out, size_t max);
+/* Keep the MDS's hold of ino, open here, whether or not a request uses it:
+ * its capability or hold renewed once in its second half (core_caps.c). */
+void dc_cap_keep(depfs_t *fs, uint64_t ino);
+/* The keeper thread (core_keeper.c): every DC_KEEPER_PERIOD_S, dc_cap_keep
+ * of every file open here, so an idle handle of a file unlinked meanwhile
+ * keeps its data (mds/holds.h). Started by depfs_mount, stopped (and
+ * joined) by depfs_unmount before the inode table goes. */
+int dc_keeper_start(depfs_t *fs);
+void dc_keeper_stop(depfs_t *fs);
+/* One round of the keeper, for tests: the count of files it looked at. */
+size_t dc_keeper_pass(depfs_t *fs);
 /* Attr (+ layout) of a reply as a stat, with this client's uncommitted size
  * and mtime when the inode is open here. */
 void dc_reply_to_stat(depfs_t *fs, const Depfs__MdsReply *rep, struct stat *st);

@@ -26,7 +26,9 @@
  * open keeps its strip files. A client that needs no capabilities keeps
  * its holds the same way: the open's is noted here (an entry without
  * rights or bytes, kept while the file is open here) and renewed in its
- * second half at the next request (MDS_OPEN with renew_hold). The last
+ * second half at the next request (MDS_OPEN with renew_hold), or by the
+ * keeper (core_keeper.c) when no request comes: an idle handle keeps its
+ * file as long as it is open. The last
  * close here gives the hold back (MDS_RELEASE) and drops the entry, so
  * the file's strip files may go at once; files not open here (scrub,
  * repairs, the purge drainer) have no entry and hold nothing. */
@@ -228,6 +230,23 @@ static void renew_hold(depfs_t *fs, uint64_t ino)
     log_warn("libdepfs: cannot renew the MDS's hold of inode %llu: %s (%s)", (unsigned long long)ino,
              strerror(-rc), depfs_last_error());
     renew_failed(fs, ino, now);
+}
+
+void dc_cap_keep(depfs_t *fs, uint64_t ino)
+{
+    if (!caps_wanted(fs)) {
+        renew_hold(fs, ino);
+        return;
+    }
+    pthread_mutex_lock(&fs->caps_lock);
+    const dc_cap *e = slot_find(fs, ino);
+    uint32_t rights = e ? e->rights : 0;
+    pthread_mutex_unlock(&fs->caps_lock);
+    /* no entry (evicted from the table): the next request opens the file
+     * again, with the permission check of whoever makes it; not here */
+    dc_cap out;
+    if (rights != 0)
+        (void)dc_cap_get(fs, ino, rights, &out); /* renews it when due */
 }
 
 int dc_cap_get(depfs_t *fs, uint64_t ino, uint32_t need, dc_cap *out)

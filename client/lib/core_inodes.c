@@ -66,6 +66,17 @@ out:
     return in;
 }
 
+size_t dc_inodes_open_list(depfs_t *fs, uint64_t *out, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&fs->inodes_lock);
+    for (unsigned b = 0; b < DC_INODE_BUCKETS && n < max; b++)
+        for (const dc_inode *in = fs->inodes[b]; in != NULL && n < max; in = in->next)
+            out[n++] = in->ino;
+    pthread_mutex_unlock(&fs->inodes_lock);
+    return n;
+}
+
 dc_inode *dc_inode_hold(depfs_t *fs, uint64_t ino)
 {
     pthread_mutex_lock(&fs->inodes_lock);

@@ -589,6 +589,64 @@ START_TEST(test_unlink_while_open)
 END_TEST
 
 
+/* The keeper renews the MDS's hold of a file open here that no request
+ * touches (an idle handle of a file unlinked meanwhile keeps its data),
+ * once it is in its second half, and only while the file is open. */
+static uint64_t hold_expiry(depfs_t *fs, uint64_t ino)
+{
+    uint64_t e = 0;
+    pthread_mutex_lock(&fs->caps_lock);
+    for (unsigned i = 0; i < DC_CAPS_SLOTS; i++)
+        if (fs->caps[i].ino == ino)
+            e = fs->caps[i].expires_s;
+    pthread_mutex_unlock(&fs->caps_lock);
+    return e;
+}
+
+static void hold_age(depfs_t *fs, uint64_t ino, uint64_t expires_s)
+{
+    pthread_mutex_lock(&fs->caps_lock);
+    for (unsigned i = 0; i < DC_CAPS_SLOTS; i++)
+        if (fs->caps[i].ino == ino)
+            fs->caps[i].expires_s = expires_s;
+    pthread_mutex_unlock(&fs->caps_lock);
+}
+
+START_TEST(test_keeper_renews_idle_holds)
+{
+    depfs_t *fs = mount_fs(), *other = mount_fs();
+    static const uint8_t buf[4096] = { 7 };
+    depfs_fh_t *fh;
+    struct stat st;
+    ck_assert_int_eq(depfs_open(fs, "/kept", O_CREAT | O_RDWR, 0644, &fh), 0);
+    ck_assert_int_eq(depfs_write(fh, buf, sizeof buf, 0), (ssize_t)sizeof buf);
+    ck_assert_int_eq(depfs_flush(fh), 0);
+    ck_assert_int_eq(depfs_fstat(fh, &st), 0);
+    uint64_t ino = st.st_ino, now = (uint64_t)time(NULL);
+    ck_assert_int_eq(depfs_unlink_path(other, "/kept"), 0);
+    /* fresh: the keeper leaves it alone */
+    uint64_t fresh = hold_expiry(fs, ino);
+    ck_assert_uint_gt(fresh, now + AUTH_CAP_TTL_S / 2u);
+    ck_assert_uint_eq(dc_keeper_pass(fs), 1);
+    ck_assert_uint_eq(hold_expiry(fs, ino), fresh);
+    /* in its second half with no request since: renewed at the MDS */
+    hold_age(fs, ino, now + 5);
+    ck_assert_uint_eq(dc_keeper_pass(fs), 1);
+    ck_assert_uint_ge(hold_expiry(fs, ino), now + AUTH_CAP_TTL_S);
+    /* the file is still there for the handle after a purge pass */
+    purge_all(other);
+    uint8_t back[sizeof buf];
+    ck_assert_int_eq(depfs_read(fh, back, sizeof back, 0), (ssize_t)sizeof back);
+    ck_assert(memcmp(buf, back, sizeof buf) == 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    /* closed: nothing left to keep */
+    ck_assert_uint_eq(dc_keeper_pass(fs), 0);
+    ck_assert_uint_eq(hold_expiry(fs, ino), 0);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
 /* A mount default beats the cluster default, not a directory's layout. */
 START_TEST(test_mount_default_layout)
 {
@@ -686,6 +744,7 @@ static Suite *core_suite(void)
     tcase_add_test(tc, test_labels);
     tcase_add_test(tc, test_setattr_and_open_sizes);
     tcase_add_test(tc, test_unlink_while_open);
+    tcase_add_test(tc, test_keeper_renews_idle_holds);
     tcase_add_test(tc, test_mount_default_layout);
     tcase_add_test(tc, test_mds_restart);
     tcase_add_test(tc, test_threads);
