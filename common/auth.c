@@ -1,7 +1,9 @@
 /* auth.c - the keys, proofs, frame tags, tickets and MUNGE calls of auth.h
- * (libsodium for BLAKE2b and randomness, libmunge for credentials). */
+ * (libsodium for BLAKE2b and randomness, siphash.c for the frame tags,
+ * libmunge for credentials). */
 #include "auth.h"
 #include "frame.h"
+#include "siphash.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -17,7 +19,7 @@
 
 #define AUTH_LABEL_PROOF "depfs proof"
 #define AUTH_LABEL_SESSION "depfs session"
-#define AUTH_LABEL_FRAME "depfs frame"
+#define AUTH_LABEL_FRAME_KEY "depfs frame key"
 #define AUTH_LABEL_TICKET "depfs ticket"
 #define AUTH_LABEL_TICKET_SECRET "depfs ticket secret"
 #define AUTH_LABEL_TICKET_WRAP "depfs ticket wrap"
@@ -39,6 +41,10 @@ _Static_assert(AUTH_KEY_BYTES >= crypto_generichash_KEYBYTES_MIN &&
                    AUTH_KEY_BYTES <= crypto_generichash_KEYBYTES_MAX,
                "the cluster key is a BLAKE2b key");
 _Static_assert(AUTH_TAG_BYTES >= crypto_generichash_BYTES_MIN, "BLAKE2b output bounds");
+_Static_assert(AUTH_FRAME_KEY_BYTES == SIPHASH_KEY_BYTES &&
+                   AUTH_FRAME_KEY_BYTES >= crypto_generichash_BYTES_MIN,
+               "the frame key is a SipHash key, derived by BLAKE2b");
+_Static_assert(AUTH_TAG_BYTES == SIPHASH128_BYTES, "a frame tag is one SipHash-128 output");
 _Static_assert(AUTH_TAG_BYTES == FRAME_TAG_BYTES, "a frame's tag is an auth tag");
 _Static_assert(AUTH_TICKET_BODY_BYTES == 8u + 4u + 4u + 8u + AUTH_TICKET_NONCE_BYTES,
                "ticket layout");
@@ -134,6 +140,7 @@ void auth_session_init(auth_session *s, const uint8_t secret[AUTH_KEY_BYTES], bo
     size_t lens[] = { AUTH_NONCE_BYTES, AUTH_NONCE_BYTES };
     memset(s, 0, sizeof(*s));
     auth_mac(secret, AUTH_LABEL_SESSION, parts, lens, 2, s->key, AUTH_KEY_BYTES);
+    auth_mac(s->key, AUTH_LABEL_FRAME_KEY, NULL, NULL, 0, s->frame_key, AUTH_FRAME_KEY_BYTES);
     s->is_server = is_server;
 }
 
@@ -170,10 +177,16 @@ static void frame_tag(const auth_session *s, bool from_server, uint64_t seq,
                       size_t hdr_len, uint8_t tag[AUTH_TAG_BYTES])
 {
     uint8_t dir = from_server ? 'S' : 'C', seqb[8];
+    siphash128_state st;
     put_le64(seqb, seq);
-    const void *parts[] = { &dir, seqb, frame_hdr, hdr ? (const void *)hdr : "" };
-    size_t lens[] = { 1, sizeof(seqb), frame_hdr_len, hdr_len };
-    auth_mac(s->key, AUTH_LABEL_FRAME, parts, lens, 4, tag, AUTH_TAG_BYTES);
+    siphash128_init(&st, s->frame_key);
+    siphash128_update(&st, &dir, 1);
+    siphash128_update(&st, seqb, sizeof(seqb));
+    siphash128_update(&st, frame_hdr, frame_hdr_len);
+    if (hdr != NULL)
+        siphash128_update(&st, hdr, hdr_len);
+    siphash128_final(&st, tag);
+    auth_wipe(&st, sizeof(st));
 }
 
 void auth_tag_send(auth_session *s, const uint8_t *frame_hdr, size_t frame_hdr_len,

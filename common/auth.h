@@ -22,7 +22,7 @@
  * Each proves a secret K without sending it: both sides send a nonce and
  * each shows MAC_K(transcript) (auth_proof), so a replayed handshake fails
  * and the client knows it reached a real server. The session key derived
- * from K and both nonces then tags every frame (auth_frame_tag): header
+ * from K and both nonces then tags every frame (auth_tag_send): header
  * fields and the protobuf header, with a per-direction sequence number, so
  * frames cannot be changed, dropped, reordered or replayed unnoticed. The
  * bulk is covered only through the frame header's CRC32C (and the units'
@@ -30,7 +30,13 @@
  * is encrypted.
  *
  * MACs and key derivation are keyed BLAKE2b (libsodium's generichash; the
- * same function as Python's hashlib.blake2b(key=...), which the tests use). */
+ * same function as Python's hashlib.blake2b(key=...), which the tests use).
+ * The frame tags, paid twice per request on each side, are SipHash-2-4 with
+ * a 128-bit output (common/siphash.h) under a 16-byte key derived from the
+ * session key: a PRF built for short inputs, several times cheaper than a
+ * keyed BLAKE2b on a header of a few hundred bytes (docs/BENCH-RESULTS.md),
+ * with the same 128-bit tag; tests/integration/authwire.py has it in pure
+ * Python. */
 #ifndef DEPFS_AUTH_H
 #define DEPFS_AUTH_H
 #include <stdbool.h>
@@ -40,7 +46,8 @@
 #define AUTH_KEY_BYTES 32u     /* cluster key, secrets, session keys */
 #define AUTH_NONCE_BYTES 32u
 #define AUTH_PROOF_BYTES 32u
-#define AUTH_TAG_BYTES 16u     /* per frame */
+#define AUTH_TAG_BYTES 16u     /* per frame, ticket, capability */
+#define AUTH_FRAME_KEY_BYTES 16u /* a session's SipHash key */
 #define AUTH_MUNGE_CRED_MAX 4096u /* a credential's text, as the wire bounds it */
 #define AUTH_TICKET_TTL_S 3600u   /* a ticket's life; clients renew before */
 
@@ -99,7 +106,8 @@ void auth_proof(const uint8_t secret[AUTH_KEY_BYTES], char side, auth_method met
 
 /* A connection's frame-tagging state once the handshake is done. */
 typedef struct auth_session {
-    uint8_t key[AUTH_KEY_BYTES];
+    uint8_t key[AUTH_KEY_BYTES];             /* the session key */
+    uint8_t frame_key[AUTH_FRAME_KEY_BYTES]; /* derived from key: frame tags */
     bool is_server;
     uint64_t send_seq, recv_seq; /* frames sent / received since the handshake */
 } auth_session;

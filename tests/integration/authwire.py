@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """authwire.py - the connection handshake and frame tags of common/auth.h and
 common/rpc_auth.c, in the Python standard library (hashlib's keyed BLAKE2b
-is libsodium's generichash), for the tests that speak the wire by hand
-(badwire.py, rawlock.py, ...).
+is libsodium's generichash; the frame tags' SipHash-2-4-128 of
+common/siphash.h is written out below), for the tests that speak the wire
+by hand (badwire.py, rawlock.py, ...).
 
     connect(addr)                    a socket; authenticated when DEPFS_CLUSTER_KEY
                                      names the cluster key (lib.sh exports it)
@@ -16,7 +17,8 @@ purpose, go out as they are) and recv() hands back the server's frames with
 their tags checked and removed, so callers build and read frames exactly as
 on a plain socket. handshake() raises AuthRefused with the server's reason.
 
-    authwire.py check-vector        prints the test vector test_auth.c holds
+    authwire.py check-vector        prints the test vectors test_auth.c and
+                                    test_siphash.c hold
 """
 import hashlib
 import os
@@ -59,9 +61,47 @@ def session_key(secret, cn, sn):
     return mac(secret, "depfs session", cn, sn)
 
 
-def frame_tag(skey, from_server, seq, fh, hdr):
-    return mac(skey, "depfs frame", b"S" if from_server else b"C", struct.pack("<Q", seq), fh,
-               hdr, size=TAG_BYTES)
+MASK64 = (1 << 64) - 1
+FRAME_KEY_BYTES = 16
+
+
+def _rotl(x, b):
+    return ((x << b) | (x >> (64 - b))) & MASK64
+
+
+def siphash128(key, msg):
+    """SipHash-2-4 with a 128-bit output (libsodium's siphashx24)."""
+    k0, k1 = struct.unpack("<QQ", key)
+    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D ^ 0xEE,
+         k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
+
+    def rounds(n):
+        for _ in range(n):
+            v[0] = (v[0] + v[1]) & MASK64; v[1] = _rotl(v[1], 13) ^ v[0]; v[0] = _rotl(v[0], 32)
+            v[2] = (v[2] + v[3]) & MASK64; v[3] = _rotl(v[3], 16) ^ v[2]
+            v[0] = (v[0] + v[3]) & MASK64; v[3] = _rotl(v[3], 21) ^ v[0]
+            v[2] = (v[2] + v[1]) & MASK64; v[1] = _rotl(v[1], 17) ^ v[2]; v[2] = _rotl(v[2], 32)
+
+    whole = len(msg) - len(msg) % 8
+    last = msg[whole:] + bytes(7 - len(msg) % 8) + bytes([len(msg) & 0xFF])
+    for m in struct.unpack("<%dQ" % (whole // 8 + 1), msg[:whole] + last):
+        v[3] ^= m
+        rounds(2)
+        v[0] ^= m
+    v[2] ^= 0xEE
+    rounds(4)
+    out = struct.pack("<Q", v[0] ^ v[1] ^ v[2] ^ v[3])
+    v[1] ^= 0xDD
+    rounds(4)
+    return out + struct.pack("<Q", v[0] ^ v[1] ^ v[2] ^ v[3])
+
+
+def frame_key(skey):
+    return mac(skey, "depfs frame key", size=FRAME_KEY_BYTES)
+
+
+def frame_tag(fkey, from_server, seq, fh, hdr):
+    return siphash128(fkey, (b"S" if from_server else b"C") + struct.pack("<Q", seq) + fh + hdr)
 
 
 # ---- protobuf by hand: the one copy the raw-frame tools share
@@ -165,6 +205,7 @@ class AuthSocket:
 
     def __init__(self, sock, skey):
         self.sock, self.skey = sock, skey
+        self.fkey = frame_key(skey)
         self.send_seq = self.recv_seq = 0
         self.rbuf = bytearray()  # checked bytes not yet handed out
 
@@ -190,7 +231,7 @@ class AuthSocket:
             f[3] |= FLAG_TAG
             fh = HEADER.pack(*f)
             hdr = data[i + HEADER.size:i + HEADER.size + f[4]]
-            out += fh + frame_tag(self.skey, False, self.send_seq, fh, hdr)
+            out += fh + frame_tag(self.fkey, False, self.send_seq, fh, hdr)
             out += data[i + HEADER.size:end]
             self.send_seq += 1
             i = end
@@ -213,7 +254,7 @@ class AuthSocket:
             raise ConnectionError("untagged frame on an authenticated connection")
         tag = _recv_exact(self.sock, TAG_BYTES)
         body = _recv_exact(self.sock, f[4] + f[5])
-        if tag != frame_tag(self.skey, True, self.recv_seq, fh, body[:f[4]]):
+        if tag != frame_tag(self.fkey, True, self.recv_seq, fh, body[:f[4]]):
             raise ConnectionError("frame tag mismatch")
         self.recv_seq += 1
         f[3] &= ~FLAG_TAG
@@ -252,6 +293,7 @@ def connect(addr, key_path=None, munge_socket=None, method="auto", timeout=TIMEO
 if __name__ == "__main__":
     if sys.argv[1:] == ["check-vector"]:
         print(mac(bytes(range(32)), "depfs test", b"abc", size=16).hex())
+        print(siphash128(bytes(range(16)), bytes(range(15))).hex())
     else:
         print(__doc__)
         sys.exit(2)
