@@ -120,6 +120,10 @@ static depfs_t *fs_alloc(void)
     depfs_t *fs = calloc(1, sizeof *fs);
     if (!fs)
         return NULL;
+    if (dc_caps_init(fs) < 0) {
+        free(fs);
+        return NULL;
+    }
     pthread_mutex_init(&fs->mds_lock, NULL);
     pthread_mutex_init(&fs->io_creds_lock, NULL);
     pthread_mutex_init(&fs->caps_lock, NULL);
@@ -154,6 +158,7 @@ static void fs_free(depfs_t *fs)
     pthread_mutex_destroy(&fs->io_creds_lock);
     auth_wipe(&fs->mds_creds, sizeof(fs->mds_creds));
     auth_wipe(&fs->io_creds, sizeof(fs->io_creds));
+    dc_caps_destroy(fs);
     pthread_mutex_destroy(&fs->caps_lock);
     pthread_mutex_destroy(&fs->inodes_lock);
     pthread_mutex_destroy(&fs->codecs_lock);

@@ -69,12 +69,19 @@ typedef struct dc_inode {
 typedef struct dc_cap {
     uint64_t ino;             /* the file; 0: a free slot, or none needed */
     uint32_t rights;          /* AUTH_CAP_READ | AUTH_CAP_WRITE */
+    bool open_here;           /* a handle of the file is open in this client:
+                               * the entry is never evicted (its hold and
+                               * capability are kept until the last close) */
     uint64_t expires_s;       /* wall clock */
     uint64_t renew_after_s;   /* a renewal failed: not tried again before */
     uint8_t bytes[AUTH_CAP_BYTES]; /* as the MDS issued it */
 } dc_cap;
-#define DC_CAPS_SLOTS 1024u   /* files with a capability held at once (then the
-                               * one expiring first in a probe window goes) */
+#define DC_CAPS_SLOTS_MIN 1024u /* the table's first size (a power of two); it
+                                 * doubles when a probe window holds only
+                                 * files open here, else the entry expiring
+                                 * first in the window makes room */
+#define DC_CAPS_SLOTS_MAX (1u << 22) /* ~300 MB of table: past it, a file open
+                                      * here may lose its entry (logged) */
 #define DC_CAPS_PROBE 8u
 
 struct depfs {
@@ -88,7 +95,8 @@ struct depfs {
     rpc_auth_creds io_creds;  /* the cluster key, or the MDS's ticket */
     uint64_t ticket_expires_s; /* of io_creds' ticket (0: no ticket) */
     pthread_mutex_t caps_lock;
-    dc_cap caps[DC_CAPS_SLOTS]; /* I/O capabilities by file (core_caps.c) */
+    dc_cap *caps;             /* I/O capabilities by file (core_caps.c), */
+    unsigned caps_slots;      /* in a table of this many entries */
     unsigned nservers;
     dc_server *servers;       /* nservers entries, ordered as in the config */
     unsigned default_n, default_k;
@@ -166,7 +174,11 @@ int dc_mds_call_ticketed(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *
  * key, auth off, need 0). 0, or -errno (EACCES: the MDS refused).
  * A client that needs none still keeps the MDS's hold on the files it
  * uses (mds/holds.h): take notes the open's, get renews it at half life.
- * release: the last handle of ino here closed (MDS_RELEASE). */
+ * release: the last handle of ino here closed (MDS_RELEASE). take's
+ * entry stays until release, however many files are open (the table
+ * grows). init/destroy: the table, at mount and unmount. */
+int dc_caps_init(depfs_t *fs);
+void dc_caps_destroy(depfs_t *fs);
 void dc_cap_take(depfs_t *fs, uint64_t ino, const Depfs__MdsReply *rep);
 int dc_cap_get(depfs_t *fs, uint64_t ino, uint32_t need, dc_cap *out);
 void dc_cap_release(depfs_t *fs, uint64_t ino);
@@ -246,8 +258,11 @@ bool dc_inode_local_size(depfs_t *fs, uint64_t ino, uint64_t *size, int64_t *mti
  * then freed with dc_inode_free. */
 dc_inode *dc_inodes_detach_all(depfs_t *fs);
 void dc_inode_free(depfs_t *fs, dc_inode *in);
-/* Up to max inode numbers of the files open here, into out; their count. */
-size_t dc_inodes_open_list(depfs_t *fs, uint64_t *out, size_t max);
+/* The inode numbers of the files open here, a batch at a time: from the
+ * table's bucket *cursor (0 to start) on, whole buckets while they fit in
+ * max (the first one cut at max), into out; their count. *cursor moves
+ * past them, to DC_INODE_BUCKETS when every bucket was visited. */
+size_t dc_inodes_open_list(depfs_t *fs, unsigned *cursor, uint64_t *out, size_t max);
 /* Keep the MDS's hold of ino, open here, whether or not a request uses it:
  * its capability or hold renewed once in its second half (core_caps.c). */
 void dc_cap_keep(depfs_t *fs, uint64_t ino);

@@ -1,5 +1,6 @@
 /* core_caps.c - libdepfs core: the I/O capabilities (common/auth.h) this
- * client holds, one per file, in a bounded table (DC_CAPS_SLOTS).
+ * client holds, one per file, in a table that evicts only entries of files
+ * not open here (core.h DC_CAPS_SLOTS_*).
  *
  * Only a client that shows the I/O servers a ticket (a user proved by
  * MUNGE) needs them; the cluster key's holders and auth off need none.
@@ -15,11 +16,14 @@
  *     may be unlinked by now and still open here); if that fails the old
  *     one serves while it lasts;
  *   - missing, expired or short of rights (a path without an open handle:
- *     truncate, remove, scrub, repair; an evicted entry; a reader that
- *     repairs a damaged unit): MDS_OPEN for that access, which checks the
- *     caller's permission (write for WRITE) like any open.
- * So a file left idle for longer than AUTH_CAP_TTL_S is opened again at
- * its next request, with a fresh permission check.
+ *     truncate, remove, scrub, repair; an entry of a file not open here
+ *     that made room for another; a reader that repairs a damaged unit):
+ *     MDS_OPEN for that access, which checks the caller's permission
+ *     (write for WRITE) like any open.
+ * So a file not open here and left alone for longer than AUTH_CAP_TTL_S
+ * is opened again at its next request, with a fresh permission check; the
+ * entries of files open here stay until their last close (the keeper,
+ * core_keeper.c, renews them), however many there are.
  *
  * Holds (mds/holds.h): every open the MDS lets in, and every renewal,
  * holds the file for a capability's life, so that a file unlinked while
@@ -34,14 +38,18 @@
  * repairs, the purge drainer) have no entry and hold nothing. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core.h"
 #include "log.h"
 
-_Static_assert((DC_CAPS_SLOTS & (DC_CAPS_SLOTS - 1)) == 0, "DC_CAPS_SLOTS is a power of two");
-_Static_assert(DC_CAPS_PROBE <= DC_CAPS_SLOTS, "probe window within the table");
+_Static_assert((DC_CAPS_SLOTS_MIN & (DC_CAPS_SLOTS_MIN - 1)) == 0 &&
+                   (DC_CAPS_SLOTS_MAX & (DC_CAPS_SLOTS_MAX - 1)) == 0 &&
+                   DC_CAPS_SLOTS_MIN <= DC_CAPS_SLOTS_MAX,
+               "the table's sizes are powers of two");
+_Static_assert(DC_CAPS_PROBE <= DC_CAPS_SLOTS_MIN, "probe window within the table");
 
 /* A renewal is due once less than half the life is left; one that failed
  * is tried again this much later, not on every request meanwhile. */
@@ -61,39 +69,110 @@ static bool caps_wanted(depfs_t *fs)
     return ticket;
 }
 
-static unsigned slot_start(uint64_t ino)
+static unsigned slot_start(uint64_t ino, unsigned slots)
 {
-    return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 32) & (DC_CAPS_SLOTS - 1u);
+    return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 32) & (slots - 1u);
+}
+
+static dc_cap *window_slot(dc_cap *tab, unsigned slots, uint64_t ino, unsigned i)
+{
+    return &tab[(slot_start(ino, slots) + i) & (slots - 1u)];
 }
 
 /* ino's entry, or NULL (caller holds caps_lock). */
 static dc_cap *slot_find(depfs_t *fs, uint64_t ino)
 {
-    unsigned s = slot_start(ino);
     for (unsigned i = 0; i < DC_CAPS_PROBE; i++) {
-        dc_cap *e = &fs->caps[(s + i) & (DC_CAPS_SLOTS - 1u)];
+        dc_cap *e = window_slot(fs->caps, fs->caps_slots, ino, i);
         if (e->ino == ino)
             return e;
     }
     return NULL;
 }
 
-/* Where ino's capability goes: its entry, a free or expired slot, else
- * the one that expires first in its window (caller holds caps_lock). */
-static dc_cap *slot_for(depfs_t *fs, uint64_t ino, uint64_t now)
+/* A slot for a new entry of ino in tab: a free or expired one, else the
+ * entry expiring first among those of files not open here; NULL when
+ * every entry of the window is of a file open here. */
+static dc_cap *window_room(dc_cap *tab, unsigned slots, uint64_t ino, uint64_t now)
 {
-    dc_cap *e = slot_find(fs, ino), *victim = NULL;
-    if (e)
-        return e;
-    unsigned s = slot_start(ino);
+    dc_cap *victim = NULL;
     for (unsigned i = 0; i < DC_CAPS_PROBE; i++) {
-        e = &fs->caps[(s + i) & (DC_CAPS_SLOTS - 1u)];
-        if (e->ino == 0 || e->expires_s <= now)
+        dc_cap *e = window_slot(tab, slots, ino, i);
+        if (e->ino == 0 || (!e->open_here && e->expires_s <= now))
             return e;
-        if (!victim || e->expires_s < victim->expires_s)
+        if (!e->open_here && (!victim || e->expires_s < victim->expires_s))
             victim = e;
     }
     return victim;
+}
+
+/* The table at twice its size or more, with every entry of a file open
+ * here and every live one that finds room (caller holds caps_lock).
+ * -ENOSPC at DC_CAPS_SLOTS_MAX, -ENOMEM. */
+static int caps_grow(depfs_t *fs, uint64_t now)
+{
+    for (unsigned slots = fs->caps_slots * 2u; slots <= DC_CAPS_SLOTS_MAX; slots *= 2u) {
+        dc_cap *tab = calloc(slots, sizeof(*tab));
+        if (tab == NULL)
+            return -ENOMEM;
+        bool placed_all = true;
+        for (unsigned i = 0; i < fs->caps_slots && placed_all; i++) {
+            const dc_cap *old = &fs->caps[i];
+            if (old->ino == 0 || (!old->open_here && old->expires_s <= now))
+                continue;
+            dc_cap *e = window_room(tab, slots, old->ino, now);
+            if (e)
+                *e = *old;
+            else
+                placed_all = !old->open_here; /* a cached one may go */
+        }
+        if (placed_all) {
+            free(fs->caps);
+            fs->caps = tab;
+            fs->caps_slots = slots;
+            return 0;
+        }
+        free(tab);
+    }
+    return -ENOSPC;
+}
+
+/* Where ino's entry goes: its own, else room in its window, growing the
+ * table when the window holds only files open here; NULL when it cannot
+ * grow (caller holds caps_lock). */
+static dc_cap *slot_for(depfs_t *fs, uint64_t ino, uint64_t now)
+{
+    dc_cap *e = slot_find(fs, ino);
+    if (e)
+        return e;
+    e = window_room(fs->caps, fs->caps_slots, ino, now);
+    if (e)
+        return e;
+    int rc = caps_grow(fs, now);
+    if (rc < 0) {
+        log_warn("libdepfs: no room to keep the capability of inode %llu (%u entries, all "
+                 "of open files): %s", (unsigned long long)ino, fs->caps_slots, strerror(-rc));
+        return NULL;
+    }
+    return window_room(fs->caps, fs->caps_slots, ino, now);
+}
+
+int dc_caps_init(depfs_t *fs)
+{
+    fs->caps = calloc(DC_CAPS_SLOTS_MIN, sizeof(*fs->caps));
+    if (fs->caps == NULL)
+        return -ENOMEM;
+    fs->caps_slots = DC_CAPS_SLOTS_MIN;
+    return 0;
+}
+
+void dc_caps_destroy(depfs_t *fs)
+{
+    if (fs->caps)
+        auth_wipe(fs->caps, (size_t)fs->caps_slots * sizeof(*fs->caps));
+    free(fs->caps);
+    fs->caps = NULL;
+    fs->caps_slots = 0;
 }
 
 /* The reply's capability for ino as an entry; false when it has none. */
@@ -112,48 +191,54 @@ static bool cap_from_reply(uint64_t ino, const Depfs__MdsReply *rep, dc_cap *out
     return true;
 }
 
-static void store(depfs_t *fs, const dc_cap *c)
+/* Keeps c as ino's entry; open_here marks (take) or keeps the entry's
+ * mark. A fresh entry with rights c lacks stays as it is. */
+static void store(depfs_t *fs, const dc_cap *c, bool open_here)
 {
     uint64_t now = now_s();
     pthread_mutex_lock(&fs->caps_lock);
     dc_cap *e = slot_for(fs, c->ino, now);
-    bool keep_old = e->ino == c->ino && e->expires_s > now + DC_CAP_RENEW_LEFT_S &&
-                    !auth_cap_covers(c->rights, e->rights);
-    if (!keep_old) /* a fresh entry with rights the new one lacks stays */
-        *e = *c;
+    if (e) {
+        bool same = e->ino == c->ino;
+        bool pinned = open_here || (same && e->open_here);
+        bool keep_old = same && e->expires_s > now + DC_CAP_RENEW_LEFT_S &&
+                        !auth_cap_covers(c->rights, e->rights);
+        if (!keep_old)
+            *e = *c;
+        e->open_here = pinned;
+    }
     pthread_mutex_unlock(&fs->caps_lock);
 }
 
 /* The MDS's hold of ino by a client that needs no capabilities: an entry
  * with no rights, expiring with the hold. */
-static void store_hold(depfs_t *fs, uint64_t ino, uint64_t now)
+static void store_hold(depfs_t *fs, uint64_t ino, uint64_t now, bool open_here)
 {
     dc_cap c = { .ino = ino, .expires_s = now + AUTH_CAP_TTL_S };
-    pthread_mutex_lock(&fs->caps_lock);
-    *slot_for(fs, ino, now) = c;
-    pthread_mutex_unlock(&fs->caps_lock);
+    store(fs, &c, open_here);
 }
 
 void dc_cap_take(depfs_t *fs, uint64_t ino, const Depfs__MdsReply *rep)
 {
     dc_cap c;
     if (!caps_wanted(fs))
-        store_hold(fs, ino, now_s()); /* the open's hold */
+        store_hold(fs, ino, now_s(), true); /* the open's hold */
     else if (cap_from_reply(ino, rep, &c))
-        store(fs, &c);
+        store(fs, &c, true);
 }
 
 void dc_cap_release(depfs_t *fs, uint64_t ino)
 {
     Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
     Depfs__MdsReply *rep = NULL;
-    if (!caps_wanted(fs)) { /* the hold's entry: no renewals any more */
-        pthread_mutex_lock(&fs->caps_lock);
-        dc_cap *e = slot_find(fs, ino);
-        if (e)
-            memset(e, 0, sizeof(*e));
-        pthread_mutex_unlock(&fs->caps_lock);
-    }
+    bool holds_only = !caps_wanted(fs);
+    pthread_mutex_lock(&fs->caps_lock);
+    dc_cap *e = slot_find(fs, ino);
+    if (e && holds_only) /* the hold's entry: no renewals any more */
+        memset(e, 0, sizeof(*e));
+    else if (e) /* a capability stays cached, evictable */
+        e->open_here = false;
+    pthread_mutex_unlock(&fs->caps_lock);
     req.has_ino = true;
     req.ino = ino;
     int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_RELEASE, &req, &rep);
@@ -195,7 +280,7 @@ static int ask_mds(depfs_t *fs, uint64_t ino, uint32_t need, const dc_cap *old, 
         rc = -EPROTO;
     }
     if (rc == 0)
-        store(fs, out);
+        store(fs, out, false);
     else if (rep && rep->message)
         dc_set_error("inode %llu: no I/O capability for %s: %s", (unsigned long long)ino,
                      (need & AUTH_CAP_WRITE) ? "writing" : "reading", rep->message);
@@ -224,7 +309,7 @@ static void renew_hold(depfs_t *fs, uint64_t ino)
     if (rep)
         depfs__mds_reply__free_unpacked(rep, NULL);
     if (rc == 0) {
-        store_hold(fs, ino, now);
+        store_hold(fs, ino, now, false);
         return;
     }
     log_warn("libdepfs: cannot renew the MDS's hold of inode %llu: %s (%s)", (unsigned long long)ino,
@@ -242,8 +327,9 @@ void dc_cap_keep(depfs_t *fs, uint64_t ino)
     const dc_cap *e = slot_find(fs, ino);
     uint32_t rights = e ? e->rights : 0;
     pthread_mutex_unlock(&fs->caps_lock);
-    /* no entry (evicted from the table): the next request opens the file
-     * again, with the permission check of whoever makes it; not here */
+    /* no entry (the open's reply had none, or the table could not grow):
+     * the next request opens the file again, with the permission check of
+     * whoever makes it; not here */
     dc_cap out;
     if (rights != 0)
         (void)dc_cap_get(fs, ino, rights, &out); /* renews it when due */

@@ -66,13 +66,27 @@ out:
     return in;
 }
 
-size_t dc_inodes_open_list(depfs_t *fs, uint64_t *out, size_t max)
+static size_t bucket_len(const dc_inode *in)
 {
     size_t n = 0;
+    for (; in != NULL; in = in->next)
+        n++;
+    return n;
+}
+
+size_t dc_inodes_open_list(depfs_t *fs, unsigned *cursor, uint64_t *out, size_t max)
+{
+    size_t n = 0;
+    assert(max > 0);
     pthread_mutex_lock(&fs->inodes_lock);
-    for (unsigned b = 0; b < DC_INODE_BUCKETS && n < max; b++)
+    unsigned b = *cursor;
+    for (; b < DC_INODE_BUCKETS; b++) {
+        if (n > 0 && n + bucket_len(fs->inodes[b]) > max)
+            break; /* the next batch starts with this bucket */
         for (const dc_inode *in = fs->inodes[b]; in != NULL && n < max; in = in->next)
             out[n++] = in->ino;
+    }
+    *cursor = b;
     pthread_mutex_unlock(&fs->inodes_lock);
     return n;
 }

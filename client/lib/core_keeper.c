@@ -16,8 +16,7 @@
 /* Rounds per capability life: a hold is renewed in its second half, and
  * the keeper looks often enough to find it there with time to spare. */
 #define DC_KEEPER_PERIOD_S (AUTH_CAP_TTL_S / 8u)
-/* Files one round looks at (more open files than this: the rest are kept
- * by their own requests, or by a later round's different first files) */
+/* Files one batch of a round looks at; a round goes through all of them. */
 #define DC_KEEPER_FILES_MAX 4096u
 _Static_assert(DC_KEEPER_PERIOD_S > 0 && DC_KEEPER_PERIOD_S < AUTH_CAP_TTL_S / 4u,
                "the keeper looks several times in a hold's second half");
@@ -27,11 +26,16 @@ size_t dc_keeper_pass(depfs_t *fs)
     uint64_t *inos = malloc(DC_KEEPER_FILES_MAX * sizeof(*inos));
     if (inos == NULL)
         return 0; /* the next round tries again */
-    size_t n = dc_inodes_open_list(fs, inos, DC_KEEPER_FILES_MAX);
-    for (size_t i = 0; i < n; i++)
-        dc_cap_keep(fs, inos[i]); /* a file closed meanwhile: released, no entry */
+    size_t kept = 0;
+    unsigned cursor = 0;
+    while (cursor < DC_INODE_BUCKETS) {
+        size_t n = dc_inodes_open_list(fs, &cursor, inos, DC_KEEPER_FILES_MAX);
+        for (size_t i = 0; i < n; i++)
+            dc_cap_keep(fs, inos[i]); /* a file closed meanwhile: released, no entry */
+        kept += n;
+    }
     free(inos);
-    return n;
+    return kept;
 }
 
 static void *keeper_main(void *arg)

@@ -596,7 +596,7 @@ static uint64_t hold_expiry(depfs_t *fs, uint64_t ino)
 {
     uint64_t e = 0;
     pthread_mutex_lock(&fs->caps_lock);
-    for (unsigned i = 0; i < DC_CAPS_SLOTS; i++)
+    for (unsigned i = 0; i < fs->caps_slots; i++)
         if (fs->caps[i].ino == ino)
             e = fs->caps[i].expires_s;
     pthread_mutex_unlock(&fs->caps_lock);
@@ -606,7 +606,7 @@ static uint64_t hold_expiry(depfs_t *fs, uint64_t ino)
 static void hold_age(depfs_t *fs, uint64_t ino, uint64_t expires_s)
 {
     pthread_mutex_lock(&fs->caps_lock);
-    for (unsigned i = 0; i < DC_CAPS_SLOTS; i++)
+    for (unsigned i = 0; i < fs->caps_slots; i++)
         if (fs->caps[i].ino == ino)
             fs->caps[i].expires_s = expires_s;
     pthread_mutex_unlock(&fs->caps_lock);
@@ -642,6 +642,64 @@ START_TEST(test_keeper_renews_idle_holds)
     /* closed: nothing left to keep */
     ck_assert_uint_eq(dc_keeper_pass(fs), 0);
     ck_assert_uint_eq(hold_expiry(fs, ino), 0);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
+/* More files open at once than the capability table's first size, all
+ * unlinked by another client: every one keeps its hold (its entry is never
+ * evicted for another's: the table grows), the keeper renews them all, and
+ * after a purge pass each handle still reads its bytes. */
+#define MANY_OPEN (DC_CAPS_SLOTS_MIN + 100u)
+#define MANY_WRITE_EVERY 97u /* files that get bytes (the rest stay empty) */
+START_TEST(test_many_open_files_keep_their_holds)
+{
+    depfs_t *fs = mount_fs(), *other = mount_fs();
+    depfs_fh_t **fh = calloc(MANY_OPEN, sizeof(*fh));
+    uint64_t *ino = calloc(MANY_OPEN, sizeof(*ino));
+    ck_assert(fh && ino);
+    ck_assert_int_eq(depfs_mkdir_path(fs, "/many", 0755), 0);
+    char path[64];
+    struct stat st;
+    for (unsigned i = 0; i < MANY_OPEN; i++) {
+        snprintf(path, sizeof path, "/many/f%u", i);
+        ck_assert_int_eq(depfs_open(fs, path, O_CREAT | O_RDWR, 0644, &fh[i]), 0);
+        if (i % MANY_WRITE_EVERY == 0) {
+            ck_assert_int_eq(depfs_write(fh[i], &i, sizeof i, 0), (ssize_t)sizeof i);
+            ck_assert_int_eq(depfs_flush(fh[i]), 0);
+        }
+        ck_assert_int_eq(depfs_fstat(fh[i], &st), 0);
+        ino[i] = st.st_ino;
+    }
+    uint64_t now = (uint64_t)time(NULL);
+    for (unsigned i = 0; i < MANY_OPEN; i++)
+        ck_assert_msg(hold_expiry(fs, ino[i]) > now, "file %u lost its hold's entry", i);
+    ck_assert_uint_ge(fs->caps_slots, MANY_OPEN);
+    /* every hold in its second half: one keeper pass renews them all */
+    for (unsigned i = 0; i < MANY_OPEN; i++) {
+        hold_age(fs, ino[i], now + 5);
+        snprintf(path, sizeof path, "/many/f%u", i);
+        ck_assert_int_eq(depfs_unlink_path(other, path), 0);
+    }
+    ck_assert_uint_eq(dc_keeper_pass(fs), MANY_OPEN);
+    for (unsigned i = 0; i < MANY_OPEN; i++)
+        ck_assert_msg(hold_expiry(fs, ino[i]) >= now + AUTH_CAP_TTL_S, "file %u not renewed", i);
+    purge_all(other);
+    for (unsigned i = 0; i < MANY_OPEN; i += MANY_WRITE_EVERY) {
+        unsigned back = ~i;
+        ck_assert_int_eq(depfs_read(fh[i], &back, sizeof back, 0), (ssize_t)sizeof back);
+        ck_assert_uint_eq(back, i);
+    }
+    for (unsigned i = 0; i < MANY_OPEN; i++)
+        ck_assert_int_eq(depfs_close(fh[i]), 0);
+    ck_assert_uint_eq(dc_keeper_pass(fs), 0);
+    for (unsigned i = 0; i < MANY_OPEN; i++)
+        ck_assert_uint_eq(hold_expiry(fs, ino[i]), 0);
+    purge_all(other);
+    ck_assert_int_eq(depfs_rmdir(other, DEPFS_ROOT_INO, "many"), 0);
+    free(fh);
+    free(ino);
     depfs_unmount(other);
     depfs_unmount(fs);
 }
@@ -745,6 +803,7 @@ static Suite *core_suite(void)
     tcase_add_test(tc, test_setattr_and_open_sizes);
     tcase_add_test(tc, test_unlink_while_open);
     tcase_add_test(tc, test_keeper_renews_idle_holds);
+    tcase_add_test(tc, test_many_open_files_keep_their_holds);
     tcase_add_test(tc, test_mount_default_layout);
     tcase_add_test(tc, test_mds_restart);
     tcase_add_test(tc, test_threads);
