@@ -191,6 +191,35 @@ int mds_ns_purge_recorded(mds_ns *ns, uint64_t ino, uint64_t *held_until_s, char
 /* Files queued and their bytes (sizes). */
 void mds_ns_purge_stats(mds_ns *ns, uint64_t *files, uint64_t *bytes);
 
+/* ------------------------------------------------ migrate (ns_migrate.c)
+ * `depfs migrate` copies a regular file into a new file under another
+ * layout, unlinked at once and held open by the migrating client (so a
+ * killed migrate leaves only a purge queue entry), then asks for the swap:
+ * in one batch the copy takes the file's name, mode, owner, times and
+ * xattrs (its data version one past the file's), and the file's inode is
+ * unlinked into the purge queue with its openers' holds and marked
+ * migrated_away (a new open of it is ESTALE: look the name up again).
+ * Refused, with nothing written: -ESTALE when the name no longer links
+ * src_ino or the file's data version is not data_version (it changed
+ * since the copy began), -EMLINK for a file with hard links, -EINVAL when
+ * copy_ino is not an unlinked queued regular file of the file's size,
+ * -EBUSY when busy(arg, src_ino, why) says so (another client holds the
+ * file open for writing; called under the namespace's write lock, so a
+ * writer's open is either seen by it or comes after the swap). The
+ * caller (who) must be allowed to write both files. *out: the copy, as the
+ * file is now; rm: the file's inode, queued. */
+typedef bool (*mds_migrate_busy_fn)(void *arg, uint64_t ino, char *why);
+typedef struct mds_migrate_in {
+    uint64_t parent;
+    const char *name;
+    uint64_t src_ino, copy_ino;
+    uint64_t data_version;     /* the file's when the copy began */
+    mds_migrate_busy_fn busy;  /* NULL: never busy */
+    void *arg;
+} mds_migrate_in;
+int mds_ns_migrate_swap(mds_ns *ns, const mds_caller *who, const mds_migrate_in *in,
+                        mds_inode *out, mds_removed *rm, char *why);
+
 /* The layout policy of a directory, or the cluster default (n/k/su). */
 void mds_ns_effective_policy(mds_ns *ns, const mds_inode *dir, unsigned *n, unsigned *k, uint32_t *su);
 
