@@ -451,9 +451,12 @@ static int op_create(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
     mds_new nw;
     mds_inode out;
+    bool unlinked = q->has_unlinked && q->unlinked;
     NEED(q->has_parent, "parent");
-    NEED(q->name, "name");
+    NEED(q->name || unlinked, "name");
     mds_new_from(q, b, &nw);
+    nw.unlinked = unlinked; /* its creator's hold goes with its queue entry */
+    nw.held_until_s = unlinked ? (uint64_t)time(NULL) + AUTH_CAP_TTL_S : 0;
     int rc = mds_ns_create(c->ns, &nw, q->flags, &out, b->why);
     if (rc == 0)
         rc = note_hold(c, q, b, &out);

@@ -325,14 +325,15 @@ int ns_destroy_inode(ns_txn *t, const mds_inode *in)
  * handles still open on it (getattr, setattr, extend by inode number), and
  * is queued for the removal of its strip files, in the same batch. It
  * still counts in statfs until ns_purge.c drops it. */
-static void queue_orphan(ns_txn *t, const mds_inode *in, int64_t now)
+static void queue_orphan(ns_txn *t, const mds_inode *in, int64_t now, uint64_t min_held_until_s)
 {
     uint8_t key[MDS_KEY_MAX], val[MDS_PURGE_VAL_LEN];
     uint64_t now_s = (uint64_t)now / CLOCK_NS_PER_S;
     assert(S_ISREG(in->mode) && in->nlink == 0);
     ns_put_inode(t, in);
     /* the handles that may use it now, kept across a restart (holds.h) */
-    mds_purge_val_encode(val, now, t->ns->holds ? mds_holds_until(t->ns->holds, in->ino, now_s) : 0);
+    uint64_t held = t->ns->holds ? mds_holds_until(t->ns->holds, in->ino, now_s) : 0;
+    mds_purge_val_encode(val, now, held > min_held_until_s ? held : min_held_until_s);
     kv_batch_put(t->b, key, mds_key_purge(key, in->ino), val, sizeof(val));
     t->purge_files++;
     t->purge_bytes = ns_account(t->purge_bytes, 0, in->size);
@@ -356,7 +357,7 @@ int ns_drop_link(ns_txn *t, mds_inode *in, int64_t now, mds_removed *rm)
         rm->queued = S_ISREG(in->mode);
     }
     if (S_ISREG(in->mode)) {
-        queue_orphan(t, in, now);
+        queue_orphan(t, in, now, 0);
         return 0;
     }
     return ns_destroy_inode(t, in);
@@ -669,7 +670,7 @@ static int make_node(mds_ns *ns, const mds_new *nw_in, uint32_t mode, bool retur
     uint64_t ino, seq;
     uint32_t emode;
     ns_txn t;
-    int rc = ns_check_name(nw->name, why);
+    int rc = nw->unlinked ? 0 : ns_check_name(nw->name, why);
     if (rc < 0)
         return rc;
 
@@ -679,7 +680,7 @@ static int make_node(mds_ns *ns, const mds_new *nw_in, uint32_t mode, bool retur
         rc = perm_lookup(nw->who, &parent, why);
     if (rc < 0)
         goto out;
-    rc = ns_find_dirent(ns, nw->parent, nw->name, &ino, &seq, &emode, NULL);
+    rc = nw->unlinked ? -ENOENT : ns_find_dirent(ns, nw->parent, nw->name, &ino, &seq, &emode, NULL);
     if (rc == 0) {
         rc = return_existing ? create_existing(ns, nw->who, ino, open_flags, out, why)
                              : ns_fail(why, EEXIST, "'%s' exists", nw->name);
@@ -711,6 +712,12 @@ static int make_node(mds_ns *ns, const mds_new *nw_in, uint32_t mode, bool retur
         goto out;
     t.next_ino++;
     t.inodes++;
+    if (nw->unlinked) { /* no name: held by its creator only, purged after */
+        assert(S_ISREG(mode));
+        child.nlink = 0;
+        queue_orphan(&t, &child, now, nw->held_until_s);
+        goto commit;
+    }
     ns_put_inode(&t, &child);
     if (S_ISLNK(mode)) {
         uint8_t key[MDS_KEY_MAX];
@@ -721,6 +728,7 @@ static int make_node(mds_ns *ns, const mds_new *nw_in, uint32_t mode, bool retur
     if (S_ISDIR(mode))
         parent.nlink++;
     ns_put_inode(&t, &parent);
+commit:
     rc = ns_txn_commit(&t);
     if (rc < 0) {
         rc = ns_fail(why, EIO, "store write failed");
@@ -737,6 +745,8 @@ int mds_ns_create(mds_ns *ns, const mds_new *nw, uint32_t flags, mds_inode *out,
     uint32_t type = nw->mode & S_IFMT;
     if (type != 0 && type != S_IFREG)
         return ns_fail(why, EINVAL, "create makes regular files only (mode %o)", nw->mode);
+    if (nw->unlinked && (flags & O_EXCL))
+        flags &= ~(uint32_t)O_EXCL; /* a file without a name is always new */
     return make_node(ns, nw, S_IFREG | (nw->mode & NS_PERM_MASK), !(flags & O_EXCL),
                      flags & (O_ACCMODE | O_TRUNC), out, why);
 }

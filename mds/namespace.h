@@ -76,6 +76,8 @@ typedef struct mds_new {
     const char *target;      /* symlink */
     unsigned want_n, want_k; /* create: 0 = inherit / default */
     uint32_t want_su;
+    bool unlinked;           /* create: no name (O_TMPFILE), queued for purge at once */
+    uint64_t held_until_s;   /* unlinked: its creator's hold, recorded with its entry */
 } mds_new;
 
 /* An inode whose last link went away (removed_ino 0: none). */
@@ -111,7 +113,9 @@ int mds_ns_open_file(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t f
 int mds_ns_setattr(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t mask, const mds_setattr_in *in,
                    mds_inode *out, char *why);
 /* flags: O_EXCL: EEXIST if present; else an existing regular file is
- * returned once nw->who may open it for flags (O_ACCMODE, O_TRUNC). */
+ * returned once nw->who may open it for flags (O_ACCMODE, O_TRUNC).
+ * nw->unlinked: a new file without a name (nw->name unused), nlink 0,
+ * queued for purge in the same batch with nw->held_until_s as its holds. */
 int mds_ns_create(mds_ns *ns, const mds_new *nw, uint32_t flags, mds_inode *out, char *why);
 int mds_ns_mknod(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why);
 int mds_ns_mkdir(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why);

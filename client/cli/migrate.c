@@ -1,9 +1,9 @@
 /* migrate.c - `depfs migrate -r N@K[@SU] PATH...`: re-encode files into
  * another layout while they stay readable (Lustre's `lfs migrate`). For
  * each regular file (directories: every regular file below, recursively):
- * take its data version, create a copy of the new layout next to it under
- * a hidden name and unlink the copy at once (kept open: a killed migrate
- * leaves only a purge queue entry, which the purge drains), copy the data
+ * take its data version, create a copy of the new layout in its directory
+ * without a name (O_TMPFILE: only our open handle keeps it, so a killed
+ * migrate leaves a purge queue entry, drained once that hold ends), copy the data
  * extents (holes stay holes), fsync, and ask the MDS to swap
  * (depfs_migrate_swap): the copy takes the file's name and attributes in
  * one commit unless the file changed meanwhile (then the copy is dropped
@@ -31,7 +31,6 @@
 #define MG_PROGRESS_PERIOD_MS 500u   /* progress output at most this often */
 #define MG_BAR_WIDTH 30u
 #define MG_PERCENT 100.0
-#define MG_TMP_NAME_MAX 96u
 #define MG_SPEC_ERR_MAX 256u
 #define MG_COPY_MODE 0600u           /* the copy's mode until it takes the file's */
 #define MG_NS_PER_MS 1000000L
@@ -187,28 +186,24 @@ static int copy_file(mg_run *r, depfs_fh_t *src, depfs_fh_t *dst, uint64_t size,
 
 /* One attempt: a copy made at the file's data version, then the swap. */
 static int attempt(mg_run *r, uint64_t parent, const char *name, uint64_t ino, const char *path,
-                   unsigned nth, uint64_t *copy_ino, struct stat *after)
+                   uint64_t *copy_ino, struct stat *after)
 {
     depfs_fh_t *src = NULL, *dst = NULL;
     depfs_layout_info want = { .n = r->n, .k = r->k, .stripe_unit = r->su };
-    char tmp[MG_TMP_NAME_MAX];
     uint64_t version;
     struct stat st;
 
-    snprintf(tmp, sizeof tmp, ".depfs-migrate.%llu.%ld.%u", (unsigned long long)ino, (long)getpid(), nth);
     int rc = depfs_data_version(r->fs, ino, &version); /* before any byte is read */
     if (rc == 0)
         rc = depfs_open_ino(r->fs, ino, O_RDONLY, &src);
     if (rc == 0)
         rc = depfs_fstat(src, &st);
     if (rc == 0)
-        rc = depfs_create(r->fs, parent, tmp, MG_COPY_MODE, O_RDWR | O_EXCL, NULL, &want, NULL, &dst);
-    if (rc < 0)
+        rc = depfs_create(r->fs, parent, NULL, MG_COPY_MODE, O_RDWR | O_TMPFILE, NULL, &want, NULL, &dst);
+    if (rc < 0) /* the copy has no name: only our handle keeps it */
         goto out;
     *copy_ino = depfs_fh_ino(dst);
-    rc = depfs_unlink(r->fs, parent, tmp); /* from now on only our handle keeps it */
-    if (rc == 0)
-        rc = copy_file(r, src, dst, (uint64_t)st.st_size, path);
+    rc = copy_file(r, src, dst, (uint64_t)st.st_size, path);
     if (rc == 0)
         rc = depfs_fsync(dst); /* bytes durable, size at the MDS */
     if (rc == 0)
@@ -279,7 +274,7 @@ static void migrate_file(mg_run *r, uint64_t parent, const char *name, const cha
     }
     for (nth = 1; nth <= MG_ATTEMPTS_MAX; nth++) {
         uint64_t copy_ino = 0;
-        rc = attempt(r, parent, name, ino, path, nth, &copy_ino, &after);
+        rc = attempt(r, parent, name, ino, path, &copy_ino, &after);
         if (rc == -ESTALE && swapped_anyway(r, parent, name, copy_ino))
             rc = depfs_lookup(r->fs, parent, name, &after);
         if (rc != -ESTALE && rc != -EBUSY)
@@ -391,7 +386,7 @@ static void summary(mg_run *r)
     if (r->tty)
         fprintf(stderr, "\n");
     if (!r->json) {
-        printf("migrated %llu, skipped %llu (already %u@%u), failed %llu, retries %llu, %llu bytes "
+        printf("migrated %llu, skipped %llu (already in %u@%u), failed %llu, retries %llu, %llu bytes "
                "copied\n", (unsigned long long)r->migrated, (unsigned long long)r->skipped, r->n, r->k,
                (unsigned long long)r->failed, (unsigned long long)r->retries,
                (unsigned long long)r->bytes);

@@ -127,7 +127,9 @@ int depfs_removexattr(depfs_t *fs, uint64_t ino, const char *name);
 
 /* Layout of a file (or a directory's inherited layout). */
 int depfs_get_layout(depfs_t *fs, uint64_t ino, depfs_layout_info *out);
-/* want: NULL or a requested layout (n/k/su 0 = inherit). */
+/* want: NULL or a requested layout (n/k/su 0 = inherit). flags with
+ * O_TMPFILE (name NULL): a new file without a name in parent, as Linux's
+ * O_TMPFILE; its strip files go after its last close (purge queue). */
 int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, int flags,
                  const depfs_cred *cr, const depfs_layout_info *want, struct stat *st,
                  depfs_fh_t **fh);
