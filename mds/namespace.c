@@ -289,7 +289,7 @@ static int dir_is_empty(mds_ns *ns, uint64_t ino, bool *empty)
     return 0;
 }
 
-static int delete_prefix(ns_txn *t, const uint8_t *prefix, size_t plen)
+int ns_delete_prefix(ns_txn *t, const uint8_t *prefix, size_t plen)
 {
     const void *k, *v;
     size_t kl, vl;
@@ -308,7 +308,7 @@ int ns_destroy_inode(ns_txn *t, const mds_inode *in)
     size_t klen = mds_key_inode(key, in->ino);
     kv_batch_delete(t->b, key, klen);
     klen = mds_key_xattr_prefix(key, in->ino);
-    if (delete_prefix(t, key, klen) < 0)
+    if (ns_delete_prefix(t, key, klen) < 0)
         return -EIO;
     if (S_ISLNK(in->mode)) {
         klen = mds_key_symlink(key, in->ino);

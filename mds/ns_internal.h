@@ -54,6 +54,8 @@ void ns_put_dirent(ns_txn *t, uint64_t parent, const char *name, uint64_t ino, u
 /* Drops one link of a non-directory; at zero a regular file is queued for
  * the purge (nlink 0) and anything else goes, and rm (may be NULL) says so. */
 int ns_drop_link(ns_txn *t, mds_inode *in, int64_t now, mds_removed *rm);
+/* Deletes every key that starts with prefix (-EIO: store error). */
+int ns_delete_prefix(ns_txn *t, const uint8_t *prefix, size_t plen);
 /* Deletes the inode with its xattrs and symlink target, fixing counters. */
 int ns_destroy_inode(ns_txn *t, const mds_inode *in);
 /* The running totals (statfs, the purge queue's bytes) move by a file's

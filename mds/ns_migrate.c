@@ -7,6 +7,7 @@
  * namespace's write lock. */
 #include "ns_internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -101,14 +102,10 @@ static int move_xattrs(ns_txn *t, const mg_ctx *c)
     const void *k, *v;
     size_t kl, vl;
     size_t plen = mds_key_xattr_prefix(prefix, c->copy.ino);
-    kv_iter *it = kv_iter_new(t->ns->kv, prefix, plen, NULL, 0);
-    if (!it)
+    if (ns_delete_prefix(t, prefix, plen) < 0)
         return -EIO;
-    while (kv_iter_next(it, &k, &kl, &v, &vl))
-        kv_batch_delete(t->b, k, kl);
-    kv_iter_free(it);
     plen = mds_key_xattr_prefix(prefix, c->src.ino);
-    it = kv_iter_new(t->ns->kv, prefix, plen, NULL, 0);
+    kv_iter *it = kv_iter_new(t->ns->kv, prefix, plen, NULL, 0);
     if (!it)
         return -EIO;
     while (kv_iter_next(it, &k, &kl, &v, &vl)) {

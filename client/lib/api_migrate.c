@@ -7,12 +7,6 @@
 #include <string.h>
 #include "core.h"
 
-static void free_rep(Depfs__MdsReply *rep)
-{
-    if (rep)
-        depfs__mds_reply__free_unpacked(rep, NULL);
-}
-
 int depfs_data_version(depfs_t *fs, uint64_t ino, uint64_t *out)
 {
     Depfs__MdsReply *rep = NULL;
@@ -23,7 +17,8 @@ int depfs_data_version(depfs_t *fs, uint64_t ino, uint64_t *out)
     }
     if (rc == 0)
         *out = rep->attr->has_data_version ? rep->attr->data_version : 0;
-    free_rep(rep);
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
     return rc;
 }
 
@@ -50,6 +45,7 @@ int depfs_migrate_swap(depfs_t *fs, uint64_t parent, const char *name, uint64_t 
     }
     if (rc == 0)
         dc_reply_to_stat(fs, rep, st);
-    free_rep(rep);
+    if (rep)
+        depfs__mds_reply__free_unpacked(rep, NULL);
     return rc;
 }

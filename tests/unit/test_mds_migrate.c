@@ -21,6 +21,7 @@
 #include "mds/holds.h"
 #include "mds/namespace.h"
 #include "mds/store_keys.h"
+#include "tests/lib/mds_handlers.h"
 #include "tests/lib/mds_store.h"
 
 #define N_SERVERS 8u
@@ -302,44 +303,21 @@ END_TEST
 
 /* ------------------------------------------------------------ handlers */
 
-static mds_ctx hctx;
-static mds_cluster *hcl;
+static tmh hh; /* tests/lib/mds_handlers.h */
 
 static void handlers_up(void)
 {
-    depfs_config cfg;
-    config_defaults(&cfg);
-    cfg.n_ioservers = N_SERVERS;
-    for (unsigned i = 0; i < N_SERVERS; i++)
-        cfg.ioservers[i].id = 10 + i;
-    ck_assert_int_eq(mds_cluster_open(store.kv, &cfg, &hcl), 0);
-    mds_holds *h;
-    ck_assert_int_eq(mds_holds_new(MDS_HOLDS_MAX, AUTH_CAP_SKEW_S, 0, &h), 0);
-    mds_ns_set_holds(ns, h);
-    hctx = (mds_ctx){ .ns = ns, .cluster = hcl, .holds = h };
+    tmh_up(&hh, &store, N_SERVERS, 0);
 }
 
 static void handlers_down(void)
 {
-    mds_ns_set_holds(ns, NULL);
-    mds_holds_free(hctx.holds);
-    mds_cluster_close(hcl);
+    tmh_down(&hh);
 }
 
 static int req(Depfs__MdsOp op, Depfs__MdsRequest *q, mds_result **out)
 {
-    uint8_t buf[4096];
-    size_t len = depfs__mds_request__get_packed_size(q);
-    ck_assert_uint_le(len, sizeof(buf));
-    depfs__mds_request__pack(q, buf);
-    mds_result *r = mds_process(&hctx, (uint16_t)op, buf, len, "test", NULL, NULL);
-    ck_assert_ptr_nonnull(r);
-    int err = mds_result_reply(r)->err;
-    if (out)
-        *out = r;
-    else
-        mds_result_free(r);
-    return err;
+    return tmh_req(&hh, op, q, out);
 }
 
 static int open_as(uint64_t client, uint64_t ino, uint32_t flags)
@@ -414,7 +392,7 @@ START_TEST(test_handler_swap)
     ck_assert_uint_eq(mds_result_reply(r)->removed_ino, f);
     mds_result_free(r);
     /* the old inode is held by ME's read handle: not listed for the purge */
-    ck_assert(mds_holds_held(hctx.holds, f, (uint64_t)time(NULL)));
+    ck_assert(mds_holds_held(hh.ctx.holds, f, (uint64_t)time(NULL)));
     /* a writer who opens the old inode by number afterwards: look again */
     ck_assert_int_eq(open_as(OTHER, f, O_WRONLY), ESTALE);
     /* a write open after the copy began: refused as changed */
