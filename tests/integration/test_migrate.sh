@@ -6,7 +6,8 @@
 #      unchanged, the layout the one asked, the old strip files gone once
 #      the purge ran; `layout set` on a non-empty file points to migrate;
 #   b) a writer appending records (open, append, close each) and reading
-#      the file's head back during four migrates: the head never changes,
+#      the file's head back, and a reader holding one descriptor opened
+#      before, during four migrates: the head never changes for either,
 #      every record the writer wrote is in the file afterwards, and each
 #      migrate either switched or failed saying why (open for writing /
 #      changed while copied);
@@ -115,6 +116,22 @@ while not os.path.exists(w + "/b.stop") and time.time() - t0 < limit:
 open(w + "/b.count", "w").write(str(n))
 PY
 bpid=$!
+python3 - "$MNT/b" "$W" "$(tscale 60)" <<'PY' &
+# one descriptor opened before the migrates, read through them all: the
+# old inode's strip files stay while it is open
+import os, sys, time
+path, w, limit = sys.argv[1], sys.argv[2], float(sys.argv[3])
+head = open(w + "/b.ref", "rb").read()
+fd, t0, n = os.open(path, os.O_RDONLY), time.time(), 0
+while not os.path.exists(w + "/b.stop") and time.time() - t0 < limit:
+    if os.pread(fd, len(head), 0) != head:
+        open(w + "/b.bad", "w").write("reader: the head read through an old descriptor changed\n")
+        break
+    n += 1
+os.close(fd)
+open(w + "/b.reads", "w").write(str(n))
+PY
+rpid=$!
 ok=0; refused=0
 for spec in 4@2 8@6 6@4 8@7; do
   if depfs migrate -r "$spec" /b > "$W/b.out" 2>&1; then ok=$((ok + 1)); else
@@ -122,7 +139,7 @@ for spec in 4@2 8@6 6@4 8@7; do
     refused=$((refused + 1))
   fi
 done
-touch "$W/b.stop"; wait "$bpid" || fail "the writer failed"
+touch "$W/b.stop"; wait "$bpid" || fail "the writer failed"; wait "$rpid" || fail "the reader failed"
 [ ! -e "$W/b.bad" ] || fail "reader: $(cat "$W/b.bad")"
 n=$(cat "$W/b.count")
 python3 - "$MNT/b" "$W/b.ref" "$n" <<'PY' || fail "the writer's bytes are not all in the file"
@@ -132,7 +149,8 @@ want = head + b"".join((b"%08d" % i) * 512 for i in range(n))
 if data != want:
     sys.exit("file has %d bytes, want %d (%d records)" % (len(data), len(want), n))
 PY
-log "writer wrote $n records; $ok migrates switched, $refused refused clearly"
+[ "$(cat "$W/b.reads")" -gt 0 ] || fail "the reader read nothing"
+log "writer wrote $n records, reader read the head $(cat "$W/b.reads") times; $ok migrates switched, $refused refused clearly"
 depfs migrate -r 4@2 /b || fail "migrate after the writer stopped failed"
 python3 -c 'import sys; d=open(sys.argv[1],"rb").read(); sys.exit(0 if len(d)==4000000+int(sys.argv[2])*4096 else 1)' "$MNT/b" "$n" ||
   fail "size after the last migrate"
