@@ -273,6 +273,27 @@ START_TEST(test_swap_refusals)
 }
 END_TEST
 
+/* Who may swap: one who may write the file and the copy (perm.h). */
+START_TEST(test_swap_permissions)
+{
+    mds_inode out, in;
+    mds_removed rm;
+    uint64_t f = new_source("f"); /* 0640, owner 12:34 */
+    uint64_t c = new_copy(SIZE);  /* 0600, root's */
+    mds_caller reader = { .uid = 99, .gid = 34 }, owner = { .uid = 12, .gid = 34 };
+    mds_migrate_in mi = { .parent = ROOT, .name = "f", .src_ino = f, .copy_ino = c,
+                          .data_version = version_of(f) };
+    /* group may read only: no swap */
+    ck_assert_int_eq(mds_ns_migrate_swap(ns, &reader, &mi, &out, &rm, why), -EACCES);
+    /* the owner may write the file, not root's copy */
+    ck_assert_int_eq(mds_ns_migrate_swap(ns, &owner, &mi, &out, &rm, why), -EACCES);
+    mds_setattr_in a = { .uid = 12 };
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, c, DEPFS_SET_UID, &a, &in, why), 0);
+    ck_assert_int_eq(mds_ns_migrate_swap(ns, &owner, &mi, &out, &rm, why), 0);
+    ck_assert_uint_eq(out.ino, c);
+}
+END_TEST
+
 /* ------------------------------------------------------------ the holds */
 
 START_TEST(test_holds_writers)
@@ -441,6 +462,7 @@ static Suite *migrate_suite(void)
     tcase_add_test(tc, test_unlinked_create);
     tcase_add_test(tc, test_swap);
     tcase_add_test(tc, test_swap_refusals);
+    tcase_add_test(tc, test_swap_permissions);
     tcase_add_test(tc, test_handler_swap);
     suite_add_tcase(s, tc);
     return s;
