@@ -615,6 +615,10 @@ static int op_statfs(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 
 /* ------------------------------------------------------------ migrate */
 
+/* Swaps refused because the file is busy or changed: a client may retry
+ * many, so at most a burst of lines a period. */
+static dlog_limit migrate_log = DLOG_LIMIT_INIT(RPC_LOG_BURST, RPC_LOG_PERIOD_MS);
+
 typedef struct migrate_busy {
     mds_ctx *c;
     uint64_t client; /* the migrating client: its own handles do not count */
@@ -651,6 +655,10 @@ static int op_migrate_swap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf
     if (rc == 0) {
         fill_attr(b, &out);
         fill_removed(b, &rm);
+    } else if (rc == -ESTALE || rc == -EBUSY || rc == -EMLINK) { /* the CLI copies again */
+        dlog_limited(&migrate_log, DLOG_INFO, "migrate: '%s' (inode %llu) not switched to inode "
+                     "%llu: %s", q->name, (unsigned long long)q->ino,
+                     (unsigned long long)q->migrate_ino, b->why);
     }
     return rc;
 }
