@@ -431,7 +431,7 @@ int cli_cmd_migrate(int argc, char **argv, const char *config_path)
         return cli_usage_err(MG_CMD, "the new layout is required: -r N@K[@SU]");
     if (optind >= argc)
         return cli_usage_err(MG_CMD, "missing PATH");
-    if (parse_layout(&r, spec) < 0)
+    if (parse_layout(&r, spec) != 0)
         return CLI_EXIT_USAGE;
     for (int i = optind; i < argc; i++) {
         depfs_label lab;
