@@ -44,5 +44,6 @@ bool io_caps_mds_op_grants(uint16_t mds_op)
 
 bool io_caps_mds_op_binds_client(uint16_t mds_op)
 {
-    return io_caps_mds_op_grants(mds_op) || mds_op == DEPFS__MDS_OP__MDS_RELEASE;
+    return io_caps_mds_op_grants(mds_op) || mds_op == DEPFS__MDS_OP__MDS_RELEASE ||
+           mds_op == DEPFS__MDS_OP__MDS_MIGRATE_SWAP;
 }

@@ -26,8 +26,9 @@ uint32_t io_caps_needed(uint16_t type, const Depfs__IoRequest *q);
  * not the client's). */
 bool io_caps_mds_op_grants(uint16_t mds_op);
 /* The MDS requests made in the name of a client the MDS must be sure of:
- * those that grant, and MDS_RELEASE (a client gives back its hold of a
- * file, mds/holds.h). A ticket holder sends its ticket with them
+ * those that grant, MDS_RELEASE (a client gives back its hold of a
+ * file, mds/holds.h) and MDS_MIGRATE_SWAP (the migrating client's own
+ * handles are not counted as other writers). A ticket holder sends its ticket with them
  * (MdsRequest.ticket) and the MDS takes that ticket's client
  * (mds/cap_owner.h). */
 bool io_caps_mds_op_binds_client(uint16_t mds_op);

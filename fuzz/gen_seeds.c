@@ -218,6 +218,23 @@ static void mds_seeds(const char *dir)
     add(&s, DEPFS__MDS_OP__MDS_PURGE_DONE, &q.base, NULL, 0);
     save(dir, "mds", "purge-queue", &s);
 
+    /* depfs migrate: a copy without a name, then the swap of "m" to it */
+    s.len = 0;
+    mds_named(&s, DEPFS__MDS_OP__MDS_CREATE, ROOT, "m", 0100644);
+    q = mreq();
+    q.has_parent = q.has_mode = q.has_unlinked = q.unlinked = 1;
+    q.parent = ROOT;
+    q.mode = 0100600;
+    add(&s, DEPFS__MDS_OP__MDS_CREATE, &q.base, NULL, 0);
+    q = mreq();
+    q.has_parent = q.has_ino = q.has_migrate_ino = q.has_data_version = 1;
+    q.parent = ROOT;
+    q.name = "m";
+    q.ino = FIRST_INO;
+    q.migrate_ino = FIRST_INO + 1;
+    add(&s, DEPFS__MDS_OP__MDS_MIGRATE_SWAP, &q.base, NULL, 0);
+    save(dir, "mds", "migrate", &s);
+
     /* depfs-recovery's state and progress reports */
     s.len = 0;
     q = mreq();

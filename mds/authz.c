@@ -8,6 +8,9 @@ int mds_authorize(const auth_identity *who, uint16_t type, const Depfs__MdsReque
                   size_t why_len)
 {
     (void)q;
+    /* every other op is a user's; what it may do to the files it names
+     * is checked by the namespace (perm.h): MDS_MIGRATE_SWAP needs write
+     * permission on the file and on its copy, as a write would */
     if (!who || who->role == AUTH_ROLE_CLUSTER)
         return 0;
     const char *admin_op = type == DEPFS__MDS_OP__MDS_SET_SERVER_STATE ? "MDS_SET_SERVER_STATE"

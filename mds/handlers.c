@@ -127,6 +127,8 @@ static void fill_attr(mds_reply_buf *b, const mds_inode *in)
     a->atime_ns = in->atime_ns;
     a->mtime_ns = in->mtime_ns;
     a->ctime_ns = in->ctime_ns;
+    a->has_data_version = S_ISREG(in->mode);
+    a->data_version = in->data_version;
     b->rep.attr = a;
     if (in->has_layout) {
         fill_layout(&b->lay, b->lay_servers, &in->lay);
@@ -203,6 +205,35 @@ static int note_hold(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b, c
     snprintf(b->why, sizeof(b->why), "inode %llu was unlinked and no handle held it: its strip "
              "files are being removed", (unsigned long long)in->ino);
     return -ENOENT;
+}
+
+/* The request's client's hold of regular file `in` (just noted) is a
+ * writer's: MDS_MIGRATE_SWAP refuses while another client has one. */
+static void mark_writer(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b, const mds_inode *in)
+{
+    if (c->holds && S_ISREG(in->mode))
+        mds_holds_mark_writer(c->holds, in->ino, hold_client(q, b), (uint64_t)time(NULL));
+}
+
+/* mark_writer for a new open for writing, and then the check that closes
+ * its race with a migrate: a swap that committed after the open loaded
+ * the file but before its writer's hold was marked did not see the
+ * writer; the file is then unlinked (migrated away) and the opener must
+ * open the name again (ESTALE), or its writes would go to the old inode. */
+static int mark_writer_checked(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b,
+                               const mds_inode *in)
+{
+    mds_inode now;
+    mark_writer(c, q, b, in);
+    if (!S_ISREG(in->mode) || in->nlink == 0)
+        return 0;
+    int rc = mds_ns_getattr(c->ns, in->ino, &now, b->why);
+    if (rc < 0 || !now.migrated_away)
+        return rc;
+    /* the hold stays until it expires: it may be an older handle's too */
+    snprintf(b->why, sizeof(b->why), "inode %llu was replaced by its migrated copy while it was "
+             "opened: look the name up again", (unsigned long long)in->ino);
+    return -ESTALE;
 }
 
 static void mds_new_from(const Depfs__MdsRequest *q, const mds_reply_buf *b, mds_new *nw)
@@ -369,6 +400,8 @@ static int renew_cap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     rc = mds_ns_getattr(c->ns, q->ino, &in, b->why);
     if (rc == 0)
         rc = note_hold(c, q, b, &in);
+    if (rc == 0 && (cap.rights & AUTH_CAP_WRITE))
+        mark_writer(c, q, b, &in);
     if (rc == 0)
         issue_cap(c, b, q->ino, cap.rights);
     return rc;
@@ -382,6 +415,8 @@ static int renew_hold(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     int rc = mds_ns_getattr(c->ns, q->ino, &in, b->why);
     if (rc == 0)
         rc = note_hold(c, q, b, &in);
+    if (rc == 0) /* its access is not known here: taken for a writer's */
+        mark_writer(c, q, b, &in);
     if (rc == 0)
         fill_attr(b, &in);
     return rc;
@@ -402,6 +437,8 @@ static int op_open(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     int rc = mds_ns_open_file(c->ns, &b->caller, q->ino, q->flags, &in, b->why);
     if (rc == 0)
         rc = note_hold(c, q, b, &in);
+    if (rc == 0 && (cap_rights_of(q->flags) & AUTH_CAP_WRITE))
+        rc = mark_writer_checked(c, q, b, &in);
     if (rc == 0) {
         fill_attr(b, &in);
         if (S_ISREG(in.mode))
@@ -414,12 +451,17 @@ static int op_create(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
     mds_new nw;
     mds_inode out;
+    bool unlinked = q->has_unlinked && q->unlinked;
     NEED(q->has_parent, "parent");
-    NEED(q->name, "name");
+    NEED(q->name || unlinked, "name");
     mds_new_from(q, b, &nw);
+    nw.unlinked = unlinked; /* its creator's hold goes with its queue entry */
+    nw.held_until_s = unlinked ? (uint64_t)time(NULL) + AUTH_CAP_TTL_S : 0;
     int rc = mds_ns_create(c->ns, &nw, q->flags, &out, b->why);
     if (rc == 0)
         rc = note_hold(c, q, b, &out);
+    if (rc == 0 && (cap_rights_of(q->flags) & AUTH_CAP_WRITE))
+        rc = mark_writer_checked(c, q, b, &out);
     if (rc == 0) {
         fill_attr(b, &out);
         if (S_ISREG(out.mode)) /* a create opens, with the access asked */
@@ -569,6 +611,56 @@ static int op_statfs(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     b->rep.has_files = b->rep.has_logical_bytes = true;
     b->rep.has_purge_files = b->rep.has_purge_bytes = true;
     return 0;
+}
+
+/* ------------------------------------------------------------ migrate */
+
+/* Swaps refused because the file is busy or changed: a client may retry
+ * many, so at most a burst of lines a period. */
+static dlog_limit migrate_log = DLOG_LIMIT_INIT(RPC_LOG_BURST, RPC_LOG_PERIOD_MS);
+
+typedef struct migrate_busy {
+    mds_ctx *c;
+    uint64_t client; /* the migrating client: its own handles do not count */
+} migrate_busy;
+
+/* Under the namespace's write lock: another client may be writing ino. */
+static bool migrate_is_busy(void *arg, uint64_t ino, char *why)
+{
+    const migrate_busy *m = arg;
+    if (!m->c->holds || !mds_holds_other_writer(m->c->holds, ino, m->client, (uint64_t)time(NULL)))
+        return false;
+    snprintf(why, MDS_WHY_MAX, "inode %llu is open for writing by another client (or the MDS "
+             "restarted and does not know its writers yet): retry after its writers close",
+             (unsigned long long)ino);
+    return true;
+}
+
+/* MDS_MIGRATE_SWAP (namespace.h mds_ns_migrate_swap): the copy takes the
+ * file's name; the file's inode goes to the purge queue. */
+static int op_migrate_swap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    mds_inode out;
+    mds_removed rm;
+    NEED(q->has_parent, "parent");
+    NEED(q->name, "name");
+    NEED(q->has_ino, "ino");
+    NEED(q->has_migrate_ino, "migrate_ino");
+    NEED(q->has_data_version, "data_version");
+    migrate_busy mb = { .c = c, .client = hold_client(q, b) };
+    mds_migrate_in in = { .parent = q->parent, .name = q->name, .src_ino = q->ino,
+                          .copy_ino = q->migrate_ino, .data_version = q->data_version,
+                          .busy = migrate_is_busy, .arg = &mb };
+    int rc = mds_ns_migrate_swap(c->ns, &b->caller, &in, &out, &rm, b->why);
+    if (rc == 0) {
+        fill_attr(b, &out);
+        fill_removed(b, &rm);
+    } else if (rc == -ESTALE || rc == -EBUSY || rc == -EMLINK) { /* the CLI copies again */
+        dlog_limited(&migrate_log, DLOG_INFO, "migrate: '%s' (inode %llu) not switched to inode "
+                     "%llu: %s", q->name, (unsigned long long)q->ino,
+                     (unsigned long long)q->migrate_ino, b->why);
+    }
+    return rc;
 }
 
 /* --------------------------------------------------------- purge queue */
@@ -837,6 +929,7 @@ static const struct {
     [DEPFS__MDS_OP__MDS_RELEASE] = { "release", op_release },
     [DEPFS__MDS_OP__MDS_PURGE_LIST] = { "purge_list", op_purge_list },
     [DEPFS__MDS_OP__MDS_PURGE_DONE] = { "purge_done", op_purge_done },
+    [DEPFS__MDS_OP__MDS_MIGRATE_SWAP] = { "migrate_swap", op_migrate_swap },
 };
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
 

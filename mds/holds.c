@@ -16,6 +16,7 @@
 typedef struct hold {
     struct hold *next;
     uint64_t ino, client, until_s;
+    bool writer; /* the client opened ino for writing (or said nothing of its access) */
 } hold;
 
 struct mds_holds {
@@ -162,6 +163,30 @@ void mds_holds_release(mds_holds *h, uint64_t ino, uint64_t client)
         }
     }
     pthread_mutex_unlock(&h->m);
+}
+
+void mds_holds_mark_writer(mds_holds *h, uint64_t ino, uint64_t client, uint64_t now_s)
+{
+    uint64_t until;
+    pthread_mutex_lock(&h->m);
+    hold *e = walk_bucket(h, bucket_of(ino), ino, client, now_s, &until);
+    if (e)
+        e->writer = true;
+    pthread_mutex_unlock(&h->m);
+}
+
+bool mds_holds_other_writer(mds_holds *h, uint64_t ino, uint64_t client, uint64_t now_s)
+{
+    uint64_t until;
+    bool found = false;
+    pthread_mutex_lock(&h->m);
+    unsigned b = bucket_of(ino);
+    walk_bucket(h, b, ino, client, now_s, &until); /* drops what expired */
+    for (const hold *e = h->buckets[b]; e && !found; e = e->next)
+        found = e->ino == ino && e->client != client && e->writer;
+    found = found || live(h, h->overflow_floor_s, now_s) || live(h, h->start_floor_s, now_s);
+    pthread_mutex_unlock(&h->m);
+    return found;
 }
 
 /* The latest end of a live hold of ino or floor (with_start: the start

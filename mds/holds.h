@@ -46,6 +46,13 @@ void mds_holds_free(mds_holds *h);
  * and false is returned; else true. */
 bool mds_holds_note(mds_holds *h, uint64_t ino, uint64_t client, uint64_t until_s, bool only_if_held,
                     uint64_t recorded_until_s, uint64_t now_s);
+/* Client's live hold of ino (noted just before) is for writing: it stays
+ * a writer's until released or expired. No hold: nothing. */
+void mds_holds_mark_writer(mds_holds *h, uint64_t ino, uint64_t client, uint64_t now_s);
+/* Whether a client other than `client` may hold ino open for writing at
+ * now_s: a live writer's hold, or a live floor (holds not known one by
+ * one: any of them may be a writer's). MDS_MIGRATE_SWAP refuses then. */
+bool mds_holds_other_writer(mds_holds *h, uint64_t ino, uint64_t client, uint64_t now_s);
 /* Client holds no handle of ino any more (its last close). */
 void mds_holds_release(mds_holds *h, uint64_t ino, uint64_t client);
 /* Whether any hold of ino or a floor is live at now_s (within grace). */

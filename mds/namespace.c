@@ -55,7 +55,7 @@ void mds_ns_params_from_config(const depfs_config *cfg, mds_ns_params *p)
     p->default_su = cfg->default_su;
 }
 
-static int check_name(const char *name, char *why)
+int ns_check_name(const char *name, char *why)
 {
     if (!name || !name[0])
         return ns_fail(why, EINVAL, "empty name");
@@ -224,7 +224,7 @@ void ns_put_inode(ns_txn *t, const mds_inode *in)
     kv_batch_put(t->b, key, klen, val, vlen);
 }
 
-static int load_dir(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
+int ns_load_dir(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
 {
     int rc = ns_load_inode(ns, ino, out, why);
     if (rc < 0)
@@ -234,7 +234,7 @@ static int load_dir(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
     return 0;
 }
 
-static int find_dirent(mds_ns *ns, uint64_t parent, const char *name, uint64_t *ino,
+int ns_find_dirent(mds_ns *ns, uint64_t parent, const char *name, uint64_t *ino,
                        uint64_t *seq, uint32_t *mode, char *why)
 {
     uint8_t key[MDS_KEY_MAX];
@@ -253,7 +253,7 @@ static int find_dirent(mds_ns *ns, uint64_t parent, const char *name, uint64_t *
     return 0;
 }
 
-static void put_dirent(ns_txn *t, uint64_t parent, const char *name, uint64_t ino, uint64_t seq,
+void ns_put_dirent(ns_txn *t, uint64_t parent, const char *name, uint64_t ino, uint64_t seq,
                        uint32_t mode)
 {
     uint8_t key[MDS_KEY_MAX], dval[MDS_DIRENT_VAL_LEN], sval[MDS_DIRSEQ_VAL_MAX];
@@ -289,7 +289,7 @@ static int dir_is_empty(mds_ns *ns, uint64_t ino, bool *empty)
     return 0;
 }
 
-static int delete_prefix(ns_txn *t, const uint8_t *prefix, size_t plen)
+int ns_delete_prefix(ns_txn *t, const uint8_t *prefix, size_t plen)
 {
     const void *k, *v;
     size_t kl, vl;
@@ -308,7 +308,7 @@ int ns_destroy_inode(ns_txn *t, const mds_inode *in)
     size_t klen = mds_key_inode(key, in->ino);
     kv_batch_delete(t->b, key, klen);
     klen = mds_key_xattr_prefix(key, in->ino);
-    if (delete_prefix(t, key, klen) < 0)
+    if (ns_delete_prefix(t, key, klen) < 0)
         return -EIO;
     if (S_ISLNK(in->mode)) {
         klen = mds_key_symlink(key, in->ino);
@@ -325,21 +325,22 @@ int ns_destroy_inode(ns_txn *t, const mds_inode *in)
  * handles still open on it (getattr, setattr, extend by inode number), and
  * is queued for the removal of its strip files, in the same batch. It
  * still counts in statfs until ns_purge.c drops it. */
-static void queue_orphan(ns_txn *t, const mds_inode *in, int64_t now)
+static void queue_orphan(ns_txn *t, const mds_inode *in, int64_t now, uint64_t min_held_until_s)
 {
     uint8_t key[MDS_KEY_MAX], val[MDS_PURGE_VAL_LEN];
     uint64_t now_s = (uint64_t)now / CLOCK_NS_PER_S;
     assert(S_ISREG(in->mode) && in->nlink == 0);
     ns_put_inode(t, in);
     /* the handles that may use it now, kept across a restart (holds.h) */
-    mds_purge_val_encode(val, now, t->ns->holds ? mds_holds_until(t->ns->holds, in->ino, now_s) : 0);
+    uint64_t held = t->ns->holds ? mds_holds_until(t->ns->holds, in->ino, now_s) : 0;
+    mds_purge_val_encode(val, now, held > min_held_until_s ? held : min_held_until_s);
     kv_batch_put(t->b, key, mds_key_purge(key, in->ino), val, sizeof(val));
     t->purge_files++;
     t->purge_bytes = ns_account(t->purge_bytes, 0, in->size);
 }
 
 /* Drops one link of a non-directory; at zero the inode goes and rm says so. */
-static int drop_link(ns_txn *t, mds_inode *in, int64_t now, mds_removed *rm)
+int ns_drop_link(ns_txn *t, mds_inode *in, int64_t now, mds_removed *rm)
 {
     assert(!S_ISDIR(in->mode) && in->nlink > 0);
     in->nlink--;
@@ -356,7 +357,7 @@ static int drop_link(ns_txn *t, mds_inode *in, int64_t now, mds_removed *rm)
         rm->queued = S_ISREG(in->mode);
     }
     if (S_ISREG(in->mode)) {
-        queue_orphan(t, in, now);
+        queue_orphan(t, in, now, 0);
         return 0;
     }
     return ns_destroy_inode(t, in);
@@ -530,7 +531,7 @@ int mds_ns_lookup(mds_ns *ns, const mds_caller *who, uint64_t parent, const char
     int rc;
 
     pthread_rwlock_rdlock(&ns->lock);
-    rc = load_dir(ns, parent, &dir, why);
+    rc = ns_load_dir(ns, parent, &dir, why);
     if (rc == 0 && who)
         rc = perm_lookup(who, &dir, why);
     if (rc < 0)
@@ -543,10 +544,10 @@ int mds_ns_lookup(mds_ns *ns, const mds_caller *who, uint64_t parent, const char
         rc = ns_load_inode(ns, dir.parent, out, why);
         goto out;
     }
-    rc = check_name(name, why);
+    rc = ns_check_name(name, why);
     if (rc < 0)
         goto out;
-    rc = find_dirent(ns, parent, name, &ino, &seq, &mode, why);
+    rc = ns_find_dirent(ns, parent, name, &ino, &seq, &mode, why);
     if (rc < 0)
         goto out;
     rc = ns_load_inode(ns, ino, out, why);
@@ -563,15 +564,56 @@ int mds_ns_getattr(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
     return rc;
 }
 
+/* An open for flags may change a file's bytes. */
+static bool flags_write(uint32_t flags)
+{
+    return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+static bool open_writes(const mds_inode *in, uint32_t flags)
+{
+    return S_ISREG(in->mode) && flags_write(flags);
+}
+
+/* A new open of regular file in for flags, once permitted (under the
+ * write lock): a file a migrate replaced is ESTALE (the opener looked its
+ * name up before the swap: it must look it up again and open the copy),
+ * and an open for writing bumps the data version, so a copy made before
+ * it cannot replace the file (MDS_MIGRATE_SWAP). */
+static int grant_open(mds_ns *ns, mds_inode *in, uint32_t flags, char *why)
+{
+    ns_txn t;
+    if (!S_ISREG(in->mode))
+        return 0;
+    if (in->migrated_away)
+        return ns_fail(why, ESTALE, "inode %llu was replaced by its migrated copy: look the name "
+                       "up again", (unsigned long long)in->ino);
+    if (!open_writes(in, flags))
+        return 0;
+    int rc = ns_txn_begin(ns, &t);
+    if (rc < 0)
+        return ns_fail(why, EIO, "store error");
+    in->data_version++;
+    ns_put_inode(&t, in);
+    rc = ns_txn_commit(&t);
+    return rc < 0 ? ns_fail(why, EIO, "store write failed") : 0;
+}
+
 int mds_ns_open_file(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t flags, mds_inode *out,
                 char *why)
 {
-    pthread_rwlock_rdlock(&ns->lock);
+    bool writes = flags_write(flags); /* only a writer's open writes (its data version) */
+    if (writes)
+        pthread_rwlock_wrlock(&ns->lock);
+    else
+        pthread_rwlock_rdlock(&ns->lock);
     int rc = ns_load_inode(ns, ino, out, why);
     if (rc == 0 && who && S_ISREG(out->mode))
         rc = perm_open(who, out, flags, why);
+    if (rc == 0)
+        rc = grant_open(ns, out, flags, why);
     pthread_rwlock_unlock(&ns->lock);
-    return rc;
+    return writes ? ns_settle(ns, rc, why) : rc;
 }
 
 /* -------------------------------------------------------------- creation */
@@ -614,6 +656,8 @@ static int create_existing(mds_ns *ns, const mds_caller *who, uint64_t ino, uint
         rc = ns_fail(why, EISDIR, "'%llu' is a directory", (unsigned long long)ino);
     if (rc == 0 && who && S_ISREG(out->mode))
         rc = perm_open(who, out, open_flags, why);
+    if (rc == 0)
+        rc = grant_open(ns, out, open_flags, why);
     return rc;
 }
 
@@ -626,17 +670,17 @@ static int make_node(mds_ns *ns, const mds_new *nw_in, uint32_t mode, bool retur
     uint64_t ino, seq;
     uint32_t emode;
     ns_txn t;
-    int rc = check_name(nw->name, why);
+    int rc = nw->unlinked ? 0 : ns_check_name(nw->name, why);
     if (rc < 0)
         return rc;
 
     pthread_rwlock_wrlock(&ns->lock);
-    rc = load_dir(ns, nw->parent, &parent, why);
+    rc = ns_load_dir(ns, nw->parent, &parent, why);
     if (rc == 0 && nw->who)
         rc = perm_lookup(nw->who, &parent, why);
     if (rc < 0)
         goto out;
-    rc = find_dirent(ns, nw->parent, nw->name, &ino, &seq, &emode, NULL);
+    rc = nw->unlinked ? -ENOENT : ns_find_dirent(ns, nw->parent, nw->name, &ino, &seq, &emode, NULL);
     if (rc == 0) {
         rc = return_existing ? create_existing(ns, nw->who, ino, open_flags, out, why)
                              : ns_fail(why, EEXIST, "'%s' exists", nw->name);
@@ -668,16 +712,23 @@ static int make_node(mds_ns *ns, const mds_new *nw_in, uint32_t mode, bool retur
         goto out;
     t.next_ino++;
     t.inodes++;
+    if (nw->unlinked) { /* no name: held by its creator only, purged after */
+        assert(S_ISREG(mode));
+        child.nlink = 0;
+        queue_orphan(&t, &child, now, nw->held_until_s);
+        goto commit;
+    }
     ns_put_inode(&t, &child);
     if (S_ISLNK(mode)) {
         uint8_t key[MDS_KEY_MAX];
         kv_batch_put(t.b, key, mds_key_symlink(key, child.ino), nw->target, strlen(nw->target));
     }
-    put_dirent(&t, parent.ino, nw->name, child.ino, parent.next_seq++, mode);
+    ns_put_dirent(&t, parent.ino, nw->name, child.ino, parent.next_seq++, mode);
     parent.mtime_ns = parent.ctime_ns = now;
     if (S_ISDIR(mode))
         parent.nlink++;
     ns_put_inode(&t, &parent);
+commit:
     rc = ns_txn_commit(&t);
     if (rc < 0) {
         rc = ns_fail(why, EIO, "store write failed");
@@ -694,6 +745,8 @@ int mds_ns_create(mds_ns *ns, const mds_new *nw, uint32_t flags, mds_inode *out,
     uint32_t type = nw->mode & S_IFMT;
     if (type != 0 && type != S_IFREG)
         return ns_fail(why, EINVAL, "create makes regular files only (mode %o)", nw->mode);
+    if (nw->unlinked && (flags & O_EXCL))
+        flags &= ~(uint32_t)O_EXCL; /* a file without a name is always new */
     return make_node(ns, nw, S_IFREG | (nw->mode & NS_PERM_MASK), !(flags & O_EXCL),
                      flags & (O_ACCMODE | O_TRUNC), out, why);
 }
@@ -748,15 +801,15 @@ int mds_ns_unlink(mds_ns *ns, const mds_caller *who, uint64_t parent, const char
     uint64_t ino, seq;
     uint32_t mode;
     ns_txn t;
-    int rc = check_name(name, why);
+    int rc = ns_check_name(name, why);
     if (rc < 0)
         return rc;
     memset(rm, 0, sizeof(*rm));
 
     pthread_rwlock_wrlock(&ns->lock);
-    rc = load_dir(ns, parent, &dir, why);
+    rc = ns_load_dir(ns, parent, &dir, why);
     if (rc == 0)
-        rc = find_dirent(ns, parent, name, &ino, &seq, &mode, why);
+        rc = ns_find_dirent(ns, parent, name, &ino, &seq, &mode, why);
     if (rc == 0)
         rc = ns_load_inode(ns, ino, &victim, why);
     if (rc == 0 && who)
@@ -774,7 +827,7 @@ int mds_ns_unlink(mds_ns *ns, const mds_caller *who, uint64_t parent, const char
     del_dirent(&t, parent, name, seq);
     dir.mtime_ns = dir.ctime_ns = now;
     ns_put_inode(&t, &dir);
-    rc = drop_link(&t, &victim, now, rm);
+    rc = ns_drop_link(&t, &victim, now, rm);
     if (rc < 0) {
         ns_txn_abort(&t);
         goto out;
@@ -796,14 +849,14 @@ int mds_ns_rmdir(mds_ns *ns, const mds_caller *who, uint64_t parent, const char 
     uint32_t mode;
     bool empty = false;
     ns_txn t;
-    int rc = check_name(name, why);
+    int rc = ns_check_name(name, why);
     if (rc < 0)
         return rc;
 
     pthread_rwlock_wrlock(&ns->lock);
-    rc = load_dir(ns, parent, &dir, why);
+    rc = ns_load_dir(ns, parent, &dir, why);
     if (rc == 0)
-        rc = find_dirent(ns, parent, name, &ino, &seq, &mode, why);
+        rc = ns_find_dirent(ns, parent, name, &ino, &seq, &mode, why);
     if (rc == 0)
         rc = ns_load_inode(ns, ino, &victim, why);
     if (rc == 0 && who)
@@ -875,16 +928,16 @@ static int rename_load(mds_ns *ns, rn_ctx *c, uint64_t sp, const char *sname, ui
     uint32_t mode;
     c->spar = &c->spar_buf;
     c->dpar = sp == dp ? &c->spar_buf : &c->dpar_buf;
-    int rc = load_dir(ns, sp, c->spar, why);
+    int rc = ns_load_dir(ns, sp, c->spar, why);
     if (rc == 0 && sp != dp)
-        rc = load_dir(ns, dp, c->dpar, why);
+        rc = ns_load_dir(ns, dp, c->dpar, why);
     if (rc == 0)
-        rc = find_dirent(ns, sp, sname, &ino, &c->sseq, &mode, why);
+        rc = ns_find_dirent(ns, sp, sname, &ino, &c->sseq, &mode, why);
     if (rc == 0)
         rc = ns_load_inode(ns, ino, &c->src, why);
     if (rc < 0)
         return rc;
-    rc = find_dirent(ns, dp, dname, &ino, &c->dseq, &mode, NULL);
+    rc = ns_find_dirent(ns, dp, dname, &ino, &c->dseq, &mode, NULL);
     if (rc == -ENOENT)
         return 0;
     if (rc < 0)
@@ -949,8 +1002,8 @@ static int rename_apply(ns_txn *t, rn_ctx *c, const char *sname, const char *dna
     int rc = 0;
 
     if (flags & MDS_RENAME_EXCHANGE) {
-        put_dirent(t, c->spar->ino, sname, c->dst.ino, c->sseq, c->dst.mode);
-        put_dirent(t, c->dpar->ino, dname, c->src.ino, c->dseq, c->src.mode);
+        ns_put_dirent(t, c->spar->ino, sname, c->dst.ino, c->sseq, c->dst.mode);
+        ns_put_dirent(t, c->dpar->ino, dname, c->src.ino, c->dseq, c->src.mode);
         if (S_ISDIR(c->src.mode))
             move_dir_links(&c->src, c->spar, c->dpar);
         if (S_ISDIR(c->dst.mode))
@@ -965,10 +1018,10 @@ static int rename_apply(ns_txn *t, rn_ctx *c, const char *sname, const char *dna
                 c->dpar->nlink--;
                 rc = ns_destroy_inode(t, &c->dst);
             } else {
-                rc = drop_link(t, &c->dst, now, rm);
+                rc = ns_drop_link(t, &c->dst, now, rm);
             }
         }
-        put_dirent(t, c->dpar->ino, dname, c->src.ino, c->dpar->next_seq++, c->src.mode);
+        ns_put_dirent(t, c->dpar->ino, dname, c->src.ino, c->dpar->next_seq++, c->src.mode);
         if (S_ISDIR(c->src.mode))
             move_dir_links(&c->src, c->spar, c->dpar);
     }
@@ -994,9 +1047,9 @@ int mds_ns_rename(mds_ns *ns, const mds_caller *who, uint64_t parent, const char
     if ((flags & ~(MDS_RENAME_NOREPLACE | MDS_RENAME_EXCHANGE)) ||
         flags == (MDS_RENAME_NOREPLACE | MDS_RENAME_EXCHANGE))
         return ns_fail(why, EINVAL, "rename: unsupported flags 0x%x", flags);
-    rc = check_name(name, why);
+    rc = ns_check_name(name, why);
     if (rc == 0)
-        rc = check_name(new_name, why);
+        rc = ns_check_name(new_name, why);
     if (rc < 0)
         return rc;
 
@@ -1037,14 +1090,14 @@ int mds_ns_link(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t new_pa
     uint64_t eino, seq;
     uint32_t mode;
     ns_txn t;
-    int rc = check_name(new_name, why);
+    int rc = ns_check_name(new_name, why);
     if (rc < 0)
         return rc;
 
     pthread_rwlock_wrlock(&ns->lock);
     rc = ns_load_inode(ns, ino, &in, why);
     if (rc == 0)
-        rc = load_dir(ns, new_parent, &dir, why);
+        rc = ns_load_dir(ns, new_parent, &dir, why);
     if (rc == 0 && who)
         rc = perm_link(who, &dir, why);
     if (rc < 0)
@@ -1061,7 +1114,7 @@ int mds_ns_link(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t new_pa
         rc = ns_fail(why, EMLINK, "too many links");
         goto out;
     }
-    rc = find_dirent(ns, new_parent, new_name, &eino, &seq, &mode, NULL);
+    rc = ns_find_dirent(ns, new_parent, new_name, &eino, &seq, &mode, NULL);
     if (rc == 0 || rc != -ENOENT) {
         rc = rc == 0 ? ns_fail(why, EEXIST, "'%s' exists", new_name) : ns_fail(why, EIO, "store error");
         goto out;
@@ -1073,7 +1126,7 @@ int mds_ns_link(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t new_pa
     in.nlink++;
     in.ctime_ns = now;
     ns_put_inode(&t, &in);
-    put_dirent(&t, dir.ino, new_name, in.ino, dir.next_seq++, in.mode);
+    ns_put_dirent(&t, dir.ino, new_name, in.ino, dir.next_seq++, in.mode);
     dir.mtime_ns = dir.ctime_ns = now;
     ns_put_inode(&t, &dir);
     rc = ns_txn_commit(&t);
@@ -1136,7 +1189,7 @@ int mds_ns_readdir(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t coo
 
     *eof = false;
     pthread_rwlock_rdlock(&ns->lock);
-    rc = load_dir(ns, ino, &dir, why);
+    rc = ns_load_dir(ns, ino, &dir, why);
     if (rc == 0 && who)
         rc = perm_readdir(who, &dir, why);
     if (rc < 0)
@@ -1246,6 +1299,7 @@ static void set_size(ns_txn *t, mds_inode *in, uint64_t size)
         clamp_alloc(in, size);
     account_size(t, in, in->size, size);
     in->size = size;
+    in->data_version++;
     if (size > 0)
         in->may_have_data = true;
 }
@@ -1355,6 +1409,7 @@ int mds_ns_extend(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t size
     if (size > in.size)
         set_size(&t, &in, size);
     in.may_have_data = true; /* an extend reports written data, whatever the size */
+    in.data_version++;       /* and the bytes may differ from any copy made before */
     if (alloc_bytes) { /* the writer's measurement replaces the last one */
         in.alloc_known = true;
         in.alloc_bytes = *alloc_bytes;

@@ -76,6 +76,8 @@ typedef struct mds_new {
     const char *target;      /* symlink */
     unsigned want_n, want_k; /* create: 0 = inherit / default */
     uint32_t want_su;
+    bool unlinked;           /* create: no name (O_TMPFILE), queued for purge at once */
+    uint64_t held_until_s;   /* unlinked: its creator's hold, recorded with its entry */
 } mds_new;
 
 /* An inode whose last link went away (removed_ino 0: none). */
@@ -111,7 +113,9 @@ int mds_ns_open_file(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t f
 int mds_ns_setattr(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t mask, const mds_setattr_in *in,
                    mds_inode *out, char *why);
 /* flags: O_EXCL: EEXIST if present; else an existing regular file is
- * returned once nw->who may open it for flags (O_ACCMODE, O_TRUNC). */
+ * returned once nw->who may open it for flags (O_ACCMODE, O_TRUNC).
+ * nw->unlinked: a new file without a name (nw->name unused), nlink 0,
+ * queued for purge in the same batch with nw->held_until_s as its holds. */
 int mds_ns_create(mds_ns *ns, const mds_new *nw, uint32_t flags, mds_inode *out, char *why);
 int mds_ns_mknod(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why);
 int mds_ns_mkdir(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why);
@@ -190,6 +194,35 @@ int mds_ns_put_holds_until(mds_ns *ns, uint64_t until_s, char *why);
 int mds_ns_purge_recorded(mds_ns *ns, uint64_t ino, uint64_t *held_until_s, char *why);
 /* Files queued and their bytes (sizes). */
 void mds_ns_purge_stats(mds_ns *ns, uint64_t *files, uint64_t *bytes);
+
+/* ------------------------------------------------ migrate (ns_migrate.c)
+ * `depfs migrate` copies a regular file into a new file under another
+ * layout, unlinked at once and held open by the migrating client (so a
+ * killed migrate leaves only a purge queue entry), then asks for the swap:
+ * in one batch the copy takes the file's name, mode, owner, times and
+ * xattrs (its data version one past the file's), and the file's inode is
+ * unlinked into the purge queue with its openers' holds and marked
+ * migrated_away (a new open of it is ESTALE: look the name up again).
+ * Refused, with nothing written: -ESTALE when the name no longer links
+ * src_ino or the file's data version is not data_version (it changed
+ * since the copy began), -EMLINK for a file with hard links, -EINVAL when
+ * copy_ino is not an unlinked queued regular file of the file's size,
+ * -EBUSY when busy(arg, src_ino, why) says so (another client holds the
+ * file open for writing; called under the namespace's write lock, so a
+ * writer's open is either seen by it or comes after the swap). The
+ * caller (who) must be allowed to write both files. *out: the copy, as the
+ * file is now; rm: the file's inode, queued. */
+typedef bool (*mds_migrate_busy_fn)(void *arg, uint64_t ino, char *why);
+typedef struct mds_migrate_in {
+    uint64_t parent;
+    const char *name;
+    uint64_t src_ino, copy_ino;
+    uint64_t data_version;     /* the file's when the copy began */
+    mds_migrate_busy_fn busy;  /* NULL: never busy */
+    void *arg;
+} mds_migrate_in;
+int mds_ns_migrate_swap(mds_ns *ns, const mds_caller *who, const mds_migrate_in *in,
+                        mds_inode *out, mds_removed *rm, char *why);
 
 /* The layout policy of a directory, or the cluster default (n/k/su). */
 void mds_ns_effective_policy(mds_ns *ns, const mds_inode *dir, unsigned *n, unsigned *k, uint32_t *su);

@@ -41,6 +41,21 @@ int ns_fail(char *why, int err, const char *fmt, ...) __attribute__((format(prin
 
 int ns_load_inode(mds_ns *ns, uint64_t ino, mds_inode *out, char *why);
 void ns_put_inode(ns_txn *t, const mds_inode *in);
+/* 0 for a usable entry name, else -EINVAL/-ENAMETOOLONG with why. */
+int ns_check_name(const char *name, char *why);
+/* A directory's inode (-ENOTDIR for another type). */
+int ns_load_dir(mds_ns *ns, uint64_t ino, mds_inode *out, char *why);
+/* The entry `name` of parent: its inode, readdir seq and type bits. */
+int ns_find_dirent(mds_ns *ns, uint64_t parent, const char *name, uint64_t *ino,
+                   uint64_t *seq, uint32_t *mode, char *why);
+/* Writes entry `name` of parent (both its keys: by name and by seq). */
+void ns_put_dirent(ns_txn *t, uint64_t parent, const char *name, uint64_t ino, uint64_t seq,
+                   uint32_t mode);
+/* Drops one link of a non-directory; at zero a regular file is queued for
+ * the purge (nlink 0) and anything else goes, and rm (may be NULL) says so. */
+int ns_drop_link(ns_txn *t, mds_inode *in, int64_t now, mds_removed *rm);
+/* Deletes every key that starts with prefix (-EIO: store error). */
+int ns_delete_prefix(ns_txn *t, const uint8_t *prefix, size_t plen);
 /* Deletes the inode with its xattrs and symlink target, fixing counters. */
 int ns_destroy_inode(ns_txn *t, const mds_inode *in);
 /* The running totals (statfs, the purge queue's bytes) move by a file's

@@ -1,7 +1,7 @@
 /* ns_purge.c - the purge queue in the namespace store (namespace.h "the
  * purge queue"): scanning the queued inodes, dropping one whose strip
  * files are gone, and the queue's totals. Queuing happens where a last
- * link goes (namespace.c drop_link), in the same batch as the unlink. */
+ * link goes (namespace.c ns_drop_link), in the same batch as the unlink. */
 #include "ns_internal.h"
 
 #include <errno.h>

@@ -133,7 +133,8 @@ static int set_layout(mds_ns *ns, mds_inode *in, const void *value, size_t len,
     if (n == in->lay.n && k == in->lay.k && (su == 0 || su == in->lay.su))
         return 0; /* the layout it has (Lustre's way: a copy tool setting it again) */
     if (in->size > 0)
-        return ns_fail(why, EBUSY, "the layout of a file can only change while it is empty (size %llu)",
+        return ns_fail(why, EBUSY, "the layout of a file can only change while it is empty (size %llu): "
+                       "re-encode it with `depfs migrate PATH -r N@K[@SU]`",
                        (unsigned long long)in->size);
     layout nl;
     rc = ns_build_layout(ns, n, k, su ? su : in->lay.su, in->ino, in->lay.version + 1, &nl, why);

@@ -112,6 +112,11 @@ static int check_counts(uint16_t type, const Depfs__MdsRequest *q, char *why, si
         return refuse(ERANGE, why, why_len, "alloc_bytes %llu > %llu, what the strip files of "
                       "a layout can hold", (unsigned long long)q->alloc_bytes,
                       (unsigned long long)WIRE_ALLOC_BYTES_MAX);
+    if (q->has_unlinked && q->unlinked && (type != DEPFS__MDS_OP__MDS_CREATE || q->name))
+        return refuse(EINVAL, why, why_len, "unlinked: for MDS_CREATE without a name only");
+    if (q->has_migrate_ino && (q->migrate_ino == 0 || (q->has_ino && q->migrate_ino == q->ino)))
+        return refuse(EINVAL, why, why_len, "migrate_ino %llu is no inode apart from ino",
+                      (unsigned long long)q->migrate_ino);
     if (type == DEPFS__MDS_OP__MDS_OPEN && q->has_flags && (q->flags & ~MDS_OPEN_FLAGS_KNOWN))
         return refuse(EINVAL, why, why_len, "open: unknown flags 0x%x", q->flags);
     return 0;

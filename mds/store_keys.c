@@ -119,9 +119,13 @@ size_t mds_inode_encode(const mds_inode *in, uint8_t out[MDS_INODE_REC_MAX])
     for (uint32_t i = 0; i < lay_n; i++)
         w32(&c, in->lay.servers[i]);
     w32(&c, (in->may_have_data ? MDS_INODE_FLAG_MAY_HAVE_DATA : 0) |
-                (in->alloc_known ? MDS_INODE_FLAG_ALLOC_KNOWN : 0));
+                (in->alloc_known ? MDS_INODE_FLAG_ALLOC_KNOWN : 0) |
+                (in->data_version ? MDS_INODE_FLAG_DATA_VERSION : 0) |
+                (in->migrated_away ? MDS_INODE_FLAG_MIGRATED_AWAY : 0));
     if (in->alloc_known)
         w64(&c, in->alloc_bytes);
+    if (in->data_version)
+        w64(&c, in->data_version);
     assert(c.pos <= MDS_INODE_REC_MAX);
     return c.pos;
 }
@@ -168,8 +172,13 @@ int mds_inode_decode(uint64_t ino, const uint8_t *buf, size_t len, mds_inode *ou
     uint32_t flags = r32(&c);
     out->may_have_data = (flags & MDS_INODE_FLAG_MAY_HAVE_DATA) != 0;
     out->alloc_known = (flags & MDS_INODE_FLAG_ALLOC_KNOWN) != 0;
+    out->migrated_away = (flags & MDS_INODE_FLAG_MIGRATED_AWAY) != 0;
+    if (flags & ~(uint32_t)MDS_INODE_FLAGS_KNOWN)
+        return -EIO;
     if (out->alloc_known)
         out->alloc_bytes = r64(&c);
+    if (flags & MDS_INODE_FLAG_DATA_VERSION)
+        out->data_version = r64(&c);
     if (c.bad || c.pos != len)
         return -EIO;
     return 0;

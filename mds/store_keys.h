@@ -67,6 +67,12 @@ typedef struct mds_inode {
     bool alloc_known;    /* regular files: alloc_bytes is a measurement (false:
                           * a file from before issue 14, never measured) */
     uint64_t alloc_bytes; /* the strip files' allocation (proto Attr.alloc_bytes) */
+    uint64_t data_version; /* regular files: bumped at every write open, extend and
+                            * size change (proto Attr.data_version; 0 in records
+                            * from before `depfs migrate`) */
+    bool migrated_away;   /* regular files: replaced at its name by a copy
+                           * (MDS_MIGRATE_SWAP): held handles keep using it, a
+                           * new open is told to look the name up again */
 } mds_inode;
 
 /* Version 1 records may end after the servers (written before the flags
@@ -76,7 +82,14 @@ typedef struct mds_inode {
 #define MDS_INODE_REC_VERSION 1u
 #define MDS_INODE_FLAG_MAY_HAVE_DATA 1u
 #define MDS_INODE_FLAG_ALLOC_KNOWN 2u
-#define MDS_INODE_REC_MAX (1u + 4u * 4u + 8u * 2u + 8u * 3u + 8u * 2u + 4u * 3u + 4u * 5u + 4u * LAYOUT_MAX_N + 4u + 8u)
+/* with MDS_INODE_FLAG_DATA_VERSION a u64 data_version follows (after
+ * alloc_bytes when both are there); records without it read as 0 */
+#define MDS_INODE_FLAG_DATA_VERSION 4u
+#define MDS_INODE_FLAG_MIGRATED_AWAY 8u
+#define MDS_INODE_FLAGS_KNOWN                                                                 \
+    (MDS_INODE_FLAG_MAY_HAVE_DATA | MDS_INODE_FLAG_ALLOC_KNOWN | MDS_INODE_FLAG_DATA_VERSION | \
+     MDS_INODE_FLAG_MIGRATED_AWAY)
+#define MDS_INODE_REC_MAX (1u + 4u * 4u + 8u * 2u + 8u * 3u + 8u * 2u + 4u * 3u + 4u * 5u + 4u * LAYOUT_MAX_N + 4u + 8u + 8u)
 
 size_t mds_inode_encode(const mds_inode *in, uint8_t out[MDS_INODE_REC_MAX]);
 /* 0, or -EIO for a record that is short, too long or of an unknown version. */

@@ -143,8 +143,9 @@ static int layout_set(depfs_t *fs, const char *arg, const depfs_label *lab, cons
         return CLI_EXIT_FAIL;
     }
     if (S_ISREG(st.st_mode) && st.st_size != 0) {
-        cli_err("'%s' is not empty (%lld bytes): a file's layout can only be set before its first write",
-                arg, (long long)st.st_size);
+        cli_err("'%s' is not empty (%lld bytes): a file's layout can only be set before its first "
+                "write; to re-encode it use: %s migrate %s -r %s", arg, (long long)st.st_size, CLI_PROG,
+                arg, spec);
         return CLI_EXIT_FAIL;
     }
     rc = depfs_setxattr(fs, ino, DEPFS_LAYOUT_XATTR, spec, strlen(spec), 0);

@@ -12,6 +12,8 @@
 
 /* reconstruct.c (declared here: cli.h belongs to the CLI's core) */
 int cli_cmd_reconstruct(int argc, char **argv, const char *config_path);
+/* migrate.c */
+int cli_cmd_migrate(int argc, char **argv, const char *config_path);
 
 typedef struct cli_command {
     const char *name;
@@ -22,6 +24,7 @@ typedef struct cli_command {
 static const cli_command commands[] = {
     {"cp", cli_cmd_cp, "copy a file between a local path and DePFS (or DePFS to DePFS)"},
     {"layout", cli_cmd_layout, "show or set a file's or directory's layout (n@k@su)"},
+    {"migrate", cli_cmd_migrate, "re-encode files into another layout (n@k@su) while they stay readable"},
     {"stat", cli_cmd_stat, "show a file's attributes and layout"},
     {"scrub", cli_cmd_scrub, "recompute parity and compare it with the stored parity"},
     {"status", cli_cmd_status, "show every I/O server's state, space and lock counters"},

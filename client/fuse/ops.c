@@ -72,6 +72,15 @@ static void reply_status(fuse_req_t req, long long ret)
     fuse_reply_err(req, to_errno(ret));
 }
 
+/* A request by inode number for an inode that is gone, or replaced at its
+ * name (unlinked or renamed over elsewhere, `depfs migrate`: ESTALE from
+ * the MDS), came through a name the kernel still caches: ESTALE makes the
+ * kernel look the name up again and retry (open, stat), as on NFS. */
+static int stale_if_gone(int rc)
+{
+    return rc == -ENOENT ? -ESTALE : rc;
+}
+
 static uint32_t layout_blksize(const depfs_layout_info *li)
 {
     uint64_t bytes = (uint64_t)li->k * li->stripe_unit;
@@ -270,7 +279,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     struct stat st;
     depfs_fh_t *fh = fi_fh(fi);
     /* an open handle knows about data still held for write-behind */
-    int rc = fh ? depfs_fstat(fh, &st) : depfs_getattr(req_ctx(req)->fs, ino, &st);
+    int rc = fh ? depfs_fstat(fh, &st) : stale_if_gone(depfs_getattr(req_ctx(req)->fs, ino, &st));
     if (rc < 0) {
         reply_status(req, rc);
         return;
@@ -518,7 +527,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     dfuse_ctx *ctx = req_ctx(req);
     int rc = kill_setid_if_asked(req, ino);
     if (rc == 0)
-        rc = depfs_open_ino(ctx->fs, ino, lib_open_flags(fi->flags), &fh);
+        rc = stale_if_gone(depfs_open_ino(ctx->fs, ino, lib_open_flags(fi->flags), &fh));
     if (rc < 0) {
         reply_status(req, rc);
         return;

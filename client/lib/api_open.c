@@ -100,9 +100,10 @@ int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, in
                  const depfs_cred *cr, const depfs_layout_info *want, struct stat *st,
                  depfs_fh_t **fh)
 {
+    bool unlinked = (flags & O_TMPFILE) == O_TMPFILE;
     *fh = NULL;
-    if (!name || !name[0] || strchr(name, '/')) {
-        dc_set_error("bad name '%s'", name ? name : "(null)");
+    if (unlinked ? name != NULL : (!name || !name[0] || strchr(name, '/'))) {
+        dc_set_error("bad name '%s'%s", name ? name : "(null)", unlinked ? " (O_TMPFILE takes none)" : "");
         return -EINVAL;
     }
     uint32_t groups[DEPFS_MAX_GROUPS];
@@ -113,6 +114,7 @@ int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, in
     req.has_parent = 1;
     req.parent = parent;
     req.name = (char *)name;
+    req.has_unlinked = req.unlinked = unlinked;
     req.has_mode = 1;
     req.mode = S_IFREG | (mode & 07777);
     req.has_flags = 1; /* an existing file is opened: the MDS checks the access */
@@ -121,11 +123,11 @@ int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, in
     Depfs__MdsReply *rep = NULL;
     rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_CREATE, &req, &rep);
     if (rc == 0 && rep->attr && !S_ISREG(rep->attr->mode)) {
-        dc_set_error("'%s' exists and is not a regular file", name);
+        dc_set_error("'%s' exists and is not a regular file", name ? name : "");
         rc = S_ISDIR(rep->attr->mode) ? -EISDIR : -EEXIST;
     }
-    if (rc == 0)
-        rc = open_finish(fs, rep, flags, fh);
+    if (rc == 0) /* O_TMPFILE carries O_DIRECTORY: not the handle's business */
+        rc = open_finish(fs, rep, unlinked ? flags & ~O_TMPFILE : flags, fh);
     if (rc == 0)
         dc_reply_to_stat(fs, rep, st);
     if (rc == 0 && st && (flags & O_TRUNC))

@@ -127,7 +127,9 @@ int depfs_removexattr(depfs_t *fs, uint64_t ino, const char *name);
 
 /* Layout of a file (or a directory's inherited layout). */
 int depfs_get_layout(depfs_t *fs, uint64_t ino, depfs_layout_info *out);
-/* want: NULL or a requested layout (n/k/su 0 = inherit). */
+/* want: NULL or a requested layout (n/k/su 0 = inherit). flags with
+ * O_TMPFILE (name NULL): a new file without a name in parent, as Linux's
+ * O_TMPFILE; its strip files go after its last close (purge queue). */
 int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, int flags,
                  const depfs_cred *cr, const depfs_layout_info *want, struct stat *st,
                  depfs_fh_t **fh);
@@ -179,6 +181,23 @@ int depfs_label_parse(const char *s, unsigned *n, unsigned *k, uint32_t *su, con
 int depfs_layout_spec_parse(const char *spec, unsigned *n, unsigned *k, uint32_t *su, char *err,
                             size_t err_len);
 
+/* --------------------------------------------------------------- migrate */
+/* `depfs migrate` (README "Migrating a file to another layout"): copy a
+ * file into a new file of another layout, unlinked at once and kept open
+ * (a crash leaves nothing but a purge queue entry), fsync the copy, then
+ * swap. The data version of regular file ino (*out) changes at every open
+ * for writing, size change and writer's size commit: take it before the
+ * copy reads anything. */
+int depfs_data_version(depfs_t *fs, uint64_t ino, uint64_t *out);
+/* Entry name of parent, regular file ino (one link), gets the copy
+ * copy_ino (unlinked, open here, its size the file's) in its place, with
+ * the file's mode, owner, times and xattrs, in one MDS commit; handles open
+ * on ino keep it until their last close, then its strip files go (purge
+ * queue). -ESTALE: the file changed since data_version, or the name links
+ * another inode now; -EBUSY: another client has the file open for
+ * writing; -EMLINK: the file has hard links. st: the file as it is now. */
+int depfs_migrate_swap(depfs_t *fs, uint64_t parent, const char *name, uint64_t ino,
+                       uint64_t copy_ino, uint64_t data_version, struct stat *st);
 /* ---------------------------------------------------------------- checks */
 /* Scrub: read every stripe of a file (under its stripe locks), check each
  * unit and the parity against the data, and say which unit is bad and why.

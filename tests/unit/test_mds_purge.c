@@ -22,6 +22,7 @@
 #include "mds/handlers.h"
 #include "mds/holds.h"
 #include "mds/namespace.h"
+#include "tests/lib/mds_handlers.h"
 #include "tests/lib/mds_store.h"
 #include "wire_check.h"
 
@@ -357,46 +358,21 @@ END_TEST
 
 /* ---------------------------------------------------------------- handlers */
 
-static mds_ctx hctx;
-static mds_cluster *hcl;
+static tmh hh; /* tests/lib/mds_handlers.h */
 
 static void handlers_up(uint64_t floor_s)
 {
-    depfs_config cfg;
-    config_defaults(&cfg);
-    cfg.n_ioservers = 2;
-    cfg.ioservers[0].id = 10;
-    cfg.ioservers[1].id = 11;
-    ck_assert_int_eq(mds_cluster_open(store.kv, &cfg, &hcl), 0);
-    mds_holds *h;
-    ck_assert_int_eq(mds_holds_new(MDS_HOLDS_MAX, AUTH_CAP_SKEW_S, floor_s, &h), 0);
-    mds_ns_set_holds(ns, h);
-    hctx = (mds_ctx){ .ns = ns, .cluster = hcl, .holds = h };
+    tmh_up(&hh, &store, 2, floor_s);
 }
 
 static void handlers_down(void)
 {
-    mds_ns_set_holds(ns, NULL);
-    mds_holds_free(hctx.holds);
-    mds_cluster_close(hcl);
+    tmh_down(&hh);
 }
 
-/* One request through mds_process (auth off); the reply's err returned,
- * the reply kept in *out when asked (free with mds_result_free). */
 static int req(Depfs__MdsOp op, Depfs__MdsRequest *q, mds_result **out)
 {
-    uint8_t buf[4096];
-    size_t len = depfs__mds_request__get_packed_size(q);
-    ck_assert_uint_le(len, sizeof(buf));
-    depfs__mds_request__pack(q, buf);
-    mds_result *r = mds_process(&hctx, (uint16_t)op, buf, len, "test", NULL, NULL);
-    ck_assert_ptr_nonnull(r);
-    int err = mds_result_reply(r)->err;
-    if (out)
-        *out = r;
-    else
-        mds_result_free(r);
-    return err;
+    return tmh_req(&hh, op, q, out);
 }
 
 static int create_as(uint64_t client, const char *name, uint64_t *ino)
