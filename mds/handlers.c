@@ -408,14 +408,16 @@ static int renew_cap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 }
 
 /* A hold renewed by a client that shows no capabilities (the cluster key's
- * holders, auth off) for its handle of ino: as renew_cap, without one. */
+ * holders, auth off) for its handles of ino: as renew_cap, without one.
+ * flags say whether one of them was opened for writing; without them
+ * (clients from before) the hold is taken for a writer's. */
 static int renew_hold(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
     mds_inode in;
     int rc = mds_ns_getattr(c->ns, q->ino, &in, b->why);
     if (rc == 0)
         rc = note_hold(c, q, b, &in);
-    if (rc == 0) /* its access is not known here: taken for a writer's */
+    if (rc == 0 && (!q->has_flags || (cap_rights_of(q->flags) & AUTH_CAP_WRITE)))
         mark_writer(c, q, b, &in);
     if (rc == 0)
         fill_attr(b, &in);

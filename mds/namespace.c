@@ -564,56 +564,32 @@ int mds_ns_getattr(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
     return rc;
 }
 
-/* An open for flags may change a file's bytes. */
-static bool flags_write(uint32_t flags)
+/* A new open of regular file in, once permitted: a file a migrate
+ * replaced is ESTALE (the opener looked its name up before the swap: it
+ * must look it up again and open the copy). An open for writing changes
+ * nothing here: a writer is known to MDS_MIGRATE_SWAP by its hold
+ * (mds/holds.h, marked by the handler) while its handle is open, and by
+ * the data version its size commits (MDS_EXTEND, every flush after
+ * writes) and size changes bump once it wrote. */
+static int grant_open(const mds_inode *in, char *why)
 {
-    return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
-}
-
-static bool open_writes(const mds_inode *in, uint32_t flags)
-{
-    return S_ISREG(in->mode) && flags_write(flags);
-}
-
-/* A new open of regular file in for flags, once permitted (under the
- * write lock): a file a migrate replaced is ESTALE (the opener looked its
- * name up before the swap: it must look it up again and open the copy),
- * and an open for writing bumps the data version, so a copy made before
- * it cannot replace the file (MDS_MIGRATE_SWAP). */
-static int grant_open(mds_ns *ns, mds_inode *in, uint32_t flags, char *why)
-{
-    ns_txn t;
-    if (!S_ISREG(in->mode))
-        return 0;
-    if (in->migrated_away)
+    if (S_ISREG(in->mode) && in->migrated_away)
         return ns_fail(why, ESTALE, "inode %llu was replaced by its migrated copy: look the name "
                        "up again", (unsigned long long)in->ino);
-    if (!open_writes(in, flags))
-        return 0;
-    int rc = ns_txn_begin(ns, &t);
-    if (rc < 0)
-        return ns_fail(why, EIO, "store error");
-    in->data_version++;
-    ns_put_inode(&t, in);
-    rc = ns_txn_commit(&t);
-    return rc < 0 ? ns_fail(why, EIO, "store write failed") : 0;
+    return 0;
 }
 
 int mds_ns_open_file(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t flags, mds_inode *out,
                 char *why)
 {
-    bool writes = flags_write(flags); /* only a writer's open writes (its data version) */
-    if (writes)
-        pthread_rwlock_wrlock(&ns->lock);
-    else
-        pthread_rwlock_rdlock(&ns->lock);
+    pthread_rwlock_rdlock(&ns->lock);
     int rc = ns_load_inode(ns, ino, out, why);
     if (rc == 0 && who && S_ISREG(out->mode))
         rc = perm_open(who, out, flags, why);
     if (rc == 0)
-        rc = grant_open(ns, out, flags, why);
+        rc = grant_open(out, why);
     pthread_rwlock_unlock(&ns->lock);
-    return writes ? ns_settle(ns, rc, why) : rc;
+    return rc;
 }
 
 /* -------------------------------------------------------------- creation */
@@ -657,7 +633,7 @@ static int create_existing(mds_ns *ns, const mds_caller *who, uint64_t ino, uint
     if (rc == 0 && who && S_ISREG(out->mode))
         rc = perm_open(who, out, open_flags, why);
     if (rc == 0)
-        rc = grant_open(ns, out, open_flags, why);
+        rc = grant_open(out, why);
     return rc;
 }
 

@@ -44,7 +44,8 @@ static int open_finish(depfs_t *fs, const Depfs__MdsReply *rep, int flags, depfs
         free(fh);
         return -ENOMEM;
     }
-    dc_cap_take(fs, in->ino, rep); /* what its I/O shows the servers */
+    /* what its I/O shows the servers */
+    dc_cap_take(fs, in->ino, rep, (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC));
     fh->fs = fs;
     fh->inode = in;
     fh->flags = flags;

@@ -72,6 +72,9 @@ typedef struct dc_cap {
     bool open_here;           /* a handle of the file is open in this client:
                                * the entry is never evicted (its hold and
                                * capability are kept until the last close) */
+    bool open_for_write;      /* one of those handles was opened for writing
+                               * (until the last close): hold renewals say so
+                               * (a migrate waits for writers, mds/holds.h) */
     uint64_t expires_s;       /* wall clock */
     uint64_t renew_after_s;   /* a renewal failed: not tried again before */
     uint8_t bytes[AUTH_CAP_BYTES]; /* as the MDS issued it */
@@ -179,7 +182,7 @@ int dc_mds_call_ticketed(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *
  * grows). init/destroy: the table, at mount and unmount. */
 int dc_caps_init(depfs_t *fs);
 void dc_caps_destroy(depfs_t *fs);
-void dc_cap_take(depfs_t *fs, uint64_t ino, const Depfs__MdsReply *rep);
+void dc_cap_take(depfs_t *fs, uint64_t ino, const Depfs__MdsReply *rep, bool for_write);
 int dc_cap_get(depfs_t *fs, uint64_t ino, uint32_t need, dc_cap *out);
 void dc_cap_release(depfs_t *fs, uint64_t ino);
 

@@ -191,9 +191,10 @@ static bool cap_from_reply(uint64_t ino, const Depfs__MdsReply *rep, dc_cap *out
     return true;
 }
 
-/* Keeps c as ino's entry; open_here marks (take) or keeps the entry's
- * mark. A fresh entry with rights c lacks stays as it is. */
-static void store(depfs_t *fs, const dc_cap *c, bool open_here)
+/* Keeps c as ino's entry; open_here (take) marks it open here, and
+ * for_write opened for writing; else the entry keeps its marks. A fresh
+ * entry with rights c lacks stays as it is. */
+static void store(depfs_t *fs, const dc_cap *c, bool open_here, bool for_write)
 {
     uint64_t now = now_s();
     pthread_mutex_lock(&fs->caps_lock);
@@ -201,30 +202,32 @@ static void store(depfs_t *fs, const dc_cap *c, bool open_here)
     if (e) {
         bool same = e->ino == c->ino;
         bool pinned = open_here || (same && e->open_here);
+        bool writes = (open_here && for_write) || (same && e->open_for_write);
         bool keep_old = same && e->expires_s > now + DC_CAP_RENEW_LEFT_S &&
                         !auth_cap_covers(c->rights, e->rights);
         if (!keep_old)
             *e = *c;
         e->open_here = pinned;
+        e->open_for_write = writes;
     }
     pthread_mutex_unlock(&fs->caps_lock);
 }
 
 /* The MDS's hold of ino by a client that needs no capabilities: an entry
  * with no rights, expiring with the hold. */
-static void store_hold(depfs_t *fs, uint64_t ino, uint64_t now, bool open_here)
+static void store_hold(depfs_t *fs, uint64_t ino, uint64_t now, bool open_here, bool for_write)
 {
     dc_cap c = { .ino = ino, .expires_s = now + AUTH_CAP_TTL_S };
-    store(fs, &c, open_here);
+    store(fs, &c, open_here, for_write);
 }
 
-void dc_cap_take(depfs_t *fs, uint64_t ino, const Depfs__MdsReply *rep)
+void dc_cap_take(depfs_t *fs, uint64_t ino, const Depfs__MdsReply *rep, bool for_write)
 {
     dc_cap c;
     if (!caps_wanted(fs))
-        store_hold(fs, ino, now_s(), true); /* the open's hold */
+        store_hold(fs, ino, now_s(), true, for_write); /* the open's hold */
     else if (cap_from_reply(ino, rep, &c))
-        store(fs, &c, true);
+        store(fs, &c, true, for_write);
 }
 
 void dc_cap_release(depfs_t *fs, uint64_t ino)
@@ -237,7 +240,7 @@ void dc_cap_release(depfs_t *fs, uint64_t ino)
     if (e && holds_only) /* the hold's entry: no renewals any more */
         memset(e, 0, sizeof(*e));
     else if (e) /* a capability stays cached, evictable */
-        e->open_here = false;
+        e->open_here = e->open_for_write = false;
     pthread_mutex_unlock(&fs->caps_lock);
     req.has_ino = true;
     req.ino = ino;
@@ -280,7 +283,7 @@ static int ask_mds(depfs_t *fs, uint64_t ino, uint32_t need, const dc_cap *old, 
         rc = -EPROTO;
     }
     if (rc == 0)
-        store(fs, out, false);
+        store(fs, out, false, false);
     else if (rep && rep->message)
         dc_set_error("inode %llu: no I/O capability for %s: %s", (unsigned long long)ino,
                      (need & AUTH_CAP_WRITE) ? "writing" : "reading", rep->message);
@@ -298,6 +301,7 @@ static void renew_hold(depfs_t *fs, uint64_t ino)
     pthread_mutex_lock(&fs->caps_lock);
     const dc_cap *e = slot_find(fs, ino);
     bool due = e && e->expires_s <= now + DC_CAP_RENEW_LEFT_S && e->renew_after_s <= now;
+    bool writes = e && e->open_for_write;
     pthread_mutex_unlock(&fs->caps_lock);
     if (!due)
         return;
@@ -305,11 +309,13 @@ static void renew_hold(depfs_t *fs, uint64_t ino)
     Depfs__MdsReply *rep = NULL;
     req.has_ino = req.has_renew_hold = req.renew_hold = true;
     req.ino = ino;
+    req.has_flags = true; /* the access of the handles open here */
+    req.flags = writes ? O_WRONLY : O_RDONLY;
     int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_OPEN, &req, &rep);
     if (rep)
         depfs__mds_reply__free_unpacked(rep, NULL);
     if (rc == 0) {
-        store_hold(fs, ino, now, false);
+        store_hold(fs, ino, now, false, false);
         return;
     }
     log_warn("libdepfs: cannot renew the MDS's hold of inode %llu: %s (%s)", (unsigned long long)ino,

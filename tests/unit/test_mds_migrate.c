@@ -121,34 +121,35 @@ START_TEST(test_record_data_version)
 }
 END_TEST
 
-/* Every way a file's bytes may change bumps its version; reads do not. */
+/* Every way a file's bytes may change at the MDS bumps its version: a
+ * writer's size commit (extend) and a size change; opens do not (a writer
+ * with its handle open is known by its hold: test_holds_writers), nor
+ * attribute changes. */
 START_TEST(test_data_version_bumps)
 {
     mds_inode in;
     uint64_t f = new_source("f"), v = version_of(f);
     ck_assert_uint_gt(v, 0);
     ck_assert_int_eq(mds_ns_open_file(ns, NULL, f, O_RDONLY, &in, why), 0);
-    ck_assert_uint_eq(version_of(f), v);
     ck_assert_int_eq(mds_ns_open_file(ns, NULL, f, O_WRONLY, &in, why), 0);
-    ck_assert_uint_eq(in.data_version, v + 1);
-    ck_assert_uint_eq(version_of(f), v + 1);
-    ck_assert_int_eq(mds_ns_open_file(ns, NULL, f, O_RDONLY | O_TRUNC, &in, why), 0);
-    ck_assert_uint_eq(version_of(f), v + 2);
+    ck_assert_int_eq(mds_ns_open_file(ns, NULL, f, O_RDWR | O_TRUNC, &in, why), 0);
+    ck_assert_uint_eq(in.data_version, v);
+    ck_assert_uint_eq(version_of(f), v);
     ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 10, true, 1, NULL, &in, why), 0); /* no growth */
-    ck_assert_uint_eq(version_of(f), v + 3);
+    ck_assert_uint_eq(version_of(f), v + 1);
     mds_setattr_in a = { .size = 5 };
     ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_SIZE, &a, &in, why), 0);
-    ck_assert_uint_eq(version_of(f), v + 4);
+    ck_assert_uint_eq(version_of(f), v + 2);
     a.mode = 0600; /* attributes are not data */
     ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_MODE, &a, &in, why), 0);
-    ck_assert_uint_eq(version_of(f), v + 4);
-    /* an existing file opened for writing by a create */
+    ck_assert_uint_eq(version_of(f), v + 2);
+    /* an existing file opened for writing by a create: its hold says so */
     mds_new nw = { .parent = ROOT, .name = "f", .mode = 0644 };
     ck_assert_int_eq(mds_ns_create(ns, &nw, O_RDWR, &in, why), 0);
-    ck_assert_uint_eq(version_of(f), v + 5);
+    ck_assert_uint_eq(version_of(f), v + 2);
     tms_reopen(&store); /* durable */
     ns = store.ns;
-    ck_assert_uint_eq(version_of(f), v + 5);
+    ck_assert_uint_eq(version_of(f), v + 2);
 }
 END_TEST
 
@@ -392,6 +393,42 @@ static int swap_as(uint64_t client, uint64_t src, uint64_t copy, uint64_t versio
     return req(DEPFS__MDS_OP__MDS_MIGRATE_SWAP, &q, out);
 }
 
+static int renew_hold_as(uint64_t client, uint64_t ino, bool say_access, uint32_t flags)
+{
+    Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
+    q.has_client_id = q.has_ino = q.has_renew_hold = q.renew_hold = true;
+    q.client_id = client;
+    q.ino = ino;
+    q.has_flags = say_access;
+    q.flags = flags;
+    return req(DEPFS__MDS_OP__MDS_OPEN, &q, NULL);
+}
+
+/* A client without capabilities renews its hold saying whether a handle
+ * of its was opened for writing: a reader's renewal does not make the
+ * file busy for a migrate; a writer's, or one that says nothing (a client
+ * from before), does. */
+START_TEST(test_hold_renewal_access)
+{
+    handlers_up();
+    uint64_t f = new_source("f");
+    uint64_t c = create_unlinked_as(ME);
+    ck_assert_int_eq(open_as(OTHER, f, O_RDONLY), 0);
+    ck_assert_int_eq(renew_hold_as(OTHER, f, true, O_RDONLY), 0);
+    ck_assert(!mds_holds_other_writer(hh.ctx.holds, f, ME, (uint64_t)time(NULL)));
+    ck_assert_int_eq(renew_hold_as(OTHER, f, true, O_WRONLY), 0);
+    ck_assert(mds_holds_other_writer(hh.ctx.holds, f, ME, (uint64_t)time(NULL)));
+    ck_assert_int_eq(swap_as(ME, f, c, version_of(f), NULL), EBUSY);
+    ck_assert_int_eq(release_as(OTHER, f), 0);
+    ck_assert_int_eq(open_as(OTHER, f, O_RDONLY), 0);
+    ck_assert_int_eq(renew_hold_as(OTHER, f, false, 0), 0);
+    ck_assert(mds_holds_other_writer(hh.ctx.holds, f, ME, (uint64_t)time(NULL)));
+    ck_assert_int_eq(release_as(OTHER, f), 0);
+    ck_assert_int_eq(swap_as(ME, f, c, version_of(f), NULL), 0);
+    handlers_down();
+}
+END_TEST
+
 START_TEST(test_handler_swap)
 {
     mds_result *r;
@@ -416,10 +453,13 @@ START_TEST(test_handler_swap)
     ck_assert(mds_holds_held(hh.ctx.holds, f, (uint64_t)time(NULL)));
     /* a writer who opens the old inode by number afterwards: look again */
     ck_assert_int_eq(open_as(OTHER, f, O_WRONLY), ESTALE);
-    /* a write open after the copy began: refused as changed */
+    /* a writer that opened, wrote (its close's size commit) and closed
+     * after the copy began: refused as changed */
     uint64_t c2 = create_unlinked_as(ME);
     uint64_t v2 = version_of(c);
+    mds_inode in;
     ck_assert_int_eq(open_as(OTHER, c, O_WRONLY), 0);
+    ck_assert_int_eq(mds_ns_extend(hh.ctx.ns, NULL, c, 0, true, 1, NULL, &in, why), 0);
     ck_assert_int_eq(release_as(OTHER, c), 0);
     ck_assert_int_eq(swap_as(ME, c, c2, v2, NULL), ESTALE);
     /* the migrating client's own write handle does not make it busy */
@@ -459,6 +499,7 @@ static Suite *migrate_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_data_version_bumps);
+    tcase_add_test(tc, test_hold_renewal_access);
     tcase_add_test(tc, test_unlinked_create);
     tcase_add_test(tc, test_swap);
     tcase_add_test(tc, test_swap_refusals);
