@@ -175,6 +175,7 @@ class Clients:
     def __init__(self, cl, rnd_seed, jdir, files_json, stop_file, lib_so):
         self.cl, self.seed, self.jdir = cl, rnd_seed, jdir
         self.files, self.stop, self.lib = files_json, stop_file, lib_so
+        self.depfs = os.path.join(cl.bin, "depfs")
         self.procs = {}   # slot -> (Popen, kind)
         self.next_slot = 4
         self.killed = 0
@@ -183,7 +184,7 @@ class Clients:
     def start(self, slot, kind):
         argv = [sys.executable, os.path.join(HERE, "campaign_client.py"), "--slot", str(slot),
                 "--journal", os.path.join(self.jdir, f"client-{slot}.jsonl"), "--seed", self.seed,
-                "--stop-file", self.stop, "--files", self.files]
+                "--stop-file", self.stop, "--files", self.files, "--depfs", self.depfs]
         if kind == "lib":
             argv += ["--lib", self.lib, "--conf", self.cl.conf]
         else:
@@ -357,7 +358,7 @@ class Campaign:
         self.seed = a.seed
         self.lib_so = os.path.join(os.path.dirname(a.bin_dir.rstrip("/")), "lib", "libdepfs.so")
         self.totals = {"rounds": 0, "faults": {}, "bytes_verified": 0, "lost": 0, "failed_rounds": [],
-                       "hung_clients": 0}
+                       "hung_clients": 0, "migrates": [0, 0]}
         self.failures = []
         self.t0 = time.monotonic()
 
@@ -492,10 +493,13 @@ class Campaign:
         mpath = os.path.join(state, "model.pickle")
         with open(mpath, "wb") as f:
             pickle.dump(model, f)
+        for i in range(2):
+            self.totals["migrates"][i] += model.migrates[i]
         acked = sum(m.acked_bytes() for m in model.files.values() if m.exists != "no")
         unc = sum(m.uncertain_ops for m in model.files.values())
         say(f"round {rnd}: model: {len(model.files)} files, {acked} acknowledged bytes, "
-            f"{unc} interrupted operations (their bytes may be old or new); built in {time.monotonic() - tm:.0f} s")
+            f"{unc} interrupted operations (their bytes may be old or new), migrates {model.migrates[0]} done "
+            f"and {model.migrates[1]} refused or cut off; built in {time.monotonic() - tm:.0f} s")
         all_lays = list(LAYOUTS)
         # (a) healthy reads
         self.verify(rnd, cl, mpath, [("lib", "libdepfs"), (cl.mnt, "mount")], all_lays, "healthy")
@@ -594,7 +598,8 @@ class Campaign:
         say(f"seed {self.seed}: {t['rounds']} rounds in {secs / 60:.1f} min; faults: {faults} "
             f"(total {sum(t['faults'].values())})")
         say(f"bytes verified: {t['bytes_verified']} (acknowledged bytes x read passes); "
-            f"lost acknowledged bytes: {t['lost']}; clients that hung: {t['hung_clients']}")
+            f"lost acknowledged bytes: {t['lost']}; clients that hung: {t['hung_clients']}; "
+            f"migrates: {t['migrates'][0]} done, {t['migrates'][1]} refused or cut off")
         if t["failed_rounds"]:
             say(f"failed rounds: {t['failed_rounds']}; first failure: {self.failures[0] if self.failures else '?'}")
             say(f"replay: {sys.argv[0]} --seed {self.seed} --rounds {max(t['failed_rounds'])} "

@@ -8,8 +8,10 @@
 Until the stop file exists it runs a seeded sequence of operations:
 sequential streams and unaligned partial-stripe writes into its own files,
 writes into its own slices of the shared files (campaign_model.owner), fsync
-at random points, truncates, renames, creates and removes; then it fsyncs and
-closes everything. Each operation is journaled (campaign_model's format)
+at random points, truncates, renames, creates, removes and `depfs migrate`
+of its own files to another stripe unit (same N@K: the verify's degraded
+reads stay within each file's tolerance); then it fsyncs and closes
+everything. Each operation is journaled (campaign_model's format)
 before it is issued and its result after, so a SIGKILL at any moment leaves a
 journal from which the model knows exactly what may and must be there.
 Errors are expected (faults are being injected): they are journaled, the
@@ -20,6 +22,7 @@ import errno
 import json
 import os
 import random
+import subprocess
 import sys
 import time
 
@@ -30,6 +33,8 @@ MAX_PRIVATE = 5             # live private files per client
 STREAM_MAX = 12 << 20       # bytes of one sequential stream
 STREAM_END = 16 << 20       # streams stay below this offset
 PRIVATE_MAX = 4 << 20       # where partial writes and truncates land
+MIGRATE_SUS = ["32k", "64k", "128k"]  # a migrate's new stripe unit
+MIGRATE_TIMEOUT_S = 120     # one `depfs migrate` (it retries a busy file itself)
 
 
 class MountFs:
@@ -63,6 +68,9 @@ class MountFs:
     def rename(self, a, b):
         os.rename(self._p(a), self._p(b))
 
+    def migrate_argv(self, depfs, path, lay):
+        return [depfs, "migrate", "-r", lay, self._p(path)]
+
     def unlink(self, path):
         os.unlink(self._p(path))
 
@@ -71,6 +79,7 @@ class LibFs:
     """The same operations through libdepfs (depfs_ctypes), a client of its own."""
     def __init__(self, lib, conf):
         from depfs_ctypes import Depfs
+        self.conf = conf
         self.d = d = Depfs(lib, conf)
         L, vp, u64 = d.lib, ctypes.c_void_p, ctypes.c_uint64
         L.depfs_ftruncate.argtypes = [vp, u64]
@@ -108,6 +117,9 @@ class LibFs:
         self.d._check(self.d.lib.depfs_rename(self.d.fs, self._ino(da or "/"), na.encode(),
                                               self._ino(db or "/"), nb.encode(), 0), "depfs_rename")
 
+    def migrate_argv(self, depfs, path, lay):
+        return [depfs, "--config", self.conf, "migrate", "-r", lay, path]
+
     def unlink(self, path):
         self.d._check(self.d.lib.depfs_unlink_path(self.d.fs, path.encode()), "depfs_unlink")
 
@@ -130,6 +142,7 @@ class Client:
         self.nfile = 0
         self.ops = self.errors = 0
         self.stop_file = a.stop_file
+        self.depfs = a.depfs
 
     # ---- journal
     def j(self, rec):
@@ -342,6 +355,29 @@ class Client:
         path = self.private.pop(fid)["path"]
         self.do({"t": "unlink", "f": fid}, lambda: self.fs.unlink(path))
 
+    def op_migrate(self):
+        """`depfs migrate` of a private file, closed first (all of it
+        acknowledged), to another stripe unit: its bytes must not change,
+        whether the migrate succeeds, fails (busy, a fault) or is cut off."""
+        fid = self.pick_private()
+        if fid is None or not self.depfs:
+            return
+        if not self.close(fid):
+            return
+        p = self.private[fid]
+        lay = f"{p['layout']}@{self.r.choice(MIGRATE_SUS)}"
+        argv = self.fs.migrate_argv(self.depfs, p["path"], lay)
+
+        def run():
+            try:
+                cp = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    timeout=MIGRATE_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise OSError(errno.ETIMEDOUT, f"depfs migrate of {p['path']} timed out")
+            if cp.returncode != 0:
+                raise OSError(errno.EIO, cp.stderr.decode(errors="replace").strip()[-200:])
+        self.do({"t": "migrate", "f": fid, "l": lay}, run)
+
     def op_fsync(self):
         if self.dirty:
             self.fsync(self.r.choice(sorted(self.dirty)))
@@ -352,7 +388,8 @@ class Client:
 
     def run(self):
         ops = [(self.op_stream, 25), (self.op_shared, 30), (self.op_partial, 15), (self.op_truncate, 5),
-               (self.op_rename, 5), (self.op_remove, 1), (self.op_fsync, 10), (self.op_close, 7)]
+               (self.op_rename, 5), (self.op_remove, 1), (self.op_fsync, 10), (self.op_close, 7),
+               (self.op_migrate, 2)]
         fns, weights = zip(*ops)
         t0 = time.monotonic()
         while not self.stopping():
@@ -375,6 +412,7 @@ def main():
     ap.add_argument("--mnt")
     ap.add_argument("--lib")
     ap.add_argument("--conf")
+    ap.add_argument("--depfs", help="the depfs CLI, for migrates (none: no migrates)")
     a = ap.parse_args()
     if a.slot >= NSLOTS:
         sys.exit(f"slot {a.slot} >= {NSLOTS}")

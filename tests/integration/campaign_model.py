@@ -168,6 +168,7 @@ class Model:
     def __init__(self):
         self.files = {}
         self.warnings = []
+        self.migrates = [0, 0]  # depfs migrate runs: [done, failed or cut off]
 
     def add_shared(self, fid, path, layout, width):
         m = FileModel(fid, path, layout, shared=True)
@@ -244,6 +245,8 @@ class Model:
                 m.paths = m.paths + [op["p"]]
         elif t == "unlink":
             m.exists = "no" if ok else "maybe"
+        elif t == "migrate":  # keeps the bytes and the name, whatever its result
+            self.migrates[0 if ok else 1] += 1
         elif t == "open":
             pass
 
