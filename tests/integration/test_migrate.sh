@@ -219,4 +219,4 @@ cmp "$W/dd.ref" dd || fail "bytes differ after the servers rejoined"
 
 cmp "$W/f.ref" f && cmp "$W/c.ref" c || fail "files changed at the end"
 scrub_clean
-log "PASS"
+echo "PASS: depfs migrate 8@6 -> 4@2 -> 8@7 keeps bytes, times, owner and xattrs; a writer and a reader during migrates lose nothing; SIGKILLed migrates leave one layout and no name; n-k servers down mid-copy; scrub clean"

@@ -230,4 +230,4 @@ got=$(strip_inos)
 [ "$got" = "$want" ] || fail "strip files of inodes $(comm -13 <(echo "$want") <(echo "$got") | tr '\n' ' ')are not of a file; missing for $(comm -23 <(echo "$want") <(echo "$got") | tr '\n' ' ')"
 cmp "$W/l.ref" "$MNT/l2" || fail "l2 changed"
 scrub_clean
-echo "PASS: test_purge"
+echo "PASS: unlinked files go through the purge queue (open handles keep them, crashes of a client, the MDS and depfs-recovery lose and leak nothing); scrub clean"

@@ -287,6 +287,10 @@ static const baseline baselines[] = {
     { MDS(RELEASE), .set = { "ino=$FILE", "client_id=1" } },
     { MDS(PURGE_LIST), .set = { "cookie=0", "max_entries=16" } },
     { MDS(PURGE_DONE), .set = { "purge_inos=$FILE" } }, /* not queued: nothing dropped */
+    /* the "copy" is the walk's symlink (not an unlinked queued file): refused,
+     * whatever one field becomes, and the walk's file keeps its inode */
+    { MDS(MIGRATE_SWAP), .set = { "parent=$DIR", "name=s:" WALK_FILE, "ino=$FILE",
+                                  "migrate_ino=$LINK", "data_version=1" } },
     { IO(READ), .set = { "file_id=$FID", "extents.offset=0", "extents.length=16" } },
     { IO(WRITE), .set = { "file_id=$FID", "extents.offset=0", "extents.length=16",
                           "stripe_unit=65536" }, .bulk = 16 },
