@@ -647,8 +647,19 @@ static int do_set_state(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
         if (want == DEPFS__SERVER_STATE__SERVER_UP && old != want && (rc = may_go_up(c, res)))
             return rc;
         if (want != old) {
-            if ((rc = ios_state_set(c->state, want)))
+            if ((rc = ios_state_set(c->state, want))) {
+                /* Recovery takes this server out of the reads (a client
+                 * could not write to it): when the store cannot say so (a
+                 * full disk), stop serving in memory all the same, as a
+                 * server demoting itself does, or other clients go on
+                 * reading the units it missed (campaign seed 1204: a
+                 * migrate copied them). */
+                if (want == DEPFS__SERVER_STATE__SERVER_REBUILDING &&
+                    old == DEPFS__SERVER_STATE__SERVER_UP && ios_state_demote_self(c->state) == 1)
+                    log_warn("server %u: REBUILDING not stored (%s): demoted in memory",
+                             c->server_id, strerror(-rc));
                 return fail(res, rc, "cannot store server state: %s", strerror(-rc));
+            }
             log_info("server %u: %s -> %s", c->server_id, depfs_state_name(old), depfs_state_name(want));
         }
     }

@@ -235,6 +235,30 @@ START_TEST(demotion_holds_when_the_store_fails)
 }
 END_TEST
 
+/* Recovery's IO_SET_STATE(REBUILDING) while the store cannot write (a
+ * full disk: RLIMIT_FSIZE here) is refused, but the server stops serving
+ * all the same and a restart comes back REBUILDING (campaign seed 1204:
+ * the demotion failed, the server stayed UP with units a client could not
+ * write to it, and a migrate read and copied them). */
+START_TEST(recovery_demotion_holds_when_the_store_fails)
+{
+    char err[256];
+    ios_result res;
+    ck_assert_uint_eq(ios_state_get(hctx.state), UP);
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = { .rlim_cur = (rlim_t)state_log_bytes(), .rlim_max = RLIM_INFINITY };
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    ck_assert_int_ne(set_state(REBUILDING, 0, &res), 0);
+    ios_result_free(&res);
+    rl.rlim_cur = RLIM_INFINITY;
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    ck_assert_uint_eq(ios_state_get(hctx.state), REBUILDING);
+    ios_state_close(hctx.state);
+    ck_assert_int_eq(ios_state_open(tmpdir, &hctx.state, err, sizeof(err)), 0);
+    ck_assert_uint_eq(ios_state_get(hctx.state), REBUILDING);
+}
+END_TEST
+
 /* ------------------------------------------------------- IO_SET_STATE */
 START_TEST(set_state_op)
 {
@@ -466,6 +490,7 @@ int main(void)
     tcase_add_checked_fixture(tc, hsetup, hteardown);
     tcase_add_test(tc, state_and_epoch_persist);
     tcase_add_test(tc, demotion_holds_when_the_store_fails);
+    tcase_add_test(tc, recovery_demotion_holds_when_the_store_fails);
     tcase_add_test(tc, set_state_op);
     tcase_add_test(tc, rebuilding_refuses_reads);
     tcase_add_test(tc, reconstructing_refuses_reads);
