@@ -260,7 +260,7 @@ static void demote_after_failed_store(ios_ctx *c, const Depfs__IoRequest *q, int
                           owner_of(q->lock));
     int rc = ios_state_demote_self(c->state);
     if (rc == 1)
-        log_warn("server %u failed to store a unit of file %016" PRIx64 " (%s): no reads until "
+        log_warn("server %u failed to store a write to file %016" PRIx64 " (%s): no reads until "
                  "depfs-recovery rejoins it (REBUILDING)", c->server_id, file_id, strerror(-err));
     else if (rc < 0)
         log_err("server %u cannot store REBUILDING: %s", c->server_id, strerror(-rc));
@@ -297,6 +297,7 @@ static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
         rc = ios_dirty_add(c->state, q->down_servers, q->n_down_servers, q->file_id);
         if (rc) {
             fail(res, rc, "cannot record dirty file: %s", strerror(-rc));
+            demote_after_failed_store(c, q, rc); /* the writer goes on without us */
             goto out;
         }
     }

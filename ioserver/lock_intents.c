@@ -1,7 +1,9 @@
 /* lock_intents.c - the lock table's journal into the state store (see
  * lock_intents.h). A failed write of an intent is logged and returned: the
- * lock is not granted, or the write under it refused (locks.h); a failed
- * removal leaves an intent that depfs-recovery releases after a restart. */
+ * lock is not granted, or the write under it refused (locks.h), and the
+ * server demotes itself, since the writer goes on without it and its units
+ * of that stripe go stale; a failed removal leaves an intent that
+ * depfs-recovery releases after a restart. */
 #include "lock_intents.h"
 
 #include <errno.h>
@@ -42,11 +44,18 @@ int ios_lock_intents_restore(ios_locks *t, ios_state *st, uint64_t now_ms, uint6
 static int journal(void *arg, uint64_t file_id, ios_lock_owner owner, bool held, uint64_t first,
                    uint64_t end, bool writes)
 {
-    int rc = ios_intent_set(arg, file_id, owner.client, owner.op, held, first, end, writes);
-    if (rc)
-        log_warn("cannot store the lock intent of client %" PRIu64 " op %" PRIu64
-                 " on file %016" PRIx64 ": %s%s", owner.client, owner.op, file_id,
-                 strerror(-rc), held ? " (the lock or write is refused)" : "");
+    ios_state *st = arg;
+    int rc = ios_intent_set(st, file_id, owner.client, owner.op, held, first, end, writes);
+    if (rc == 0)
+        return 0;
+    log_warn("cannot store the lock intent of client %" PRIu64 " op %" PRIu64
+             " on file %016" PRIx64 ": %s%s", owner.client, owner.op, file_id, strerror(-rc),
+             held ? " (the lock or write is refused)" : "");
+    /* a writer refused here writes on degraded: this server's units of the
+     * stripe go stale, so it must not serve them (a late UP would) */
+    if (held && ios_state_demote_self(st) == 1)
+        log_warn("lock intents cannot be stored: no reads until depfs-recovery rejoins this "
+                 "server (REBUILDING)");
     return rc;
 }
 

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "ioserver/handlers.h"
+#include "ioserver/lock_intents.h"
 #include "ioserver/state.h"
 #include "ioserver/strips.h"
 
@@ -259,6 +260,55 @@ START_TEST(recovery_demotion_holds_when_the_store_fails)
 }
 END_TEST
 
+/* A lock (or the write under it) refused because its intent cannot be
+ * stored (a full disk: RLIMIT_FSIZE here) demotes the server: the writer
+ * goes on degraded without it, so its units of that stripe go stale
+ * (campaign seed 1204: the refusal left the server UP, and a migrate on the
+ * same client read the stale units as current). */
+START_TEST(refused_lock_intent_demotes)
+{
+    req r;
+    ios_lock_intents_attach(hctx.locks, hctx.state);
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = { .rlim_cur = (rlim_t)state_log_bytes(), .rlim_max = RLIM_INFINITY };
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    req_init(&r, FILE_A);
+    req_extent(&r, 0, UNIT_BYTES);
+    req_lock(&r, 7, 1);
+    int err = run_free(&r, DEPFS__IO_OP__IO_READ, NULL, 0);
+    rl.rlim_cur = RLIM_INFINITY;
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    ck_assert_int_ne(err, 0);
+    ck_assert_uint_eq(ios_state_get(hctx.state), REBUILDING);
+    /* and the refused lock was not left behind */
+    ios_lock_owner owner = { .client = 7, .op = 1 };
+    ck_assert(!ios_locks_held_by(hctx.locks, FILE_A, 0, 1, owner));
+}
+END_TEST
+
+/* A write whose dirty record (the servers it goes on without) cannot be
+ * stored is refused, and the server demotes itself for the same reason. */
+START_TEST(refused_dirty_record_demotes)
+{
+    req r;
+    uint8_t unit[UNIT_BYTES];
+    uint32_t down = 5;
+    memset(unit, 0x5a, sizeof(unit));
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = { .rlim_cur = (rlim_t)state_log_bytes(), .rlim_max = RLIM_INFINITY };
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    req_init(&r, FILE_A);
+    req_extent(&r, 0, UNIT_BYTES);
+    r.q.down_servers = &down;
+    r.q.n_down_servers = 1;
+    int err = run_free(&r, DEPFS__IO_OP__IO_WRITE, unit, sizeof(unit));
+    rl.rlim_cur = RLIM_INFINITY;
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    ck_assert_int_ne(err, 0);
+    ck_assert_uint_eq(ios_state_get(hctx.state), REBUILDING);
+}
+END_TEST
+
 /* ------------------------------------------------------- IO_SET_STATE */
 START_TEST(set_state_op)
 {
@@ -491,6 +541,8 @@ int main(void)
     tcase_add_test(tc, state_and_epoch_persist);
     tcase_add_test(tc, demotion_holds_when_the_store_fails);
     tcase_add_test(tc, recovery_demotion_holds_when_the_store_fails);
+    tcase_add_test(tc, refused_lock_intent_demotes);
+    tcase_add_test(tc, refused_dirty_record_demotes);
     tcase_add_test(tc, set_state_op);
     tcase_add_test(tc, rebuilding_refuses_reads);
     tcase_add_test(tc, reconstructing_refuses_reads);
