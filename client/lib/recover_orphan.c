@@ -29,9 +29,14 @@
  * held, trusted ones. With more erasures than n-k it falls back to
  * recomputing parity from the data units (either content of a unit the
  * unacknowledged write touched is allowed), which is only sound when every
- * data unit is trusted; otherwise the stripes are left locked and the
- * repair fails loudly (a client crash during a server outage, beyond what
- * the units alone can tell). Stale locks of any owner on the range are
+ * data unit is trusted. Otherwise (a stale data unit too: two failures on
+ * a layout with n-k=1, say) every unit of the stripe is read as it is, and
+ * if together they are a codeword the stripe stands as it is: untrusted
+ * units were recorded per file, not per stripe, so a unit called stale may
+ * be current, and a unit in doubt that missed the write beside units that
+ * took it, or a stale one, could only make a codeword by cancelling each
+ * other in every parity byte. If they are not, the stripes are left locked and the repair fails
+ * loudly (beyond what the units alone can tell). Stale locks of any owner on the range are
  * taken over at once (IO_LOCK take_over_stale), so overlapping orphans of
  * different owners cannot block each other. */
 
@@ -158,6 +163,48 @@ static uint8_t *dc_ob_unit(const dc_orphan *o, const dc_orphan_batch *b, uint64_
     return b->units + ((uint64_t)pos * b->batch + (s - b->first)) * o->t.lay.su;
 }
 
+/* Whether every unit of stripe s, read as checked on every position
+ * (stale and in-doubt ones too), is one codeword: 0 if so, -EILSEQ if
+ * not, another error if a position is out of reach or a unit unreadable. */
+static int dc_orphan_whole_codeword(dc_orphan *o, uint64_t s)
+{
+    const layout *lay = &o->t.lay;
+    uint32_t all = (lay->n < 32 ? (1u << lay->n) : 0u) - 1u;
+    if ((o->reach & all) != all)
+        return -EHOSTDOWN;
+    uint8_t *buf = malloc((size_t)(lay->n + lay->n - lay->k) * lay->su);
+    if (buf == NULL)
+        return -ENOMEM;
+    dc_req rd[LAYOUT_MAX_N];
+    memset(rd, 0, sizeof rd);
+    uint8_t *units[LAYOUT_MAX_N], *want[LAYOUT_MAX_N];
+    for (unsigned u = 0; u < lay->n; u++) {
+        unsigned pos = layout_unit_pos(lay, s, u);
+        units[u] = buf + (size_t)u * lay->su;
+        dc_req_init(&rd[pos], lay, pos, DEPFS__IO_OP__IO_READ);
+        rd[pos].ignore_locks = true; /* ours: we hold the stripe */
+        rd[pos].any_state = true;    /* a stale server is REBUILDING */
+        int rc = dc_req_add(&rd[pos], layout_local_offset(lay, s), lay->su, units[u]);
+        assert(rc == 0);
+        (void)rc;
+    }
+    dc_io_run(o->fs, o->t.ino, rd, lay->n);
+    int rc = 0;
+    for (unsigned p = 0; p < lay->n && rc == 0; p++)
+        if (rd[p].result != 0)
+            rc = rd[p].result == DC_ERR_DOWN ? -EHOSTDOWN : rd[p].result;
+    if (rc == 0) {
+        for (unsigned j = 0; j < lay->n - lay->k; j++)
+            want[j] = buf + (size_t)(lay->n + j) * lay->su;
+        codec_encode(o->t.cd, lay->su, units, want);
+        for (unsigned j = 0; j < lay->n - lay->k && rc == 0; j++)
+            if (memcmp(want[j], units[lay->k + j], lay->su) != 0)
+                rc = -EILSEQ;
+    }
+    free(buf);
+    return rc;
+}
+
 /* Decide, per stripe of the batch, what is read and what is rewritten. */
 static int dc_orphan_plan(dc_orphan *o, dc_orphan_batch *b)
 {
@@ -183,11 +230,23 @@ static int dc_orphan_plan(dc_orphan *o, dc_orphan_batch *b)
                 parity |= 1u << layout_unit_pos(lay, s, u);
         }
         if ((data & (o->untrusted | (all & ~o->reach))) != 0) {
-            dc_set_error("orphan repair of inode %llu: stripe %llu has %u units in doubt or "
-                         "stale, more than n-k=%u, and a stale data unit: left locked",
-                         (unsigned long long)o->t.ino, (unsigned long long)s,
-                         dc_popcount32(erase), lay->n - lay->k);
-            return -EIO;
+            int rc = dc_orphan_whole_codeword(o, s);
+            if (rc < 0) {
+                dc_set_error("orphan repair of inode %llu: stripe %llu has %u units in doubt "
+                             "or stale, more than n-k=%u, a stale data unit, and %s: left "
+                             "locked", (unsigned long long)o->t.ino, (unsigned long long)s,
+                             dc_popcount32(erase), lay->n - lay->k,
+                             rc == -EILSEQ ? "its units are no codeword"
+                                           : "not all of its units could be read");
+                return -EIO;
+            }
+            log_info("orphan repair of inode %llu: stripe %llu has %u units in doubt or stale, "
+                     "more than n-k=%u, but all %u of its units are one codeword: kept as it is",
+                     (unsigned long long)o->t.ino, (unsigned long long)s, dc_popcount32(erase),
+                     lay->n - lay->k, lay->n);
+            b->erase[i] = 0;
+            b->rewrite[i] = 0;
+            continue;
         }
         b->by_parity[i] = true;
         b->erase[i] = parity;

@@ -13,6 +13,8 @@
  *   - an orphan lock taken by hand over the RPC layer (never released) with
  *     a half-done write under it: depfs_repair_orphan_lock makes parity
  *     match again, frees the stripes, and is idempotent;
+ *   - on n-k=1, an orphan's unit in doubt plus an untrusted unit: freed
+ *     when all units are one codeword, refused (left locked) when not;
  *   - a client behind the cluster epoch refreshes and redoes its writes;
  *   - SEEK_DATA/SEEK_HOLE (depfs_lseek) never claim a hole over a unit a
  *     server missed while down (REBUILDING, or UP with dirty records naming
@@ -601,6 +603,22 @@ static layout layout_from(const depfs_layout_info *li)
     return lay;
 }
 
+/* Survivors record that server x missed writes to the file (its units
+ * are untrusted until a rebuild). */
+static void mark_dirty_everywhere_but(const depfs_layout_info *li, uint64_t ino, unsigned x)
+{
+    for (unsigned p = 0; p < li->n; p++) {
+        if (li->servers[p] == x)
+            continue;
+        Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
+        q.file_id = ino;
+        uint32_t down = x;
+        q.n_down_servers = 1;
+        q.down_servers = &down;
+        ck_assert_int_eq(raw_call(li->servers[p], DEPFS__IO_OP__IO_WRITE, &q, NULL, 0), 0);
+    }
+}
+
 /* Issue 10's data loss in miniature: server X missed a write (its data unit
  * of stripe 1 is stale, and the survivors hold a dirty record (X, file)),
  * then a lock request that waited at X is granted late and becomes an
@@ -622,16 +640,7 @@ START_TEST(test_orphan_on_stale_server)
     memset(stale, 0, sizeof stale);
     raw_unit_write(x, ino, layout_local_offset(&lay, first), stale, sizeof stale);
     /* and the survivors know X missed writes to the file */
-    for (unsigned p = 0; p < li.n; p++) {
-        if (li.servers[p] == x)
-            continue;
-        Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
-        q.file_id = ino;
-        uint32_t down = x;
-        q.n_down_servers = 1;
-        q.down_servers = &down;
-        ck_assert_int_eq(raw_call(li.servers[p], DEPFS__IO_OP__IO_WRITE, &q, NULL, 0), 0);
-    }
+    mark_dirty_everywhere_but(&li, ino, x);
     orphan_lock(x, ino, first, count); /* the late grant */
     usleep(T_LEASE_WAIT_US);
     int rc = depfs_repair_orphan_lock(fs, ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP);
@@ -643,6 +652,58 @@ START_TEST(test_orphan_on_stale_server)
     scrub_clean(fs, ino);
     depfs_unmount(fs);
     free(model);
+}
+END_TEST
+
+/* Campaign seed 1109 in miniature: on an n-k=1 layout, a writing orphan
+ * held on one server (its unit in doubt) and dirty records naming another
+ * (its data unit untrusted) are two erasures, one more than the code
+ * covers, and the repair left the stripe locked for ever (the rejoin of the
+ * untrusted server then waited on it). When every unit is still one
+ * codeword (the "stale" unit is current: dirty records are per file) the
+ * stripe is freed as it is; when they are not (the unit really is stale)
+ * the repair still refuses. */
+START_TEST(test_orphan_beyond_n_minus_k_one)
+{
+    depfs_t *fs = mount_fs();
+    size_t size = 4 * 3 * 4096; /* 4 stripes of 4@3@4k */
+    const uint64_t first = 1, count = 1;
+    for (int really_stale = 0; really_stale < 2; really_stale++) {
+        char label[64], path[32];
+        snprintf(path, sizeof path, "/nk1-%d", really_stale);
+        snprintf(label, sizeof label, "depfs@4@3@4k:%s", path);
+        uint8_t *model = calloc(1, size);
+        uint64_t ino = write_file(fs, label, model, 0, size);
+        depfs_layout_info li;
+        layout_of(fs, ino, &li);
+        layout lay = layout_from(&li);
+        unsigned x = layout_unit_server(&lay, first, 0); /* untrusted data unit */
+        unsigned y = layout_unit_server(&lay, first, 1); /* the orphan's unit in doubt */
+        if (really_stale) {
+            uint8_t zeros[4096];
+            memset(zeros, 0, sizeof zeros);
+            raw_unit_write(x, ino, layout_local_offset(&lay, first), zeros, sizeof zeros);
+        }
+        mark_dirty_everywhere_but(&li, ino, x);
+        orphan_lock(y, ino, first, count);
+        usleep(T_LEASE_WAIT_US);
+        int rc = depfs_repair_orphan_lock(fs, ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP);
+        if (really_stale) {
+            ck_assert_int_eq(rc, -EIO);
+            ck_assert_msg(strstr(depfs_last_error(), "no codeword") != NULL, "%s",
+                          depfs_last_error());
+        } else {
+            ck_assert_msg(rc == 0, "repair: %s (%s)", strerror(-rc), depfs_last_error());
+            rc = depfs_rebuild_file(fs, ino, x, NULL, NULL);
+            ck_assert_msg(rc == 0, "rebuild: %s (%s)", strerror(-rc), depfs_last_error());
+            /* writers get the stripe */
+            write_file(fs, path, model, first * 3 * 4096 + 100, 4096);
+            scrub_clean(fs, ino);
+            check_content(fs, path, model, size);
+        }
+        free(model);
+    }
+    depfs_unmount(fs);
 }
 END_TEST
 
@@ -1002,6 +1063,7 @@ int main(void)
     suite_add_tcase(s, own_cluster("orphan", test_orphan_repair));
     suite_add_tcase(s, own_cluster("orphan_stale_server", test_orphan_on_stale_server));
     suite_add_tcase(s, own_cluster("orphans_overlap", test_orphans_overlap));
+    suite_add_tcase(s, own_cluster("orphan_beyond_nk1", test_orphan_beyond_n_minus_k_one));
     suite_add_tcase(s, own_cluster("intents_crash", test_intents_survive_a_crash_of_every_server));
     suite_add_tcase(s, own_cluster("orphan_waits", test_orphan_repair_waits_for_servers));
     suite_add_tcase(s, own_cluster("reconstruct_cli", test_reconstruct_cli));
