@@ -17,8 +17,10 @@ across the detection timeout), SIGKILL + restart (with and without
 --rebuild), SIGKILL + restart of depfs-recovery and of the MDS, SIGKILL of a
 libdepfs client mid-write, a network partition of the namespaced server, a
 full data dir, a slow disk (every read, write and fsync of one server's data
-dir waits 20 ms to 1.5 s for a while; the server keeps answering heartbeats). One fault at a time, and the next only after every server is
-up again: never more than one server of any layout unavailable.
+dir waits 20 ms to 1.5 s for a while; the server keeps answering
+heartbeats). One fault at a time, and the next only after every server is
+up again and has stayed so for a few seconds: never more than one server
+of any layout unavailable.
 After the workload: heal, wait until every server is up and nothing is
 rebuilding, then check
   (a) every acknowledged byte reads back exactly, through a fresh libdepfs

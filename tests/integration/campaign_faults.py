@@ -18,8 +18,9 @@ the namespaced server, which local-cluster cannot reach on 127.0.0.1: that
 one is started the same way (own session, pid file, command file, log) here.
 
 Faults (Injector.run): each is injected, held, healed, and then the cluster
-is given a bounded time to show every server up again before the next one,
-so at most one I/O server is unavailable at a time."""
+is given a bounded time to show every server up again, and to stay so for
+HEALTHY_STABLE_S, before the next one, so at most one I/O server is
+unavailable at a time."""
 import json
 import os
 import shlex
@@ -32,6 +33,10 @@ LOG_BAD = ("Assertion", "assertion", "AddressSanitizer", "runtime error", "abort
 # "abort" as in abort(3) and "Aborted"; strerror(ECONNABORTED) ("Software
 # caused connection abort") is a peer closing a socket, not a daemon aborting.
 LOG_BENIGN = ("connection abort",)
+# Healthy this long before the next fault: longer than a write round that
+# was planned without a rejoining server can stay in flight (two request
+# timeouts) plus recovery's decision period.
+HEALTHY_STABLE_S = 5.0
 
 
 class ClusterError(Exception):
@@ -446,13 +451,20 @@ class Cluster:
                         (f"(dirty {s['degraded_files']})" if s.get("degraded_files") else "")
                         for s in st["servers"])
 
-    def wait_healthy(self, secs):
+    def wait_healthy(self, secs, stable_s=0.0):
+        """Waits (at most secs) until the cluster is healthy, and has stayed
+        so for stable_s: (True, states) or (False, the last states)."""
         end = time.monotonic() + secs
         last = None
+        since = None
         while True:
             st = self.status()
             if self.healthy(st):
-                return True, self.states_line(st)
+                since = since if since is not None else time.monotonic()
+                if time.monotonic() - since >= stable_s:
+                    return True, self.states_line(st)
+            else:
+                since = None
             last = st
             if time.monotonic() >= end:
                 return False, self.states_line(last)
@@ -504,7 +516,11 @@ class Injector:
             getattr(self, "f_" + f["kind"])(f)
             self.counts[f["kind"]] = self.counts.get(f["kind"], 0) + 1
             if f["kind"] not in ("kill_client",):
-                ok, line = self.c.wait_healthy(self.settle_s)
+                # stable: a write planned without a server that was in
+                # flight across its rejoin demotes it again moments later
+                # (the write names it dirty), and a fault meanwhile would make
+                # two servers of an n-k=1 layout unavailable (seed 1109)
+                ok, line = self.c.wait_healthy(self.settle_s, stable_s=HEALTHY_STABLE_S)
                 self.log(f"{f['kind']} healed: {'all servers up' if ok else 'NOT healthy after %d s' % self.settle_s}: {line}")
                 if not ok:
                     self.problems.append(f"after fault {f['kind']} ({f.get('target')}) the cluster was not "
