@@ -519,11 +519,14 @@ static int do_stat(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 /* IO_EXTENTS: the strip file's allocation, and with one extent its data
  * there (strip_extents.h). A server that is not serving reads (REBUILDING,
  * RECONSTRUCTING) may lack units it should hold: its holes mean nothing,
- * so it refuses as a read does and the client counts its units as data. */
+ * so it refuses as a read does and the client counts its units as data;
+ * with ignore_locks (recovery: the rebuild asks where the strip file it is
+ * filling holds bytes) it answers what the file holds. */
 static int do_extents(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     uint32_t state = ios_state_get(c->state);
-    if (ios_state_refuses_reads(state))
+    bool raw = q->has_ignore_locks && q->ignore_locks;
+    if (!raw && ios_state_refuses_reads(state))
         return fail(res, -EIO, "server is %s: its holes are not known; treat it as failed",
                     depfs_state_name(state));
     bool ranged = q->n_extents == 1;

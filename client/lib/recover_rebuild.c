@@ -18,22 +18,47 @@
  * the length the survivors' strips have (they may hold uncommitted writes
  * past the MDS size: those stripes are rebuilt first).
  *
+ * Batches run in DC_RB_LANES lanes at once (each its own buffers and
+ * locks on its own stripes), so one lane's synced write to S overlaps
+ * the others' reads and decodes; progress (and the caller's rate limit)
+ * is reported one batch at a time, under a mutex.
+ *
  * Requests to S are sent even though the status vector calls it down
  * (any_state): a REBUILDING server accepts locks and writes. */
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "recover.h"
 #include "log.h"
+#include "wire_check.h"
 
 /* Re-checks of the tail when survivors grew while we rebuilt. */
 #define DC_RB_TAIL_ROUNDS_MAX 8u
 /* "Every stripe from here on" for the tail lock (no overflow past it). */
 #define DC_RB_TAIL_STRIPES (UINT64_MAX / 4)
+/* Batches in flight at once; together they use one round's buffers
+ * (dc_round_stripes), split between them. */
+#define DC_RB_LANES 4u
+/* A lane's error text, handed to the caller's thread (errors are per thread). */
+#define DC_RB_ERR_BYTES 512u
 
+/* What the lanes of one rebuild share. */
+typedef struct dc_rb_shared {
+    pthread_mutex_t mu;       /* guards done_bytes and the calls of fn */
+    uint64_t done_bytes;
+    depfs_progress_fn fn;
+    void *arg;
+    uint64_t from, to;        /* the range the lanes work through */
+    atomic_uint_fast64_t next; /* the next batch of it to take */
+    atomic_bool stop;         /* a lane failed: the others stop */
+} dc_rb_shared;
+
+/* One lane: a batch at a time, with its own buffers and locks. */
 typedef struct dc_rebuild {
     depfs_t *fs;
     dc_target t;
@@ -45,9 +70,9 @@ typedef struct dc_rebuild {
     uint32_t src_down;        /* positions not usable as sources this batch */
     uint32_t untrusted;       /* positions whose units of the file may be stale */
     bool *skip;               /* per stripe of the batch: S's unit stays a hole */
-    uint64_t done_bytes;
-    depfs_progress_fn fn;
-    void *arg;
+    dc_rb_shared *sh;
+    int rc;                   /* the lane's result */
+    char err[DC_RB_ERR_BYTES];
 } dc_rebuild;
 
 static uint8_t *dc_rb_unit(const dc_rebuild *rb, uint64_t first, uint64_t s, unsigned pos)
@@ -196,9 +221,59 @@ static bool dc_all_zero(const uint8_t *p, uint64_t n)
     return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
 }
 
-/* rb->skip: S's units of the batch that decoded to zeros and lie past the
- * end of S's strip file (asked now, under the batch's locks: nothing can
- * write them meanwhile). When S's size is unknown, every unit is written. */
+/* Clears skip[] of the units of stripes [first, first+count) where S's
+ * strip file holds data (IO_EXTENTS of that range): and of every unit S
+ * does not describe plainly (an error, a reply cut short or malformed). */
+static void dc_rb_keep_s_data(dc_rebuild *rb, uint64_t first, uint64_t count)
+{
+    const layout *lay = &rb->t.lay;
+    uint64_t from = layout_local_offset(lay, first), to = layout_local_offset(lay, first + count);
+    Depfs__Extent range = DEPFS__EXTENT__INIT;
+    range.offset = from;
+    range.length = to - from;
+    Depfs__Extent *range_ptr = &range;
+    dc_ctl c;
+    dc_ctl_init(&c, rb->server, DEPFS__IO_OP__IO_EXTENTS, rb->t.ino);
+    c.req.n_extents = 1;
+    c.req.extents = &range_ptr;
+    c.req.has_stripe_unit = c.req.stripe_unit = lay->su;
+    c.req.has_ignore_locks = c.req.ignore_locks = true; /* S is REBUILDING */
+    dc_ctl_run(rb->fs, &c, 1);
+    const Depfs__IoReply *r = c.rc == 0 ? c.rep : NULL;
+    uint64_t known_end = from; /* below it, S's data is exactly the extents */
+    if (r != NULL && r->n_data_extents <= WIRE_DATA_EXTENTS_MAX) {
+        known_end = to;
+        if (r->has_next_offset)
+            known_end = r->next_offset > from && r->next_offset <= to
+                            ? r->next_offset - r->next_offset % lay->su : from;
+        uint64_t prev_end = from;
+        for (size_t i = 0; i < r->n_data_extents && known_end > from; i++) {
+            const Depfs__Extent *e = r->data_extents[i];
+            if (e->offset < prev_end || e->length == 0 || e->offset >= to ||
+                e->length > to - e->offset) {
+                known_end = from; /* nonsense: nothing is known */
+                break;
+            }
+            prev_end = e->offset + e->length;
+        }
+    }
+    for (uint64_t s = first; s < first + count; s++) {
+        uint64_t off = layout_local_offset(lay, s);
+        bool data = off + lay->su > known_end;
+        for (size_t i = 0; r != NULL && !data && i < r->n_data_extents; i++) {
+            const Depfs__Extent *e = r->data_extents[i];
+            data = e->offset < off + lay->su && off < e->offset + e->length;
+        }
+        if (data)
+            rb->skip[s - first] = false;
+    }
+    dc_ctl_free(&c, 1);
+}
+
+/* rb->skip: S's units of the batch that decoded to zeros where S's strip
+ * file holds no data (asked now, under the batch's locks: nothing writes
+ * them meanwhile, and another lane's writes further on leave them holes):
+ * they read as zeros already, and sparse files stay sparse on S. */
 static void dc_rb_holes(dc_rebuild *rb, uint64_t first, uint64_t count)
 {
     const layout *lay = &rb->t.lay;
@@ -207,12 +282,8 @@ static void dc_rb_holes(dc_rebuild *rb, uint64_t first, uint64_t count)
         rb->skip[s - first] = dc_all_zero(dc_rb_unit(rb, first, s, rb->spos), lay->su);
         any |= rb->skip[s - first];
     }
-    uint64_t s_size = 0;
-    if (any && dc_strip_extent(rb->fs, &rb->t, 1u << rb->spos, &s_size) < 0)
-        s_size = UINT64_MAX;
-    for (uint64_t s = first; s < first + count && any; s++)
-        if (layout_local_offset(lay, s) < s_size)
-            rb->skip[s - first] = false; /* S may hold other bytes there */
+    if (any)
+        dc_rb_keep_s_data(rb, first, count);
 }
 
 /* WRITE+UNLOCK of S's units (but holes), IO_UNLOCK of every other lock of
@@ -286,20 +357,67 @@ static int dc_rb_batch(dc_rebuild *rb, uint64_t first, uint64_t count)
         /* our lock was taken away (treated as an orphan), or the epoch
          * moved on before S's unit was stored: redo the batch */
     }
-    rb->done_bytes += count * rb->t.lay.su;
-    if (rb->fn && rb->fn(rb->arg, rb->done_bytes) != 0) {
+    dc_rb_shared *sh = rb->sh;
+    pthread_mutex_lock(&sh->mu);
+    sh->done_bytes += count * rb->t.lay.su;
+    bool cancel = sh->fn && sh->fn(sh->arg, sh->done_bytes) != 0;
+    pthread_mutex_unlock(&sh->mu);
+    if (cancel) {
         dc_set_error("rebuild of inode %llu cancelled", (unsigned long long)rb->t.ino);
         return -ECANCELED;
     }
     return 0;
 }
 
-static int dc_rb_range(dc_rebuild *rb, uint64_t from, uint64_t to)
+/* A lane's loop: the next batch of the shared range until it is done or
+ * some lane failed. */
+static void *dc_rb_lane_run(void *arg)
 {
-    int rc = 0;
-    for (uint64_t s = from; s < to && rc == 0; s += rb->batch) {
-        uint64_t count = to - s < rb->batch ? to - s : rb->batch;
-        rc = dc_rb_batch(rb, s, count);
+    dc_rebuild *rb = arg;
+    dc_rb_shared *sh = rb->sh;
+    rb->rc = 0;
+    while (!atomic_load(&sh->stop)) {
+        uint64_t i = atomic_fetch_add(&sh->next, 1);
+        if (i >= dc_div_up(sh->to - sh->from, rb->batch))
+            break;
+        uint64_t s = sh->from + i * rb->batch;
+        uint64_t count = sh->to - s < rb->batch ? sh->to - s : rb->batch;
+        rb->rc = dc_rb_batch(rb, s, count);
+        if (rb->rc < 0) {
+            snprintf(rb->err, sizeof rb->err, "%s", depfs_last_error());
+            atomic_store(&sh->stop, true);
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* Stripes [from, to) in up to nlanes lanes at once (lane 0 in this thread);
+ * the first failure's error, its text set in this thread. */
+static int dc_rb_range(dc_rebuild *lanes, unsigned nlanes, uint64_t from, uint64_t to)
+{
+    dc_rb_shared *sh = lanes[0].sh;
+    sh->from = from;
+    sh->to = to;
+    atomic_store(&sh->next, 0);
+    atomic_store(&sh->stop, false);
+    uint64_t batches = to > from ? dc_div_up(to - from, lanes[0].batch) : 0;
+    unsigned use = batches < nlanes ? (unsigned)batches : nlanes;
+    pthread_t th[DC_RB_LANES];
+    bool started[DC_RB_LANES] = {false};
+    assert(nlanes <= DC_RB_LANES);
+    for (unsigned i = 1; i < use; i++)
+        started[i] = pthread_create(&th[i], NULL, dc_rb_lane_run, &lanes[i]) == 0;
+    dc_rb_lane_run(&lanes[0]); /* a lane that could not start leaves its batches to us */
+    int rc = lanes[0].rc;
+    for (unsigned i = 1; i < use; i++) {
+        if (!started[i])
+            continue;
+        pthread_join(th[i], NULL);
+        if (rc == 0 && lanes[i].rc < 0) {
+            rc = lanes[i].rc;
+            dc_set_error("%s", lanes[i].err);
+        }
     }
     return rc;
 }
@@ -372,17 +490,46 @@ static int dc_rb_tail(dc_rebuild *rb, uint64_t stripes, uint64_t *more)
     return rc;
 }
 
-static int dc_rb_alloc(dc_rebuild *rb, uint64_t stripes)
+static void dc_rb_free(dc_rebuild *lanes, unsigned nlanes)
 {
-    const layout *lay = &rb->t.lay;
-    rb->batch = dc_round_stripes(rb->fs, lay);
-    if (rb->batch > stripes)
-        rb->batch = stripes ? stripes : 1;
-    rb->units = malloc((uint64_t)lay->n * rb->batch * lay->su);
-    rb->reqs = calloc(lay->n, sizeof *rb->reqs);
-    rb->wreqs = calloc(lay->n, sizeof *rb->wreqs);
-    rb->skip = calloc(rb->batch, sizeof *rb->skip);
-    return rb->units && rb->reqs && rb->wreqs && rb->skip ? 0 : -ENOMEM;
+    for (unsigned i = 0; i < nlanes; i++) {
+        free(lanes[i].units);
+        free(lanes[i].reqs);
+        free(lanes[i].wreqs);
+        free(lanes[i].skip);
+        lanes[i].units = NULL;
+        lanes[i].reqs = lanes[i].wreqs = NULL;
+        lanes[i].skip = NULL;
+    }
+}
+
+/* Lanes 1.. as copies of lane 0, each with buffers for batches of one
+ * round's stripes split between the lanes (fewer lanes than DC_RB_LANES
+ * when `stripes` is small); *nlanes says how many. */
+static int dc_rb_alloc(dc_rebuild *lanes, unsigned *nlanes, uint64_t stripes)
+{
+    const layout *lay = &lanes[0].t.lay;
+    uint64_t round = dc_round_stripes(lanes[0].fs, lay);
+    uint64_t batch = round / DC_RB_LANES ? round / DC_RB_LANES : 1;
+    if (batch > stripes)
+        batch = stripes ? stripes : 1;
+    uint64_t batches = stripes ? dc_div_up(stripes, batch) : 1;
+    *nlanes = batches < DC_RB_LANES ? (unsigned)batches : DC_RB_LANES;
+    for (unsigned i = 0; i < *nlanes; i++) {
+        dc_rebuild *rb = &lanes[i];
+        if (i > 0)
+            *rb = lanes[0]; /* buffers are allocated below */
+        rb->batch = batch;
+        rb->units = malloc((uint64_t)lay->n * rb->batch * lay->su);
+        rb->reqs = calloc(lay->n, sizeof *rb->reqs);
+        rb->wreqs = calloc(lay->n, sizeof *rb->wreqs);
+        rb->skip = calloc(rb->batch, sizeof *rb->skip);
+        if (!rb->units || !rb->reqs || !rb->wreqs || !rb->skip) {
+            dc_rb_free(lanes, i + 1);
+            return -ENOMEM;
+        }
+    }
+    return 0;
 }
 
 int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_progress_fn fn,
@@ -390,15 +537,21 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
 {
     if (fs == NULL)
         return -EINVAL;
-    dc_rebuild rb = {.fs = fs, .server = server_id, .fn = fn, .arg = arg};
-    int rc = dc_target_load(fs, ino, &rb.t);
+    dc_rb_shared sh = {.fn = fn, .arg = arg};
+    dc_rebuild lanes[DC_RB_LANES];
+    memset(lanes, 0, sizeof lanes);
+    dc_rebuild *rb = &lanes[0];
+    rb->fs = fs;
+    rb->server = server_id;
+    rb->sh = &sh;
+    int rc = dc_target_load(fs, ino, &rb->t);
     if (rc < 0)
         return rc;
-    int spos = dc_pos_of(&rb.t.lay, server_id);
+    int spos = dc_pos_of(&rb->t.lay, server_id);
     if (spos < 0)
         return 0;
-    rb.spos = (unsigned)spos;
-    const layout *lay = &rb.t.lay;
+    rb->spos = (unsigned)spos;
+    const layout *lay = &rb->t.lay;
     /* S may have missed epochs while it was away: tell it ours first */
     rc = dc_push_state(fs, server_id, atomic_load(&fs->cluster_epoch), -1);
     if (rc < 0) {
@@ -408,20 +561,23 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
     }
     /* another server's units of this file may be stale too (it missed
      * writes): never decode from them */
-    rc = dc_untrusted_mask(fs, lay, ino, true, &rb.untrusted);
+    rc = dc_untrusted_mask(fs, lay, ino, true, &rb->untrusted);
     if (rc < 0)
         return rc;
     uint64_t max_bytes = 0;
-    rc = dc_strip_extent(fs, &rb.t, dc_reachable_mask(fs, lay) & ~(1u << rb.spos), &max_bytes);
+    rc = dc_strip_extent(fs, &rb->t, dc_reachable_mask(fs, lay) & ~(1u << rb->spos), &max_bytes);
     if (rc < 0)
         return rc;
-    uint64_t stripes = dc_div_up(rb.t.size, layout_stripe_bytes(lay));
+    uint64_t stripes = dc_div_up(rb->t.size, layout_stripe_bytes(lay));
     if (dc_div_up(max_bytes, lay->su) > stripes)
         stripes = dc_div_up(max_bytes, lay->su);
-    rc = dc_rb_alloc(&rb, stripes);
+    if (pthread_mutex_init(&sh.mu, NULL) != 0)
+        return -ENOMEM;
+    unsigned nlanes = 0;
+    rc = dc_rb_alloc(lanes, &nlanes, stripes);
     uint64_t done = 0;
     for (unsigned round = 0; rc == 0; round++) {
-        rc = dc_rb_range(&rb, done, stripes);
+        rc = dc_rb_range(lanes, nlanes, done, stripes);
         if (rc < 0)
             break;
         done = stripes;
@@ -430,21 +586,17 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
             rc = -EBUSY;
             break;
         }
-        rc = dc_rb_tail(&rb, stripes, &stripes);
+        rc = dc_rb_tail(rb, stripes, &stripes);
         if (rc < 0 || stripes == done)
             break;
-        if (stripes > done && rb.batch < dc_round_stripes(fs, lay)) {
-            free(rb.units);
-            free(rb.reqs);
-            free(rb.wreqs);
-            free(rb.skip);
-            rc = dc_rb_alloc(&rb, stripes - done);
+        if (stripes > done && (nlanes < DC_RB_LANES ||
+                               rb->batch * DC_RB_LANES < dc_round_stripes(fs, lay))) {
+            dc_rb_free(lanes, nlanes);
+            rc = dc_rb_alloc(lanes, &nlanes, stripes - done);
         }
     }
-    free(rb.units);
-    free(rb.reqs);
-    free(rb.wreqs);
-    free(rb.skip);
+    dc_rb_free(lanes, nlanes);
+    pthread_mutex_destroy(&sh.mu);
     if (rc == 0)
         log_info("rebuilt inode %llu on server %u: %llu stripes", (unsigned long long)ino,
                  server_id, (unsigned long long)stripes);

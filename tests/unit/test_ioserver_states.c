@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "layout.h"
 #include "ioserver/handlers.h"
 #include "ioserver/lock_intents.h"
 #include "ioserver/state.h"
@@ -24,6 +25,7 @@
 #define MAX_BULK_BYTES (1u << 20)
 #define KNOWN_EPOCH 5u
 #define UNIT_BYTES 64u
+#define EXTENTS_GRANULE LAYOUT_MIN_SU
 
 enum { UP = DEPFS__SERVER_STATE__SERVER_UP,
        DOWN = DEPFS__SERVER_STATE__SERVER_DOWN,
@@ -376,6 +378,19 @@ static void check_not_serving(uint32_t state)
     ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_READ, NULL, 0, &res), 0);
     ck_assert_uint_eq(res.bulk_len, UNIT_BYTES);
     ck_assert_uint_eq(res.bulk[0], 0x11);
+    ios_result_free(&res);
+    /* its data extents: refused to clients (its holes mean nothing to
+     * them), told to recovery (a rebuild filling it asks where it has data) */
+    req_init(&r, FILE_A);
+    req_extent(&r, 0, EXTENTS_GRANULE);
+    r.q.has_stripe_unit = 1;
+    r.q.stripe_unit = EXTENTS_GRANULE;
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_EXTENTS, NULL, 0), EIO);
+    r.q.has_ignore_locks = r.q.ignore_locks = 1;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_EXTENTS, NULL, 0, &res), 0);
+    ck_assert_uint_eq(res.reply.n_data_extents, 1);
+    ck_assert_uint_eq(res.reply.data_extents[0]->offset, 0);
+    ck_assert_uint_eq(res.reply.data_extents[0]->length, EXTENTS_GRANULE);
     ios_result_free(&res);
     /* locks, writes, truncate, fsync, stat, heartbeat, remove accepted */
     ck_assert_int_eq(write_unit(FILE_A, 0x22, -1), 0);
