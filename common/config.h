@@ -9,7 +9,7 @@
  *   default_layout = N@K[@SU]         (default 8@6@64k, clamped to servers)
  *   request_timeout_ms, connect_timeout_ms, heartbeat_period_ms,
  *   lock_lease_ms, server_down_expiry_ms, max_header_bytes, max_bulk_bytes,
- *   scrub_rate,
+ *   scrub_rate, rebuild_rate, rebuild_busy_rate,
  *   frame_timeout_ms, idle_timeout_ms, send_timeout_ms, max_connections,
  *   max_unproven_per_peer   (every daemon's RPC server: rpc.h)
  *   auth = on|off                     (default on: every connection proves
@@ -87,6 +87,12 @@ typedef struct depfs_config {
     uint32_t max_bulk_bytes;           /* default 64 MiB */
     uint32_t scrub_rate;               /* background scrub, bytes/s per I/O server
                                         * (0: off), default 16 MiB/s */
+    uint32_t rebuild_rate;             /* every rebuild and reconstruct, bytes/s of
+                                        * rebuilt units per file (0: unlimited, the
+                                        * default; reconstruct --rate overrides) */
+    uint32_t rebuild_busy_rate;        /* the same while clients are busy on its
+                                        * servers (0: never yields), default
+                                        * 32 MiB/s (client/lib/core_pace.h) */
     /* what one peer may cost a daemon's RPC server (rpc.h, rpc_server_opts) */
     unsigned frame_timeout_ms;         /* a whole request frame, default 30 s */
     unsigned idle_timeout_ms;          /* a silent established connection, default 10 min */

@@ -27,6 +27,8 @@ static const char *admin_only(uint16_t type, const Depfs__IoRequest *q)
         return "take_over_stale";
     if (q->has_unverified && q->unverified)
         return "unverified";
+    if (q->has_background && q->background)
+        return "background";
     return NULL;
 }
 

@@ -85,6 +85,7 @@
 #include "handlers.h"
 #include "lease.h"
 #include "req_check.h"
+#include "client_io.h"
 #include "scrubber.h"
 #include "stall.h"
 #include "strip_extents.h"
@@ -788,13 +789,27 @@ static bool known_op(uint16_t type)
     return type >= DEPFS__IO_OP__IO_READ && type <= DEPFS__IO_OP__IO_EXTENTS;
 }
 
+/* A client READ or WRITE: background work yields to it (client_io.h).
+ * A background request is told how long ago the last one began. */
+static void note_client_io(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, ios_result *res)
+{
+    if (!c->client_io)
+        return;
+    if (q->has_background && q->background) {
+        uint64_t idle = ios_client_io_idle_ms(c->client_io);
+        res->reply.has_client_io_idle_ms = 1;
+        res->reply.client_io_idle_ms = idle > UINT32_MAX ? UINT32_MAX : (uint32_t)idle;
+    } else if (type == DEPFS__IO_OP__IO_READ || type == DEPFS__IO_OP__IO_WRITE) {
+        ios_client_io_note(c->client_io);
+    }
+}
+
 static void dispatch(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, const uint8_t *bulk,
                      size_t bulk_len, ios_result *res)
 {
     if (epoch_check(c, type, q, res))
         return;
-    if (type == DEPFS__IO_OP__IO_READ || type == DEPFS__IO_OP__IO_WRITE)
-        ios_scrubber_note_client_io(c->scrubber); /* the background scrub yields */
+    note_client_io(c, type, q, res);
     switch (type) {
     case DEPFS__IO_OP__IO_READ: do_read(c, q, res); break;
     case DEPFS__IO_OP__IO_WRITE: do_write(c, q, bulk, bulk_len, res); break;

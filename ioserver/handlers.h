@@ -52,6 +52,7 @@ typedef struct ios_ctx {
     struct ios_lease *lease; /* recovery lease (NULL: none) */
     struct ios_unstored *unstored; /* failed stores under a lock (NULL: none) */
     struct ios_scrubber *scrubber; /* background scrub (NULL: none) */
+    struct ios_client_io *client_io; /* when client I/O last began (NULL: not kept) */
     const uint8_t *cap_key;  /* auth on: the key capabilities are checked with
                               * (AUTH_KEY_BYTES; NULL: auth off) */
 } ios_ctx;

@@ -24,6 +24,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "handlers.h"
+#include "client_io.h"
 #include "lock_intents.h"
 #include "lease.h"
 #include "scrubber.h"
@@ -138,8 +139,10 @@ static int apply_start_state(const ios_args *a, ios_state *st)
 
 static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *me)
 {
+    ios_client_io client_io;
+    ios_client_io_init(&client_io);
     ios_ctx ctx = { .server_id = me->id, .cfg = cfg, .max_bulk_bytes = cfg->max_bulk_bytes,
-                    .lock_lease_ms = cfg->lock_lease_ms };
+                    .lock_lease_ms = cfg->lock_lease_ms, .client_io = &client_io };
     rpc_server *srv = NULL;
     char err[512];
     int rc = daemon_make_dirs(me->data_dir);
@@ -188,7 +191,7 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
         log_err("cannot start the recovery lease: %s", strerror(-rc));
         goto out;
     }
-    if ((rc = ios_scrubber_start(ctx.strips, cfg->scrub_rate, &ctx.scrubber))) {
+    if ((rc = ios_scrubber_start(ctx.strips, cfg->scrub_rate, &client_io, &ctx.scrubber))) {
         log_err("cannot start the background scrub: %s", strerror(-rc));
         goto out;
     }

@@ -26,7 +26,7 @@ struct ios_scrubber {
     uint32_t rate;
     pthread_t th;
     bool started;
-    atomic_uint_fast64_t last_client_io_ms;
+    ios_client_io *client_io; /* NULL: never yields */
     pthread_mutex_t mu;
     pthread_cond_t cv;       /* CLOCK_MONOTONIC; stop */
     bool stopping;           /* guarded by mu */
@@ -56,8 +56,7 @@ static bool scrub_pace(ios_scrubber *sc)
 {
     uint64_t waited = 0;
     while (waited < IOS_SCRUB_MAX_WAIT_MS) {
-        uint64_t since = clock_now_ms() - atomic_load(&sc->last_client_io_ms);
-        if (since >= IOS_SCRUB_YIELD_MS)
+        if (!sc->client_io || ios_client_io_idle_ms(sc->client_io) >= IOS_SCRUB_YIELD_MS)
             break;
         if (!scrub_wait(sc, IOS_SCRUB_YIELD_MS))
             return false;
@@ -227,7 +226,8 @@ static void *scrub_main(void *arg)
     return NULL;
 }
 
-int ios_scrubber_start(ios_strips *s, uint32_t rate, ios_scrubber **out)
+int ios_scrubber_start(ios_strips *s, uint32_t rate, ios_client_io *client_io,
+                       ios_scrubber **out)
 {
     ios_scrubber *sc = calloc(1, sizeof(*sc));
     if (!sc)
@@ -235,7 +235,7 @@ int ios_scrubber_start(ios_strips *s, uint32_t rate, ios_scrubber **out)
     sc->strips = s;
     sc->rate = rate;
     sc->st.rate = rate;
-    atomic_init(&sc->last_client_io_ms, 0);
+    sc->client_io = client_io;
     pthread_mutex_init(&sc->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -269,12 +269,6 @@ void ios_scrubber_stop(ios_scrubber *sc)
     pthread_mutex_destroy(&sc->mu);
     free(sc->buf);
     free(sc);
-}
-
-void ios_scrubber_note_client_io(ios_scrubber *sc)
-{
-    if (sc)
-        atomic_store(&sc->last_client_io_ms, clock_now_ms());
 }
 
 void ios_scrubber_note_write(ios_scrubber *sc, uint64_t file_id, uint64_t offset,

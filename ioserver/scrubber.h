@@ -8,14 +8,15 @@
  * the rebuilt unit makes it count as repaired. A listed range that reads
  * fine again at the next pass (rewritten whole some other way) is dropped.
  *
- * It yields to clients: while the server served client I/O within the
- * last IOS_SCRUB_YIELD_MS it waits, though never longer than
+ * It yields to clients: while the server began client I/O within the
+ * last IOS_SCRUB_YIELD_MS (client_io.h) it waits, though never longer than
  * IOS_SCRUB_MAX_WAIT_MS between two chunks. */
 #ifndef DEPFS_IOS_SCRUBBER_H
 #define DEPFS_IOS_SCRUBBER_H
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client_io.h"
 #include "strips.h"
 
 #define IOS_SCRUB_CHUNK_BYTES (256u << 10) /* verified per step */
@@ -42,11 +43,11 @@ typedef struct ios_scrub_damage {
 
 typedef struct ios_scrubber ios_scrubber;
 
-/* rate 0: no thread (the counters still answer). */
-int ios_scrubber_start(ios_strips *s, uint32_t rate, ios_scrubber **out);
+/* rate 0: no thread (the counters still answer); client_io NULL: it
+ * never yields. */
+int ios_scrubber_start(ios_strips *s, uint32_t rate, ios_client_io *client_io,
+                       ios_scrubber **out);
 void ios_scrubber_stop(ios_scrubber *sc);
-/* A client READ or WRITE is being served (the scrub yields). */
-void ios_scrubber_note_client_io(ios_scrubber *sc);
 /* A write stored [offset, offset+length) of file_id: listed ranges it
  * covers are repaired (any write to a lost strip file recreates it). */
 void ios_scrubber_note_write(ios_scrubber *sc, uint64_t file_id, uint64_t offset,

@@ -131,6 +131,7 @@ static depfs_t *fs_alloc(void)
     pthread_mutex_init(&fs->codecs_lock, NULL);
     pthread_mutex_init(&fs->retired_lock, NULL);
     pthread_mutex_init(&fs->keeper_lock, NULL);
+    pthread_mutex_init(&fs->pace_lock, NULL);
     pthread_cond_init(&fs->keeper_wake, NULL);
     atomic_init(&fs->next_op_id, 0);
     atomic_init(&fs->cluster_refresh_ms, 0);
@@ -164,6 +165,7 @@ static void fs_free(depfs_t *fs)
     pthread_mutex_destroy(&fs->codecs_lock);
     pthread_mutex_destroy(&fs->retired_lock);
     pthread_mutex_destroy(&fs->keeper_lock);
+    pthread_mutex_destroy(&fs->pace_lock);
     pthread_cond_destroy(&fs->keeper_wake);
     free(fs);
 }
@@ -182,6 +184,7 @@ int depfs_mount(const depfs_options *opt, depfs_t **out)
         dc_set_error("config: %s", err);
         goto fail;
     }
+    dc_pace_init(&fs->pace, fs->cfg.rebuild_rate, fs->cfg.rebuild_busy_rate);
     fs->limits.max_header_bytes = fs->cfg.max_header_bytes;
     fs->limits.max_bulk_bytes = fs->cfg.max_bulk_bytes;
     rc = rpc_auth_creds_for_mds(fs->cfg.auth, fs->cfg.cluster_key, fs->cfg.munge_socket,

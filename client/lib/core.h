@@ -17,6 +17,7 @@
 #include "depfs.pb-c.h"
 #include "frame.h"
 #include "layout.h"
+#include "core_pace.h"
 #include "rpc.h"
 
 /* One I/O server as this client sees it. */
@@ -124,6 +125,9 @@ struct depfs {
     pthread_mutex_t retired_lock;
     struct dc_retired *retired; /* failed connections, closed after a grace
                                  * period (others may still hold the pointer) */
+    /* every rebuild this client runs keeps to one pace (core_pace.h) */
+    pthread_mutex_t pace_lock;
+    dc_pace pace;
     /* the keeper (core_keeper.c): renews the holds of files open here */
     pthread_mutex_t keeper_lock;
     pthread_cond_t keeper_wake;
@@ -160,6 +164,9 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
 /* core_ticket.c: MDS_REGISTER's ticket (users proved by MUNGE) taken as
  * the I/O servers' credentials; the credentials for a new I/O server
  * connection (a ticket past half its life renewed first). */
+/* Whether this client shows the I/O servers the cluster key (or auth is
+ * off): admin-only request flags are open to it (ioserver/authz.c). */
+bool dc_holds_cluster_key(const depfs_t *fs);
 int dc_ticket_take(depfs_t *fs, const Depfs__MdsReply *rep);
 void dc_io_creds(depfs_t *fs, rpc_auth_creds *out);
 /* dc_mds_call for a request that may grant a capability or gives a hold

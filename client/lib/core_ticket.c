@@ -16,6 +16,11 @@
 #include "io_caps.h"
 #include "log.h"
 
+bool dc_holds_cluster_key(const depfs_t *fs)
+{
+    return fs->mds_creds.method != AUTH_METHOD_MUNGE;
+}
+
 int dc_ticket_take(depfs_t *fs, const Depfs__MdsReply *rep)
 {
     if (fs->mds_creds.method != AUTH_METHOD_MUNGE)

@@ -27,6 +27,7 @@ void dc_req_init(dc_req *r, const layout *lay, unsigned pos, uint16_t op)
     r->server_id = lay->servers[pos];
     r->op = op;
     r->su = lay->su;
+    r->client_io_idle_ms = UINT32_MAX;
 }
 
 void dc_req_init_ctl(dc_req *r, uint32_t server_id, uint16_t op, const Depfs__IoRequest *msg)
@@ -38,6 +39,7 @@ void dc_req_init_ctl(dc_req *r, uint32_t server_id, uint16_t op, const Depfs__Io
     r->any_state = true;
     r->ctl = msg;
     r->keep_reply = true;
+    r->client_io_idle_ms = UINT32_MAX;
 }
 
 void dc_req_free_reply(dc_req *r)
@@ -228,6 +230,10 @@ static void dc_build_msg(const dc_req *r, uint64_t ino, uint64_t epoch, dc_pendi
         m->has_unverified = true;
         m->unverified = true;
     }
+    if (r->background) {
+        m->has_background = true;
+        m->background = true;
+    }
     if (r->has_local_size) {
         m->has_local_size = true;
         m->local_size = r->local_size;
@@ -328,6 +334,8 @@ static void dc_finish_one(depfs_t *fs, dc_req *r, dc_pending *p)
         return;
     }
     dc_classify(fs, r, p, rep);
+    if (rep->has_client_io_idle_ms)
+        r->client_io_idle_ms = rep->client_io_idle_ms;
     if (r->result != 0 && r->result != -EAGAIN)
         log_debug("ioserver %u op %u: %s (%s)", r->server_id, r->op, strerror(-r->result),
                   rep->message ? rep->message : "");

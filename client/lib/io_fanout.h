@@ -68,10 +68,14 @@ typedef struct dc_req {
     const Depfs__IoRequest *ctl;  /* control request (recovery): sent as it is
                                    * (the fields above but op, server and
                                    * any_state unused); epoch added when guarded */
+    bool background;              /* recovery's bulk work (IoRequest.background) */
     bool keep_reply;              /* keep the unpacked reply in `reply` */
     /* outcome of dc_io_run */
     int result;                   /* 0, -EAGAIN (lock NACK), DC_ERR_DOWN, -errno */
     uint64_t reply_bulk;
+    uint32_t client_io_idle_ms;   /* background: what the server said
+                                   * (IoReply.client_io_idle_ms); else
+                                   * UINT32_MAX */
     Depfs__IoReply *reply;        /* with keep_reply: the last reply (or NULL);
                                    * the caller frees it (dc_req_free_reply) */
 } dc_req;

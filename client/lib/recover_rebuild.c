@@ -21,7 +21,10 @@
  * Batches run in DC_RB_LANES lanes at once (each its own buffers and
  * locks on its own stripes), so one lane's synced write to S overlaps
  * the others' reads and decodes; progress (and the caller's rate limit)
- * is reported one batch at a time, under a mutex.
+ * is reported one batch at a time, under a mutex. After each batch the
+ * lane keeps to the client's rebuild pace (core_pace.h: rebuild_rate,
+ * and rebuild_busy_rate while the servers it used say clients are busy;
+ * its requests are marked background so that they do not count as such).
  *
  * Requests to S are sent even though the status vector calls it down
  * (any_state): a REBUILDING server accepts locks and writes. */
@@ -56,6 +59,8 @@ typedef struct dc_rb_shared {
     uint64_t from, to;        /* the range the lanes work through */
     atomic_uint_fast64_t next; /* the next batch of it to take */
     atomic_bool stop;         /* a lane failed: the others stop */
+    bool background;          /* mark requests background (cluster key held) */
+    atomic_uint_fast64_t paced_ms; /* slept to keep the pace */
 } dc_rb_shared;
 
 /* One lane: a batch at a time, with its own buffers and locks. */
@@ -107,8 +112,10 @@ static void dc_rb_build_phase1(dc_rebuild *rb, uint64_t first, uint64_t count, u
                 continue;
             unsigned pos = layout_unit_pos(lay, s, u);
             dc_req *r = &rb->reqs[pos];
-            if (!r->active)
+            if (!r->active) {
                 dc_req_init(r, lay, pos, DEPFS__IO_OP__IO_READ);
+                r->background = rb->sh->background;
+            }
             int rc = dc_req_add(r, layout_local_offset(lay, s), lay->su, dc_rb_unit(rb, first, s, pos));
             assert(rc == 0); /* batch <= DC_ROUND_STRIPES_MAX extents */
             (void)rc;
@@ -119,8 +126,10 @@ static void dc_rb_build_phase1(dc_rebuild *rb, uint64_t first, uint64_t count, u
         if (!((lockset >> p) & 1u))
             continue;
         dc_req *r = &rb->reqs[p];
-        if (!r->active)
+        if (!r->active) {
             dc_req_init(r, lay, p, DEPFS__IO_OP__IO_LOCK);
+            r->background = rb->sh->background;
+        }
         dc_req_set_lock(r, first, count, depfs_client_id(rb->fs), op,
                         p == rb->spos ? DC_LOCK_WRITE : DC_LOCK_READ);
         r->lock_attempt = attempt;
@@ -298,6 +307,7 @@ static int dc_rb_phase2(dc_rebuild *rb, uint64_t first, uint64_t count)
             continue;
         dc_req *w = &rb->wreqs[p];
         dc_req_init(w, lay, p, p == rb->spos ? DEPFS__IO_OP__IO_WRITE : DEPFS__IO_OP__IO_UNLOCK);
+        w->background = rb->sh->background;
         w->has_lock = true;
         w->lock = r->lock;
         w->any_state = true;
@@ -333,6 +343,27 @@ static int dc_rb_phase2(dc_rebuild *rb, uint64_t first, uint64_t count)
     return rc;
 }
 
+/* After a batch that rebuilt `bytes`: sleep what the client's rebuild pace
+ * asks, told how recently the servers of the batch served clients. */
+static void dc_rb_keep_pace(dc_rebuild *rb, uint64_t bytes)
+{
+    const layout *lay = &rb->t.lay;
+    uint32_t min_idle = UINT32_MAX;
+    for (unsigned p = 0; p < lay->n; p++) {
+        if (rb->reqs[p].active && rb->reqs[p].client_io_idle_ms < min_idle)
+            min_idle = rb->reqs[p].client_io_idle_ms;
+        if (rb->wreqs[p].active && rb->wreqs[p].client_io_idle_ms < min_idle)
+            min_idle = rb->wreqs[p].client_io_idle_ms;
+    }
+    pthread_mutex_lock(&rb->fs->pace_lock);
+    uint64_t ms = dc_pace_take(&rb->fs->pace, dc_now_ms(), bytes, min_idle);
+    pthread_mutex_unlock(&rb->fs->pace_lock);
+    if (ms > 0) {
+        clock_sleep_ms(ms);
+        atomic_fetch_add(&rb->sh->paced_ms, ms);
+    }
+}
+
 static int dc_rb_batch(dc_rebuild *rb, uint64_t first, uint64_t count)
 {
     for (unsigned redo = 0;; redo++) {
@@ -358,6 +389,7 @@ static int dc_rb_batch(dc_rebuild *rb, uint64_t first, uint64_t count)
          * moved on before S's unit was stored: redo the batch */
     }
     dc_rb_shared *sh = rb->sh;
+    dc_rb_keep_pace(rb, count * rb->t.lay.su);
     pthread_mutex_lock(&sh->mu);
     sh->done_bytes += count * rb->t.lay.su;
     bool cancel = sh->fn && sh->fn(sh->arg, sh->done_bytes) != 0;
@@ -537,7 +569,7 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
 {
     if (fs == NULL)
         return -EINVAL;
-    dc_rb_shared sh = {.fn = fn, .arg = arg};
+    dc_rb_shared sh = {.fn = fn, .arg = arg, .background = dc_holds_cluster_key(fs)};
     dc_rebuild lanes[DC_RB_LANES];
     memset(lanes, 0, sizeof lanes);
     dc_rebuild *rb = &lanes[0];
@@ -598,7 +630,8 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
     dc_rb_free(lanes, nlanes);
     pthread_mutex_destroy(&sh.mu);
     if (rc == 0)
-        log_info("rebuilt inode %llu on server %u: %llu stripes", (unsigned long long)ino,
-                 server_id, (unsigned long long)stripes);
+        log_info("rebuilt inode %llu on server %u: %llu stripes (%llu ms paced: rebuild_rate, "
+                 "or clients busy)", (unsigned long long)ino, server_id,
+                 (unsigned long long)stripes, (unsigned long long)atomic_load(&sh.paced_ms));
     return rc;
 }

@@ -59,6 +59,10 @@ START_TEST(test_ioserver_rules)
     ck_assert_int_eq(io(&client, DEPFS__IO_OP__IO_READ, &q), -EPERM);
     ck_assert_int_eq(io(&cluster, DEPFS__IO_OP__IO_READ, &q), 0);
     q.has_unverified = q.unverified = false;
+    q.has_background = q.background = true; /* told of other clients' I/O: recovery's */
+    ck_assert_int_eq(io(&client, DEPFS__IO_OP__IO_READ, &q), -EPERM);
+    ck_assert_int_eq(io(&cluster, DEPFS__IO_OP__IO_READ, &q), 0);
+    q.has_background = q.background = false;
     /* locks in one's own name only; the cluster key may name anyone (repair) */
     q.lock = &l;
     l.owner_client = ME;

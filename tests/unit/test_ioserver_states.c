@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 
 #include "layout.h"
+#include "clock.h"
+#include "ioserver/client_io.h"
 #include "ioserver/handlers.h"
 #include "ioserver/lock_intents.h"
 #include "ioserver/state.h"
@@ -26,6 +28,7 @@
 #define KNOWN_EPOCH 5u
 #define UNIT_BYTES 64u
 #define EXTENTS_GRANULE LAYOUT_MIN_SU
+#define BACKGROUND_GAP_MS 50u
 
 enum { UP = DEPFS__SERVER_STATE__SERVER_UP,
        DOWN = DEPFS__SERVER_STATE__SERVER_DOWN,
@@ -311,6 +314,39 @@ START_TEST(refused_dirty_record_demotes)
 }
 END_TEST
 
+/* A background request (recovery's rebuild) is told how long ago the
+ * server last began client I/O; its own READs and WRITEs do not count. */
+START_TEST(background_requests_hear_of_client_io)
+{
+    ios_client_io io;
+    ios_client_io_init(&io);
+    hctx.client_io = &io;
+    ios_result res;
+    req r;
+    req_init(&r, FILE_A);
+    req_extent(&r, 0, UNIT_BYTES);
+    r.q.has_background = r.q.background = 1;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_READ, NULL, 0, &res), 0);
+    ck_assert(res.reply.has_client_io_idle_ms);
+    ck_assert_uint_eq(res.reply.client_io_idle_ms, UINT32_MAX); /* none yet */
+    ios_result_free(&res);
+    ck_assert_int_eq(write_unit(FILE_A, 0x33, -1), 0); /* a client's WRITE */
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_READ, NULL, 0, &res), 0);
+    ck_assert_uint_lt(res.reply.client_io_idle_ms, UINT32_MAX);
+    ios_result_free(&res);
+    clock_sleep_ms(BACKGROUND_GAP_MS);
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_READ, NULL, 0, &res), 0);
+    ck_assert_uint_ge(res.reply.client_io_idle_ms, BACKGROUND_GAP_MS); /* ours did not count */
+    ios_result_free(&res);
+    /* a plain request is told nothing */
+    r.q.has_background = r.q.background = 0;
+    ck_assert_int_eq(run(&r, DEPFS__IO_OP__IO_READ, NULL, 0, &res), 0);
+    ck_assert(!res.reply.has_client_io_idle_ms);
+    ios_result_free(&res);
+    hctx.client_io = NULL;
+}
+END_TEST
+
 /* ------------------------------------------------------- IO_SET_STATE */
 START_TEST(set_state_op)
 {
@@ -558,6 +594,7 @@ int main(void)
     tcase_add_test(tc, recovery_demotion_holds_when_the_store_fails);
     tcase_add_test(tc, refused_lock_intent_demotes);
     tcase_add_test(tc, refused_dirty_record_demotes);
+    tcase_add_test(tc, background_requests_hear_of_client_io);
     tcase_add_test(tc, set_state_op);
     tcase_add_test(tc, rebuilding_refuses_reads);
     tcase_add_test(tc, reconstructing_refuses_reads);

@@ -99,7 +99,7 @@ START_TEST(finds_flips_and_repairs_count)
     put(FILE_A, 0, 4 * SU);
     put(FILE_B, 0, SU);
     ios_scrubber *sc;
-    ck_assert_int_eq(ios_scrubber_start(st, RATE, &sc), 0);
+    ck_assert_int_eq(ios_scrubber_start(st, RATE, NULL, &sc), 0);
     ios_scrub_damage v[IOS_SCRUB_DAMAGE_MAX];
     ck_assert_uint_eq(wait_listed(sc, 0, 0, v), 0); /* a clean pass */
     ios_scrub_stats s0;
@@ -154,7 +154,7 @@ START_TEST(long_damage_rechecked_in_chunks)
     for (uint64_t off = 0; off < damaged; off += IOS_SCRUB_PROBE_BYTES)
         flip_on_disk(FILE_A, off + 100);
     ios_scrubber *sc;
-    ck_assert_int_eq(ios_scrubber_start(st, RATE, &sc), 0);
+    ck_assert_int_eq(ios_scrubber_start(st, RATE, NULL, &sc), 0);
     ios_scrub_damage v[IOS_SCRUB_DAMAGE_MAX];
     size_t n = wait_listed(sc, 1, 0, v);
     ck_assert_uint_eq(n, 1);
@@ -189,7 +189,7 @@ START_TEST(finds_lost_and_cut_strips)
     ios_strips_close(st); /* no cached descriptor hides what was done */
     ck_assert_int_eq(ios_strips_open(tmpdir, 0, &st), 0);
     ios_scrubber *sc;
-    ck_assert_int_eq(ios_scrubber_start(st, RATE, &sc), 0);
+    ck_assert_int_eq(ios_scrubber_start(st, RATE, NULL, &sc), 0);
     ios_scrub_damage v[IOS_SCRUB_DAMAGE_MAX];
     size_t n = wait_listed(sc, 2, 0, v);
     ck_assert_uint_eq(n, 2);
@@ -214,14 +214,13 @@ START_TEST(off_at_rate_zero)
 {
     put(FILE_A, 0, SU);
     ios_scrubber *sc;
-    ck_assert_int_eq(ios_scrubber_start(st, 0, &sc), 0);
+    ck_assert_int_eq(ios_scrubber_start(st, 0, NULL, &sc), 0);
     clock_sleep_ms(IOS_SCRUB_YIELD_MS);
     ios_scrub_stats s;
     ios_scrubber_stats(sc, &s);
     ck_assert_uint_eq(s.rate, 0);
     ck_assert_uint_eq(s.passes, 0);
     ck_assert_uint_eq(s.bytes_verified, 0);
-    ios_scrubber_note_client_io(sc);
     ios_scrubber_stop(sc);
 }
 END_TEST
