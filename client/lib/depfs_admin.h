@@ -80,8 +80,11 @@ int depfs_repair_strip_range(depfs_t *fs, uint64_t ino, uint32_t server_id, uint
  * servers under the stripe locks and writing to server_id even while it is
  * REBUILDING. -ENOENT when the file is gone; 0 when server_id is not in
  * its layout. Units past the file's end are truncated away; units that
- * decode to zeros past the end of server_id's strip file are not written
- * (they read as zeros already: sparse files stay sparse). */
+ * decode to zeros where server_id's strip file holds no data are not
+ * written (they read as zeros already: sparse files stay sparse). Several
+ * batches run at once, paced by rebuild_rate and rebuild_busy_rate
+ * (recovery/README.md "Rebuild pace"); fn is called from any of their
+ * threads, one call at a time. */
 int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_progress_fn fn,
                        void *arg);
 
