@@ -251,9 +251,12 @@ out:
 }
 
 /* A unit this server failed to store (or to make durable) may be half
- * written: it serves no more reads until depfs-recovery rejoins it, which
- * rebuilds the file (the writer records this server dirty for it). */
-static void demote_after_failed_store(ios_ctx *c, const Depfs__IoRequest *q, int err)
+ * written, and a write refused for want of its dirty record goes on
+ * without this server: either way it serves no more reads until
+ * depfs-recovery rejoins it, which rebuilds the file (the writer records
+ * this server dirty for it). `what` failed ("a unit", ...) for the log. */
+static void demote_after_failed_store(ios_ctx *c, const Depfs__IoRequest *q, int err,
+                                      const char *what)
 {
     uint64_t file_id = q->file_id;
     if (q->lock && c->unstored) /* no UP until its writer let go (unstored.h) */
@@ -261,8 +264,9 @@ static void demote_after_failed_store(ios_ctx *c, const Depfs__IoRequest *q, int
                           owner_of(q->lock));
     int rc = ios_state_demote_self(c->state);
     if (rc == 1)
-        log_warn("server %u failed to store a write to file %016" PRIx64 " (%s): no reads until "
-                 "depfs-recovery rejoins it (REBUILDING)", c->server_id, file_id, strerror(-err));
+        log_warn("server %u failed to store %s of file %016" PRIx64 " (%s): no reads until "
+                 "depfs-recovery rejoins it (REBUILDING)", c->server_id, what, file_id,
+                 strerror(-err));
     else if (rc < 0)
         log_err("server %u cannot store REBUILDING: %s", c->server_id, strerror(-rc));
 }
@@ -298,7 +302,8 @@ static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
         rc = ios_dirty_add(c->state, q->down_servers, q->n_down_servers, q->file_id);
         if (rc) {
             fail(res, rc, "cannot record dirty file: %s", strerror(-rc));
-            demote_after_failed_store(c, q, rc); /* the writer goes on without us */
+            /* the writer goes on without us */
+            demote_after_failed_store(c, q, rc, "the dirty record");
             goto out;
         }
     }
@@ -309,12 +314,12 @@ static int do_write(ios_ctx *c, const Depfs__IoRequest *q, const uint8_t *bulk,
                                        q->has_stripe_unit ? q->stripe_unit : 0,
                                        q->has_crc_block ? &want : NULL))) {
         fail(res, rc, "write failed: %s", strerror(-rc));
-        demote_after_failed_store(c, q, rc);
+        demote_after_failed_store(c, q, rc, "a unit");
         goto out;
     }
     if (q->has_sync && q->sync && (rc = ios_strips_fsync(c->strips, q->file_id))) {
         fail(res, rc, "fdatasync failed: %s", strerror(-rc));
-        demote_after_failed_store(c, q, rc);
+        demote_after_failed_store(c, q, rc, "a unit");
         goto out;
     }
     for (size_t i = 0; i < ex.n; i++) /* what the background scrub found there is rewritten */
