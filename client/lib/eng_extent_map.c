@@ -76,16 +76,20 @@ static bool first_stripe_of(const dc_xmap *m, unsigned p, uint64_t from, uint64_
     return false;
 }
 
+bool dc_xpos_stripe_is_data(const dc_xpos *x, uint32_t su, uint64_t stripe)
+{
+    size_t i = 0;
+    bool data;
+    uint64_t end;
+    run_at(x, su, stripe, stripe + 1, &i, &data, &end);
+    return data;
+}
+
 bool dc_xmap_unit_is_data(const dc_xmap *m, uint64_t stripe, unsigned unit)
 {
     const layout *l = m->lay;
     assert(unit < l->k && stripe >= m->first_stripe && stripe < m->end_stripe);
-    const dc_xpos *x = &m->pos[layout_unit_pos(l, stripe, unit)];
-    size_t i = 0;
-    bool data;
-    uint64_t end;
-    run_at(x, l->su, stripe, stripe + 1, &i, &data, &end);
-    return data;
+    return dc_xpos_stripe_is_data(&m->pos[layout_unit_pos(l, stripe, unit)], l->su, stripe);
 }
 
 bool dc_xmap_seek(const dc_xmap *m, uint64_t off, bool want_data, uint64_t *out)

@@ -39,6 +39,10 @@ typedef struct dc_xmap {
     dc_xpos pos[LAYOUT_MAX_N];      /* by layout position, lay->n of them */
 } dc_xmap;
 
+/* Whether the unit of stripe `stripe` at the position x describes holds (or
+ * may hold) data. */
+bool dc_xpos_stripe_is_data(const dc_xpos *x, uint32_t su, uint64_t stripe);
+
 /* Whether data unit `unit` of stripe `stripe` holds (or may hold) data. */
 bool dc_xmap_unit_is_data(const dc_xmap *m, uint64_t stripe, unsigned unit);
 

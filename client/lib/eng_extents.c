@@ -52,12 +52,8 @@ static uint32_t unknown_positions(depfs_t *fs, const layout *lay, uint64_t ino)
     return (away | recorded) & all;
 }
 
-/* A server's reply as the map's picture of it: ascending extents inside
- * [from, to), at most WIRE_DATA_EXTENTS_MAX, next_offset inside
- * (from, to]; anything else (a hostile or broken server) leaves it
- * unknown. */
-static void take_reply(const Depfs__IoReply *r, uint32_t su, uint64_t from, uint64_t to,
-                       dc_xext *out, dc_xpos *x)
+void dc_extents_reply(const Depfs__IoReply *r, uint32_t su, uint64_t from, uint64_t to,
+                      dc_xext *out, dc_xpos *x)
 {
     x->known = false;
     if (r->n_data_extents > WIRE_DATA_EXTENTS_MAX)
@@ -119,7 +115,7 @@ static int round_run(depfs_t *fs, uint64_t ino, const layout *lay, uint32_t unkn
         rd->ext[p] = calloc(r->n_data_extents ? r->n_data_extents : 1, sizeof(dc_xext));
         if (rd->ext[p] == NULL)
             return -ENOMEM;
-        take_reply(r, lay->su, from, to, rd->ext[p], &rd->map.pos[p]);
+        dc_extents_reply(r, lay->su, from, to, rd->ext[p], &rd->map.pos[p]);
         if (!rd->map.pos[p].known)
             log_warn("libdepfs: server %u sent a malformed IO_EXTENTS reply for inode %llu: "
                      "its units count as data", lay->servers[p], (unsigned long long)ino);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "io_fanout.h"
+#include "eng_extent_map.h"
 
 /* Write [off, off+len) through the stripe-lock protocol (no write-behind,
  * no size update). */
@@ -72,6 +73,13 @@ int dc_data_fsync(depfs_t *fs, dc_inode *in);
  * off, or off >= size). */
 int dc_seek(depfs_t *fs, dc_inode *in, uint64_t size, uint64_t off, bool want_data,
             uint64_t *out);
+/* An IO_EXTENTS reply for local bytes [from, to) of one strip file as the
+ * picture of that position (*x, its extents copied into out, room for
+ * r->n_data_extents): ascending extents inside [from, to), at most
+ * WIRE_DATA_EXTENTS_MAX, next_offset inside (from, to]; anything else (a
+ * hostile or broken server) leaves x unknown, which counts as data. */
+void dc_extents_reply(const Depfs__IoReply *r, uint32_t su, uint64_t from, uint64_t to,
+                      dc_xext *out, dc_xpos *x);
 /* The bytes the file's strip files occupy on all n servers (data and
  * parity units, not the checksum sidecars): 0, or an error when any
  * server is down or does not answer (a partial sum would under-report). */

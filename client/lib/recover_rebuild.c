@@ -249,33 +249,15 @@ static void dc_rb_keep_s_data(dc_rebuild *rb, uint64_t first, uint64_t count)
     c.req.has_ignore_locks = c.req.ignore_locks = true; /* S is REBUILDING */
     dc_ctl_run(rb->fs, &c, 1);
     const Depfs__IoReply *r = c.rc == 0 ? c.rep : NULL;
-    uint64_t known_end = from; /* below it, S's data is exactly the extents */
-    if (r != NULL && r->n_data_extents <= WIRE_DATA_EXTENTS_MAX) {
-        known_end = to;
-        if (r->has_next_offset)
-            known_end = r->next_offset > from && r->next_offset <= to
-                            ? r->next_offset - r->next_offset % lay->su : from;
-        uint64_t prev_end = from;
-        for (size_t i = 0; i < r->n_data_extents && known_end > from; i++) {
-            const Depfs__Extent *e = r->data_extents[i];
-            if (e->offset < prev_end || e->length == 0 || e->offset >= to ||
-                e->length > to - e->offset) {
-                known_end = from; /* nonsense: nothing is known */
-                break;
-            }
-            prev_end = e->offset + e->length;
-        }
-    }
-    for (uint64_t s = first; s < first + count; s++) {
-        uint64_t off = layout_local_offset(lay, s);
-        bool data = off + lay->su > known_end;
-        for (size_t i = 0; r != NULL && !data && i < r->n_data_extents; i++) {
-            const Depfs__Extent *e = r->data_extents[i];
-            data = e->offset < off + lay->su && off < e->offset + e->length;
-        }
-        if (data)
+    dc_xpos x = {.known = false}; /* unknown: every unit counts as data */
+    dc_xext *ext = NULL;
+    if (r != NULL && r->n_data_extents <= WIRE_DATA_EXTENTS_MAX &&
+        (ext = calloc(r->n_data_extents ? r->n_data_extents : 1, sizeof(*ext))) != NULL)
+        dc_extents_reply(r, lay->su, from, to, ext, &x);
+    for (uint64_t s = first; s < first + count; s++)
+        if (dc_xpos_stripe_is_data(&x, lay->su, s)) /* stripe s: local unit s */
             rb->skip[s - first] = false;
-    }
+    free(ext);
     dc_ctl_free(&c, 1);
 }
 

@@ -269,6 +269,23 @@ START_TEST(test_reply_cut_short)
 }
 END_TEST
 
+START_TEST(test_one_position)
+{
+    /* the rebuild's question of one server: does its unit of stripe s hold
+     * data? Extents over stripes 1 and 4-5, known up to stripe 7. */
+    const uint32_t su = 512;
+    const dc_xext ext[] = {{.off = su + 3, .len = 1}, {.off = 4 * su, .len = su + 1}};
+    dc_xpos x = {.known = true, .known_end = 7 * su, .ext = ext, .n = 2};
+    const bool want[] = {false, true, false, false, true, true, false, true, true};
+    for (uint64_t s = 0; s < sizeof(want) / sizeof(want[0]); s++)
+        ck_assert_msg(dc_xpos_stripe_is_data(&x, su, s) == want[s], "stripe %llu",
+                      (unsigned long long)s);
+    x.known = false; /* nothing said: every unit counts as data */
+    for (uint64_t s = 0; s < 9; s++)
+        ck_assert(dc_xpos_stripe_is_data(&x, su, s));
+}
+END_TEST
+
 int main(void)
 {
     seed_rng_default(0x5eed0014ull);
@@ -279,6 +296,7 @@ int main(void)
     tcase_add_test(tc, test_written_bytes_are_never_holes);
     tcase_add_test(tc, test_one_region_exactly);
     tcase_add_test(tc, test_reply_cut_short);
+    tcase_add_test(tc, test_one_position);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
