@@ -16,7 +16,10 @@
  * below: FUSE requests do not end at stripe edges).
  * Read-ahead: per inode, a window of whole stripes (DC_RA_STRIPES, at most
  * DC_RA_BYTES_MAX) read in one round over all servers when a handle reads
- * sequentially in small reads (< DC_RA_READ_BYTES_MAX); later reads of that
+ * sequentially in small reads (< DC_RA_READ_BYTES_MAX), or forward with one
+ * stride twice running that leaves DC_RA_STRIDE_READS_MIN reads in a window
+ * (an MPI rank's share of an interleaved file: the pieces between are other
+ * ranks', read along as the kernel's page cache would); later reads of that
  * handle are served from it. Large reads skip it: through FUSE the kernel
  * already reads ahead in large parallel requests, and a synchronous window
  * serialized them (measured: 305-322 vs 346-395 MB/s for 1 MiB reads). The window
@@ -444,6 +447,7 @@ int dc_read_range(depfs_t *fs, dc_inode *in, uint8_t *buf, uint64_t off, uint64_
 #define DC_RA_STRIPES 8u
 #define DC_RA_BYTES_MAX (16u << 20)
 #define DC_RA_READ_BYTES_MAX (64u << 10)
+#define DC_RA_STRIDE_READS_MIN 4u /* a stride this many times in a window, at least */
 
 typedef struct dc_ra dc_ra;
 static void dc_ra_destroy(dc_ra *ra);
@@ -452,6 +456,8 @@ struct dc_ra {
     const depfs_fh_t *owner;  /* handle whose reads filled the window */
     uint64_t off, len;        /* cached window [off, off+len); len 0: none */
     uint64_t next_off;        /* where the owner's last read ended */
+    uint64_t prev_off;        /* where the last read began */
+    uint64_t stride;          /* from the read before it to the last; 0: none forward */
     uint64_t cap;
     uint8_t *buf;
     dc_dcache dc;             /* degraded stripes (own lock) */
@@ -519,17 +525,31 @@ void dc_ra_free(dc_inode *in)
         dc_ra_destroy(ra);
 }
 
+/* Whether a read at off repeats the last forward stride, one short enough
+ * that a window holds DC_RA_STRIDE_READS_MIN such reads; then notes off's. */
+static bool dc_ra_strided(dc_ra *ra, uint64_t off)
+{
+    uint64_t stride = off > ra->prev_off ? off - ra->prev_off : 0;
+    bool again = stride != 0 && stride == ra->stride &&
+                 stride <= ra->cap / DC_RA_STRIDE_READS_MIN;
+    ra->stride = stride;
+    ra->prev_off = off;
+    return again;
+}
+
 /* Serve [off, off+len) (within size) from the window, filling it first when
- * the handle reads sequentially: 1 served, 0 not (read it normally), or an
- * error. ra->lock held. */
+ * the handle reads sequentially or strided: 1 served, 0 not (read it
+ * normally), or an error. ra->lock held. */
 static int dc_ra_serve_locked(depfs_fh_t *fh, dc_ra *ra, uint8_t *buf, uint64_t off,
                               uint64_t len, uint64_t size)
 {
     dc_inode *in = fh->inode;
     bool mine = ra->owner == fh && ra->len > 0;
+    bool strided = dc_ra_strided(ra, off);
     if (mine && off >= ra->off && off + len <= ra->off + ra->len)
         goto hit;
-    bool sequential = off == ra->next_off || (mine && off >= ra->off && off <= ra->off + ra->len);
+    bool sequential = off == ra->next_off || strided ||
+                      (mine && off >= ra->off && off <= ra->off + ra->len);
     ra->next_off = off + len;
     if (!sequential)
         return 0;

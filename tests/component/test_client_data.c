@@ -480,6 +480,52 @@ static void wait_stopped(pid_t pid)
     ck_abort_msg("pid %d did not stop", (int)pid);
 }
 
+/* An MPI rank's share of an interleaved file: PIECE bytes every STRIDE,
+ * from PIECE on (not where a sequential reader would start). Once the
+ * stride has repeated, the read-ahead window (8 stripes) holds the
+ * pieces ahead: with every server of the file stopped they still read, at
+ * once and right. Before stride detection each piece went to the servers. */
+START_TEST(test_strided_read_ahead)
+{
+    enum { FILE_BYTES = 256 * 1024, PIECE = 1000, STRIDE = 3000, SEEN = 3, AHEAD = 18 };
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@4@2@4k:/strided", O_CREAT | O_RDWR, 0644, &fh), 0);
+    layout lay;
+    layout_of(fh, &lay);
+    /* the window (8 stripes from piece SEEN-1's stripe, 0) covers every piece read */
+    ck_assert_uint_le((uint64_t)(SEEN + AHEAD) * STRIDE + PIECE, 8 * layout_stripe_bytes(&lay));
+    uint8_t *model = malloc(FILE_BYTES), got[PIECE];
+    rnd_fill(model, FILE_BYTES);
+    ck_assert_int_eq(depfs_write(fh, model, FILE_BYTES, 0), FILE_BYTES);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(depfs_open(fs, "/strided", O_RDONLY, 0, &fh), 0);
+    for (unsigned i = 0; i < SEEN; i++) {
+        ck_assert_int_eq(depfs_read(fh, got, PIECE, PIECE + (uint64_t)i * STRIDE), PIECE);
+        ck_assert(memcmp(got, model + PIECE + (size_t)i * STRIDE, PIECE) == 0);
+    }
+    for (unsigned p = 0; p < lay.n; p++) {
+        ck_assert_int_eq(kill(g_cl.ios[lay.servers[p]], SIGSTOP), 0);
+        wait_stopped(g_cl.ios[lay.servers[p]]);
+    }
+    unsigned good = 0;
+    for (unsigned i = SEEN; i < SEEN + AHEAD; i++) {
+        ssize_t n = depfs_read(fh, got, PIECE, PIECE + (uint64_t)i * STRIDE);
+        if (n != PIECE || memcmp(got, model + PIECE + (size_t)i * STRIDE, PIECE) != 0)
+            break; /* it went to a stopped server (or read wrong bytes) */
+        good++;
+    }
+    for (unsigned p = 0; p < lay.n; p++)
+        ck_assert_int_eq(kill(g_cl.ios[lay.servers[p]], SIGCONT), 0);
+    ck_assert_msg(good == AHEAD, "only %u of %u strided pieces came from the read-ahead window",
+                  good, AHEAD);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(fs);
+    free(model);
+}
+END_TEST
+
 /* A server that stops answering (SIGSTOP: connections still open, no
  * replies): reads time out, retry once, mark it failed and decode; writes
  * go to the survivors. After it resumes it refuses reads (it saw it did not
@@ -725,6 +771,7 @@ static Suite *data_suite(void)
     TCase *td = tcase_create("degraded");
     tcase_add_unchecked_fixture(td, cluster_up, cluster_down);
     tcase_set_timeout(td, T_TEST_TIMEOUT_S);
+    tcase_add_test(td, test_strided_read_ahead); /* first: its stops are short */
     tcase_add_test(td, test_hung_server);
     tcase_add_test(td, test_degraded_read_write);
     suite_add_tcase(s, td);
