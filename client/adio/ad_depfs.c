@@ -6,7 +6,7 @@
 
 struct ADIOI_Fns_struct ADIO_DEPFS_operations = {
     ADIOI_DEPFS_Open,           /* Open */
-    ADIOI_GEN_OpenColl,         /* OpenColl: rank 0 creates, then all open */
+    ADIOI_DEPFS_OpenColl,       /* OpenColl: rank 0 creates, then all open, and agree */
     ADIOI_DEPFS_ReadContig,     /* ReadContig */
     ADIOI_DEPFS_WriteContig,    /* WriteContig */
     ADIOI_DEPFS_ReadStridedColl,        /* ReadStridedColl: contiguous direct, else two-phase */

@@ -24,10 +24,12 @@
 #define ADIOI_DEPFS_HINT_K "depfs_k"
 #define ADIOI_DEPFS_HINT_SU "depfs_su"
 #define ADIOI_DEPFS_HINT_LAYOUT "depfs_layout"   /* reported: "N@K@SU" */
-/* "enable": independent writes may stay in the client until sync/close
- * (MPI's sync-barrier-sync rule). Default "disable": each independent write
- * call is pushed out before it returns, as ROMIO's tests and POSIX-minded
- * applications expect (shared file pointers, close without sync). */
+/* "enable" (the default): writes may stay in the client's write-behind until
+ * MPI_File_sync, close, an atomic-mode or shared-pointer lock's release, or
+ * a two-phase collective write's end: MPI's consistency rules (sync-barrier-
+ * sync, close-open; the close ends with a barrier after every process's
+ * flush). "disable": each write call is pushed out to the servers before it
+ * returns, for programs that read other processes' bytes without sync. */
 #define ADIOI_DEPFS_HINT_WRITE_BEHIND "depfs_write_behind"
 #define ADIOI_DEPFS_LAYOUT_ENV "DEPFS_LAYOUT"
 #define ADIOI_DEPFS_LOCK_DIR_ENV "DEPFS_MPIIO_LOCK_DIR"
@@ -45,7 +47,9 @@ typedef struct ADIOI_DEPFS_File {
     depfs_layout_info layout;   /* what the file really uses */
     int lock_fd;                /* -1 until the first byte-range lock */
     int write_behind;           /* ADIOI_DEPFS_HINT_WRITE_BEHIND enabled */
-    int defer_flush;            /* >0 inside a strided/collective call */
+    int defer_flush;            /* >0 inside a strided call: one flush at its end */
+    int coll_push;              /* >0 inside a two-phase collective write: no write-behind */
+    int close_barrier;          /* every process of fd->comm opened: close is collective */
 } ADIOI_DEPFS_File;
 
 /* ---- prefix/label handling (ad_depfs_prefix.c; the grammar and its
@@ -78,6 +82,7 @@ void ADIOI_DEPFS_Align_hints(ADIO_File fd, const depfs_layout_info *lay);
 
 /* ---- operations ---- */
 void ADIOI_DEPFS_Open(ADIO_File fd, int *error_code);
+void ADIOI_DEPFS_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_code);
 void ADIOI_DEPFS_Close(ADIO_File fd, int *error_code);
 void ADIOI_DEPFS_ReadContig(ADIO_File fd, void *buf, int count, MPI_Datatype datatype,
                             int file_ptr_type, ADIO_Offset offset, ADIO_Status *status,

@@ -1,4 +1,8 @@
-/* ad_depfs_close.c - close: flushes write-behind data and frees the handle. */
+/* ad_depfs_close.c - close: every process flushes its write-behind, then (when
+ * every process of the communicator holds the file open) all meet in a
+ * barrier, so that an open anywhere after MPI_File_close returns sees every
+ * process's writes (MPI's close-open rule; ROMIO's own barrier in
+ * MPI_File_close comes before the driver's close). Then the handle goes. */
 #include "ad_depfs.h"
 #include "adioi.h"
 #include <unistd.h>
@@ -7,16 +11,22 @@ void ADIOI_DEPFS_Close(ADIO_File fd, int *error_code)
 {
     static char myname[] = "ADIOI_DEPFS_CLOSE";
     ADIOI_DEPFS_File *file = fd->fs_ptr;
-    int rc;
+    int rc, flush_rc = 0;
 
     *error_code = MPI_SUCCESS;
     if (!file)
         return;
+    if (file->close_barrier) {
+        flush_rc = depfs_flush(file->fh);      /* the barrier comes even after an error */
+        MPI_Barrier(fd->comm);
+    }
     rc = depfs_close(file->fh);         /* the handle is gone even on error */
     if (file->lock_fd >= 0)
         close(file->lock_fd);
     ADIOI_Free(file);
     fd->fs_ptr = NULL;
+    if (flush_rc < 0)
+        rc = flush_rc;
     if (rc < 0)
         *error_code = ADIOI_DEPFS_Err(myname, fd->filename, rc);
 }

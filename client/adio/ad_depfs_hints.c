@@ -86,7 +86,7 @@ static void copy_write_behind(ADIO_File fd, MPI_Info users_info)
         on = !strcasecmp(value, "enable") || !strcasecmp(value, "true") || !strcmp(value, "1");
         ADIOI_Info_set(fd->info, ADIOI_DEPFS_HINT_WRITE_BEHIND, on ? "enable" : "disable");
     } else if (!info_has(fd->info, ADIOI_DEPFS_HINT_WRITE_BEHIND)) {
-        ADIOI_Info_set(fd->info, ADIOI_DEPFS_HINT_WRITE_BEHIND, "disable");
+        ADIOI_Info_set(fd->info, ADIOI_DEPFS_HINT_WRITE_BEHIND, "enable");
     }
     if (file)
         file->write_behind = ADIOI_DEPFS_Write_behind_hint(fd);

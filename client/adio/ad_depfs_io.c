@@ -1,8 +1,16 @@
 /* ad_depfs_io.c - contiguous read and write through libdepfs, and the
  * collective entry points: contiguous collective calls go straight to them,
  * the rest (strided, collective two-phase, non-blocking) is ROMIO's generic
- * code on top of these two. In atomic mode a write is flushed before
- * returning so the next reader (who took the range lock after us) sees it. */
+ * code on top of these two. When a write leaves the client (the rest of the
+ * time it stays in libdepfs's write-behind until sync or close, see
+ * ADIOI_DEPFS_HINT_WRITE_BEHIND):
+ *   - atomic mode: every write, so the next reader (who took the range lock
+ *     after us) sees it;
+ *   - an aggregator's writes inside a two-phase collective write: each
+ *     before the call's closing agreement, so no process goes on while bytes
+ *     it handed over sit in another process's client;
+ *   - once the handle used its shared file pointer, or with the write-behind
+ *     hint disabled: every write call. */
 #include "ad_depfs.h"
 #include "adioi.h"
 #include <errno.h>
@@ -25,6 +33,15 @@ static int refresh_size(ADIOI_DEPFS_File *file)
 {
     struct stat st;
     return depfs_fstat(file->fh, &st);
+}
+
+/* May this write call leave its bytes in the write-behind? Not once the
+ * handle has used its shared file pointer: programs that share one read
+ * each other's bytes in the pointer's order after a barrier alone (ROMIO's
+ * shared_fp test does), so their writes leave before they return. */
+static int push_later(ADIO_File fd, const ADIOI_DEPFS_File *file)
+{
+    return file->write_behind && !file->coll_push && fd->shared_fp_fd == ADIO_FILE_NULL;
 }
 
 static ADIO_Offset request_bytes(int count, MPI_Datatype datatype)
@@ -98,7 +115,7 @@ void ADIOI_DEPFS_WriteContig(ADIO_File fd, const void *buf, int count, MPI_Datat
             *error_code = ADIOI_DEPFS_Err(myname, fd->filename, (int) put);
             return;
         }
-        if ((fd->atomicity || (!file->write_behind && !file->defer_flush)) &&
+        if ((fd->atomicity || (!push_later(fd, file) && !file->defer_flush)) &&
             (rc = depfs_flush(file->fh)) < 0) {
             *error_code = ADIOI_DEPFS_Err(myname, fd->filename, rc);
             return;
@@ -156,32 +173,28 @@ void ADIOI_DEPFS_ReadStridedColl(ADIO_File fd, void *buf, int count, MPI_Datatyp
                            direct_offset(fd, file_ptr_type, offset), status, error_code);
 }
 
-/* ROMIO's two-phase write, then this process's write-behind out: MPI_File_close
- * barriers before the driver's close, so a collective write must not leave
- * data only in this client (ROMIO's coll_test reopens on one rank and reads) */
+/* A contiguous collective call writes this process's own bytes (write-behind
+ * rules as for an independent write). Otherwise ROMIO's two-phase: the
+ * aggregators write other processes' bytes, each piece out to the servers
+ * before ROMIO's closing agreement (ad_write_coll.c), so a process that
+ * returns from the call reads its bytes back from anyone's client. */
 void ADIOI_DEPFS_WriteStridedColl(ADIO_File fd, const void *buf, int count,
                                   MPI_Datatype datatype, int file_ptr_type, ADIO_Offset offset,
                                   ADIO_Status *status, int *error_code)
 {
-    static char myname[] = "ADIOI_DEPFS_WRITESTRIDEDCOLL";
     ADIOI_DEPFS_File *file = fd->fs_ptr;
-    int rc;
 
-    if (file)
-        file->defer_flush++;
-    if (contig_direct(fd, datatype, fd->hints->cb_write))
+    if (contig_direct(fd, datatype, fd->hints->cb_write)) {
         ADIOI_DEPFS_WriteContig(fd, buf, count, datatype, file_ptr_type,
                                 direct_offset(fd, file_ptr_type, offset), status, error_code);
-    else
-        ADIOI_GEN_WriteStridedColl(fd, buf, count, datatype, file_ptr_type, offset, status,
-                                   error_code);
-    if (!file)
         return;
-    file->defer_flush--;
-    if (*error_code != MPI_SUCCESS)
-        return;
-    if ((rc = depfs_flush(file->fh)) < 0)
-        *error_code = ADIOI_DEPFS_Err(myname, fd->filename, rc);
+    }
+    if (file)
+        file->coll_push++;
+    ADIOI_GEN_WriteStridedColl(fd, buf, count, datatype, file_ptr_type, offset, status,
+                               error_code);
+    if (file)
+        file->coll_push--;
 }
 
 /* ROMIO's strided write (naive: piece by piece through WriteContig) with one
@@ -200,7 +213,7 @@ void ADIOI_DEPFS_WriteStrided(ADIO_File fd, const void *buf, int count, MPI_Data
     if (!file)
         return;
     file->defer_flush--;
-    if (*error_code != MPI_SUCCESS || file->write_behind || file->defer_flush)
+    if (*error_code != MPI_SUCCESS || push_later(fd, file) || file->defer_flush)
         return;
     if ((rc = depfs_flush(file->fh)) < 0)
         *error_code = ADIOI_DEPFS_Err(myname, fd->filename, rc);

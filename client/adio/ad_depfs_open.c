@@ -153,3 +153,22 @@ void ADIOI_DEPFS_Open(ADIO_File fd, int *error_code)
         ADIOI_Free(file);
     free(path);
 }
+
+/* ROMIO's generic collective open (rank 0 creates, then all open), then one
+ * agreement: only when every process of fd->comm holds the file open does
+ * the close barrier (ad_depfs_close.c). ROMIO also calls the driver's close
+ * where every process does not: on rank 0 alone after the create probe, and
+ * on the processes whose open worked when another's failed. */
+void ADIOI_DEPFS_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_code)
+{
+    ADIOI_DEPFS_File *file;
+    int opened, all_opened = 0;
+
+    ADIOI_GEN_OpenColl(fd, rank, access_mode, error_code);
+    opened = *error_code == MPI_SUCCESS && fd->fs_ptr != NULL;
+    MPI_Allreduce(&opened, &all_opened, 1, MPI_INT, MPI_LAND, fd->comm);
+    file = fd->fs_ptr;
+    if (opened && file)
+        file->close_barrier = all_opened;
+}
+

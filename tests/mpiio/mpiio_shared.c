@@ -2,7 +2,11 @@
  * rank collectively (interleaved blocks through a file view) and
  * independently (contiguous and strided), read back both ways, plus the
  * driver's own behaviour: layout reported by MPI_File_get_info, hints, label
- * errors, get/set size and preallocate.
+ * errors, get/set size and preallocate; and what the write-behind hint
+ * promises: with it on (the default) small writes left in each rank's client
+ * are read by rank 0 in an open right after MPI_File_close (close-open, no
+ * barrier of the program's own) and by a neighbour after sync-barrier-sync;
+ * with it off, after a barrier alone.
  *
  *   mpiio_shared -fname depfs@8@6:/dir/base [-n 8 -k 6] [-blocks B]
  *
@@ -19,6 +23,10 @@
 #define DEFAULT_BLOCKS 8
 #define STRIDED_PIECES 16
 #define PREALLOC_BYTES (5 * 1024 * 1024)
+/* close-open: SMALL_PIECES pieces of SMALL_BYTES per rank, interleaved with
+ * the other ranks' (each a partial stripe: its flush takes a while) */
+#define SMALL_BYTES 1000
+#define SMALL_PIECES 512
 
 static int rank, nprocs, failures;
 
@@ -175,6 +183,105 @@ static void independent_file(const char *name, int blocks)
     free(buf);
 }
 
+static MPI_File open_with_write_behind(MPI_Comm comm, const char *name, int amode,
+                                       const char *write_behind)
+{
+    MPI_File fh = MPI_FILE_NULL;
+    MPI_Info info;
+    MPI_Info_create(&info);
+    if (write_behind)
+        MPI_Info_set(info, "depfs_write_behind", write_behind);
+    if (!mpi_ok(MPI_File_open(comm, name, amode, info, &fh), "open"))
+        fh = MPI_FILE_NULL;
+    MPI_Info_free(&info);
+    return fh;
+}
+
+/* piece p of rank r sits at ((p * nprocs) + r) * SMALL_BYTES */
+static uint64_t small_off(int r, int p)
+{
+    return ((uint64_t) p * (uint64_t) nprocs + (uint64_t) r) * SMALL_BYTES;
+}
+
+static void write_small_pieces(MPI_File fh, int collective)
+{
+    unsigned char buf[SMALL_BYTES];
+    MPI_Status st;
+    for (int p = 0; p < SMALL_PIECES; p++) {
+        uint64_t off = small_off(rank, p);
+        fill(buf, off, sizeof(buf));
+        int rc = collective
+                     ? MPI_File_write_at_all(fh, (MPI_Offset) off, buf, SMALL_BYTES, MPI_BYTE, &st)
+                     : MPI_File_write_at(fh, (MPI_Offset) off, buf, SMALL_BYTES, MPI_BYTE, &st);
+        if (!mpi_ok(rc, "small write"))
+            return;
+    }
+}
+
+/* the pieces of rank r, read through fh; returns the bad bytes */
+static size_t check_small_pieces(MPI_File fh, int r)
+{
+    unsigned char buf[SMALL_BYTES];
+    MPI_Status st;
+    size_t bad = 0;
+    for (int p = 0; p < SMALL_PIECES; p++) {
+        uint64_t off = small_off(r, p);
+        memset(buf, 0, sizeof(buf));
+        if (!mpi_ok(MPI_File_read_at(fh, (MPI_Offset) off, buf, SMALL_BYTES, MPI_BYTE, &st),
+                    "small read"))
+            return SMALL_BYTES;
+        bad += verify(buf, off, sizeof(buf));
+    }
+    return bad;
+}
+
+/* Close-open: every other rank's pieces wait in its write-behind until its
+ * close; rank 0, with nothing of its own to flush, opens again at once
+ * (MPI_File_close is the only synchronisation) and must read them all. */
+static void close_open_file(const char *name, int collective)
+{
+    MPI_File fh = open_with_write_behind(MPI_COMM_WORLD, name,
+                                         MPI_MODE_CREATE | MPI_MODE_RDWR, "enable");
+    if (fh == MPI_FILE_NULL)
+        return;
+    if (rank != 0 || collective) /* a collective call needs every rank */
+        write_small_pieces(fh, collective);
+    mpi_ok(MPI_File_close(&fh), "close");
+    if (rank != 0)
+        return;
+    fh = open_with_write_behind(MPI_COMM_SELF, name, MPI_MODE_RDONLY, NULL);
+    if (fh == MPI_FILE_NULL)
+        return;
+    for (int r = collective ? 0 : 1; r < nprocs; r++) {
+        size_t bad = check_small_pieces(fh, r);
+        CHECK(bad == 0, "%s close-open (%s): rank %d's pieces have %zu wrong bytes", name,
+              collective ? "collective" : "independent", r, bad);
+    }
+    mpi_ok(MPI_File_close(&fh), "close");
+}
+
+/* One handle: each rank reads its neighbour's pieces, after sync-barrier-
+ * sync with write-behind on, after a barrier alone with it off. */
+static void neighbour_file(const char *name, const char *write_behind)
+{
+    int on = !strcmp(write_behind, "enable");
+    MPI_File fh = open_with_write_behind(MPI_COMM_WORLD, name,
+                                         MPI_MODE_CREATE | MPI_MODE_RDWR, write_behind);
+    if (fh == MPI_FILE_NULL)
+        return;
+    write_small_pieces(fh, 0);
+    if (on)
+        mpi_ok(MPI_File_sync(fh), "sync");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (on)
+        mpi_ok(MPI_File_sync(fh), "sync");
+    int peer = (rank + 1) % nprocs;
+    size_t bad = check_small_pieces(fh, peer);
+    CHECK(bad == 0, "%s write-behind %s: rank %d's pieces have %zu wrong bytes", name,
+          write_behind, peer, bad);
+    mpi_ok(MPI_File_close(&fh), "close");
+}
+
 static void label_and_hint_checks(const char *dir)
 {
     MPI_File fh;
@@ -266,6 +373,14 @@ int main(int argc, char **argv)
     collective_file(name, blocks, n, k);
     snprintf(name, sizeof(name), "%s.indep", fname);
     independent_file(name, blocks);
+    snprintf(name, sizeof(name), "%s.closeopen-indep", fname);
+    close_open_file(name, 0);
+    snprintf(name, sizeof(name), "%s.closeopen-coll", fname);
+    close_open_file(name, 1);
+    snprintf(name, sizeof(name), "%s.wb-on", fname);
+    neighbour_file(name, "enable");
+    snprintf(name, sizeof(name), "%s.wb-off", fname);
+    neighbour_file(name, "disable");
     /* the directory of base, in DePFS terms */
     const char *path = strchr(fname, ':') ? strchr(fname, ':') + 1 : fname;
     snprintf(dir, sizeof(dir), "%s", path);
