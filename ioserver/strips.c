@@ -1043,6 +1043,22 @@ static bool id_of_name(const char *name, const char *suffix, uint64_t *id)
     return true;
 }
 
+/* Whether file_id's sidecar is there without its strip file. Asked under
+ * create_mu, which every creation and removal of the pair holds: a removal
+ * unlinks the strip file first, so without it a walk passing between the
+ * two unlinks would call a removed strip lost. */
+static bool sidecar_alone(ios_strips *s, uint64_t file_id)
+{
+    char name[IOS_STRIP_NAME_LEN];
+    struct stat st;
+    ios_strip_name(file_id, name);
+    pthread_mutex_lock(&s->create_mu);
+    bool alone = fstatat(s->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT &&
+                 sidecar_exists(s, file_id);
+    pthread_mutex_unlock(&s->create_mu);
+    return alone;
+}
+
 int ios_strips_walk(ios_strips *s, ios_strip_walk_fn fn, void *arg)
 {
     int fd = dup(s->dir_fd);
@@ -1061,12 +1077,8 @@ int ios_strips_walk(ios_strips *s, ios_strip_walk_fn fn, void *arg)
     while (go && (de = readdir(d)) != NULL) {
         if (id_of_name(de->d_name, "", &id)) {
             go = fn(arg, id, false);
-        } else if (id_of_name(de->d_name, IOS_CSUM_SUFFIX, &id)) {
-            char name[IOS_STRIP_NAME_LEN];
-            struct stat st;
-            ios_strip_name(id, name);
-            if (fstatat(s->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
-                go = fn(arg, id, true); /* a sidecar alone: the strip file was lost */
+        } else if (id_of_name(de->d_name, IOS_CSUM_SUFFIX, &id) && sidecar_alone(s, id)) {
+            go = fn(arg, id, true); /* the strip file was lost */
         }
     }
     closedir(d);

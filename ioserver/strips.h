@@ -105,7 +105,8 @@ int ios_strips_data_map(ios_strips *s, uint64_t file_id, uint64_t from, uint64_t
 int ios_strips_size(ios_strips *s, uint64_t file_id, uint64_t *size);
 /* Calls fn for every strip file (lost: false) and every sidecar whose strip
  * file is gone (lost: true), in directory order, until fn returns false.
- * Files made or removed meanwhile may or may not be seen. */
+ * Files made or removed meanwhile may or may not be seen; a strip being
+ * removed is never called lost. */
 typedef bool (*ios_strip_walk_fn)(void *arg, uint64_t file_id, bool lost);
 int ios_strips_walk(ios_strips *s, ios_strip_walk_fn fn, void *arg);
 /* File system usage of the data directory, bytes. */

@@ -10,6 +10,8 @@
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +165,56 @@ START_TEST(remove_strip)
     ck_assert(strip_exists(FILE_X));
     ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r, NULL), 0);
     ck_assert_mem_eq(r, w, sizeof(w));
+}
+END_TEST
+
+/* A walk beside a remover: a strip removed while the walk passes its
+ * sidecar is gone, not lost (the background scrub counted such strips as
+ * damaged). Bounded: WALK_RACE_ROUNDS create/remove rounds. */
+#define WALK_RACE_ROUNDS 3000u
+#define WALK_RACE_FILES 16u
+static atomic_bool walk_race_done;
+
+static void *walk_race_remover(void *arg)
+{
+    (void)arg;
+    uint8_t w[64];
+    fill(w, sizeof(w), 9);
+    ios_extent e = { 0, sizeof(w) };
+    for (unsigned r = 0; r < WALK_RACE_ROUNDS; r++) {
+        uint64_t id = FILE_X + 1 + r % WALK_RACE_FILES;
+        if (ios_strips_write(st, id, &e, 1, w, 0, NULL) != 0 || ios_strips_remove(st, id) != 0)
+            break;
+    }
+    atomic_store(&walk_race_done, true);
+    return NULL;
+}
+
+static bool walk_count_lost(void *arg, uint64_t file_id, bool lost)
+{
+    (void)file_id;
+    if (lost)
+        (*(unsigned *)arg)++;
+    return true;
+}
+
+START_TEST(walk_beside_removals_finds_nothing_lost)
+{
+    uint8_t w[64];
+    fill(w, sizeof(w), 8);
+    ios_extent e = { 0, sizeof(w) };
+    for (unsigned i = 0; i < WALK_RACE_FILES; i++) /* other strips the walk passes */
+        ck_assert_int_eq(ios_strips_write(st, FILE_X + 100 + i, &e, 1, w, 0, NULL), 0);
+    atomic_store(&walk_race_done, false);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, walk_race_remover, NULL), 0);
+    unsigned lost = 0, walks = 0;
+    while (!atomic_load(&walk_race_done)) {
+        ck_assert_int_eq(ios_strips_walk(st, walk_count_lost, &lost), 0);
+        walks++;
+    }
+    pthread_join(t, NULL);
+    ck_assert_msg(lost == 0, "%u removed strips reported lost in %u walks", lost, walks);
 }
 END_TEST
 
@@ -793,6 +845,7 @@ int main(void)
     tcase_add_test(tc, zero_fill_past_eof_and_absent);
     tcase_add_test(tc, truncate_strip);
     tcase_add_test(tc, remove_strip);
+    tcase_add_test(tc, walk_beside_removals_finds_nothing_lost);
     tcase_add_test(tc, names_from_id_only);
     tcase_add_test(tc, fd_cache_is_bounded);
     tcase_add_test(tc, usage_and_fsync);
