@@ -16,6 +16,11 @@
  *   compute  new parity: delta update, or encode afresh.
  *   phase 2  IO_WRITE + unlock to every written server (IO_UNLOCK to the
  *            ones only read), down servers listed for dirty records.
+ * Pieces of one stripe from different extents (a write-behind flush of
+ * small writes interleaved with another client's) go as ONE piece over
+ * their span: the bytes between them (gaps) are pre-read under the lock
+ * with the rest and written back unchanged, so they cost one round, not one
+ * each.
  * An uncontended partial-stripe write is two round trips. */
 #include <assert.h>
 #include <errno.h>
@@ -32,9 +37,18 @@
 
 typedef enum { DC_W_FULL, DC_W_RMW, DC_W_RECON, DC_W_DECODE } dc_wmethod;
 
+/* Bytes of a merged piece that are not new: [off, off+len) of the stripe's
+ * k*su data bytes. */
+typedef struct dc_wgap {
+    uint32_t off, len;
+} dc_wgap;
+
 typedef struct dc_wstripe {
     stripe_piece pc;
     const uint8_t *src;               /* the piece's new bytes: src[0] = file byte pc.file_off */
+    uint8_t *merged;                  /* a merged piece: src, its gaps filled after phase 1 */
+    dc_wgap *gaps;                    /* ascending, inside the piece (malloc'd with merged) */
+    unsigned n_gaps;
     dc_wmethod method;
     uint32_t ra, rb;                  /* byte range inside each unit parity covers */
     uint32_t ua[LAYOUT_MAX_N], ub[LAYOUT_MAX_N]; /* new bytes of data unit u (ua == ub: none) */
@@ -252,7 +266,7 @@ static void dc_preread_stripe(dc_wround *w, dc_wstripe *ws, dc_req *reqs)
                 dc_add(reqs, w, s, u, op, ra, rb - ra, ws->unit[u]);
     } else if (ws->method == DC_W_RECON) {
         for (unsigned u = 0; u < lay->k; u++) {
-            if (ws->ub[u] == ws->ua[u]) {
+            if (ws->ub[u] == ws->ua[u] || ws->n_gaps > 0) { /* gaps: the unit whole */
                 dc_add(reqs, w, s, u, op, ra, rb - ra, ws->unit[u]);
                 continue;
             }
@@ -457,11 +471,36 @@ static void dc_overlay_new(const dc_wround *w, dc_wstripe *ws)
                    ws->ub[u] - ws->ua[u]);
 }
 
+/* A merged piece's gaps get the bytes phase 1 read there under the lock
+ * (RMW: the old bytes of each touched unit; otherwise the unit read or
+ * decoded whole over [ra, rb)), so phase 2 writes them back unchanged. */
+static void dc_fill_gaps(const dc_wround *w, dc_wstripe *ws)
+{
+    const layout *lay = w->lay;
+    for (unsigned g = 0; g < ws->n_gaps; g++) {
+        uint64_t a = ws->gaps[g].off, b = a + ws->gaps[g].len;
+        for (unsigned u = 0; u < lay->k; u++) {
+            uint64_t lo = (uint64_t)u * lay->su, hi = lo + lay->su;
+            uint64_t s = a > lo ? a : lo, e = b < hi ? b : hi;
+            if (s >= e)
+                continue;
+            uint32_t x = (uint32_t)(s - lo);
+            assert(x >= ws->ua[u] && x + (e - s) <= ws->ub[u]);
+            const uint8_t *cur = ws->method == DC_W_RMW ? ws->old[u] + (x - ws->ua[u])
+                                                        : ws->unit[u] + (x - ws->ra);
+            memcpy(dc_new_ptr(w, ws, u, x), cur, e - s);
+        }
+    }
+}
+
 static int dc_compute_stripe(const dc_wround *w, dc_wstripe *ws)
 {
     const layout *lay = w->lay;
     unsigned k = lay->k, m = lay->n - lay->k;
     size_t r = ws->rb - ws->ra;
+    assert(ws->n_gaps == 0 || ws->method != DC_W_FULL);
+    if (ws->method != DC_W_DECODE)
+        dc_fill_gaps(w, ws); /* DECODE: once the lost unit is decoded */
     switch (ws->method) {
     case DC_W_FULL:
         codec_encode(w->cd, lay->su, ws->unit, ws->unit + k);
@@ -481,6 +520,7 @@ static int dc_compute_stripe(const dc_wround *w, dc_wstripe *ws)
         int rc = codec_decode(w->cd, r, ws->unit, ws->present);
         if (rc < 0)
             return rc;
+        dc_fill_gaps(w, ws);
     }
         /* fall through */
     case DC_W_RECON:
@@ -757,7 +797,6 @@ _Static_assert(DC_ROUND_SEGMENTS_MAX <= RPC_MAX_IOV, "a round must fit one reque
 typedef struct dc_wpiece {
     stripe_piece pc;
     const uint8_t *src;
-    bool done;
 } dc_wpiece;
 
 /* Adds the piece's cost to cost[] when it fits the budget. */
@@ -777,37 +816,98 @@ static bool dc_piece_fits(const layout *lay, const stripe_piece *pc, unsigned co
     return true;
 }
 
+/* The n pieces of one stripe (ascending, disjoint) as one: their span,
+ * full only when they cover the stripe without a gap. */
+static stripe_piece dc_span(const layout *lay, const dc_wpiece *p, unsigned n)
+{
+    stripe_piece sp = p[0].pc;
+    const stripe_piece *last = &p[n - 1].pc;
+    sp.len = last->off_in_stripe + last->len - sp.off_in_stripe;
+    bool gapless = true;
+    for (unsigned i = 1; i < n; i++)
+        gapless = gapless && p[i].pc.off_in_stripe == p[i - 1].pc.off_in_stripe + p[i - 1].pc.len;
+    sp.full = gapless && sp.off_in_stripe == 0 && sp.len == layout_stripe_bytes(lay);
+    return sp;
+}
+
+/* ws = the n pieces of one stripe as one piece over their span; for n > 1
+ * a buffer with each piece's bytes in place and the gaps between listed
+ * (dc_fill_gaps completes it after phase 1). */
+static int dc_take_stripe(dc_wstripe *ws, const dc_wpiece *p, unsigned n, stripe_piece span)
+{
+    ws->pc = span;
+    ws->src = p[0].src;
+    ws->merged = NULL;
+    ws->gaps = NULL;
+    ws->n_gaps = 0;
+    if (n == 1)
+        return 0;
+    uint8_t *buf = malloc(span.len);
+    dc_wgap *gaps = malloc(sizeof *gaps * (n - 1));
+    if (buf == NULL || gaps == NULL) {
+        free(buf);
+        free(gaps);
+        return -ENOMEM;
+    }
+    unsigned ng = 0;
+    for (unsigned i = 0; i < n; i++) {
+        const stripe_piece *pc = &p[i].pc;
+        assert(pc->stripe == span.stripe);
+        memcpy(buf + (pc->off_in_stripe - span.off_in_stripe), p[i].src, pc->len);
+        if (i == 0)
+            continue;
+        uint32_t prev_end = p[i - 1].pc.off_in_stripe + p[i - 1].pc.len;
+        assert(pc->off_in_stripe >= prev_end);
+        if (pc->off_in_stripe > prev_end)
+            gaps[ng++] = (dc_wgap){.off = prev_end, .len = pc->off_in_stripe - prev_end};
+    }
+    ws->src = ws->merged = buf;
+    ws->gaps = gaps;
+    ws->n_gaps = ng;
+    return 0;
+}
+
+static void dc_free_merged(dc_wround *w)
+{
+    for (unsigned i = 0; i < w->nst; i++) {
+        free(w->st[i].merged);
+        free(w->st[i].gaps);
+        w->st[i].merged = NULL;
+        w->st[i].gaps = NULL;
+        w->st[i].n_gaps = 0;
+    }
+}
+
 /* Write a window of pieces (ascending file order) in rounds: each round
- * takes, in order, not yet written pieces of distinct stripes while they
- * fit the request budget; so k scattered small writes to one stripe cost k
- * rounds only when nothing else is left to pair them with. */
-static int dc_write_window(dc_wround *w, dc_req *reqs, dc_wpiece *pcs, unsigned np,
+ * takes the next stripes while they fit the request budget, the pieces of
+ * one stripe (adjacent here) as one merged piece. */
+static int dc_write_window(dc_wround *w, dc_req *reqs, const dc_wpiece *pcs, unsigned np,
                            uint64_t per_round)
 {
-    unsigned first_left = 0;
-    while (first_left < np) {
+    unsigned next = 0;
+    int rc = 0;
+    while (next < np && rc == 0) {
         unsigned cost[LAYOUT_MAX_N] = {0};
         w->nst = 0;
-        for (unsigned i = first_left; i < np && w->nst < per_round; i++) {
-            if (pcs[i].done)
-                continue;
-            if (w->nst > 0 && w->st[w->nst - 1].pc.stripe == pcs[i].pc.stripe)
-                continue; /* next round */
-            if (!dc_piece_fits(w->lay, &pcs[i].pc, cost))
+        while (next < np && w->nst < per_round) {
+            unsigned end = next + 1;
+            while (end < np && pcs[end].pc.stripe == pcs[next].pc.stripe)
+                end++;
+            stripe_piece span = dc_span(w->lay, pcs + next, end - next);
+            if (!dc_piece_fits(w->lay, &span, cost))
                 break;
-            w->st[w->nst].pc = pcs[i].pc;
-            w->st[w->nst].src = pcs[i].src;
+            rc = dc_take_stripe(&w->st[w->nst], pcs + next, end - next, span);
+            if (rc < 0)
+                break;
             w->nst++;
-            pcs[i].done = true;
+            next = end;
         }
-        assert(w->nst > 0);
-        int rc = dc_write_round(w, reqs);
-        if (rc < 0)
-            return rc;
-        while (first_left < np && pcs[first_left].done)
-            first_left++;
+        assert(w->nst > 0 || rc < 0); /* a first stripe always fits an empty budget */
+        if (rc == 0)
+            rc = dc_write_round(w, reqs);
+        dc_free_merged(w);
     }
-    return 0;
+    return rc;
 }
 
 int dc_write_extents(depfs_t *fs, dc_inode *in, const dc_wext *ext, unsigned n, bool sync)

@@ -337,6 +337,18 @@ typedef struct t_writer {
 
 #define T_WRITERS 3u
 
+/* Stripe locks the cluster's servers granted so far. */
+static uint64_t locks_granted(depfs_t *fs)
+{
+    depfs_server_status ss[T_SERVERS];
+    int ns = depfs_cluster_status(fs, ss, T_SERVERS);
+    ck_assert_int_gt(ns, 0);
+    uint64_t granted = 0;
+    for (int i = 0; i < ns && i < (int)T_SERVERS; i++)
+        granted += ss[i].locks_granted;
+    return granted;
+}
+
 /* Writer w owns bytes [i*piece, (i+1)*piece) with i % T_WRITERS == w: every
  * stripe is written by all writers, never the same bytes. */
 static void *writer_main(void *arg)
@@ -403,6 +415,55 @@ START_TEST(test_concurrent_writers_parity)
     for (unsigned i = 0; i < T_WRITERS; i++)
         depfs_unmount(w[i].fs);
     depfs_unmount(fs);
+}
+END_TEST
+
+/* Small writes scattered inside one stripe, buffered together (the
+ * write-behind's scatter set): its flush is ONE lock round (each server
+ * locked once), the bytes between them keep what they held, and parity
+ * matches. Before merging, each piece was a round of its own. */
+START_TEST(test_scatter_in_one_stripe_is_one_round)
+{
+    enum { PIECES = 24, PIECE = 100, GAP = 150, AT = 8192 + 37 }; /* stripe 1 of 4@2@4k */
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@4@2@4k:/scatter1", O_CREAT | O_RDWR, 0644, &fh), 0);
+    layout lay;
+    layout_of(fh, &lay);
+    ck_assert_uint_le(AT + PIECES * (PIECE + GAP), 2 * layout_stripe_bytes(&lay));
+    size_t len = 3 * layout_stripe_bytes(&lay);
+    uint8_t *model = malloc(len), *got = malloc(len);
+    rnd_fill(model, len);
+    ck_assert_int_eq(depfs_write(fh, model, len, 0), (ssize_t)len);
+    ck_assert_int_eq(depfs_fsync(fh), 0);
+    uint64_t before = locks_granted(fs);
+    unsigned order[PIECES];
+    for (unsigned i = 0; i < PIECES; i++)
+        order[i] = i;
+    for (unsigned i = PIECES - 1; i > 0; i--) { /* in random order: the set sorts them */
+        unsigned j = (unsigned)rnd_below(i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (unsigned i = 0; i < PIECES; i++) {
+        size_t off = AT + (size_t)order[i] * (PIECE + GAP);
+        memset(model + off, 0xa0 + (int)order[i], PIECE);
+        ck_assert_int_eq(depfs_write(fh, model + off, PIECE, off), PIECE);
+    }
+    ck_assert_int_eq(depfs_flush(fh), 0);
+    uint64_t granted = locks_granted(fs) - before;
+    ck_assert_msg(granted <= 2 * lay.n, "%" PRIu64 " locks granted for one stripe's flush", granted);
+    ck_assert_int_eq(depfs_read(fh, got, len, 0), (ssize_t)len);
+    ck_assert(memcmp(got, model, len) == 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    uint64_t ino;
+    struct stat st;
+    ck_assert_int_eq(depfs_resolve(fs, "/scatter1", &ino, &st), 0);
+    scrub_clean(fs, ino, 3);
+    depfs_unmount(fs);
+    free(model);
+    free(got);
 }
 END_TEST
 
@@ -766,6 +827,7 @@ static Suite *data_suite(void)
     tcase_add_test(tc, test_scatter_flight);
     tcase_add_test(tc, test_scrub_names_and_repairs_damaged_units);
     tcase_add_test(tc, test_concurrent_writers_parity);
+    tcase_add_test(tc, test_scatter_in_one_stripe_is_one_round);
     suite_add_tcase(s, tc);
     /* own cluster: it kills servers */
     TCase *td = tcase_create("degraded");
