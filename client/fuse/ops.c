@@ -1,11 +1,12 @@
 /* ops.c - depfs-fuse: every FUSE low-level handler, mapped onto libdepfs.
  *
  * Owns: the ino/attr translation (st_blksize = one stripe of data; st_blocks
- * is libdepfs's: the data's share of the strip files' allocation), caller credentials for new objects, open-file handles in
- * fi->fh, readdir by library cookie, the xattr pass-through, fallocate modes,
- * the connection capabilities negotiated in init, and when set-id bits are
- * cleared (setid.c does the clearing, init_flags.c tells us when the kernel
- * asks). No server state lives here: inode numbers are MDS ids, so lookup
+ * is libdepfs's: the data's share of the strip files' allocation), caller
+ * credentials, read once per request (their groups: caller_groups.c),
+ * open-file handles in fi->fh, readdir by library cookie, the xattr
+ * pass-through, fallocate modes, the connection capabilities negotiated in
+ * init, and when set-id bits are cleared (setid.c does the clearing,
+ * init_flags.c tells us when the kernel asks). No server state lives here: inode numbers are MDS ids, so lookup
  * counts need no bookkeeping. */
 #define FUSE_USE_VERSION 312
 #include "ops.h"
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/xattr.h>
 
+#include "caller_groups.h"
 #include "init_flags.h"
 #include "log.h"
 #include "setid.h"
@@ -140,7 +142,7 @@ static void req_cred(fuse_req_t req, depfs_cred *cr)
     memset(cr, 0, sizeof(*cr));
     cr->uid = fc->uid;
     cr->gid = fc->gid;
-    int n = fuse_req_getgroups(req, (int)DEPFS_MAX_GROUPS, cr->groups);
+    int n = dfuse_caller_groups(fc->pid, (int)DEPFS_MAX_GROUPS, cr->groups);
     if (n < 0)
         n = 0; /* unsupported or the caller is gone: primary gid only */
     cr->ngroups = (unsigned)n > DEPFS_MAX_GROUPS ? DEPFS_MAX_GROUPS : (unsigned)n;
@@ -149,13 +151,19 @@ static void req_cred(fuse_req_t req, depfs_cred *cr)
 /* Every op that reaches the MDS other than through an open handle acts for
  * its kernel caller: this thread's library calls carry its credentials
  * until the next op on this thread sets them again (handles act for their
- * opener: depfs.h depfs_act_as). */
+ * opener: depfs.h depfs_act_as). cr: the credentials, for an op that also
+ * names the owner of what it makes (read once per request). */
+static void act_for_cred(fuse_req_t req, depfs_cred *cr)
+{
+    req_cred(req, cr);
+    if (depfs_act_as(cr) < 0)
+        log_warn("cannot act for uid %u: %s", (unsigned)cr->uid, depfs_last_error());
+}
+
 static void act_for(fuse_req_t req)
 {
     depfs_cred cr;
-    req_cred(req, &cr);
-    if (depfs_act_as(&cr) < 0)
-        log_warn("cannot act for uid %u: %s", (unsigned)cr.uid, depfs_last_error());
+    act_for_cred(req, &cr);
 }
 
 static int lib_open_flags(int fuse_flags)
@@ -377,10 +385,9 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
-    act_for(req);
     depfs_cred cr;
     struct stat st;
-    req_cred(req, &cr);
+    act_for_cred(req, &cr);
     int rc = depfs_mknod(req_ctx(req)->fs, parent, name, mode, rdev, &cr, &st);
     if (rc < 0) {
         reply_status(req, rc);
@@ -391,10 +398,9 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-    act_for(req);
     depfs_cred cr;
     struct stat st;
-    req_cred(req, &cr);
+    act_for_cred(req, &cr);
     int rc = depfs_mkdir(req_ctx(req)->fs, parent, name, mode, &cr, &st);
     if (rc < 0) {
         reply_status(req, rc);
@@ -405,10 +411,9 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-    act_for(req);
     depfs_cred cr;
     struct stat st;
-    req_cred(req, &cr);
+    act_for_cred(req, &cr);
     int rc = depfs_symlink(req_ctx(req)->fs, parent, name, link, &cr, &st);
     if (rc < 0) {
         reply_status(req, rc);
@@ -457,12 +462,11 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                       struct fuse_file_info *fi)
 {
-    act_for(req);
     dfuse_ctx *ctx = req_ctx(req);
     depfs_cred cr;
     struct stat st;
     depfs_fh_t *fh = NULL;
-    req_cred(req, &cr);
+    act_for_cred(req, &cr);
     int flags = lib_open_flags(fi->flags);
     int rc = depfs_create(ctx->fs, parent, name, mode, flags, &cr, NULL, &st, &fh);
     if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
