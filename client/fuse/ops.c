@@ -33,6 +33,11 @@
 #define DFUSE_MAX_XATTR_BYTES (64u * 1024u)     /* XATTR_SIZE_MAX */
 #define DFUSE_MAX_XATTR_LIST_BYTES (64u * 1024u)
 #define DFUSE_MAX_ERRNO 4095
+/* A directory's attributes from this client's own change in it answer the
+ * kernel's question that follows the change (the caller's next operation),
+ * not a later one. */
+#define DFUSE_DIR_ATTR_MAX_AGE_MS 100u
+#define DFUSE_MS_PER_S 1000.0
 #define DFUSE_CAPS_XATTR "security.capability"
 #define DFUSE_INVAL_ATTR_ONLY (-1) /* notify_inval_inode offset: attributes, no pages */
 /* Kernel read-ahead and async direct I/O requests in flight at once (the
@@ -281,11 +286,27 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
     fuse_reply_none(req);
 }
 
+/* How old a directory's attributes from this client's own change in it
+ * may be when the kernel asks for them (depfs_dir_attr_take): the
+ * mount's attr_timeout (0: never), at most DFUSE_DIR_ATTR_MAX_AGE_MS. */
+static unsigned dir_attr_max_age_ms(const dfuse_ctx *ctx)
+{
+    double ms = ctx->attr_timeout_s * DFUSE_MS_PER_S;
+    return ms < DFUSE_DIR_ATTR_MAX_AGE_MS ? (unsigned)ms : DFUSE_DIR_ATTR_MAX_AGE_MS;
+}
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    act_for(req);
+    dfuse_ctx *ctx = req_ctx(req);
     struct stat st;
     depfs_fh_t *fh = fi_fh(fi);
+    /* right after a create or remove in a directory the kernel asks for it
+     * again (default_permissions): that change's reply brought it */
+    if (!fh && depfs_dir_attr_take(ctx->fs, ino, dir_attr_max_age_ms(ctx), &st) == 0) {
+        reply_attr(req, &st);
+        return;
+    }
+    act_for(req);
     /* an open handle knows about data still held for write-behind */
     int rc = fh ? depfs_fstat(fh, &st) : stale_if_gone(depfs_getattr(req_ctx(req)->fs, ino, &st));
     if (rc < 0) {
