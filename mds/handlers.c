@@ -40,6 +40,8 @@ struct mds_result {
     uint8_t ticket[AUTH_TICKET_BYTES], ticket_secret[AUTH_KEY_BYTES];
     uint8_t cap[AUTH_CAP_BYTES]; /* the reply's I/O capability */
     Depfs__Attr attr;
+    Depfs__Attr dir_attr; /* the parent a namespace change left (rep.dir_attr) */
+    mds_inode dir;        /* ... filled in here by the namespace */
     Depfs__Layout lay, def_lay;
     uint32_t lay_servers[LAYOUT_MAX_N];
     char why[MDS_WHY_MAX];
@@ -111,9 +113,8 @@ static void fill_policy(Depfs__Layout *pl, unsigned n, unsigned k, uint32_t su)
     pl->codec_version = CODEC_VERSION_CURRENT;
 }
 
-static void fill_attr(mds_reply_buf *b, const mds_inode *in)
+static void attr_from(Depfs__Attr *a, const mds_inode *in)
 {
-    Depfs__Attr *a = &b->attr;
     depfs__attr__init(a);
     a->ino = in->ino;
     a->mode = in->mode;
@@ -129,7 +130,12 @@ static void fill_attr(mds_reply_buf *b, const mds_inode *in)
     a->ctime_ns = in->ctime_ns;
     a->has_data_version = S_ISREG(in->mode);
     a->data_version = in->data_version;
-    b->rep.attr = a;
+}
+
+static void fill_attr(mds_reply_buf *b, const mds_inode *in)
+{
+    attr_from(&b->attr, in);
+    b->rep.attr = &b->attr;
     if (in->has_layout) {
         fill_layout(&b->lay, b->lay_servers, &in->lay);
         b->rep.layout = &b->lay;
@@ -163,6 +169,13 @@ static uint32_t cap_rights_of(uint32_t open_flags)
 /* The last link went: the client learns which inode (it may hold it
  * open); a regular file's strip files go through the purge queue, not
  * through the client. */
+/* The parent directory as a namespace change left it. */
+static void fill_dir_attr(mds_reply_buf *b, const mds_inode *dir)
+{
+    attr_from(&b->dir_attr, dir);
+    b->rep.dir_attr = &b->dir_attr;
+}
+
 static void fill_removed(mds_reply_buf *b, const mds_removed *rm)
 {
     if (!rm->ino)
@@ -236,7 +249,7 @@ static int mark_writer_checked(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply
     return -ESTALE;
 }
 
-static void mds_new_from(const Depfs__MdsRequest *q, const mds_reply_buf *b, mds_new *nw)
+static void mds_new_from(const Depfs__MdsRequest *q, mds_reply_buf *b, mds_new *nw)
 {
     memset(nw, 0, sizeof(*nw));
     nw->who = &b->caller;
@@ -250,6 +263,7 @@ static void mds_new_from(const Depfs__MdsRequest *q, const mds_reply_buf *b, mds
     nw->want_n = q->want_n;
     nw->want_k = q->want_k;
     nw->want_su = q->want_su;
+    nw->dir_out = &b->dir;
 }
 
 /* ------------------------------------------------------------------- ops */
@@ -466,6 +480,7 @@ static int op_create(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
         rc = mark_writer_checked(c, q, b, &out);
     if (rc == 0) {
         fill_attr(b, &out);
+        fill_dir_attr(b, &b->dir);
         if (S_ISREG(out.mode)) /* a create opens, with the access asked */
             issue_cap(c, b, out.ino, cap_rights_of(q->flags));
     }
@@ -481,8 +496,10 @@ static int op_mknod(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     NEED(q->has_mode, "mode");
     mds_new_from(q, b, &nw);
     int rc = mds_ns_mknod(c->ns, &nw, &out, b->why);
-    if (rc == 0)
+    if (rc == 0) {
         fill_attr(b, &out);
+        fill_dir_attr(b, &b->dir);
+    }
     return rc;
 }
 
@@ -494,8 +511,10 @@ static int op_mkdir(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     NEED(q->name, "name");
     mds_new_from(q, b, &nw);
     int rc = mds_ns_mkdir(c->ns, &nw, &out, b->why);
-    if (rc == 0)
+    if (rc == 0) {
         fill_attr(b, &out);
+        fill_dir_attr(b, &b->dir);
+    }
     return rc;
 }
 
@@ -508,8 +527,10 @@ static int op_symlink(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     NEED(q->target, "target");
     mds_new_from(q, b, &nw);
     int rc = mds_ns_symlink(c->ns, &nw, &out, b->why);
-    if (rc == 0)
+    if (rc == 0) {
         fill_attr(b, &out);
+        fill_dir_attr(b, &b->dir);
+    }
     return rc;
 }
 
@@ -521,6 +542,8 @@ static int op_unlink(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     int rc = mds_ns_unlink(c->ns, &b->caller, q->parent, q->name, &rm, b->why);
     if (rc == 0)
         fill_removed(b, &rm);
+    if (rc == 0 && rm.has_dir)
+        fill_dir_attr(b, &rm.dir);
     return rc;
 }
 

@@ -660,7 +660,7 @@ static int make_node(mds_ns *ns, const mds_new *nw_in, uint32_t mode, bool retur
     if (rc == 0) {
         rc = return_existing ? create_existing(ns, nw->who, ino, open_flags, out, why)
                              : ns_fail(why, EEXIST, "'%s' exists", nw->name);
-        goto out;
+        goto done; /* the parent is as it was: still its current attributes */
     }
     if (rc != -ENOENT)
         goto out;
@@ -711,6 +711,9 @@ commit:
         goto out;
     }
     *out = child;
+done:
+    if (rc == 0 && nw->dir_out)
+        *nw->dir_out = parent;
 out:
     pthread_rwlock_unlock(&ns->lock);
     return ns_settle(ns, rc, why);
@@ -812,6 +815,9 @@ int mds_ns_unlink(mds_ns *ns, const mds_caller *who, uint64_t parent, const char
     if (rc < 0) {
         memset(rm, 0, sizeof(*rm));
         rc = ns_fail(why, EIO, "store write failed");
+    } else {
+        rm->has_dir = true;
+        rm->dir = dir;
     }
 out:
     pthread_rwlock_unlock(&ns->lock);

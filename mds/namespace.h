@@ -78,6 +78,8 @@ typedef struct mds_new {
     uint32_t want_su;
     bool unlinked;           /* create: no name (O_TMPFILE), queued for purge at once */
     uint64_t held_until_s;   /* unlinked: its creator's hold, recorded with its entry */
+    mds_inode *dir_out;      /* out, NULL: not wanted: on success, the parent as
+                              * the change left it (proto MdsReply.dir_attr) */
 } mds_new;
 
 /* An inode whose last link went away (removed_ino 0: none). */
@@ -88,6 +90,9 @@ typedef struct mds_removed {
     layout lay;
     bool queued;        /* a regular file: kept by inode number (nlink 0) and
                          * queued for the removal of its strip files */
+    bool has_dir;       /* mds_ns_unlink: dir is the directory as the unlink
+                         * left it (proto MdsReply.dir_attr) */
+    mds_inode dir;
 } mds_removed;
 
 /* Values for setattr (fields picked by the mask). */

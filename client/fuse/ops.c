@@ -1,11 +1,12 @@
 /* ops.c - depfs-fuse: every FUSE low-level handler, mapped onto libdepfs.
  *
  * Owns: the ino/attr translation (st_blksize = one stripe of data; st_blocks
- * is libdepfs's: the data's share of the strip files' allocation), caller credentials for new objects, open-file handles in
- * fi->fh, readdir by library cookie, the xattr pass-through, fallocate modes,
- * the connection capabilities negotiated in init, and when set-id bits are
- * cleared (setid.c does the clearing, init_flags.c tells us when the kernel
- * asks). No server state lives here: inode numbers are MDS ids, so lookup
+ * is libdepfs's: the data's share of the strip files' allocation), caller
+ * credentials, read once per request (their groups: caller_groups.c),
+ * open-file handles in fi->fh, readdir by library cookie, the xattr
+ * pass-through, fallocate modes, the connection capabilities negotiated in
+ * init, and when set-id bits are cleared (setid.c does the clearing,
+ * init_flags.c tells us when the kernel asks). No server state lives here: inode numbers are MDS ids, so lookup
  * counts need no bookkeeping. */
 #define FUSE_USE_VERSION 312
 #include "ops.h"
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/xattr.h>
 
+#include "caller_groups.h"
 #include "init_flags.h"
 #include "log.h"
 #include "setid.h"
@@ -31,6 +33,11 @@
 #define DFUSE_MAX_XATTR_BYTES (64u * 1024u)     /* XATTR_SIZE_MAX */
 #define DFUSE_MAX_XATTR_LIST_BYTES (64u * 1024u)
 #define DFUSE_MAX_ERRNO 4095
+/* A directory's attributes from this client's own change in it answer the
+ * kernel's question that follows the change (the caller's next operation),
+ * not a later one. */
+#define DFUSE_DIR_ATTR_MAX_AGE_MS 100u
+#define DFUSE_MS_PER_S 1000.0
 #define DFUSE_CAPS_XATTR "security.capability"
 #define DFUSE_INVAL_ATTR_ONLY (-1) /* notify_inval_inode offset: attributes, no pages */
 /* Kernel read-ahead and async direct I/O requests in flight at once (the
@@ -140,7 +147,7 @@ static void req_cred(fuse_req_t req, depfs_cred *cr)
     memset(cr, 0, sizeof(*cr));
     cr->uid = fc->uid;
     cr->gid = fc->gid;
-    int n = fuse_req_getgroups(req, (int)DEPFS_MAX_GROUPS, cr->groups);
+    int n = dfuse_caller_groups(fc->pid, (int)DEPFS_MAX_GROUPS, cr->groups);
     if (n < 0)
         n = 0; /* unsupported or the caller is gone: primary gid only */
     cr->ngroups = (unsigned)n > DEPFS_MAX_GROUPS ? DEPFS_MAX_GROUPS : (unsigned)n;
@@ -149,13 +156,19 @@ static void req_cred(fuse_req_t req, depfs_cred *cr)
 /* Every op that reaches the MDS other than through an open handle acts for
  * its kernel caller: this thread's library calls carry its credentials
  * until the next op on this thread sets them again (handles act for their
- * opener: depfs.h depfs_act_as). */
+ * opener: depfs.h depfs_act_as). cr: the credentials, for an op that also
+ * names the owner of what it makes (read once per request). */
+static void act_for_cred(fuse_req_t req, depfs_cred *cr)
+{
+    req_cred(req, cr);
+    if (depfs_act_as(cr) < 0)
+        log_warn("cannot act for uid %u: %s", (unsigned)cr->uid, depfs_last_error());
+}
+
 static void act_for(fuse_req_t req)
 {
     depfs_cred cr;
-    req_cred(req, &cr);
-    if (depfs_act_as(&cr) < 0)
-        log_warn("cannot act for uid %u: %s", (unsigned)cr.uid, depfs_last_error());
+    act_for_cred(req, &cr);
 }
 
 static int lib_open_flags(int fuse_flags)
@@ -273,11 +286,27 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
     fuse_reply_none(req);
 }
 
+/* How old a directory's attributes from this client's own change in it
+ * may be when the kernel asks for them (depfs_dir_attr_take): the
+ * mount's attr_timeout (0: never), at most DFUSE_DIR_ATTR_MAX_AGE_MS. */
+static unsigned dir_attr_max_age_ms(const dfuse_ctx *ctx)
+{
+    double ms = ctx->attr_timeout_s * DFUSE_MS_PER_S;
+    return ms < DFUSE_DIR_ATTR_MAX_AGE_MS ? (unsigned)ms : DFUSE_DIR_ATTR_MAX_AGE_MS;
+}
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    act_for(req);
+    dfuse_ctx *ctx = req_ctx(req);
     struct stat st;
     depfs_fh_t *fh = fi_fh(fi);
+    /* right after a create or remove in a directory the kernel asks for it
+     * again (default_permissions): that change's reply brought it */
+    if (!fh && depfs_dir_attr_take(ctx->fs, ino, dir_attr_max_age_ms(ctx), &st) == 0) {
+        reply_attr(req, &st);
+        return;
+    }
+    act_for(req);
     /* an open handle knows about data still held for write-behind */
     int rc = fh ? depfs_fstat(fh, &st) : stale_if_gone(depfs_getattr(req_ctx(req)->fs, ino, &st));
     if (rc < 0) {
@@ -377,10 +406,9 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
-    act_for(req);
     depfs_cred cr;
     struct stat st;
-    req_cred(req, &cr);
+    act_for_cred(req, &cr);
     int rc = depfs_mknod(req_ctx(req)->fs, parent, name, mode, rdev, &cr, &st);
     if (rc < 0) {
         reply_status(req, rc);
@@ -391,10 +419,9 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-    act_for(req);
     depfs_cred cr;
     struct stat st;
-    req_cred(req, &cr);
+    act_for_cred(req, &cr);
     int rc = depfs_mkdir(req_ctx(req)->fs, parent, name, mode, &cr, &st);
     if (rc < 0) {
         reply_status(req, rc);
@@ -405,10 +432,9 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-    act_for(req);
     depfs_cred cr;
     struct stat st;
-    req_cred(req, &cr);
+    act_for_cred(req, &cr);
     int rc = depfs_symlink(req_ctx(req)->fs, parent, name, link, &cr, &st);
     if (rc < 0) {
         reply_status(req, rc);
@@ -457,12 +483,11 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                       struct fuse_file_info *fi)
 {
-    act_for(req);
     dfuse_ctx *ctx = req_ctx(req);
     depfs_cred cr;
     struct stat st;
     depfs_fh_t *fh = NULL;
-    req_cred(req, &cr);
+    act_for_cred(req, &cr);
     int flags = lib_open_flags(fi->flags);
     int rc = depfs_create(ctx->fs, parent, name, mode, flags, &cr, NULL, &st, &fh);
     if (rc == -EEXIST && !(fi->flags & O_EXCL)) {

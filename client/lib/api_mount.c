@@ -132,11 +132,13 @@ static depfs_t *fs_alloc(void)
     pthread_mutex_init(&fs->retired_lock, NULL);
     pthread_mutex_init(&fs->keeper_lock, NULL);
     pthread_mutex_init(&fs->pace_lock, NULL);
+    pthread_mutex_init(&fs->dirattr_lock, NULL);
     pthread_cond_init(&fs->keeper_wake, NULL);
     atomic_init(&fs->next_op_id, 0);
     atomic_init(&fs->cluster_refresh_ms, 0);
     atomic_init(&fs->cluster_epoch, 0);
     atomic_init(&fs->mark_recheck_ms, 0);
+    atomic_init(&fs->dirattr_gen, 0);
     return fs;
 }
 
@@ -166,6 +168,7 @@ static void fs_free(depfs_t *fs)
     pthread_mutex_destroy(&fs->retired_lock);
     pthread_mutex_destroy(&fs->keeper_lock);
     pthread_mutex_destroy(&fs->pace_lock);
+    pthread_mutex_destroy(&fs->dirattr_lock);
     pthread_cond_destroy(&fs->keeper_wake);
     free(fs);
 }

@@ -103,6 +103,13 @@ int depfs_getattr(depfs_t *fs, uint64_t ino, struct stat *st)
     return rc;
 }
 
+int depfs_dir_attr_take(depfs_t *fs, uint64_t ino, unsigned max_age_ms, struct stat *st)
+{
+    if (!fs || !st || ino == 0)
+        return -EINVAL;
+    return dc_dirattr_take(fs, ino, max_age_ms, st);
+}
+
 /* --------------------------------------------------------------- setattr */
 
 /* The times of st that to_set sets, as the wire's nanoseconds; -EINVAL /

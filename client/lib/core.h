@@ -8,6 +8,7 @@
 #define DEPFS_CLIENT_CORE_H
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "clock.h"
@@ -88,6 +89,16 @@ typedef struct dc_cap {
                                       * here may lose its entry (logged) */
 #define DC_CAPS_PROBE 8u
 
+/* A directory's attributes as this client's own change left them
+ * (core_dirattr.c); ino 0: an empty slot. */
+typedef struct dc_dirattr {
+    uint64_t ino;
+    int64_t ctime_ns;   /* of the change: the later of two wins */
+    uint64_t kept_ms;   /* dc_now_ms() when kept */
+    struct stat st;
+} dc_dirattr;
+#define DC_DIRATTR_SLOTS 64u /* directories changed at once by one client */
+
 struct depfs {
     depfs_config cfg;
     frame_limits limits;
@@ -133,6 +144,10 @@ struct depfs {
     pthread_cond_t keeper_wake;
     bool keeper_stop, keeper_running;
     pthread_t keeper;
+    /* directories' attributes from this client's changes (core_dirattr.c) */
+    pthread_mutex_t dirattr_lock;
+    _Atomic uint64_t dirattr_gen; /* bumped by every other directory change */
+    dc_dirattr dirattr[DC_DIRATTR_SLOTS];
 };
 
 struct depfs_fh {
@@ -231,6 +246,16 @@ bool dc_inode_size_dirty(dc_inode *in);
  * (gen from dc_inode_size_gen before it). No-op for inodes not open here. */
 uint64_t dc_inode_size_gen(depfs_t *fs, uint64_t ino);
 void dc_inode_adopt_mds_size(depfs_t *fs, uint64_t ino, uint64_t gen, uint64_t mds_size);
+
+/* core_dirattr.c: dc_dirattr_gen before an MDS call, then
+ * dc_dirattr_after_call with its reply (NULL when the call failed) keeps
+ * the parent's attributes a change returned, or forgets those of every
+ * directory a call that may change one names. */
+uint64_t dc_dirattr_gen(depfs_t *fs);
+void dc_dirattr_after_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req,
+                           const Depfs__MdsReply *rep, uint64_t gen_before);
+/* depfs_dir_attr_take, once its arguments are checked. */
+int dc_dirattr_take(depfs_t *fs, uint64_t ino, unsigned max_age_ms, struct stat *st);
 
 /* Codec for (n,k), created once per client and shared. */
 const codec *dc_codec(depfs_t *fs, unsigned n, unsigned k, unsigned version);

@@ -83,6 +83,7 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
         dc_req_cred(&r, NULL, groups);
     rpc_conn *failed = NULL;
     int rc = -EIO;
+    uint64_t dirattr_gen = dc_dirattr_gen(fs);
     for (unsigned attempt = 0; attempt < DC_MDS_ATTEMPTS; attempt++) {
         rpc_conn *c;
         rc = mds_conn_get(fs, failed, &c);
@@ -100,6 +101,7 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
             failed = c;
         log_debug("libdepfs: %s attempt %u failed: %s", mds_op_name(op), attempt + 1, strerror(-rc));
     }
+    dc_dirattr_after_call(fs, op, &r, rc == 0 ? *reply : NULL, dirattr_gen);
     if (rc < 0) {
         dc_set_error("%s: MDS %s: %s", mds_op_name(op), fs->cfg.mds_address, strerror(-rc));
         return rc;

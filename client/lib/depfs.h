@@ -81,6 +81,13 @@ int depfs_act_as(const depfs_cred *cr);
 /* ------------------------------------------------------------- inode API */
 int depfs_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st);
 int depfs_getattr(depfs_t *fs, uint64_t ino, struct stat *st);
+/* The attributes directory ino was left with by this client's own last
+ * create, mknod, mkdir, symlink or unlink in it, if that was at most
+ * max_age_ms ago and no other change of a directory by this client came
+ * after it; each is given out once. For a caller that, like the kernel
+ * through FUSE, asks for a directory's attributes right after changing
+ * it. 0, -ENOENT (nothing kept: ask depfs_getattr), -EINVAL. */
+int depfs_dir_attr_take(depfs_t *fs, uint64_t ino, unsigned max_age_ms, struct stat *st);
 /* to_set: DEPFS_SET_* bits; values from `in`. Size changes truncate data. */
 #define DEPFS_SET_MODE 1u
 #define DEPFS_SET_UID 2u

@@ -1,9 +1,12 @@
 /* mdtest_lite.c - metadata rates in the style of mdtest: P processes each
- * create, then stat, then remove F files in ONE shared directory.
+ * create, then stat, then remove F files in ONE shared directory, or with
+ * --unique-dir (mdtest's -u) each in a directory of its own.
  *
- *   mdtest_lite DIR [--procs P] [--files F] [--drop-caches]
+ *   mdtest_lite DIR [--procs P] [--files F] [--unique-dir] [--drop-caches]
  *
- * The shared directory is DIR/mdtest_lite.PID (made and removed here). Each
+ * The shared directory is DIR/mdtest_lite.PID (made and removed here); with
+ * --unique-dir, process R works in DIR/mdtest_lite.PID/d.R instead, made
+ * before and removed after the timed phases. Each
  * phase starts all processes on a process-shared barrier and ends when the
  * last one is done; the rate is P*F operations over that wall time. create is
  * open(O_CREAT|O_EXCL|O_WRONLY) + close, stat is stat(2), remove is
@@ -48,6 +51,7 @@ struct mdt_shared {
 struct mdt_args {
     const char *dir;
     unsigned procs, files;
+    bool unique_dir; /* one directory per process (mdtest -u) */
     bool drop_caches;
 };
 
@@ -77,16 +81,27 @@ static int file_op(enum mdt_phase phase, const char *path)
     }
 }
 
+/* The directory process RANK works in: the shared one, or its own below it.
+ * Returns 0, or ENAMETOOLONG. */
+static int rank_dir(const struct mdt_args *a, const char *shared_dir, unsigned rank, char *out,
+                    size_t size)
+{
+    int n = a->unique_dir ? snprintf(out, size, "%s/d.%u", shared_dir, rank)
+                          : snprintf(out, size, "%s", shared_dir);
+    return n < 0 || (size_t)n >= size ? ENAMETOOLONG : 0;
+}
+
 static void worker(const struct mdt_args *a, const char *shared_dir, unsigned rank,
                    struct mdt_shared *sh)
 {
-    char path[PATH_MAX];
+    char dir[PATH_MAX], path[PATH_MAX];
+    int dir_err = rank_dir(a, shared_dir, rank, dir, sizeof(dir));
     for (int phase = 0; phase < PHASE_COUNT; phase++) {
         pthread_barrier_wait(&sh->barrier); /* start */
         for (unsigned i = 0; i < a->files && !sh->failed; i++) {
-            int err = ENAMETOOLONG;
-            if ((size_t)snprintf(path, sizeof(path), "%s/f.%u.%u", shared_dir, rank, i) <
-                sizeof(path))
+            int err = dir_err ? dir_err : ENAMETOOLONG;
+            if (!dir_err &&
+                (size_t)snprintf(path, sizeof(path), "%s/f.%u.%u", dir, rank, i) < sizeof(path))
                 err = file_op((enum mdt_phase)phase, path);
             if (err) {
                 fprintf(stderr, "mdtest_lite: %s %s: %s\n", phase_names[phase], path,
@@ -131,6 +146,31 @@ static int run_phases(const struct mdt_args *a, struct mdt_shared *sh)
     return sh->failed ? -1 : 0;
 }
 
+/* --unique-dir: make (or, with remove, remove) the first COUNT processes'
+ * directories. Returns 0, or -1 after saying which failed (a failed make
+ * removes those made before it). */
+static int rank_dirs(const struct mdt_args *a, const char *shared_dir, unsigned count,
+                     bool remove)
+{
+    char dir[PATH_MAX];
+    int rc = 0;
+    for (unsigned r = 0; a->unique_dir && r < count; r++) {
+        int err = rank_dir(a, shared_dir, r, dir, sizeof(dir));
+        if (!err && (remove ? rmdir(dir) : mkdir(dir, MDT_DIR_MODE)) != 0)
+            err = errno;
+        if (!err)
+            continue;
+        fprintf(stderr, "mdtest_lite: %s %s: %s\n", remove ? "rmdir" : "mkdir", dir,
+                strerror(err));
+        rc = -1;
+        if (!remove) {
+            rank_dirs(a, shared_dir, r, true);
+            break;
+        }
+    }
+    return rc;
+}
+
 static int run(const struct mdt_args *a)
 {
     char shared_dir[PATH_MAX];
@@ -148,10 +188,12 @@ static int run(const struct mdt_args *a)
         fprintf(stderr, "mdtest_lite: mkdir %s: %s\n", shared_dir, strerror(errno));
         return 1;
     }
+    if (rank_dirs(a, shared_dir, a->procs, false) != 0)
+        goto out_dir;
     struct mdt_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED)
-        goto out_dir;
+        goto out_rank_dirs;
     pthread_barrierattr_init(&ba);
     pthread_barrierattr_setpshared(&ba, PTHREAD_PROCESS_SHARED);
     pthread_barrier_init(&sh->barrier, &ba, a->procs + 1);
@@ -181,6 +223,9 @@ out_reap:
     }
     pthread_barrier_destroy(&sh->barrier);
     munmap(sh, sizeof(*sh));
+out_rank_dirs:
+    if (rank_dirs(a, shared_dir, a->procs, true) != 0)
+        rc = 1;
 out_dir:
     if (rmdir(shared_dir) != 0) {
         fprintf(stderr, "mdtest_lite: rmdir %s: %s\n", shared_dir, strerror(errno));
@@ -210,6 +255,8 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--files") == 0 && i + 1 < argc) {
             if (parse_uint(argv[++i], MDT_MAX_FILES, &a.files) != 0)
                 goto usage;
+        } else if (strcmp(argv[i], "--unique-dir") == 0 || strcmp(argv[i], "-u") == 0) {
+            a.unique_dir = true;
         } else if (strcmp(argv[i], "--drop-caches") == 0) {
             a.drop_caches = true;
         } else if (argv[i][0] != '-' && !a.dir) {
@@ -222,6 +269,6 @@ int main(int argc, char **argv)
         goto usage;
     return run(&a);
 usage:
-    fprintf(stderr, "usage: mdtest_lite DIR [--procs P] [--files F] [--drop-caches]\n");
+    fprintf(stderr, "usage: mdtest_lite DIR [--procs P] [--files F] [--unique-dir] [--drop-caches]\n");
     return 2;
 }

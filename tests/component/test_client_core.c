@@ -2,7 +2,8 @@
  * four depfs-ioservers (from $DEPFS_BIN_DIR, default build/bin) on
  * 127.0.0.1 with a temp config and data dirs. Exercises mount, the
  * namespace API (mkdir, create, lookup, readdir with resumption, rename,
- * link, unlink, symlink/readlink, xattrs), layout xattr inheritance, labels
+ * link, unlink, symlink/readlink, xattrs), the directory attributes a
+ * change brings back (depfs_dir_attr_take), layout xattr inheritance, labels
  * in depfs_open (good ones and refused ones with their messages), setattr,
  * sizes of files open in this client, cluster status, MDS restart under a
  * mounted client, and many threads on one mount.
@@ -32,6 +33,8 @@
 #define TEST_TIMEOUT_S 25
 #define THREADS 8u
 #define THREAD_FILES 25u
+#define DIR_ATTR_AGE_MS 60000u  /* a bound no test step reaches */
+#define DIR_ATTR_STALE_US 2000u /* past a bound of 0 ms */
 /* the harness's defaults but for these (cluster.h) */
 #define CORE_CONF "default_layout = 3@2@4k\nserver_down_expiry_ms = 1000\n"
 
@@ -195,6 +198,71 @@ static void purge_all(depfs_t *fs)
     }
     ck_abort_msg("the purge queue did not drain in %u passes", PURGE_PASSES_MAX);
 }
+
+/* A create or unlink in a directory brings the directory's new attributes
+ * (MdsReply.dir_attr): depfs_dir_attr_take gives them out once, equal to
+ * what the MDS says, so depfs-fuse answers the kernel's revalidation that
+ * follows each change without a round trip; any other change of the
+ * directory by this client, or an age over the bound, leaves nothing. */
+static void expect_dir_attr(depfs_t *fs, uint64_t d, const char *what)
+{
+    struct stat kept, fresh;
+    int rc = depfs_dir_attr_take(fs, d, DIR_ATTR_AGE_MS, &kept);
+    ck_assert_msg(rc == 0, "after %s: no attributes kept for the directory (%d)", what, rc);
+    ck_assert_int_eq(depfs_getattr(fs, d, &fresh), 0);
+    ck_assert_uint_eq(kept.st_ino, d);
+    ck_assert(S_ISDIR(kept.st_mode));
+    ck_assert_uint_eq(kept.st_mode, fresh.st_mode);
+    ck_assert_uint_eq(kept.st_nlink, fresh.st_nlink);
+    ck_assert_int_eq(kept.st_mtim.tv_sec, fresh.st_mtim.tv_sec);
+    ck_assert_int_eq(kept.st_mtim.tv_nsec, fresh.st_mtim.tv_nsec);
+    ck_assert_int_eq(kept.st_ctim.tv_nsec, fresh.st_ctim.tv_nsec);
+    ck_assert_int_eq(depfs_dir_attr_take(fs, d, DIR_ATTR_AGE_MS, &kept), -ENOENT); /* once */
+}
+
+START_TEST(test_dir_attr_after_change)
+{
+    depfs_t *fs = mount_fs();
+    uint64_t d = mkdir_ok(fs, DEPFS_ROOT_INO, "da");
+    struct stat st;
+
+    create_ok(fs, d, "f", NULL);
+    expect_dir_attr(fs, d, "create");
+    ck_assert_int_eq(depfs_symlink(fs, d, "s", "f", NULL, &st), 0);
+    expect_dir_attr(fs, d, "symlink");
+    mkdir_ok(fs, d, "sub");
+    expect_dir_attr(fs, d, "mkdir"); /* nlink 3 */
+    ck_assert_int_eq(depfs_unlink(fs, d, "f"), 0);
+    expect_dir_attr(fs, d, "unlink");
+
+    /* a chmod of the directory after a create: nothing older is given out */
+    create_ok(fs, d, "g", NULL);
+    struct stat in = {.st_mode = 0700};
+    ck_assert_int_eq(depfs_setattr(fs, d, &in, DEPFS_SET_MODE, &st), 0);
+    ck_assert_int_eq(depfs_dir_attr_take(fs, d, DIR_ATTR_AGE_MS, &st), -ENOENT);
+    /* so does a rename or rmdir in it */
+    create_ok(fs, d, "h", NULL);
+    ck_assert_int_eq(depfs_rename(fs, d, "h", d, "h2", 0), 0);
+    ck_assert_int_eq(depfs_dir_attr_take(fs, d, DIR_ATTR_AGE_MS, &st), -ENOENT);
+    create_ok(fs, d, "i", NULL);
+    ck_assert_int_eq(depfs_rmdir(fs, d, "sub"), 0);
+    ck_assert_int_eq(depfs_dir_attr_take(fs, d, DIR_ATTR_AGE_MS, &st), -ENOENT);
+    /* a failed change forgets too (the MDS may or may not have made it) */
+    create_ok(fs, d, "j", NULL);
+    ck_assert_int_eq(depfs_unlink(fs, d, "missing"), -ENOENT);
+    ck_assert_int_eq(depfs_dir_attr_take(fs, d, DIR_ATTR_AGE_MS, &st), -ENOENT);
+    /* older than the caller's bound: not given out */
+    create_ok(fs, d, "k", NULL);
+    usleep(DIR_ATTR_STALE_US);
+    ck_assert_int_eq(depfs_dir_attr_take(fs, d, 0, &st), -ENOENT);
+    /* reads change nothing: a lookup between the create and the question */
+    create_ok(fs, d, "l", NULL);
+    ck_assert_int_eq(depfs_lookup(fs, d, "l", &st), 0);
+    expect_dir_attr(fs, d, "create, then a lookup");
+    ck_assert_int_eq(depfs_dir_attr_take(fs, 0, DIR_ATTR_AGE_MS, &st), -EINVAL);
+    depfs_unmount(fs);
+}
+END_TEST
 
 START_TEST(test_rename_link_unlink)
 {
@@ -795,6 +863,7 @@ static Suite *core_suite(void)
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_test(tc, test_mount_and_status);
     tcase_add_test(tc, test_mkdir_create_lookup_readdir);
+    tcase_add_test(tc, test_dir_attr_after_change);
     tcase_add_test(tc, test_rename_link_unlink);
     tcase_add_test(tc, test_symlinks);
     tcase_add_test(tc, test_xattrs);
