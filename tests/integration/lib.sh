@@ -183,8 +183,24 @@ vg_term() {
   why=$(vg_log_bad "$log")
   [ -z "$why" ] || { sed -n "$VG_LOG_PREAMBLE_LINES,\$p" "$log" | head -n 100; fail "$name: $why"; }
 }
+# fuse_strace TRACE STRACE_OPTION...: strace the mount's depfs-fuse into
+# TRACE from now on; fuse_strace_stop (and on_exit) ends it.
+FUSE_STRACE_PID=
+fuse_strace() {
+  local trace=$1; shift
+  command -v strace >/dev/null || fail "strace is needed (deploy/install-deps installs it)"
+  strace -f "$@" -o "$trace" -p "$(cat "$DEPFS_STATE/pids/fuse.pid")" 2>/dev/null &
+  FUSE_STRACE_PID=$!
+}
+fuse_strace_stop() {
+  [ -n "$FUSE_STRACE_PID" ] || return 0
+  kill -INT "$FUSE_STRACE_PID" 2>/dev/null || true
+  wait "$FUSE_STRACE_PID" 2>/dev/null || true
+  FUSE_STRACE_PID=
+}
 on_exit() {
   local rc=$?
+  fuse_strace_stop
   if [ $rc -ne 0 ] && [ -d "$DEPFS_STATE/logs" ]; then
     for f in "$DEPFS_STATE"/logs/*.log; do echo "---- $f"; tail -n 15 "$f"; done
   fi

@@ -23,25 +23,8 @@ FILES=40
 REQS_PER_CREATE=3
 SLACK_PCT=50           # of FILES: extra requests the kernel may send
 TRACE_WAIT_TENTHS=100
-STRACE_PID=
-
-stop_strace() {
-  [ -n "$STRACE_PID" ] || return 0
-  kill -INT "$STRACE_PID" 2>/dev/null || true
-  wait "$STRACE_PID" 2>/dev/null || true
-  STRACE_PID=
-}
-groups_exit() {
-  local rc=$?
-  stop_strace
-  set +e
-  (exit "$rc")
-  on_exit
-}
-trap groups_exit EXIT
 
 command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed"
-command -v strace >/dev/null || fail "strace is needed (deploy/install-deps installs it)"
 
 # as_caller GROUPS CMD...: CMD as uid/gid nobody with supplementary GROUPS
 # (comma-separated; empty: none)
@@ -77,8 +60,7 @@ log "  allowed with the group (also among $MANY_GROUPS), refused without it"
 
 log "counting depfs-fuse's /proc status opens over $FILES creates"
 TRACE="$DEPFS_STATE/fuse-openat.trace"
-strace -f -e trace=openat -o "$TRACE" -p "$(cat "$DEPFS_STATE/pids/fuse.pid")" 2>/dev/null &
-STRACE_PID=$!
+fuse_strace "$TRACE" -e trace=openat
 mkdir "$MNT/count"
 for ((i = 0; i < TRACE_WAIT_TENTHS; i++)); do # attached once a probe's lookup shows
   stat "$MNT/count/probe-$i" >/dev/null 2>&1 || true
@@ -94,7 +76,7 @@ for i in range(n):
     os.close(os.open(f"{d}/f{i}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
 PY
 sleep 0.5 # the last release reaches depfs-fuse after close returns
-stop_strace
+fuse_strace_stop
 opens=$(( $(status_opens "$TRACE") - before ))
 most=$(( REQS_PER_CREATE * FILES + FILES * SLACK_PCT / 100 ))
 log "  $opens opens for $FILES creates (at most $most)"

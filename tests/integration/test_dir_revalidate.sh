@@ -17,24 +17,6 @@ FILES=40
 MAX_GETATTR_PCT=25
 MDS_GETATTR=3          # proto MdsOp
 TRACE_WAIT_TENTHS=100
-STRACE_PID=
-
-stop_strace() {
-  [ -n "$STRACE_PID" ] || return 0
-  kill -INT "$STRACE_PID" 2>/dev/null || true
-  wait "$STRACE_PID" 2>/dev/null || true
-  STRACE_PID=
-}
-reval_exit() {
-  local rc=$?
-  stop_strace
-  set +e
-  (exit "$rc")
-  on_exit
-}
-trap reval_exit EXIT
-
-command -v strace >/dev/null || fail "strace is needed (deploy/install-deps installs it)"
 
 # frames TRACE TYPE: requests of frame type TYPE that depfs-fuse sent
 # (strace -xx of sendmsg: the frame header's magic "DePF", version, type)
@@ -61,8 +43,7 @@ mkdir "$D"
 
 log "counting MDS_GETATTR requests over $FILES creates and $FILES removes"
 TRACE="$DEPFS_STATE/fuse-sendmsg.trace"
-strace -f -e trace=sendmsg -xx -s 64 -o "$TRACE" -p "$(cat "$DEPFS_STATE/pids/fuse.pid")" 2>/dev/null &
-STRACE_PID=$!
+fuse_strace "$TRACE" -e trace=sendmsg -xx -s 64
 for ((i = 0; i < TRACE_WAIT_TENTHS; i++)); do # attached once a probe's lookup shows
   stat "$D/probe-$i" >/dev/null 2>&1 || true
   [ -s "$TRACE" ] && break
@@ -79,7 +60,7 @@ for i in range(n):
     os.unlink(f"{d}/f{i}")
 PY
 sleep 0.5 # the last release reaches depfs-fuse after close returns
-stop_strace
+fuse_strace_stop
 getattrs=$(( $(frames "$TRACE" $MDS_GETATTR) - before ))
 most=$(( 2 * FILES * MAX_GETATTR_PCT / 100 ))
 log "  $getattrs MDS_GETATTR for $FILES creates + $FILES removes (at most $most)"
