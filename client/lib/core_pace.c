@@ -27,8 +27,24 @@ static uint64_t dc_pace_rate(const dc_pace *p, uint64_t now_ms)
     return p->idle_rate;
 }
 
+/* Brings the bucket up to now at `rate` (> 0), full at first. */
+static void dc_pace_refill(dc_pace *p, uint64_t now_ms, uint64_t rate, double burst)
+{
+    if (!p->started) {
+        p->started = true;
+        p->tokens = burst;
+        p->tokens_ms = now_ms;
+    }
+    if (now_ms > p->tokens_ms)
+        p->tokens += (double)(now_ms - p->tokens_ms) * (double)rate / DC_PACE_MS_PER_S;
+    p->tokens_ms = now_ms;
+    if (p->tokens > burst)
+        p->tokens = burst;
+}
+
 uint64_t dc_pace_take(dc_pace *p, uint64_t now_ms, uint64_t bytes, uint32_t min_idle_ms)
 {
+    bool was_busy = dc_pace_busy(p, now_ms);
     if (min_idle_ms < DC_PACE_BUSY_MS && now_ms + DC_PACE_HOLD_MS > p->busy_until_ms)
         p->busy_until_ms = now_ms + DC_PACE_HOLD_MS;
     bool busy = dc_pace_busy(p, now_ms);
@@ -42,16 +58,11 @@ uint64_t dc_pace_take(dc_pace *p, uint64_t now_ms, uint64_t bytes, uint32_t min_
         return 0;
     }
     double burst = (double)rate * DC_PACE_BURST_MS / DC_PACE_MS_PER_S;
-    if (!p->started) {
-        p->started = true;
-        p->tokens = burst;
-        p->tokens_ms = now_ms;
-    }
-    if (now_ms > p->tokens_ms)
-        p->tokens += (double)(now_ms - p->tokens_ms) * (double)rate / DC_PACE_MS_PER_S;
-    p->tokens_ms = now_ms;
-    if (p->tokens > burst)
-        p->tokens = burst;
+    dc_pace_refill(p, now_ms, rate, burst);
+    /* clients just appeared: what was saved while they were away is not
+     * spent on top of them; this batch is paid for at the busy rate */
+    if (busy && !was_busy && rate != p->idle_rate && p->tokens > 0)
+        p->tokens = 0;
     p->tokens -= (double)bytes;
     if (p->tokens >= 0)
         return 0;

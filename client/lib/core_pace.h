@@ -11,8 +11,12 @@
  *   - Otherwise at most rebuild_rate (the cluster-wide limit; 0: none).
  *   - Either rate 0: that limit is off (busy_rate 0: never yields).
  * A token bucket holding DC_PACE_BURST_MS of the current rate; the caller
- * sleeps what dc_pace_take returns. The clock is the caller's, so the
- * unit test drives it (tests/unit/test_core_pace.c). */
+ * sleeps what dc_pace_take returns. When clients appear (busy begins and
+ * the busy rate is the lower) the bucket is emptied: what it saved while
+ * they were away, or the burst a bucket starts with after running
+ * unlimited, is not spent on top of them, so the batch that revealed them
+ * is already paid for at the busy rate. The clock is the caller's, so the
+ * unit test drives it (tests/unit/test_rebuild_pace.c). */
 #ifndef DEPFS_CORE_PACE_H
 #define DEPFS_CORE_PACE_H
 #include <stdbool.h>

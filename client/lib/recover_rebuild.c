@@ -338,8 +338,13 @@ static void dc_rb_keep_pace(dc_rebuild *rb, uint64_t bytes)
             min_idle = rb->wreqs[p].client_io_idle_ms;
     }
     pthread_mutex_lock(&rb->fs->pace_lock);
-    uint64_t ms = dc_pace_take(&rb->fs->pace, dc_now_ms(), bytes, min_idle);
+    uint64_t now = dc_now_ms();
+    uint64_t ms = dc_pace_take(&rb->fs->pace, now, bytes, min_idle);
+    bool busy = dc_pace_busy(&rb->fs->pace, now);
     pthread_mutex_unlock(&rb->fs->pace_lock);
+    log_debug("rebuild pace: %llu bytes, least client_io_idle_ms %u, %s, sleep %llu ms",
+              (unsigned long long)bytes, min_idle, busy ? "busy" : "idle",
+              (unsigned long long)ms);
     if (ms > 0) {
         clock_sleep_ms(ms);
         atomic_fetch_add(&rb->sh->paced_ms, ms);
@@ -611,9 +616,15 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
     }
     dc_rb_free(lanes, nlanes);
     pthread_mutex_destroy(&sh.mu);
-    if (rc == 0)
+    if (rc == 0) {
+        pthread_mutex_lock(&fs->pace_lock);
+        uint64_t busy_bytes = fs->pace.busy_bytes, idle_bytes = fs->pace.idle_bytes;
+        pthread_mutex_unlock(&fs->pace_lock);
         log_info("rebuilt inode %llu on server %u: %llu stripes (%llu ms paced: rebuild_rate, "
-                 "or clients busy)", (unsigned long long)ino, server_id,
-                 (unsigned long long)stripes, (unsigned long long)atomic_load(&sh.paced_ms));
+                 "or clients busy; this process's rebuilds so far: %llu bytes while clients "
+                 "were busy, %llu while idle)", (unsigned long long)ino, server_id,
+                 (unsigned long long)stripes, (unsigned long long)atomic_load(&sh.paced_ms),
+                 (unsigned long long)busy_bytes, (unsigned long long)idle_bytes);
+    }
     return rc;
 }

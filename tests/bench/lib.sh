@@ -34,10 +34,13 @@ publish_results() {
 
 # randw FILE MIB SECONDS: 4 KiB writes at random 4 KiB-aligned offsets of
 # FILE (MIB long) for SECONDS, then fsync (counted); prints the IOPS.
+# DEPFS_BENCH_RANDW_TRACE=PATH: also appends "epoch_s writes" every 64 writes.
 randw() {
     python3 - "$@" <<'PY'
 import os, random, sys, time
 path, mib, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+trace = os.environ.get("DEPFS_BENCH_RANDW_TRACE")
+trace = open(trace, "a") if trace else None
 blocks = mib * 256
 buf = os.urandom(4096)
 rng = random.Random(42)
@@ -49,6 +52,8 @@ while True:
     for _ in range(64):
         os.pwrite(fd, buf, rng.randrange(blocks) * 4096)
     n += 64
+    if trace:
+        trace.write(f"{time.time():.3f} {n}\n")
     if time.monotonic() >= end:
         break
 os.fsync(fd)

@@ -1,11 +1,11 @@
-/* test_core_pace.c - the rebuild's QoS rule (client/lib/core_pace.h),
+/* test_rebuild_pace.c - the rebuild's QoS rule (client/lib/core_pace.h),
  * on a clock the test drives: with no limits nothing ever waits; idle, the
  * long-run rate is rebuild_rate; a server that served a client within
  * DC_PACE_BUSY_MS makes it busy, and busy it keeps to rebuild_busy_rate
  * (never to nothing: a rebuild under constant load still moves at that
  * rate) for DC_PACE_HOLD_MS after the last sign of clients, then goes back
  * to full speed; the lower limit wins while busy; busy_rate 0 never
- * yields. */
+ * yields; clients arriving find no burst saved up while they were away. */
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -97,6 +97,45 @@ START_TEST(busy_rate_zero_never_yields)
 }
 END_TEST
 
+/* The first batch that sees clients must already be paid for at the busy
+ * rate: what the bucket saved while idle (or a fresh bucket's burst after
+ * running unlimited) is not spent on top of them. */
+static void first_busy_batch_waits(uint64_t idle_rate, uint64_t busy_rate)
+{
+    dc_pace p;
+    dc_pace_init(&p, idle_rate, busy_rate);
+    uint64_t now = 1000;
+    (void)run(&p, &now, NO_CLIENTS);
+    now += RUN_MS; /* a long idle pause: the bucket fills up */
+    ck_assert_uint_eq(dc_pace_take(&p, now, BATCH, NO_CLIENTS), 0);
+    now += RUN_MS;
+    uint64_t want_ms = (uint64_t)BATCH * 1000u / busy_rate;
+    uint64_t sleep_ms = dc_pace_take(&p, now, BATCH, CLIENT_NOW);
+    ck_assert_msg(sleep_ms + 1 >= want_ms, "slept %llu ms, the busy rate wants %llu",
+                  (unsigned long long)sleep_ms, (unsigned long long)want_ms);
+    /* and from then on the busy rate, not more */
+    double rate = run(&p, &now, CLIENT_NOW);
+    ck_assert_msg(rate < 1.05 * busy_rate, "busy rate %.0f", rate);
+}
+
+START_TEST(clients_arriving_get_no_saved_burst)
+{
+    first_busy_batch_waits(0, 32u * MIB);         /* after running unlimited */
+    first_busy_batch_waits(256u * MIB, 32u * MIB); /* after a limited idle run */
+}
+END_TEST
+
+START_TEST(busy_rate_zero_keeps_the_idle_bucket)
+{
+    dc_pace p;
+    dc_pace_init(&p, 64u * MIB, 0);
+    uint64_t now = 1000;
+    (void)dc_pace_take(&p, now, BATCH, NO_CLIENTS);
+    now += RUN_MS; /* full again: 16 MiB */
+    ck_assert_uint_eq(dc_pace_take(&p, now, BATCH, CLIENT_NOW), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rebuild_pace");
@@ -106,6 +145,8 @@ int main(void)
     tcase_add_test(tc, busy_yields_to_the_busy_rate_then_recovers);
     tcase_add_test(tc, lower_limit_wins_while_busy);
     tcase_add_test(tc, busy_rate_zero_never_yields);
+    tcase_add_test(tc, clients_arriving_get_no_saved_burst);
+    tcase_add_test(tc, busy_rate_zero_keeps_the_idle_bucket);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
