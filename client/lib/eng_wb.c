@@ -11,8 +11,7 @@
  *            stripe that a non-sequential write ended): a sorted set of
  *            disjoint extents, at most DC_WB_SCATTER_EXTENTS_MAX of them and
  *            DC_WB_SCATTER_BYTES_MAX bytes; written out together, in as few
- *            lock rounds as the requests allow, when full (or early, when
- *            the inode's writer begins or resumes: eng_wb_age.h). Random small
+ *            lock rounds as the requests allow, when full. Random small
  *            writes thus cost two round trips per round of ~28 stripes
  *            instead of two per write.
  *   flight   a full scatter set is handed to a background thread (the
@@ -42,7 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engines.h"
-#include "eng_wb_age.h"
 #include "log.h"
 
 #define DC_WB_MIN_STRIPES 4u
@@ -71,8 +69,6 @@ typedef struct dc_wb {
     dc_wb_ext *sc;   /* scatter set: DC_WB_SCATTER_EXTENTS_MAX slots, sorted, disjoint */
     unsigned sc_n;
     uint64_t sc_bytes;
-    uint64_t sc_first_ms; /* when the set's first extent was buffered */
-    uint64_t last_out_ms; /* when bytes last went out (0: never): eng_wb_age.h */
     dc_wb_ext *fl;   /* the flight: a former scatter set being written out */
     unsigned fl_n;
     bool flying;
@@ -152,7 +148,6 @@ static int dc_wb_flush_run(depfs_t *fs, dc_inode *in, dc_wb *wb)
     if (wb->len == 0)
         return 0;
     dc_wb_wait_landed(wb); /* older bytes of this range may be in the air */
-    wb->last_out_ms = dc_now_ms();
     int rc = dc_write_range(fs, in, wb->buf, wb->off, wb->len, false);
     if (rc < 0)
         log_warn("write-behind of inode %llu [%llu, +%llu) failed: %s",
@@ -203,7 +198,6 @@ static int dc_wb_flush_scatter(depfs_t *fs, dc_inode *in, dc_wb *wb)
     if (wb->sc_n == 0)
         return 0;
     dc_wb_wait_landed(wb);
-    wb->last_out_ms = dc_now_ms();
     int rc = dc_wb_write_exts(fs, in, wb->sc, wb->sc_n);
     dc_wb_scatter_clear(wb);
     return rc;
@@ -308,7 +302,6 @@ static int dc_wb_send_scatter(depfs_t *fs, dc_inode *in, dc_wb *wb)
     wb->sc_n = 0;
     wb->sc_bytes = 0;
     wb->flying = true;
-    wb->last_out_ms = dc_now_ms();
     pthread_attr_t at;
     pthread_t th;
     int rc = pthread_attr_init(&at);
@@ -371,8 +364,6 @@ static dc_wb_ext *dc_wb_scatter_within(dc_wb *wb, uint64_t off, uint64_t len)
  * more extent and len more bytes). */
 static int dc_wb_scatter_add(dc_wb *wb, const uint8_t *buf, uint64_t off, uint64_t len)
 {
-    if (wb->sc_n == 0)
-        wb->sc_first_ms = dc_now_ms();
     dc_wb_ext *in = dc_wb_scatter_within(wb, off, len);
     if (in != NULL) {
         memcpy(in->data + (off - in->off), buf, len); /* a rewrite: no new memory */
@@ -520,10 +511,6 @@ static int dc_wb_write_buffered(depfs_t *fs, dc_inode *in, dc_wb *wb, const uint
     }
     if (rc == 0)
         rc = dc_wb_append(fs, in, wb, buf, off, len);
-    /* a writer that begins or resumes shows up at the servers soon */
-    if (rc == 0 && dc_wb_fly_early(dc_now_ms(), wb->sc_first_ms, wb->last_out_ms, wb->sc_n,
-                                   wb->flying))
-        rc = dc_wb_send_scatter(fs, in, wb);
     pthread_mutex_unlock(&wb->lock);
     return rc;
 }

@@ -22,9 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
 #include "depfs_admin.h"
-#include "eng_wb_age.h"
 #include "layout.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/rng.h"
@@ -759,58 +757,6 @@ START_TEST(test_scatter_flight)
 }
 END_TEST
 
-/* Whether another client reads `len` bytes of `want` at `off` of PATH
- * from the servers (a fresh open: no read-ahead window of before). */
-static bool other_client_sees(depfs_t *fs, const char *path, const uint8_t *want, size_t len,
-                              uint64_t off)
-{
-    uint8_t got[4096];
-    ck_assert_uint_le(len, sizeof got);
-    depfs_fh_t *fh = NULL;
-    ck_assert_int_eq(depfs_open(fs, path, O_RDONLY, 0, &fh), 0);
-    ssize_t n = depfs_read(fh, got, len, off);
-    ck_assert_int_eq(depfs_close(fh), 0);
-    return n == (ssize_t)len && memcmp(got, want, len) == 0;
-}
-
-/* A random writer that begins shows up at the I/O servers long before its
- * scatter set is full (eng_wb_age.h; the rebuild pace knows clients only
- * by their I/O there): a few scattered writes, one more once the set is
- * DC_WB_FIRST_AGE_MS old, and another client reads them from the servers
- * with no flush, fsync or close of the writer. */
-START_TEST(test_new_writer_shows_up_early)
-{
-    const size_t piece = 4096;
-    const unsigned pieces = 8;
-    const uint64_t gap = 64u << 10, size = (pieces + 1) * gap;
-    const unsigned poll_ms = 50, wait_ms = 5000;
-    depfs_t *fs = mount_fs(), *fs2 = mount_fs();
-    uint8_t *buf = calloc(1, size);
-    ck_assert_ptr_nonnull(buf);
-    depfs_fh_t *fh = NULL;
-    ck_assert_int_eq(depfs_open(fs, "/early", O_CREAT | O_RDWR, 0644, &fh), 0);
-    ck_assert_int_eq(depfs_write(fh, buf, size, 0), (ssize_t)size);
-    ck_assert_int_eq(depfs_close(fh), 0); /* zeros, size committed */
-    ck_assert_int_eq(depfs_open(fs, "/early", O_RDWR, 0, &fh), 0);
-    memset(buf, 0xab, piece);
-    for (unsigned i = pieces; i > 0; i--) /* backwards: each one scattered */
-        ck_assert_int_eq(depfs_write(fh, buf, piece, i * gap), (ssize_t)piece);
-    clock_sleep_ms(DC_WB_FIRST_AGE_MS + poll_ms);
-    ck_assert_int_eq(depfs_write(fh, buf, piece, 0), (ssize_t)piece);
-    bool seen = false;
-    for (unsigned waited = 0; !seen && waited < wait_ms; waited += poll_ms) {
-        seen = other_client_sees(fs2, "/early", buf, piece, pieces * gap);
-        if (!seen)
-            clock_sleep_ms(poll_ms);
-    }
-    ck_assert_msg(seen, "the scattered writes stayed in write-behind for %u ms", wait_ms);
-    ck_assert_int_eq(depfs_close(fh), 0);
-    depfs_unmount(fs2);
-    depfs_unmount(fs);
-    free(buf);
-}
-END_TEST
-
 /* O_APPEND through write-behind, truncates landing on buffered data, and a
  * second handle reading while the first still buffers. */
 START_TEST(test_append_truncate_buffered)
@@ -879,7 +825,6 @@ static Suite *data_suite(void)
     tcase_add_test(tc, test_append_truncate_buffered);
     tcase_add_test(tc, test_overwrite_buffered);
     tcase_add_test(tc, test_scatter_flight);
-    tcase_add_test(tc, test_new_writer_shows_up_early);
     tcase_add_test(tc, test_scrub_names_and_repairs_damaged_units);
     tcase_add_test(tc, test_concurrent_writers_parity);
     tcase_add_test(tc, test_scatter_in_one_stripe_is_one_round);
