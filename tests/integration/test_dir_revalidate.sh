@@ -92,4 +92,4 @@ rm "$D/a"
 expect_dir "an unlink"
 
 scrub_clean
-log "PASS"
+echo "PASS: the directory re-check after a create or remove is answered from the change, and the kernel shows the MDS's mode, link count and mtime"
