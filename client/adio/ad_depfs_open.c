@@ -171,4 +171,3 @@ void ADIOI_DEPFS_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_co
     if (opened && file)
         file->close_barrier = all_opened;
 }
-
