@@ -166,9 +166,6 @@ static uint32_t cap_rights_of(uint32_t open_flags)
     }
 }
 
-/* The last link went: the client learns which inode (it may hold it
- * open); a regular file's strip files go through the purge queue, not
- * through the client. */
 /* The parent directory as a namespace change left it. */
 static void fill_dir_attr(mds_reply_buf *b, const mds_inode *dir)
 {
@@ -176,6 +173,9 @@ static void fill_dir_attr(mds_reply_buf *b, const mds_inode *dir)
     b->rep.dir_attr = &b->dir_attr;
 }
 
+/* The last link went: the client learns which inode (it may hold it
+ * open); a regular file's strip files go through the purge queue, not
+ * through the client. */
 static void fill_removed(mds_reply_buf *b, const mds_removed *rm)
 {
     if (!rm->ino)

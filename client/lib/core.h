@@ -8,9 +8,9 @@
 #define DEPFS_CLIENT_CORE_H
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sys/stat.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include "clock.h"
 #include "codec.h"
 #include "config.h"
