@@ -14,14 +14,18 @@
  *            lock rounds as the requests allow, when full. Random small
  *            writes thus cost two round trips per round of ~28 stripes
  *            instead of two per write.
- *   flight   a full scatter set is handed to a background thread (the
- *            "flight") and written out while new writes fill a fresh set:
- *            the writer does not wait for the servers. One flight at a
- *            time; every other write-out of the inode (run, scatter,
+ *   flight   a full scatter set, or a run that reached its boundary, is
+ *            handed to a background thread (the "flight") and written out
+ *            while new writes fill a fresh set or run: the writer does not
+ *            wait for the servers, so a streaming writer's next bytes are
+ *            copied in while the last run is encoded and sent. One flight
+ *            at a time; every other write-out of the inode (run, scatter,
  *            large writes, flush, fsync, reads of buffered ranges, close,
  *            truncate) first waits for it to land, so newer bytes never
  *            land before older ones. Its error is kept in wb->err for the
- *            next flush/fsync/close. Memory: at most two scatter sets.
+ *            next flush/fsync/close. Memory: at most two scatter sets and
+ *            two run buffers (the second one allocated by the first run
+ *            flight).
  * Everything is written out before an overlapping read or write-through,
  * and on flush/fsync/close/truncate. A small write (under a stripe) that
  * overlaps the scatter set is merged into it, its bytes over the older ones
@@ -31,9 +35,9 @@
  * set first. Either way the newest bytes win. Handles opened
  * O_DIRECT/O_SYNC/O_DSYNC (and the recovery client) write through.
  * in->wb is set once (atomically) and freed by dc_wb_release; wb->lock
- * serializes everything else, except the flight's extents (wb->fl): the
- * flight thread writes them out without the lock (nobody changes them
- * while wb->flying) and frees them under it. */
+ * serializes everything else, except the flight's extents (wb->fl) and run
+ * (wb->fbuf): the flight thread writes them out without the lock (nobody
+ * changes them while wb->flying) and empties them under it. */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +75,9 @@ typedef struct dc_wb {
     uint64_t sc_bytes;
     dc_wb_ext *fl;   /* the flight: a former scatter set being written out */
     unsigned fl_n;
+    uint8_t *fbuf;   /* or the flight: a former run buffer (cap bytes, NULL */
+    uint64_t foff;   /* until the first run flight), fbuf[0] at file offset */
+    uint64_t flen;   /* foff; flen bytes, 0 when the flight is extents */
     bool flying;
     int err;         /* failure of a flush nobody could be told about yet */
 } dc_wb;
@@ -141,6 +148,18 @@ static void dc_wb_wait_landed(dc_wb *wb)
         pthread_cond_wait(&wb->landed, &wb->lock);
 }
 
+/* Write one run's bytes out (no lock needed: the caller owns them). */
+static int dc_wb_write_run(depfs_t *fs, dc_inode *in, const uint8_t *buf, uint64_t off,
+                           uint64_t len)
+{
+    int rc = dc_write_range(fs, in, buf, off, len, false);
+    if (rc < 0)
+        log_warn("write-behind of inode %llu [%llu, +%llu) failed: %s",
+                 (unsigned long long)in->ino, (unsigned long long)off,
+                 (unsigned long long)len, strerror(-rc));
+    return rc;
+}
+
 /* Write the run out and empty it (even on failure: the error is the
  * caller's to report). wb->lock held. */
 static int dc_wb_flush_run(depfs_t *fs, dc_inode *in, dc_wb *wb)
@@ -148,11 +167,7 @@ static int dc_wb_flush_run(depfs_t *fs, dc_inode *in, dc_wb *wb)
     if (wb->len == 0)
         return 0;
     dc_wb_wait_landed(wb); /* older bytes of this range may be in the air */
-    int rc = dc_write_range(fs, in, wb->buf, wb->off, wb->len, false);
-    if (rc < 0)
-        log_warn("write-behind of inode %llu [%llu, +%llu) failed: %s",
-                 (unsigned long long)in->ino, (unsigned long long)wb->off,
-                 (unsigned long long)wb->len, strerror(-rc));
+    int rc = dc_wb_write_run(fs, in, wb->buf, wb->off, wb->len);
     wb->len = 0;
     return rc;
 }
@@ -272,10 +287,12 @@ static void *dc_wb_flight_main(void *arg)
     dc_wb_flight f = *(dc_wb_flight *)arg;
     free(arg);
     dc_wb *wb = f.wb;
-    int rc = dc_wb_write_lanes(f.fs, f.in, wb->fl, wb->fl_n);
+    int rc = wb->flen > 0 ? dc_wb_write_run(f.fs, f.in, wb->fbuf, wb->foff, wb->flen)
+                          : dc_wb_write_lanes(f.fs, f.in, wb->fl, wb->fl_n);
     pthread_mutex_lock(&wb->lock);
     dc_wb_exts_free(wb->fl, wb->fl_n);
     wb->fl_n = 0;
+    wb->flen = 0;
     if (rc < 0 && wb->err == 0)
         wb->err = rc; /* told by the next flush/fsync/close */
     wb->flying = false;
@@ -284,24 +301,18 @@ static void *dc_wb_flight_main(void *arg)
     return NULL;
 }
 
-/* Hand the (full) scatter set to a background flight and start an empty
- * one; written out in place when no thread can be had. wb->lock held. */
-static int dc_wb_send_scatter(depfs_t *fs, dc_inode *in, dc_wb *wb)
+/* Start the flight thread for what wb->fl or wb->fbuf holds (wb->flying
+ * set by the caller). Returns 0, or an error when no thread could be had:
+ * then nothing flies and the caller writes it out itself. wb->lock held. */
+static int dc_wb_launch(depfs_t *fs, dc_inode *in, dc_wb *wb)
 {
-    if (wb->sc_n == 0)
-        return 0;
-    dc_wb_wait_landed(wb);
+    assert(wb->flying && (wb->fl_n > 0) != (wb->flen > 0));
     dc_wb_flight *f = malloc(sizeof *f);
-    if (f == NULL)
-        return dc_wb_flush_scatter(fs, in, wb);
+    if (f == NULL) {
+        wb->flying = false;
+        return -ENOMEM;
+    }
     *f = (dc_wb_flight){.fs = fs, .in = in, .wb = wb};
-    dc_wb_ext *t = wb->fl;
-    wb->fl = wb->sc;
-    wb->fl_n = wb->sc_n;
-    wb->sc = t;
-    wb->sc_n = 0;
-    wb->sc_bytes = 0;
-    wb->flying = true;
     pthread_attr_t at;
     pthread_t th;
     int rc = pthread_attr_init(&at);
@@ -312,11 +323,54 @@ static int dc_wb_send_scatter(depfs_t *fs, dc_inode *in, dc_wb *wb)
     }
     if (rc == 0)
         return 0;
-    free(f); /* no thread: write it out here */
+    free(f);
     wb->flying = false;
-    rc = dc_wb_write_exts(fs, in, wb->fl, wb->fl_n);
+    return -rc;
+}
+
+/* Hand the (full) scatter set to a background flight and start an empty
+ * one; written out in place when no thread can be had. wb->lock held. */
+static int dc_wb_send_scatter(depfs_t *fs, dc_inode *in, dc_wb *wb)
+{
+    if (wb->sc_n == 0)
+        return 0;
+    dc_wb_wait_landed(wb);
+    dc_wb_ext *t = wb->fl;
+    wb->fl = wb->sc;
+    wb->fl_n = wb->sc_n;
+    wb->sc = t;
+    wb->sc_n = 0;
+    wb->sc_bytes = 0;
+    wb->flying = true;
+    if (dc_wb_launch(fs, in, wb) == 0)
+        return 0;
+    int rc = dc_wb_write_exts(fs, in, wb->fl, wb->fl_n); /* no thread: here */
     dc_wb_exts_free(wb->fl, wb->fl_n);
     wb->fl_n = 0;
+    return rc;
+}
+
+/* Hand the run (at its boundary) to a background flight and start an empty
+ * one in the other buffer; written out in place when no second buffer or
+ * thread can be had. wb->lock held. */
+static int dc_wb_send_run(depfs_t *fs, dc_inode *in, dc_wb *wb)
+{
+    if (wb->len == 0)
+        return 0;
+    dc_wb_wait_landed(wb);
+    if (wb->fbuf == NULL && (wb->fbuf = malloc(wb->cap)) == NULL)
+        return dc_wb_flush_run(fs, in, wb);
+    uint8_t *t = wb->fbuf;
+    wb->fbuf = wb->buf;
+    wb->foff = wb->off;
+    wb->flen = wb->len;
+    wb->buf = t;
+    wb->len = 0;
+    wb->flying = true;
+    if (dc_wb_launch(fs, in, wb) == 0)
+        return 0;
+    int rc = dc_wb_write_run(fs, in, wb->fbuf, wb->foff, wb->flen); /* no thread: here */
+    wb->flen = 0;
     return rc;
 }
 
@@ -338,6 +392,18 @@ static bool dc_wb_exts_overlap(const dc_wb_ext *x, unsigned n, uint64_t off, uin
 {
     unsigned i = dc_wb_exts_find(x, n, off);
     return i < n && x[i].off < off + len;
+}
+
+/* Whether the flight in the air holds bytes of [off, off+len). wb->lock
+ * held (the flight's extents and run stay put until it lands: its thread
+ * empties them under wb->lock). */
+static bool dc_wb_flight_overlaps(const dc_wb *wb, uint64_t off, uint64_t len)
+{
+    if (!wb->flying)
+        return false;
+    if (wb->flen > 0)
+        return off < wb->foff + wb->flen && wb->foff < off + len;
+    return dc_wb_exts_overlap(wb->fl, wb->fl_n, off, len);
 }
 
 static unsigned dc_wb_scatter_find(const dc_wb *wb, uint64_t off)
@@ -462,7 +528,7 @@ static int dc_wb_append(depfs_t *fs, dc_inode *in, dc_wb *wb, const uint8_t *buf
         off += chunk;
         len -= chunk;
         if (off == limit) {
-            int rc = dc_wb_flush_run(fs, in, wb);
+            int rc = dc_wb_send_run(fs, in, wb);
             if (rc < 0)
                 return rc;
         }
@@ -542,10 +608,8 @@ int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len)
     if (wb == NULL)
         return 0;
     pthread_mutex_lock(&wb->lock);
-    /* the flight's extents stay put until it lands (its thread frees them
-     * under wb->lock): looking at them here is safe */
-    if (wb->flying && dc_wb_exts_overlap(wb->fl, wb->fl_n, off, len))
-        dc_wb_wait_landed(wb); /* it holds bytes of the range */
+    if (dc_wb_flight_overlaps(wb, off, len))
+        dc_wb_wait_landed(wb);
     int rc = 0;
     if (wb->len > 0 && off < wb->off + wb->len && wb->off < off + len)
         rc = dc_wb_flush_run(fs, in, wb);
@@ -587,6 +651,7 @@ void dc_wb_release(dc_inode *in)
     pthread_mutex_destroy(&wb->lock);
     free(wb->fl);
     free(wb->sc);
+    free(wb->fbuf);
     free(wb->buf);
     free(wb);
 }

@@ -581,6 +581,70 @@ START_TEST(test_strided_read_ahead)
 }
 END_TEST
 
+/* Bytes of file ino on every server of lay, each at least `want` (its
+ * strip file's size), within 10 s. */
+static bool strips_hold(const layout *lay, uint64_t ino, off_t want)
+{
+    for (int tries = 0; tries < 500; tries++) {
+        unsigned full = 0;
+        for (unsigned p = 0; p < lay->n; p++) {
+            char path[512];
+            struct stat st;
+            strip_path(path, sizeof path, lay->servers[p], ino);
+            if (stat(path, &st) == 0 && st.st_size >= want)
+                full++;
+        }
+        if (full == lay->n)
+            return true;
+        usleep(20000);
+    }
+    return false;
+}
+
+/* A streaming writer does not wait for the servers: the write that fills
+ * a run (4 MiB here, this layout's run capacity) hands it to the
+ * background flight and returns, even with every server of the file
+ * stopped; the run lands once they resume, before anything flushes it, and
+ * fsync, the read-back and scrub find it whole. Before the flight took
+ * runs, that write waited out the stopped servers and failed. */
+START_TEST(test_run_flight)
+{
+    enum { RUN = 4 << 20, CHUNK = 256 << 10 };
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@4@2@4k:/runflight", O_CREAT | O_RDWR, 0644, &fh), 0);
+    layout lay;
+    layout_of(fh, &lay);
+    uint64_t ino = depfs_fh_ino(fh);
+    uint64_t sb = layout_stripe_bytes(&lay);
+    ck_assert_uint_eq(RUN % sb, 0);
+    uint8_t *model = malloc(RUN);
+    ck_assert_ptr_nonnull(model);
+    rnd_fill(model, RUN);
+    for (unsigned p = 0; p < lay.n; p++) {
+        ck_assert_int_eq(kill(g_cl.ios[lay.servers[p]], SIGSTOP), 0);
+        wait_stopped(g_cl.ios[lay.servers[p]]);
+    }
+    ssize_t n = CHUNK;
+    uint64_t off = 0;
+    for (; off < RUN && n == CHUNK; off += CHUNK)
+        n = depfs_write(fh, model + off, CHUNK, off);
+    for (unsigned p = 0; p < lay.n; p++)
+        ck_assert_int_eq(kill(g_cl.ios[lay.servers[p]], SIGCONT), 0);
+    ck_assert_msg(n == CHUNK, "write at %" PRIu64 " returned %zd (%s): it waited on the stopped "
+                  "servers", off - CHUNK, n, depfs_last_error());
+    ck_assert_msg(strips_hold(&lay, ino, (off_t)(RUN / lay.k)),
+                  "the full run did not leave the client before a flush");
+    ck_assert_int_eq(depfs_fsync(fh), 0);
+    check_content(fh, model, RUN);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    scrub_clean(fs, ino, RUN / sb);
+    depfs_unmount(fs);
+    free(model);
+}
+END_TEST
+
 /* A server that stops answering (SIGSTOP: connections still open, no
  * replies): reads time out, retry once, mark it failed and decode; writes
  * go to the survivors. After it resumes it refuses reads (it saw it did not
@@ -828,6 +892,7 @@ static Suite *data_suite(void)
     tcase_add_unchecked_fixture(td, cluster_up, cluster_down);
     tcase_set_timeout(td, T_TEST_TIMEOUT_S);
     tcase_add_test(td, test_strided_read_ahead); /* first: its stops are short */
+    tcase_add_test(td, test_run_flight);         /* so are this one's */
     tcase_add_test(td, test_hung_server);
     tcase_add_test(td, test_degraded_read_write);
     suite_add_tcase(s, td);
