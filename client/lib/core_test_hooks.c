@@ -25,7 +25,10 @@
  *                                             dirty (its lock still held);
  *                             degraded_locked a decoding reader holds the stripe
  *                                             locks of its units, read, not yet
- *                                             decoded or released.
+ *                                             decoded or released;
+ *                             rebuild_held    a rebuild of a file holds it open
+ *                                             at the MDS and knows its layout,
+ *                                             no batch started yet.
  *   DEPFS_TEST_PAUSE_MS=N   the pause lasts N ms instead (then the writer
  *                           goes on: a slow writer rather than a dead one).
  * These exist only in test builds (make hooks: -DDEPFS_TEST_HOOKS, in
@@ -68,6 +71,8 @@ static void dc_test_hooks_read(void)
         dc_hooks.pause = DC_PAUSE_BEFORE_DIRTY;
     else if (dc_env_is("DEPFS_TEST_PAUSE", "degraded_locked"))
         dc_hooks.pause = DC_PAUSE_DEGRADED_LOCKED;
+    else if (dc_env_is("DEPFS_TEST_PAUSE", "rebuild_held"))
+        dc_hooks.pause = DC_PAUSE_REBUILD_HELD;
     else
         dc_hooks.pause = DC_PAUSE_NONE;
     const char *ms = getenv("DEPFS_TEST_PAUSE_MS");
@@ -99,6 +104,7 @@ static const char *dc_pause_name(dc_pause_point p)
     case DC_PAUSE_BETWEEN_WRITES: return "between_writes";
     case DC_PAUSE_BEFORE_DIRTY: return "before_dirty";
     case DC_PAUSE_DEGRADED_LOCKED: return "degraded_locked";
+    case DC_PAUSE_REBUILD_HELD: return "rebuild_held";
     default: return "none";
     }
 }

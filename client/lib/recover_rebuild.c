@@ -27,9 +27,18 @@
  * its requests are marked background so that they do not count as such).
  *
  * Requests to S are sent even though the status vector calls it down
- * (any_state): a REBUILDING server accepts locks and writes. */
+ * (any_state): a REBUILDING server accepts locks and writes.
+ *
+ * The rebuild holds the file open at the MDS (depfs_open_ino, as a handle
+ * does) from before its layout is read until its last write to S is
+ * answered: a file unlinked meanwhile stays out of the purge queue's lists
+ * until then, so its purge removes S's strip file after the rebuild wrote
+ * it, never before (which would leave it on S with no queue entry). An
+ * unlinked file no handle holds is ENOENT there: its strip files may be
+ * going already, and it has nothing left to rebuild. */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -551,11 +560,10 @@ static int dc_rb_alloc(dc_rebuild *lanes, unsigned *nlanes, uint64_t stripes)
     return 0;
 }
 
-int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_progress_fn fn,
-                       void *arg)
+/* The rebuild of ino onto server_id, its caller holding the file open. */
+static int dc_rebuild_held(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_progress_fn fn,
+                           void *arg)
 {
-    if (fs == NULL)
-        return -EINVAL;
     dc_rb_shared sh = {.fn = fn, .arg = arg, .background = dc_holds_cluster_key(fs)};
     dc_rebuild lanes[DC_RB_LANES];
     memset(lanes, 0, sizeof lanes);
@@ -570,6 +578,7 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
     if (spos < 0)
         return 0;
     rb->spos = (unsigned)spos;
+    dc_test_pause(DC_PAUSE_REBUILD_HELD);
     const layout *lay = &rb->t.lay;
     /* S may have missed epochs while it was away: tell it ours first */
     rc = dc_push_state(fs, server_id, atomic_load(&fs->cluster_epoch), -1);
@@ -627,4 +636,18 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
                  (unsigned long long)busy_bytes, (unsigned long long)idle_bytes);
     }
     return rc;
+}
+
+int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_progress_fn fn,
+                       void *arg)
+{
+    if (fs == NULL)
+        return -EINVAL;
+    depfs_fh_t *held = NULL;
+    int rc = depfs_open_ino(fs, ino, O_RDONLY, &held);
+    if (rc < 0)
+        return rc; /* -ENOENT: gone, or unlinked with its strip files going */
+    rc = dc_rebuild_held(fs, ino, server_id, fn, arg);
+    int rc2 = depfs_close(held); /* no data buffered: gives the hold back */
+    return rc < 0 ? rc : rc2;
 }
