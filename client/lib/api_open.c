@@ -1,5 +1,5 @@
 /* api_open.c - libdepfs entry points: file handles. create (with a requested layout),
- * open by inode (O_TRUNC), close (flush, then drop the inode), fstat,
+ * open by inode (O_TRUNC), a recovery client's hold of an inode (dc_open_held), close (flush, then drop the inode), fstat,
  * ftruncate (the truncate sequence itself is the truncate engine
  * dc_truncate: flush, data side, MDS size, local size). O_APPEND is honoured by
  * the data path (depfs_write), see core.h. */
@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include "api.h"
 #include "engines.h"
 #include "label.h"
 #include "log.h"
@@ -178,6 +179,26 @@ int depfs_open_ino(depfs_t *fs, uint64_t ino, int flags, depfs_fh_t **fh)
     if (rc == 0)
         rc = open_finish(fs, rep, flags, fh);
 out:
+    free_rep(rep);
+    return rc;
+}
+
+int dc_open_held(depfs_t *fs, uint64_t ino, depfs_fh_t **fh)
+{
+    *fh = NULL;
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    Depfs__MdsReply *rep = NULL;
+    req.has_ino = req.has_renew_hold = req.renew_hold = true;
+    req.ino = ino;
+    req.has_flags = true; /* a reader's hold */
+    req.flags = O_RDONLY;
+    int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_OPEN, &req, &rep);
+    if (rc == 0 && (!rep->attr || !S_ISREG(rep->attr->mode))) {
+        dc_set_error("inode %llu is not a regular file", (unsigned long long)ino);
+        rc = -EINVAL;
+    }
+    if (rc == 0)
+        rc = open_finish(fs, rep, O_RDONLY, fh);
     free_rep(rep);
     return rc;
 }

@@ -29,7 +29,7 @@
  * Requests to S are sent even though the status vector calls it down
  * (any_state): a REBUILDING server accepts locks and writes.
  *
- * The rebuild holds the file open at the MDS (depfs_open_ino, as a handle
+ * The rebuild holds the file open at the MDS (dc_open_held, as a handle
  * does) from before its layout is read until its last write to S is
  * answered: a file unlinked meanwhile stays out of the purge queue's lists
  * until then, so its purge removes S's strip file after the rebuild wrote
@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "api.h"
 #include "recover.h"
 #include "log.h"
 #include "wire_check.h"
@@ -644,7 +645,7 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
     if (fs == NULL)
         return -EINVAL;
     depfs_fh_t *held = NULL;
-    int rc = depfs_open_ino(fs, ino, O_RDONLY, &held);
+    int rc = dc_open_held(fs, ino, &held);
     if (rc < 0)
         return rc; /* -ENOENT: gone, or unlinked with its strip files going */
     rc = dc_rebuild_held(fs, ino, server_id, fn, arg);

@@ -250,6 +250,76 @@ START_TEST(test_rebuild_deleted_strip)
 }
 END_TEST
 
+/* A file a migrate replaced is ESTALE to new opens, yet a handle opened
+ * before the swap still reads it: its units on a rebuilding server are
+ * rebuilt like any file's (the rebuild holds it as the older handle's
+ * client does). Once no handle holds it, it has nothing left to rebuild
+ * (-ENOENT: its strip files are going). Before the rebuild held files
+ * through a hold rather than a new open, it failed with ESTALE, and every
+ * rejoin that met such a file failed with it. */
+START_TEST(test_rebuild_migrated_away)
+{
+    depfs_t *fs = mount_fs();
+    size_t size = 200000 + 77;
+    uint8_t *model = calloc(1, size), *got = malloc(size + 64);
+    ck_assert_ptr_nonnull(model);
+    ck_assert_ptr_nonnull(got);
+    uint64_t ino = write_file(fs, "depfs@6@4@4k:/mig", model, 0, size);
+    depfs_layout_info li;
+    layout_of(fs, ino, &li);
+    depfs_fh_t *old = NULL, *copy = NULL;
+    ck_assert_int_eq(depfs_open_ino(fs, ino, O_RDONLY, &old), 0);
+    /* the migrate: a copy (unlinked, open here) of another layout swapped in */
+    uint64_t version = 0, root = 0;
+    ck_assert_int_eq(depfs_data_version(fs, ino, &version), 0);
+    ck_assert_int_eq(depfs_resolve(fs, "/", &root, NULL), 0);
+    depfs_layout_info want = {.n = 4, .k = 2, .stripe_unit = 4096};
+    ck_assert_int_eq(depfs_create(fs, root, NULL, 0644, O_RDWR | O_TMPFILE, NULL, &want, NULL,
+                                  &copy), 0);
+    ck_assert_int_eq(depfs_write(copy, model, size, 0), (ssize_t)size);
+    ck_assert_int_eq(depfs_fsync(copy), 0);
+    ck_assert_int_eq(depfs_migrate_swap(fs, root, "mig", ino, depfs_fh_ino(copy), version, NULL),
+                     0);
+    ck_assert_int_eq(depfs_close(copy), 0);
+    depfs_fh_t *fresh = NULL;
+    ck_assert_int_eq(depfs_open_ino(fs, ino, O_RDONLY, &fresh), -ESTALE);
+
+    unsigned S = li.servers[1];
+    char strip[512];
+    td_strip_path(&g_cl, S, ino, strip, sizeof strip);
+    long orig_len;
+    uint8_t *orig = slurp(strip, &orig_len);
+    ck_assert_ptr_nonnull(orig);
+    td_ios_kill(&g_cl, S);
+    ck_assert_int_eq(unlink(strip), 0);
+    mds_set_state(S, 2);
+    ck_assert(td_ios_start(&g_cl, S, "--rebuild"));
+    depfs_t *rfs = mount_fs(); /* the rebuilder: another client */
+    int rc = depfs_rebuild_file(rfs, ino, S, NULL, NULL);
+    ck_assert_msg(rc == 0, "rebuild of a migrated-away file still open: %s (%s)", strerror(-rc),
+                  depfs_last_error());
+    long now_len;
+    uint8_t *now = slurp(strip, &now_len);
+    ck_assert_ptr_nonnull(now);
+    ck_assert_int_le(orig_len, now_len);
+    ck_assert_msg(memcmp(orig, now, (size_t)orig_len) == 0, "rebuilt units differ");
+    ck_assert_int_eq(depfs_read(old, got, size + 64, 0), (ssize_t)size);
+    ck_assert(memcmp(got, model, size) == 0);
+    ck_assert_int_eq(depfs_close(old), 0); /* its last handle: the hold goes */
+    rc = depfs_rebuild_file(rfs, ino, S, NULL, NULL);
+    ck_assert_msg(rc == -ENOENT, "rebuild of a migrated-away file nobody holds: %d (%s)", rc,
+                  depfs_last_error());
+    ck_assert_int_eq(depfs_server_rejoin(rfs, S, NULL, NULL), 0);
+    depfs_unmount(rfs);
+    check_content(fs, "/mig", model, size); /* the copy, under the name */
+    depfs_unmount(fs);
+    free(orig);
+    free(now);
+    free(got);
+    free(model);
+}
+END_TEST
+
 /* ------------------------------------------------- dirty records, rejoin */
 
 #define T_DIRTY_FILES 3u
@@ -1055,6 +1125,7 @@ int main(void)
     seed_rng_default(88172645463325252ull);
     Suite *s = suite_create("client_rebuild");
     suite_add_tcase(s, own_cluster("rebuild_file", test_rebuild_deleted_strip));
+    suite_add_tcase(s, own_cluster("rebuild_migrated", test_rebuild_migrated_away));
     suite_add_tcase(s, own_cluster("dirty_rejoin", test_dirty_rejoin));
     suite_add_tcase(s, own_cluster("truncate_while_down", test_truncate_while_down));
     suite_add_tcase(s, own_cluster("stalled_server", test_stalled_server_serves_no_stale_reads));
