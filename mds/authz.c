@@ -7,12 +7,20 @@
 int mds_authorize(const auth_identity *who, uint16_t type, const Depfs__MdsRequest *q, char *why,
                   size_t why_len)
 {
-    (void)q;
     /* every other op is a user's; what it may do to the files it names
      * is checked by the namespace (perm.h): MDS_MIGRATE_SWAP needs write
      * permission on the file and on its copy, as a write would */
     if (!who || who->role == AUTH_ROLE_CLUSTER)
         return 0;
+    /* a hold renewed without a capability answers a file's attributes and
+     * keeps it from the purge with no permission check: it is for clients
+     * that show the I/O servers no capability (the cluster key's holders);
+     * a user's handles renew their capabilities instead */
+    if (type == DEPFS__MDS_OP__MDS_OPEN && q && q->has_renew_hold && q->renew_hold) {
+        snprintf(why, why_len, "MDS_OPEN renew_hold is the cluster key's holders' (a user's "
+                 "handles renew their capabilities); uid %u refused", who->uid);
+        return -EPERM;
+    }
     const char *admin_op = type == DEPFS__MDS_OP__MDS_SET_SERVER_STATE ? "MDS_SET_SERVER_STATE"
                            : type == DEPFS__MDS_OP__MDS_PURGE_LIST     ? "MDS_PURGE_LIST"
                            : type == DEPFS__MDS_OP__MDS_PURGE_DONE     ? "MDS_PURGE_DONE"

@@ -1,8 +1,9 @@
 /* authz.h - what each authenticated peer may ask of the MDS (roles of
  * auth.h): server states (MDS_SET_SERVER_STATE) and the purge queue's
- * draining (MDS_PURGE_LIST, MDS_PURGE_DONE) only from the holders of the
- * cluster key (depfs-recovery, admins). With auth off (who NULL)
- * everything is allowed. */
+ * draining (MDS_PURGE_LIST, MDS_PURGE_DONE), and holds renewed without a
+ * capability (MDS_OPEN renew_hold), only from the holders of the cluster
+ * key (depfs-recovery, admins). With auth off (who NULL) everything is
+ * allowed. */
 #ifndef DEPFS_MDS_AUTHZ_H
 #define DEPFS_MDS_AUTHZ_H
 #include <stddef.h>

@@ -33,7 +33,7 @@ from authwire import f_bytes, f_int  # noqa: E402
  MDS_OPEN) = 5, 4, 8, 10, 11, 16, 23
 F_PARENT, F_NAME, F_INO, F_MODE, F_UID, F_GID = 2, 3, 4, 5, 6, 7
 F_NEW_PARENT, F_NEW_NAME, F_FLAGS, F_SET_MASK, F_ATTR = 9, 10, 11, 13, 14
-F_XATTR_NAME, F_XATTR_VALUE, F_GROUPS = 20, 21, 26
+F_XATTR_NAME, F_XATTR_VALUE, F_GROUPS, F_RENEW_HOLD = 20, 21, 26, 35
 SET_MODE, SET_UID = 1, 2
 S_IFREG = 0o100000
 O_RDONLY = 0
@@ -92,6 +92,10 @@ def attack(mds, sock, inos):
     refused("OPEN of root's 0600 file for reading",
             roundtrip(s, MDS_OPEN, claim() + f_int(F_INO, root_file) + f_int(F_FLAGS, O_RDONLY)),
             (EACCES,))
+    refused("OPEN renew_hold of root's 0600 file (a hold without a permission check: the "
+            "cluster key's holders only)",
+            roundtrip(s, MDS_OPEN, claim() + f_int(F_INO, root_file) + f_int(F_FLAGS, O_RDONLY) +
+                      f_int(F_RENEW_HOLD, 1)), (EPERM,))
     allowed("SETATTR mode 0640 of its own file (the owner)",
             roundtrip(s, MDS_SETATTR, claim() + f_int(F_INO, mine) +
                       f_int(F_SET_MASK, SET_MODE) + attr(mine, mode=0o640)))

@@ -200,6 +200,14 @@ START_TEST(test_mds_rules)
         ck_assert_int_eq(mds_authorize(&cluster, admin_ops[i], &q, why, sizeof(why)), 0);
     }
     ck_assert_int_eq(mds_authorize(&user, DEPFS__MDS_OP__MDS_RELEASE, &q, why, sizeof(why)), 0);
+    /* a user opens; only key holders (and auth off) renew a hold without a capability */
+    ck_assert_int_eq(mds_authorize(&user, DEPFS__MDS_OP__MDS_OPEN, &q, why, sizeof(why)), 0);
+    q.has_renew_hold = q.renew_hold = true;
+    ck_assert_int_eq(mds_authorize(&user, DEPFS__MDS_OP__MDS_OPEN, &q, why, sizeof(why)), -EPERM);
+    ck_assert_msg(strstr(why, "renew_hold"), "%s", why);
+    ck_assert_int_eq(mds_authorize(&client, DEPFS__MDS_OP__MDS_OPEN, &q, why, sizeof(why)), -EPERM);
+    ck_assert_int_eq(mds_authorize(&cluster, DEPFS__MDS_OP__MDS_OPEN, &q, why, sizeof(why)), 0);
+    ck_assert_int_eq(mds_authorize(NULL, DEPFS__MDS_OP__MDS_OPEN, &q, why, sizeof(why)), 0);
 }
 END_TEST
 
