@@ -175,6 +175,15 @@ static void mds_set_state(unsigned id, unsigned state)
 
 /* -------------------------------------------------- rebuild one file */
 
+/* Server S's strip file of ino: its path (into path) and a copy of it. */
+static uint8_t *strip_copy(unsigned S, uint64_t ino, char *path, size_t path_len, long *len)
+{
+    td_strip_path(&g_cl, S, ino, path, path_len);
+    uint8_t *copy = slurp(path, len);
+    ck_assert_msg(copy != NULL, "server %u has no strip file %s", S, path);
+    return copy;
+}
+
 START_TEST(test_rebuild_deleted_strip)
 {
     depfs_t *fs = mount_fs();
@@ -185,10 +194,8 @@ START_TEST(test_rebuild_deleted_strip)
     layout_of(fs, ino, &li);
     unsigned S = li.servers[2];
     char strip[512];
-    td_strip_path(&g_cl, S, ino, strip, sizeof strip);
     long orig_len;
-    uint8_t *orig = slurp(strip, &orig_len);
-    ck_assert_ptr_nonnull(orig);
+    uint8_t *orig = strip_copy(S, ino, strip, sizeof strip, &orig_len);
     depfs_unmount(fs);
 
     td_ios_kill(&g_cl, S);
@@ -286,10 +293,8 @@ START_TEST(test_rebuild_migrated_away)
 
     unsigned S = li.servers[1];
     char strip[512];
-    td_strip_path(&g_cl, S, ino, strip, sizeof strip);
     long orig_len;
-    uint8_t *orig = slurp(strip, &orig_len);
-    ck_assert_ptr_nonnull(orig);
+    uint8_t *orig = strip_copy(S, ino, strip, sizeof strip, &orig_len);
     td_ios_kill(&g_cl, S);
     ck_assert_int_eq(unlink(strip), 0);
     mds_set_state(S, 2);
