@@ -1,5 +1,6 @@
 /* api_open.c - libdepfs entry points: file handles. create (with a requested layout),
- * open by inode (O_TRUNC), a recovery client's hold of an inode (dc_open_held), close (flush, then drop the inode), fstat,
+ * open by inode (O_TRUNC), a recovery client's hold of an inode
+ * (dc_open_held), close (flush, then drop the inode), fstat,
  * ftruncate (the truncate sequence itself is the truncate engine
  * dc_truncate: flush, data side, MDS size, local size). O_APPEND is honoured by
  * the data path (depfs_write), see core.h. */
