@@ -20,6 +20,10 @@ typedef struct dc_target {
 /* Loads ino's layout and size; -EINVAL for anything but a regular file
  * with a valid layout, -ENOENT when it is gone. */
 int dc_target_load(depfs_t *fs, uint64_t ino, dc_target *t);
+/* The same for the file a handle of this client has open (its layout and
+ * size as the open found them, or this client's own later size): no MDS
+ * round trip. */
+int dc_target_of_handle(depfs_t *fs, const depfs_fh_t *fh, dc_target *t);
 
 /* Layout position of server id, or -1. */
 int dc_pos_of(const layout *lay, uint32_t id);

@@ -13,10 +13,31 @@
 #include "recover.h"
 #include "log.h"
 
-int dc_target_load(depfs_t *fs, uint64_t ino, dc_target *t)
+/* t for ino with layout lay and the MDS's size mds_size: the size raised to
+ * this client's own uncommitted one, the codec. */
+static int dc_target_fill(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t mds_size,
+                          dc_target *t)
 {
     memset(t, 0, sizeof *t);
     t->ino = ino;
+    t->lay = *lay;
+    t->size = mds_size;
+    char why[128];
+    if (layout_validate(&t->lay, why, sizeof why) < 0) {
+        dc_set_error("inode %llu has a bad layout: %s", (unsigned long long)ino, why);
+        return -EINVAL;
+    }
+    uint64_t local = 0;
+    int64_t mtime_ns = 0;
+    if (dc_inode_local_size(fs, ino, &local, &mtime_ns) && local > t->size)
+        t->size = local;
+    t->cd = dc_codec(fs, t->lay.n, t->lay.k, t->lay.codec_version);
+    return t->cd == NULL ? -EINVAL : 0;
+}
+
+int dc_target_load(depfs_t *fs, uint64_t ino, dc_target *t)
+{
+    memset(t, 0, sizeof *t);
     Depfs__MdsReply *rep = NULL;
     int rc = dc_getattr_rep(fs, ino, &rep);
     if (rc < 0)
@@ -26,25 +47,20 @@ int dc_target_load(depfs_t *fs, uint64_t ino, dc_target *t)
         rc = -EINVAL;
         goto out;
     }
-    dc_layout_from_pb(rep->layout, &t->lay);
-    t->size = rep->attr->size;
-    char why[128];
-    if (layout_validate(&t->lay, why, sizeof why) < 0) {
-        dc_set_error("inode %llu has a bad layout: %s", (unsigned long long)ino, why);
-        rc = -EINVAL;
-        goto out;
-    }
-    uint64_t local = 0;
-    int64_t mtime_ns = 0;
-    if (dc_inode_local_size(fs, ino, &local, &mtime_ns) && local > t->size)
-        t->size = local;
-    t->cd = dc_codec(fs, t->lay.n, t->lay.k, t->lay.codec_version);
-    if (t->cd == NULL)
-        rc = -EINVAL;
+    layout lay;
+    dc_layout_from_pb(rep->layout, &lay);
+    rc = dc_target_fill(fs, ino, &lay, rep->attr->size, t);
 out:
     if (rep)
         depfs__mds_reply__free_unpacked(rep, NULL);
     return rc;
+}
+
+int dc_target_of_handle(depfs_t *fs, const depfs_fh_t *fh, dc_target *t)
+{
+    /* the handle's inode has the size the open's MDS reply gave, or this
+     * client's own larger one: dc_target_fill's local size */
+    return dc_target_fill(fs, fh->inode->ino, &fh->inode->lay, 0, t);
 }
 
 /* Layout position of server id, or -1. */

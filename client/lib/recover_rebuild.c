@@ -30,7 +30,7 @@
  * (any_state): a REBUILDING server accepts locks and writes.
  *
  * The rebuild holds the file open at the MDS (dc_open_held, as a handle
- * does) from before its layout is read until its last write to S is
+ * does; the open's reply gives the layout and size) until its last write to S is
  * answered: a file unlinked meanwhile stays out of the purge queue's lists
  * until then, so its purge removes S's strip file after the rebuild wrote
  * it, never before (which would leave it on S with no queue entry). An
@@ -561,10 +561,11 @@ static int dc_rb_alloc(dc_rebuild *lanes, unsigned *nlanes, uint64_t stripes)
     return 0;
 }
 
-/* The rebuild of ino onto server_id, its caller holding the file open. */
-static int dc_rebuild_held(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_progress_fn fn,
-                           void *arg)
+/* The rebuild of the file onto server_id, held open by the caller's handle. */
+static int dc_rebuild_held(depfs_t *fs, const depfs_fh_t *held, uint32_t server_id,
+                           depfs_progress_fn fn, void *arg)
 {
+    uint64_t ino = held->inode->ino;
     dc_rb_shared sh = {.fn = fn, .arg = arg, .background = dc_holds_cluster_key(fs)};
     dc_rebuild lanes[DC_RB_LANES];
     memset(lanes, 0, sizeof lanes);
@@ -572,7 +573,7 @@ static int dc_rebuild_held(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_
     rb->fs = fs;
     rb->server = server_id;
     rb->sh = &sh;
-    int rc = dc_target_load(fs, ino, &rb->t);
+    int rc = dc_target_of_handle(fs, held, &rb->t);
     if (rc < 0)
         return rc;
     int spos = dc_pos_of(&rb->t.lay, server_id);
@@ -648,7 +649,7 @@ int depfs_rebuild_file(depfs_t *fs, uint64_t ino, uint32_t server_id, depfs_prog
     int rc = dc_open_held(fs, ino, &held);
     if (rc < 0)
         return rc; /* -ENOENT: gone, or unlinked with its strip files going */
-    rc = dc_rebuild_held(fs, ino, server_id, fn, arg);
+    rc = dc_rebuild_held(fs, held, server_id, fn, arg);
     int rc2 = depfs_close(held); /* no data buffered: gives the hold back */
     return rc < 0 ? rc : rc2;
 }
