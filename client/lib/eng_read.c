@@ -18,11 +18,17 @@
  * DC_RA_BYTES_MAX) read in one round over all servers when a handle reads
  * sequentially in small reads (< DC_RA_READ_BYTES_MAX), or forward with one
  * stride twice running that leaves DC_RA_STRIDE_READS_MIN reads in a window
- * (an MPI rank's share of an interleaved file: the pieces between are other
- * ranks', read along as the kernel's page cache would); later reads of that
- * handle are served from it. Large reads skip it: through FUSE the kernel
- * already reads ahead in large parallel requests, and a synchronous window
- * serialized them (measured: 305-322 vs 346-395 MB/s for 1 MiB reads). The window
+ * (an MPI rank's share of an interleaved file); later reads of that handle
+ * are served from it. A strided window holds only the rank's own pieces
+ * when they are large (DC_RA_GATHER_PIECE_MIN) and the gaps between them
+ * at least as large: one round reads the next pieces at their stride and
+ * nothing between (other ranks' bytes, which a whole window would fetch
+ * for nothing). Small pieces take the whole window, gaps and all, as the
+ * kernel's page cache would: a server reads whole checksum blocks anyway,
+ * and one extent per piece would cost more than the bytes between. Large
+ * reads skip it: through FUSE the kernel already reads ahead in large
+ * parallel requests, and a synchronous window serialized them (measured:
+ * 305-322 vs 346-395 MB/s for 1 MiB reads). The window
  * belongs to the handle that filled it (a new open never sees it: close-to-
  * open) and is dropped by every write, flush, truncate and close here. */
 #include <assert.h>
@@ -448,6 +454,10 @@ int dc_read_range(depfs_t *fs, dc_inode *in, uint8_t *buf, uint64_t off, uint64_
 #define DC_RA_BYTES_MAX (16u << 20)
 #define DC_RA_READ_BYTES_MAX (64u << 10)
 #define DC_RA_STRIDE_READS_MIN 4u /* a stride this many times in a window, at least */
+/* A strided window gathers only the pieces when they are this large and
+ * the stride at least twice their length (so it reads at most half). */
+#define DC_RA_GATHER_PIECE_MIN (16u << 10)
+#define DC_RA_GATHER_STRIDE_FACTOR 2u
 
 typedef struct dc_ra dc_ra;
 static void dc_ra_destroy(dc_ra *ra);
@@ -458,6 +468,10 @@ struct dc_ra {
     uint64_t next_off;        /* where the owner's last read ended */
     uint64_t prev_off;        /* where the last read began */
     uint64_t stride;          /* from the read before it to the last; 0: none forward */
+    /* a gathered window (gcount > 0): gcount pieces of glen bytes, piece i
+     * at off + i*gstride in the file and at i*glen in buf */
+    uint64_t gstride, glen;
+    unsigned gcount;
     uint64_t cap;
     uint8_t *buf;
     dc_dcache dc;             /* degraded stripes (own lock) */
@@ -505,6 +519,7 @@ void dc_ra_drop(dc_inode *in)
         return;
     pthread_mutex_lock(&ra->lock);
     ra->len = 0;
+    ra->gcount = 0;
     ra->owner = NULL;
     pthread_mutex_unlock(&ra->lock);
     dc_dcache_drop(&ra->dc);
@@ -537,6 +552,111 @@ static bool dc_ra_strided(dc_ra *ra, uint64_t off)
     return again;
 }
 
+/* Where [off, off+len) sits in the window's buf, or NULL when it does not. */
+static const uint8_t *dc_ra_find(const dc_ra *ra, uint64_t off, uint64_t len)
+{
+    if (ra->len == 0 || off < ra->off)
+        return NULL;
+    if (ra->gcount == 0)
+        return off + len <= ra->off + ra->len ? ra->buf + (off - ra->off) : NULL;
+    uint64_t i = (off - ra->off) / ra->gstride, within = (off - ra->off) % ra->gstride;
+    if (i >= ra->gcount || within + len > ra->glen)
+        return NULL;
+    return ra->buf + i * ra->glen + within;
+}
+
+/* How many pieces of len bytes every stride from off a gathered window
+ * takes (0: gather nothing, take the whole window): all in the file, in
+ * the buffer, and few enough that no server's request passes its extent
+ * limit (each piece adds at most one extent per stripe it touches). */
+static unsigned dc_ra_gather_count(const dc_ra *ra, const layout *lay, uint64_t off,
+                                   uint64_t len, uint64_t size)
+{
+    if (len < DC_RA_GATHER_PIECE_MIN || ra->stride < (uint64_t)DC_RA_GATHER_STRIDE_FACTOR * len)
+        return 0;
+    uint64_t per_piece = len / layout_stripe_bytes(lay) + 2; /* stripes one piece may touch */
+    uint64_t n = ra->cap / len;
+    if (n > DC_REQ_MAX_EXTENTS / per_piece)
+        n = DC_REQ_MAX_EXTENTS / per_piece;
+    while (n > 0 && off + (n - 1) * ra->stride + len > size)
+        n--;
+    return n < DC_RA_STRIDE_READS_MIN ? 0 : (unsigned)n;
+}
+
+/* The gathered window: count pieces of len bytes every stride from off
+ * into buf, one round over the servers, only when it is all fault-free (1);
+ * 0 when a server is down or a request failed (the caller reads the whole
+ * window, through the reads that decode around failures and heal damage). */
+static int dc_read_gathered(depfs_t *fs, dc_inode *in, uint8_t *buf, uint64_t off,
+                            uint64_t stride, uint64_t len, unsigned count)
+{
+    const layout *lay = &in->lay;
+    if (dc_down_mask(fs, lay) != 0)
+        return 0;
+    uint64_t per_piece = layout_piece_count(lay, off, len) + 1;
+    dc_rstripe *rs = calloc(count * per_piece, sizeof *rs);
+    dc_req *reqs = calloc(lay->n, sizeof *reqs);
+    int rc = 1;
+    if (rs == NULL || reqs == NULL) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    unsigned nst = 0;
+    for (unsigned i = 0; i < count; i++) {
+        uint64_t at = off + i * stride;
+        uint64_t np = layout_piece_count(lay, at, len);
+        assert(np <= per_piece);
+        for (uint64_t j = 0; j < np; j++) {
+            rs[nst].pc = layout_piece(lay, at, len, j);
+            rs[nst].dest = buf + (uint64_t)i * len + (rs[nst].pc.file_off - at);
+            nst++;
+        }
+    }
+    dc_build_reads(lay, rs, nst, 0, 0, reqs);
+    dc_io_run(fs, in->ino, reqs, lay->n);
+    for (unsigned p = 0; p < lay->n && rc == 1; p++)
+        if (reqs[p].active && reqs[p].result != 0)
+            rc = 0;
+out:
+    free(reqs);
+    free(rs);
+    return rc;
+}
+
+/* Fills the window from off: the pieces alone when the handle reads
+ * strided and gathering pays, else the whole stripes [start, end). 0 or an
+ * error. */
+static int dc_ra_fill(depfs_fh_t *fh, dc_ra *ra, bool strided, uint64_t off, uint64_t len,
+                      uint64_t start, uint64_t end, uint64_t size)
+{
+    dc_inode *in = fh->inode;
+    unsigned n = strided ? dc_ra_gather_count(ra, &in->lay, off, len, size) : 0;
+    if (n > 0) {
+        uint64_t span = (n - 1) * ra->stride + len;
+        int rc = dc_wb_flush_range(fh->fs, in, off, span);
+        if (rc == 0)
+            rc = dc_read_gathered(fh->fs, in, ra->buf, off, ra->stride, len, n);
+        if (rc < 0)
+            return rc;
+        if (rc == 1) {
+            ra->off = off;
+            ra->len = span;
+            ra->gstride = ra->stride;
+            ra->glen = len;
+            ra->gcount = n;
+            return 0;
+        }
+    }
+    int rc = dc_wb_flush_range(fh->fs, in, start, end - start);
+    if (rc == 0)
+        rc = dc_read_range(fh->fs, in, ra->buf, start, end - start);
+    if (rc < 0)
+        return rc;
+    ra->off = start;
+    ra->len = end - start;
+    return 0;
+}
+
 /* Serve [off, off+len) (within size) from the window, filling it first when
  * the handle reads sequentially or strided: 1 served, 0 not (read it
  * normally), or an error. ra->lock held. */
@@ -546,7 +666,8 @@ static int dc_ra_serve_locked(depfs_fh_t *fh, dc_ra *ra, uint8_t *buf, uint64_t 
     dc_inode *in = fh->inode;
     bool mine = ra->owner == fh && ra->len > 0;
     bool strided = dc_ra_strided(ra, off);
-    if (mine && off >= ra->off && off + len <= ra->off + ra->len)
+    const uint8_t *from = mine ? dc_ra_find(ra, off, len) : NULL;
+    if (from != NULL)
         goto hit;
     bool sequential = off == ra->next_off || strided ||
                       (mine && off >= ra->off && off <= ra->off + ra->len);
@@ -559,18 +680,17 @@ static int dc_ra_serve_locked(depfs_fh_t *fh, dc_ra *ra, uint8_t *buf, uint64_t 
     if (off + len > end)
         return 0; /* larger than the window: no gain */
     ra->len = 0;
+    ra->gcount = 0;
     if (ra->buf == NULL && (ra->buf = malloc(ra->cap)) == NULL)
         return 0;
-    int rc = dc_wb_flush_range(fh->fs, in, start, end - start);
-    if (rc == 0)
-        rc = dc_read_range(fh->fs, in, ra->buf, start, end - start);
+    int rc = dc_ra_fill(fh, ra, strided, off, len, start, end, size);
     if (rc < 0)
         return rc;
     ra->owner = fh;
-    ra->off = start;
-    ra->len = end - start;
+    from = dc_ra_find(ra, off, len);
+    assert(from != NULL);
 hit:
-    memcpy(buf, ra->buf + (off - ra->off), len);
+    memcpy(buf, from, len);
     ra->next_off = off + len;
     return 1;
 }

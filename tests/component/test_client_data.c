@@ -535,46 +535,101 @@ static void wait_stopped(pid_t pid)
     ck_abort_msg("pid %d did not stop", (int)pid);
 }
 
-/* An MPI rank's share of an interleaved file: PIECE bytes every STRIDE,
- * from PIECE on (not where a sequential reader would start). Once the
- * stride has repeated, the read-ahead window (8 stripes) holds the
- * pieces ahead: with every server of the file stopped they still read, at
- * once and right. Before stride detection each piece went to the servers. */
-START_TEST(test_strided_read_ahead)
+/* An MPI rank's share of an interleaved file: piece bytes every stride,
+ * from piece on (not where a sequential reader would start), in a new file
+ * of file_bytes at path (a label). After `seen` reads the stride has
+ * repeated; then every server of the file is stopped, and the next `ahead`
+ * pieces must still read, at once and right, from the read-ahead window. */
+static void strided_reads_ahead(const char *path, uint64_t file_bytes, uint64_t piece,
+                                    uint64_t stride, unsigned seen, unsigned ahead)
 {
-    enum { FILE_BYTES = 256 * 1024, PIECE = 1000, STRIDE = 3000, SEEN = 3, AHEAD = 18 };
     seed_rng();
     depfs_t *fs = mount_fs();
     depfs_fh_t *fh = NULL;
-    ck_assert_int_eq(depfs_open(fs, "depfs@4@2@4k:/strided", O_CREAT | O_RDWR, 0644, &fh), 0);
+    ck_assert_int_eq(depfs_open(fs, path, O_CREAT | O_RDWR, 0644, &fh), 0);
     layout lay;
     layout_of(fh, &lay);
-    /* the window (8 stripes from piece SEEN-1's stripe, 0) covers every piece read */
-    ck_assert_uint_le((uint64_t)(SEEN + AHEAD) * STRIDE + PIECE, 8 * layout_stripe_bytes(&lay));
-    uint8_t *model = malloc(FILE_BYTES), got[PIECE];
-    rnd_fill(model, FILE_BYTES);
-    ck_assert_int_eq(depfs_write(fh, model, FILE_BYTES, 0), FILE_BYTES);
+    ck_assert_uint_le((seen + ahead) * stride + piece, file_bytes);
+    uint8_t *model = malloc(file_bytes), *got = malloc(piece);
+    rnd_fill(model, file_bytes);
+    ck_assert_int_eq(depfs_write(fh, model, file_bytes, 0), (ssize_t)file_bytes);
     ck_assert_int_eq(depfs_close(fh), 0);
-    ck_assert_int_eq(depfs_open(fs, "/strided", O_RDONLY, 0, &fh), 0);
-    for (unsigned i = 0; i < SEEN; i++) {
-        ck_assert_int_eq(depfs_read(fh, got, PIECE, PIECE + (uint64_t)i * STRIDE), PIECE);
-        ck_assert(memcmp(got, model + PIECE + (size_t)i * STRIDE, PIECE) == 0);
+    const char *name = strchr(path, ':') ? strchr(path, ':') + 1 : path;
+    ck_assert_int_eq(depfs_open(fs, name, O_RDONLY, 0, &fh), 0);
+    for (unsigned i = 0; i < seen; i++) {
+        ck_assert_int_eq(depfs_read(fh, got, piece, piece + i * stride), (ssize_t)piece);
+        ck_assert(memcmp(got, model + piece + i * stride, piece) == 0);
     }
     for (unsigned p = 0; p < lay.n; p++) {
         ck_assert_int_eq(kill(g_cl.ios[lay.servers[p]], SIGSTOP), 0);
         wait_stopped(g_cl.ios[lay.servers[p]]);
     }
     unsigned good = 0;
-    for (unsigned i = SEEN; i < SEEN + AHEAD; i++) {
-        ssize_t n = depfs_read(fh, got, PIECE, PIECE + (uint64_t)i * STRIDE);
-        if (n != PIECE || memcmp(got, model + PIECE + (size_t)i * STRIDE, PIECE) != 0)
+    for (unsigned i = seen; i < seen + ahead; i++) {
+        ssize_t n = depfs_read(fh, got, piece, piece + i * stride);
+        if (n != (ssize_t)piece || memcmp(got, model + piece + i * stride, piece) != 0)
             break; /* it went to a stopped server (or read wrong bytes) */
         good++;
     }
     for (unsigned p = 0; p < lay.n; p++)
         ck_assert_int_eq(kill(g_cl.ios[lay.servers[p]], SIGCONT), 0);
-    ck_assert_msg(good == AHEAD, "only %u of %u strided pieces came from the read-ahead window",
-                  good, AHEAD);
+    ck_assert_msg(good == ahead, "only %u of %u strided pieces came from the read-ahead window",
+                  good, ahead);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(fs);
+    free(model);
+    free(got);
+}
+
+/* Small pieces: the window is 8 whole stripes (from piece SEEN-1's stripe,
+ * 0), which cover every piece read. Before stride detection each piece
+ * went to the servers. */
+START_TEST(test_strided_read_ahead)
+{
+    enum { FILE_BYTES = 256 * 1024, PIECE = 1000, STRIDE = 3000, SEEN = 3, AHEAD = 18 };
+    strided_reads_ahead("depfs@4@2@4k:/strided", FILE_BYTES, PIECE, STRIDE, SEEN, AHEAD);
+}
+END_TEST
+
+/* Large pieces far apart (an IO500 ior-hard rank's share, scaled): the
+ * window holds only the rank's pieces, so it reaches AHEAD pieces over
+ * 4 MiB of a 4@2@64k file, where 8 whole stripes (1 MiB, the window's
+ * buffer) held 4 of them and fetched 3 other ranks' bytes for each. */
+START_TEST(test_strided_read_ahead_gathers_pieces)
+{
+    enum { PIECE = 16 * 1024, STRIDE = 256 * 1024, SEEN = 3, AHEAD = 16 };
+    enum { FILE_BYTES = (SEEN + AHEAD + 1) * STRIDE };
+    strided_reads_ahead("depfs@4@2@64k:/gathered", FILE_BYTES, PIECE, STRIDE, SEEN, AHEAD);
+}
+END_TEST
+
+/* A gathered window is fault-free only: with a server of the file dead
+ * (first unknown to the client, so the gathered READ fails; then known
+ * down) the strided reads take whole windows, which decode around it, and
+ * every piece reads right. */
+START_TEST(test_strided_gather_with_a_dead_server)
+{
+    enum { PIECE = 16 * 1024, STRIDE = 256 * 1024, PIECES = 24 };
+    enum { FILE_BYTES = (PIECES + 1) * STRIDE };
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@4@2@64k:/gather-dead", O_CREAT | O_RDWR, 0644, &fh), 0);
+    layout lay;
+    layout_of(fh, &lay);
+    uint8_t *model = malloc(FILE_BYTES), got[PIECE];
+    rnd_fill(model, FILE_BYTES);
+    ck_assert_int_eq(depfs_write(fh, model, FILE_BYTES, 0), FILE_BYTES);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(depfs_open(fs, "/gather-dead", O_RDONLY, 0, &fh), 0);
+    for (unsigned i = 0; i < 2; i++) /* the stride, seen once */
+        ck_assert_int_eq(depfs_read(fh, got, PIECE, (uint64_t)i * STRIDE), PIECE);
+    td_ios_kill(&g_cl, lay.servers[0]);
+    for (unsigned i = 2; i < PIECES; i++) {
+        ck_assert_int_eq(depfs_read(fh, got, PIECE, (uint64_t)i * STRIDE), PIECE);
+        ck_assert_msg(memcmp(got, model + (size_t)i * STRIDE, PIECE) == 0,
+                      "piece %u read wrong with server %u dead", i, lay.servers[0]);
+    }
     ck_assert_int_eq(depfs_close(fh), 0);
     depfs_unmount(fs);
     free(model);
@@ -892,10 +947,17 @@ static Suite *data_suite(void)
     tcase_add_unchecked_fixture(td, cluster_up, cluster_down);
     tcase_set_timeout(td, T_TEST_TIMEOUT_S);
     tcase_add_test(td, test_strided_read_ahead); /* first: its stops are short */
+    tcase_add_test(td, test_strided_read_ahead_gathers_pieces);
     tcase_add_test(td, test_run_flight);         /* so are this one's */
     tcase_add_test(td, test_hung_server);
     tcase_add_test(td, test_degraded_read_write);
     suite_add_tcase(s, td);
+    /* own cluster: it kills a server */
+    TCase *tg = tcase_create("gather_fallback");
+    tcase_add_unchecked_fixture(tg, cluster_up, cluster_down);
+    tcase_set_timeout(tg, T_TEST_TIMEOUT_S);
+    tcase_add_test(tg, test_strided_gather_with_a_dead_server);
+    suite_add_tcase(s, tg);
     return s;
 }
 
