@@ -282,6 +282,20 @@ void dc_server_note_state(depfs_t *fs, uint32_t id, int state);
 /* Connection even to a server the status vector calls down (the recovery
  * writes to REBUILDING servers); NULL when it cannot be reached. */
 rpc_conn *dc_server_conn_any(depfs_t *fs, uint32_t id);
+#define DC_CONNECT_PARALLEL_MAX 32u /* handshakes one batch makes at once */
+/* A connection a batch of requests is about to need: to server id, as
+ * dc_server_conn_any (any_state) or dc_server_conn (reading) makes it. */
+typedef struct dc_conn_want {
+    uint32_t id;
+    bool any_state;
+    bool reading;
+} dc_conn_want;
+/* Makes the connections of want[0..n) that do not exist yet at the same
+ * time, each on its own short-lived thread (at most DC_CONNECT_PARALLEL_MAX
+ * at once), so a batch's first requests to many servers wait for one
+ * handshake rather than one after another. A failure is marked and logged
+ * as dc_server_conn does, and the request that needs it finds it so. */
+void dc_servers_connect(depfs_t *fs, const dc_conn_want *want, unsigned n);
 /* refs+1 on an inode open in this client; NULL when it is not open. */
 dc_inode *dc_inode_hold(depfs_t *fs, uint64_t ino);
 /* An explicit mtime is being set on ino: writes made here before it no

@@ -247,8 +247,62 @@ rpc_conn *dc_server_conn_any(depfs_t *fs, uint32_t id)
     return c;
 }
 
-/* --------------------------------------------------------- mount */
+/* Whether w's server has no live connection yet and would get one (not
+ * down for what it is wanted for); a hint: the connector checks again. */
+static bool server_unconnected(depfs_t *fs, const dc_conn_want *w)
+{
+    dc_server *s = dc_server_by_id(fs, w->id);
+    if (!s)
+        return false;
+    if (!w->any_state && (w->reading ? dc_server_is_down(fs, w->id)
+                                     : dc_server_is_down_write(fs, w->id)))
+        return false;
+    pthread_mutex_lock(&s->lock);
+    bool none = !s->conn || rpc_conn_broken(s->conn);
+    pthread_mutex_unlock(&s->lock);
+    return none;
+}
 
+typedef struct dc_connect_job {
+    depfs_t *fs;
+    dc_conn_want want;
+} dc_connect_job;
+
+static void *connect_main(void *arg)
+{
+    dc_connect_job *j = arg;
+    if (j->want.any_state)
+        (void)dc_server_conn_any(j->fs, j->want.id);
+    else
+        (void)dc_server_conn(j->fs, j->want.id, j->want.reading);
+    return NULL;
+}
+
+static bool job_listed(const dc_connect_job *jobs, unsigned m, uint32_t id)
+{
+    for (unsigned i = 0; i < m; i++)
+        if (jobs[i].want.id == id)
+            return true;
+    return false;
+}
+
+void dc_servers_connect(depfs_t *fs, const dc_conn_want *want, unsigned n)
+{
+    dc_connect_job jobs[DC_CONNECT_PARALLEL_MAX];
+    pthread_t th[DC_CONNECT_PARALLEL_MAX];
+    bool started[DC_CONNECT_PARALLEL_MAX];
+    unsigned m = 0;
+    for (unsigned i = 0; i < n && m < DC_CONNECT_PARALLEL_MAX; i++)
+        if (!job_listed(jobs, m, want[i].id) && server_unconnected(fs, &want[i]))
+            jobs[m++] = (dc_connect_job){.fs = fs, .want = want[i]};
+    if (m < 2)
+        return; /* one handshake: the request makes it itself */
+    for (unsigned j = 0; j < m; j++) /* one that cannot start: its request connects */
+        started[j] = pthread_create(&th[j], NULL, connect_main, &jobs[j]) == 0;
+    for (unsigned j = 0; j < m; j++)
+        if (started[j])
+            pthread_join(th[j], NULL);
+}
 
 /* ------------------------------------------- status vector vs cluster view */
 

@@ -355,11 +355,26 @@ static unsigned dc_timeout_ms(const depfs_t *fs)
     return fs->cfg.request_timeout_ms ? fs->cfg.request_timeout_ms : DC_DEFAULT_TIMEOUT_MS;
 }
 
+/* The connections the requests flagged in `todo` need and lack, made at
+ * the same time before any is sent (a new client's first batch). */
+static void dc_connect_ahead(depfs_t *fs, const dc_req *reqs, const bool *todo, unsigned nreq)
+{
+    dc_conn_want want[DC_IO_MAX_REQS];
+    unsigned n = 0;
+    for (unsigned i = 0; i < nreq; i++)
+        if (todo[i])
+            want[n++] = (dc_conn_want){.id = reqs[i].server_id,
+                                       .any_state = reqs[i].any_state,
+                                       .reading = reqs[i].op == DEPFS__IO_OP__IO_READ};
+    dc_servers_connect(fs, want, n);
+}
+
 /* One attempt over the requests flagged in `todo`; marks p->retry for the
  * ones that need another try. */
 static void dc_attempt(depfs_t *fs, dc_req *reqs, dc_pending *pend, const bool *todo,
                        unsigned nreq)
 {
+    dc_connect_ahead(fs, reqs, todo, nreq);
     for (unsigned i = 0; i < nreq; i++) {
         if (!todo[i])
             continue;

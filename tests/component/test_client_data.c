@@ -636,6 +636,86 @@ START_TEST(test_strided_gather_with_a_dead_server)
 }
 END_TEST
 
+/* Connections this process holds to 127.0.0.1:port, established (ss). */
+static unsigned conns_to(unsigned port)
+{
+    char cmd[160], line[512];
+    snprintf(cmd, sizeof cmd, "ss -Htnp state established '( dport = :%u )' 2>/dev/null", port);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    char mine[32];
+    snprintf(mine, sizeof mine, "pid=%d,", (int)getpid());
+    unsigned n = 0;
+    while (fgets(line, sizeof line, p))
+        n += strstr(line, mine) != NULL;
+    pclose(p);
+    return n;
+}
+
+typedef struct first_read {
+    depfs_fh_t *fh;
+    uint8_t *buf;
+    size_t len;
+    ssize_t got;
+    volatile bool done;
+} first_read;
+
+static void *first_read_main(void *arg)
+{
+    first_read *r = arg;
+    r->got = depfs_read(r->fh, r->buf, r->len, 0);
+    r->done = true;
+    return NULL;
+}
+
+/* A new client's first batch makes its connections at once
+ * (dc_servers_connect). Two servers of its file are stopped: the first
+ * read, which needs every server, waits on both handshakes together (each
+ * until its deadline), not one after the other: while it waits, this
+ * process holds a connection to both at the same moment, which one at a
+ * time never shows. Then it decodes around them. */
+START_TEST(test_first_batch_connects_at_once)
+{
+    enum { LEN = 6 * 64 * 1024 * 4, POLLS = 400, POLL_US = 10000 };
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@8@6@64k:/first", O_CREAT | O_RDWR, 0644, &fh), 0);
+    layout lay;
+    layout_of(fh, &lay);
+    uint8_t *model = malloc(LEN), *got = malloc(LEN);
+    rnd_fill(model, LEN);
+    ck_assert_int_eq(depfs_write(fh, model, LEN, 0), LEN);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(fs); /* its connections go: the next client starts with none */
+    unsigned stopped[2] = {lay.servers[0], lay.servers[1]};
+    for (unsigned i = 0; i < 2; i++) {
+        ck_assert_int_eq(kill(g_cl.ios[stopped[i]], SIGSTOP), 0);
+        wait_stopped(g_cl.ios[stopped[i]]);
+    }
+    fs = mount_fs();
+    ck_assert_int_eq(depfs_open(fs, "/first", O_RDONLY, 0, &fh), 0);
+    first_read r = {.fh = fh, .buf = got, .len = LEN};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, first_read_main, &r), 0);
+    bool both = false;
+    for (unsigned i = 0; i < POLLS && !r.done && !both; i++) {
+        both = conns_to(g_cl.ports[1 + stopped[0]]) > 0 && conns_to(g_cl.ports[1 + stopped[1]]) > 0;
+        usleep(POLL_US);
+    }
+    pthread_join(th, NULL);
+    for (unsigned i = 0; i < 2; i++)
+        ck_assert_int_eq(kill(g_cl.ios[stopped[i]], SIGCONT), 0);
+    ck_assert_msg(both, "the handshakes with the two stopped servers never overlapped");
+    ck_assert_int_eq(r.got, LEN);
+    ck_assert(memcmp(got, model, LEN) == 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(fs);
+    free(model);
+    free(got);
+}
+END_TEST
+
 /* Bytes of file ino on every server of lay, each at least `want` (its
  * strip file's size), within 10 s. */
 static bool strips_hold(const layout *lay, uint64_t ino, off_t want)
@@ -958,6 +1038,12 @@ static Suite *data_suite(void)
     tcase_set_timeout(tg, T_TEST_TIMEOUT_S);
     tcase_add_test(tg, test_strided_gather_with_a_dead_server);
     suite_add_tcase(s, tg);
+    /* own cluster: it stops servers for a handshake's deadline */
+    TCase *tf = tcase_create("first_connect");
+    tcase_add_unchecked_fixture(tf, cluster_up, cluster_down);
+    tcase_set_timeout(tf, T_TEST_TIMEOUT_S);
+    tcase_add_test(tf, test_first_batch_connects_at_once);
+    suite_add_tcase(s, tf);
     return s;
 }
 
