@@ -138,6 +138,9 @@ void ADIOI_DEPFS_Open(ADIO_File fd, int *error_code)
         depfs_close(file->fh);
         goto out;
     }
+    /* each rank is a client of its own: its handshakes with the file's
+     * servers belong to the open, all at once, not to its first I/O */
+    (void)depfs_fh_connect(file->fh);
     fd->fs_ptr = file;
     fd->fd_sys = -1;    /* no kernel descriptor: stray syscalls fail with EBADF */
     fd->fd_direct = -1;

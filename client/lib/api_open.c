@@ -257,3 +257,17 @@ int depfs_fh_layout(const depfs_fh_t *fh, depfs_layout_info *out)
     dc_layout_to_info(&l, out);
     return 0;
 }
+
+int depfs_fh_connect(depfs_fh_t *fh)
+{
+    dc_inode *in = fh->inode;
+    pthread_mutex_lock(&in->lock);
+    layout l = in->lay;
+    pthread_mutex_unlock(&in->lock);
+    bool reading = (fh->flags & O_ACCMODE) == O_RDONLY;
+    dc_conn_want want[LAYOUT_MAX_N];
+    for (unsigned p = 0; p < l.n; p++)
+        want[p] = (dc_conn_want){.id = l.servers[p], .reading = reading};
+    dc_servers_connect(fh->fs, want, l.n);
+    return 0;
+}

@@ -166,6 +166,13 @@ int depfs_lseek(depfs_fh_t *fh, uint64_t off, int whence, uint64_t *out);
 int depfs_fstat(depfs_fh_t *fh, struct stat *st);
 uint64_t depfs_fh_ino(const depfs_fh_t *fh);
 int depfs_fh_layout(const depfs_fh_t *fh, depfs_layout_info *out);
+/* Connects to the servers of fh's file this client has no connection to
+ * yet, all at once, so that its first read or write does not wait for
+ * the handshakes: for a caller whose open is the time to pay for them
+ * (the ROMIO driver's MPI_File_open: each rank is a new client). A server
+ * that is down or cannot be reached is marked as a request would mark it,
+ * and left to the requests. Always 0. */
+int depfs_fh_connect(depfs_fh_t *fh);
 int depfs_close(depfs_fh_t *fh);   /* flush, then free; fh is gone even on error */
 
 /* -------------------------------------------------------------- path API */

@@ -716,6 +716,35 @@ START_TEST(test_first_batch_connects_at_once)
 }
 END_TEST
 
+/* depfs_fh_connect (the ROMIO driver's open): a fresh client holds a
+ * connection to every server of the file before its first read. */
+START_TEST(test_fh_connect_before_io)
+{
+    enum { LEN = 64 * 1024 };
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@8@6@64k:/connect", O_CREAT | O_RDWR, 0644, &fh), 0);
+    layout lay;
+    layout_of(fh, &lay);
+    uint8_t buf[LEN];
+    memset(buf, 0x5a, sizeof buf);
+    ck_assert_int_eq(depfs_write(fh, buf, LEN, 0), LEN);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(fs);
+    fs = mount_fs();
+    ck_assert_int_eq(depfs_open(fs, "/connect", O_RDONLY, 0, &fh), 0);
+    for (unsigned p = 0; p < lay.n; p++) /* open alone talks to the MDS only */
+        ck_assert_uint_eq(conns_to(g_cl.ports[1 + lay.servers[p]]), 0);
+    ck_assert_int_eq(depfs_fh_connect(fh), 0);
+    for (unsigned p = 0; p < lay.n; p++)
+        ck_assert_msg(conns_to(g_cl.ports[1 + lay.servers[p]]) == 1,
+                      "no connection to server %u after depfs_fh_connect", lay.servers[p]);
+    ck_assert_int_eq(depfs_read(fh, buf, LEN, 0), LEN);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(fs);
+}
+END_TEST
+
 /* Bytes of file ino on every server of lay, each at least `want` (its
  * strip file's size), within 10 s. */
 static bool strips_hold(const layout *lay, uint64_t ino, off_t want)
@@ -1021,6 +1050,7 @@ static Suite *data_suite(void)
     tcase_add_test(tc, test_scrub_names_and_repairs_damaged_units);
     tcase_add_test(tc, test_concurrent_writers_parity);
     tcase_add_test(tc, test_scatter_in_one_stripe_is_one_round);
+    tcase_add_test(tc, test_fh_connect_before_io);
     suite_add_tcase(s, tc);
     /* own cluster: it kills servers */
     TCase *td = tcase_create("degraded");
