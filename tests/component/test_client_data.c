@@ -1030,6 +1030,17 @@ START_TEST(test_append_truncate_buffered)
 }
 END_TEST
 
+/* A test that leaves servers of the cluster dead or stalled (a kill, a
+ * stop past a deadline) gets a cluster of its own: a tcase of one. */
+static void add_own_cluster_case(Suite *s, const char *name, const TTest *test)
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_unchecked_fixture(tc, cluster_up, cluster_down);
+    tcase_set_timeout(tc, T_TEST_TIMEOUT_S);
+    tcase_add_test(tc, test);
+    suite_add_tcase(s, tc);
+}
+
 static Suite *data_suite(void)
 {
     Suite *s = suite_create("client_data");
@@ -1062,18 +1073,8 @@ static Suite *data_suite(void)
     tcase_add_test(td, test_hung_server);
     tcase_add_test(td, test_degraded_read_write);
     suite_add_tcase(s, td);
-    /* own cluster: it kills a server */
-    TCase *tg = tcase_create("gather_fallback");
-    tcase_add_unchecked_fixture(tg, cluster_up, cluster_down);
-    tcase_set_timeout(tg, T_TEST_TIMEOUT_S);
-    tcase_add_test(tg, test_strided_gather_with_a_dead_server);
-    suite_add_tcase(s, tg);
-    /* own cluster: it stops servers for a handshake's deadline */
-    TCase *tf = tcase_create("first_connect");
-    tcase_add_unchecked_fixture(tf, cluster_up, cluster_down);
-    tcase_set_timeout(tf, T_TEST_TIMEOUT_S);
-    tcase_add_test(tf, test_first_batch_connects_at_once);
-    suite_add_tcase(s, tf);
+    add_own_cluster_case(s, "gather_fallback", test_strided_gather_with_a_dead_server);
+    add_own_cluster_case(s, "first_connect", test_first_batch_connects_at_once);
     return s;
 }
 
