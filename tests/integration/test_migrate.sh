@@ -113,6 +113,8 @@ while not os.path.exists(w + "/b.stop") and time.time() - t0 < limit:
         open(w + "/b.bad", "w").write("head changed after record %d\n" % n)
         break
     n += 1
+    if n == 1:
+        open(w + "/b.wstarted", "w").close()
 open(w + "/b.count", "w").write(str(n))
 PY
 bpid=$!
@@ -128,10 +130,21 @@ while not os.path.exists(w + "/b.stop") and time.time() - t0 < limit:
         open(w + "/b.bad", "w").write("reader: the head read through an old descriptor changed\n")
         break
     n += 1
+    if n == 1:
+        open(w + "/b.rstarted", "w").close()
 os.close(fd)
 open(w + "/b.reads", "w").write(str(n))
 PY
 rpid=$!
+# the migrates begin once both are at work (else on a busy machine they can
+# all be over before either has started: nothing tested)
+for _ in $(seq "$(tscale 300)"); do
+  [ -e "$W/b.wstarted" ] && [ -e "$W/b.rstarted" ] && break
+  [ -e "$W/b.bad" ] && break
+  sleep 0.1
+done
+[ ! -e "$W/b.bad" ] || fail "before any migrate: $(cat "$W/b.bad")"
+[ -e "$W/b.wstarted" ] && [ -e "$W/b.rstarted" ] || fail "the writer and the reader did not both start within $(tscale 30) s"
 ok=0; refused=0
 for spec in 4@2 8@6 6@4 8@7; do
   if depfs migrate -r "$spec" /b > "$W/b.out" 2>&1; then ok=$((ok + 1)); else
