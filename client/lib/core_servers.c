@@ -247,20 +247,18 @@ rpc_conn *dc_server_conn_any(depfs_t *fs, uint32_t id)
     return c;
 }
 
-/* Whether w's server has no live connection yet and would get one (not
- * down for what it is wanted for); a hint: the connector checks again. */
+/* Whether w's server has no connection yet and would get one (not down
+ * for what it is wanted for). Asked for every request of every batch, so
+ * the common answer (connected long ago) is one load, no lock; it is a
+ * hint: the connector checks again under the lock, and a connection found
+ * broken is replaced by the request itself, as before. */
 static bool server_unconnected(depfs_t *fs, const dc_conn_want *w)
 {
     dc_server *s = dc_server_by_id(fs, w->id);
-    if (!s)
+    if (!s || __atomic_load_n(&s->conn, __ATOMIC_ACQUIRE) != NULL)
         return false;
-    if (!w->any_state && (w->reading ? dc_server_is_down(fs, w->id)
-                                     : dc_server_is_down_write(fs, w->id)))
-        return false;
-    pthread_mutex_lock(&s->lock);
-    bool none = !s->conn || rpc_conn_broken(s->conn);
-    pthread_mutex_unlock(&s->lock);
-    return none;
+    return w->any_state || !(w->reading ? dc_server_is_down(fs, w->id)
+                                        : dc_server_is_down_write(fs, w->id));
 }
 
 typedef struct dc_connect_job {
