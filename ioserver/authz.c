@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "dirty_op.h"
 #include "io_caps.h"
 
 static const char *admin_only(uint16_t type, const Depfs__IoRequest *q)
@@ -13,7 +14,7 @@ static const char *admin_only(uint16_t type, const Depfs__IoRequest *q)
     case DEPFS__IO_OP__IO_SET_STATE:
         return "IO_SET_STATE";
     case DEPFS__IO_OP__IO_DIRTY: /* a writer may ask whether records exist, no more */
-        if (q->has_dirty_action && q->dirty_action == DEPFS__DIRTY_ACTION__DIRTY_PROBE)
+        if (ios_dirty_op_of(q) == IOS_DIRTY_PROBE)
             return NULL;
         return "IO_DIRTY (other than DIRTY_PROBE)";
     case DEPFS__IO_OP__IO_HEARTBEAT:

@@ -61,7 +61,8 @@
  *              (UP, REBUILDING or RECONSTRUCTING; DOWN is EINVAL) is stored
  *              durably, and the known epoch becomes max(known, cluster_epoch).
  *              Both optional; the reply carries the result.
- * IO_DIRTY     the dirty log ("file F changed while server S was down"):
+ * IO_DIRTY     the dirty log ("file F changed while server S was down"),
+ *              its fields read in one order for every check (dirty_op.h):
  *   - sync=true: REJOIN (older form of IO_SET_STATE UP). This server's state
  *     becomes SERVER_UP, durably.
  *   - dirty_action DIRTY_PROBE: down_servers = ids to check (at most
@@ -86,6 +87,7 @@
 #include "lease.h"
 #include "req_check.h"
 #include "client_io.h"
+#include "dirty_op.h"
 #include "scrubber.h"
 #include "stall.h"
 #include "strip_extents.h"
@@ -709,7 +711,8 @@ static int do_dirty_probe(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res
 static int do_dirty(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     int rc;
-    if (q->has_sync && q->sync) {
+    ios_dirty_op op = ios_dirty_op_of(q); /* the reading authz and req_check took */
+    if (op == IOS_DIRTY_UP) {
         if (ios_state_get(c->state) != DEPFS__SERVER_STATE__SERVER_UP && (rc = may_go_up(c, res)))
             return rc;
         rc = ios_state_set(c->state, DEPFS__SERVER_STATE__SERVER_UP);
@@ -718,20 +721,19 @@ static int do_dirty(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
         log_info("rejoin: server %u is up", c->server_id);
         return 0;
     }
-    Depfs__DirtyAction action = q->has_dirty_action ? q->dirty_action : DEPFS__DIRTY_ACTION__DIRTY_LIST;
-    if (q->has_unlock && q->unlock)
-        action = DEPFS__DIRTY_ACTION__DIRTY_CLEAR;
-    if (action == DEPFS__DIRTY_ACTION__DIRTY_PROBE)
+    if (op == IOS_DIRTY_PROBE)
         return do_dirty_probe(c, q, res);
-    assert(q->has_local_size && q->local_size <= UINT32_MAX);
+    if (op == IOS_DIRTY_UNKNOWN) /* req_check refuses it; a direct caller too */
+        return fail(res, -EINVAL, "unknown dirty action %d", (int)q->dirty_action);
+    assert(ios_dirty_op_names_server(op) && q->has_local_size && q->local_size <= UINT32_MAX);
     uint32_t server = (uint32_t)q->local_size;
-    if (action == DEPFS__DIRTY_ACTION__DIRTY_CLAIM) {
+    if (op == IOS_DIRTY_CLAIM) {
         rc = ios_dirty_claim(c->state, server, q->file_id);
         if (rc)
             return fail(res, rc, "cannot claim dirty record: %s", strerror(-rc));
         return 0;
     }
-    if (action == DEPFS__DIRTY_ACTION__DIRTY_CLEAR) {
+    if (op == IOS_DIRTY_CLEAR) {
         bool kept = false;
         rc = ios_dirty_clear(c->state, server, q->file_id, &kept);
         if (rc)
@@ -741,8 +743,7 @@ static int do_dirty(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
                         "since it was claimed", server, q->file_id);
         return 0;
     }
-    if (action != DEPFS__DIRTY_ACTION__DIRTY_LIST)
-        return fail(res, -EINVAL, "unknown dirty action %d", (int)action);
+    assert(op == IOS_DIRTY_LIST);
     res->dirty = calloc(IOS_DIRTY_LIST_MAX, sizeof(*res->dirty));
     if (!res->dirty)
         return fail(res, -ENOMEM, "out of memory");

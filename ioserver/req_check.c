@@ -2,6 +2,7 @@
  * (req_check.h): one small check per field or relation, run in order by
  * ios_req_check. */
 #include "req_check.h"
+#include "dirty_op.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -193,15 +194,18 @@ static int check_servers(const ios_ctx *c, uint16_t type, const Depfs__IoRequest
         if (rc < 0)
             return rc;
     }
-    /* IO_DIRTY names the server whose records are meant in local_size
-     * (but not a rejoin, sync, nor a probe, which uses down_servers) */
-    bool probe = q->has_dirty_action && q->dirty_action == DEPFS__DIRTY_ACTION__DIRTY_PROBE;
-    if (type == DEPFS__IO_OP__IO_DIRTY && !(q->has_sync && q->sync) && !probe) {
-        if (!q->has_local_size)
-            return refuse(EINVAL, why, why_len, "local_size must name a server id");
-        return check_server_id(c, q->local_size, "local_size", why, why_len);
-    }
-    return 0;
+    if (type != DEPFS__IO_OP__IO_DIRTY)
+        return 0;
+    /* IO_DIRTY's list, claim and clear name the server whose records are
+     * meant in local_size (a rejoin's sync and a probe do not) */
+    ios_dirty_op op = ios_dirty_op_of(q);
+    if (op == IOS_DIRTY_UNKNOWN)
+        return refuse(EINVAL, why, why_len, "unknown dirty action %d", (int)q->dirty_action);
+    if (!ios_dirty_op_names_server(op))
+        return 0;
+    if (!q->has_local_size)
+        return refuse(EINVAL, why, why_len, "local_size must name a server id");
+    return check_server_id(c, q->local_size, "local_size", why, why_len);
 }
 
 /* Sizes and times of single fields. */

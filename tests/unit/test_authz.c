@@ -45,6 +45,14 @@ START_TEST(test_ioserver_rules)
     q.has_dirty_action = true; /* a writer's probe after a cluster change */
     q.dirty_action = DEPFS__DIRTY_ACTION__DIRTY_PROBE;
     ck_assert_int_eq(io(&client, DEPFS__IO_OP__IO_DIRTY, &q), 0);
+    /* a "probe" that unlocks is a DIRTY_CLEAR, one that syncs a rejoin
+     * (the server goes UP): admin work however it is labelled */
+    q.has_unlock = q.unlock = true;
+    ck_assert_int_eq(io(&client, DEPFS__IO_OP__IO_DIRTY, &q), -EPERM);
+    q.has_unlock = q.unlock = false;
+    q.has_sync = q.sync = true;
+    ck_assert_int_eq(io(&client, DEPFS__IO_OP__IO_DIRTY, &q), -EPERM);
+    q.has_sync = q.sync = false;
     q.dirty_action = DEPFS__DIRTY_ACTION__DIRTY_CLEAR;
     ck_assert_int_eq(io(&client, DEPFS__IO_OP__IO_DIRTY, &q), -EPERM);
     q.has_dirty_action = false;

@@ -822,6 +822,19 @@ START_TEST(h_bad_requests)
     r.q.n_extents = IOS_MAX_EXTENTS + 1;
     ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_READ, NULL, 0), EINVAL);
     free(many);
+    /* IO_DIRTY that is a clear (unlock) labelled a probe, without the
+     * server id a clear needs: refused at the boundary (it reached the
+     * handler's assertion: fuzz_ioserver's crash-dirty-probe-unlock) */
+    req_init(&r, FILE_X);
+    r.q.has_dirty_action = true;
+    r.q.dirty_action = DEPFS__DIRTY_ACTION__DIRTY_PROBE;
+    r.q.has_unlock = r.q.unlock = true;
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_DIRTY, NULL, 0), EINVAL);
+    r.q.dirty_action = (Depfs__DirtyAction)77; /* no such action */
+    r.q.has_unlock = r.q.unlock = false;
+    r.q.has_local_size = true;
+    r.q.local_size = 1;
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_DIRTY, NULL, 0), EINVAL);
     /* garbage header */
     ios_result res;
     const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff, 0x0f, 0x08 };
