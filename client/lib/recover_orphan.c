@@ -503,6 +503,25 @@ static void dc_orphan_unlock(dc_orphan *o, bool keep_in_doubt)
     dc_io_run(o->fs, o->t.ino, un, lay->n);
 }
 
+/* The end of the stripes the repair must look at: a lock may reach far past
+ * the file ("every stripe from here on", as a rebuild's tail lock does), and
+ * a stripe past every reached strip file and the file's size holds no unit
+ * anywhere, which reads as zeros on every position: one codeword, nothing
+ * to repair. Asked with the stripes locked, so no write extends them. */
+static int dc_orphan_end(dc_orphan *o, uint64_t *end)
+{
+    const layout *lay = &o->t.lay;
+    uint64_t max_bytes = 0;
+    int rc = dc_strip_extent(o->fs, &o->t, o->reach, &max_bytes);
+    if (rc < 0)
+        return rc;
+    uint64_t stripes = dc_div_up(o->t.size, layout_stripe_bytes(lay));
+    if (dc_div_up(max_bytes, lay->su) > stripes)
+        stripes = dc_div_up(max_bytes, lay->su);
+    *end = o->first + o->count < stripes ? o->first + o->count : stripes;
+    return 0;
+}
+
 static int dc_orphan_repair(dc_orphan *o)
 {
     const layout *lay = &o->t.lay;
@@ -523,6 +542,9 @@ static int dc_orphan_repair(dc_orphan *o)
                      dc_popcount32(unreached | o->untrusted), lay->n, lay->n - lay->k);
         rc = -EAGAIN;
     }
+    uint64_t end = o->first;
+    if (rc == 0)
+        rc = dc_orphan_end(o, &end);
     if (rc < 0) {
         dc_orphan_unlock(o, true);
         return rc;
@@ -535,9 +557,9 @@ static int dc_orphan_repair(dc_orphan *o)
         rc = -ENOMEM;
     bool in_doubt = false;
     uint32_t missed = unreached;
-    for (uint64_t s = o->first; s < o->first + o->count && rc == 0; s += b.batch) {
+    for (uint64_t s = o->first; s < end && rc == 0; s += b.batch) {
         b.first = s;
-        b.count = o->first + o->count - s < b.batch ? o->first + o->count - s : b.batch;
+        b.count = end - s < b.batch ? end - s : b.batch;
         rc = dc_orphan_plan(o, &b);
         for (uint64_t i = 0; i < b.count && rc == 0; i++)
             in_doubt |= b.rewrite[i] != 0;

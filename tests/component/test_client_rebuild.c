@@ -913,6 +913,52 @@ START_TEST(test_orphan_repair_waits_for_servers)
 }
 END_TEST
 
+/* Orphans of locks "to the end of the file" (a rebuild's tail lock: every
+ * stripe from its end on, 2^62 of them), one taken to read and one to
+ * write, whose dead writer stored a data unit past the file's end on one
+ * server only (make test's CI at e2d3d05: a reconstruct interrupted while it
+ * held its tail lock). Before, the repair walked all 2^62 stripes: it never
+ * ended, kept the stripes locked, and the resumed reconstruct got EBUSY.
+ * Now it looks only at the stripes some strip file or the size reaches. */
+START_TEST(test_orphan_tail_lock)
+{
+    depfs_t *fs = mount_fs();
+    const uint64_t stripe = 4 * 4096, tail = 3, past = 6; /* 6@4@4k */
+    size_t size = 5 * stripe;
+    uint8_t *model = calloc(1, 6 * stripe);
+    uint64_t ino = write_file(fs, "depfs@6@4@4k:/tail", model, 0, size);
+    depfs_layout_info li;
+    layout_of(fs, ino, &li);
+    layout lay = layout_from(&li);
+    /* a reader's tail lock, everywhere */
+    for (unsigned p = 0; p < li.n; p++)
+        raw_lock(li.servers[p], ino, tail, UINT64_MAX / 4, T_ORPHAN_CLIENT, T_ORPHAN_OP, true);
+    usleep(T_LEASE_WAIT_US);
+    int rc = depfs_repair_orphan_lock(fs, ino, tail, UINT64_MAX / 4, T_ORPHAN_CLIENT, T_ORPHAN_OP);
+    ck_assert_msg(rc == 0, "repair of a reading tail lock: %s (%s)", strerror(-rc),
+                  depfs_last_error());
+    /* a writer's tail lock, everywhere, and one unit of stripe 6 stored */
+    for (unsigned p = 0; p < li.n; p++)
+        raw_lock(li.servers[p], ino, tail, UINT64_MAX / 4, T_ORPHAN_CLIENT, T_ORPHAN_OP + 1,
+                 false);
+    uint8_t unit[4096];
+    rnd_fill(unit, sizeof unit);
+    raw_unit_write(layout_unit_server(&lay, past, 0), ino, layout_local_offset(&lay, past), unit,
+                   sizeof unit);
+    usleep(T_LEASE_WAIT_US);
+    rc = depfs_repair_orphan_lock(fs, ino, tail, UINT64_MAX / 4, T_ORPHAN_CLIENT,
+                                  T_ORPHAN_OP + 1);
+    ck_assert_msg(rc == 0, "repair of a writing tail lock: %s (%s)", strerror(-rc),
+                  depfs_last_error());
+    /* the stripes are free again: a writer appends */
+    write_file(fs, "/tail", model, size, stripe);
+    scrub_clean(fs, ino);
+    check_content(fs, "/tail", model, size + stripe);
+    depfs_unmount(fs);
+    free(model);
+}
+END_TEST
+
 /* ------------------------------------------------------- cluster epochs */
 
 /* A client that mounted before two state changes writes: every server
@@ -1142,6 +1188,7 @@ int main(void)
     suite_add_tcase(s, own_cluster("orphan_beyond_nk1", test_orphan_beyond_n_minus_k_one));
     suite_add_tcase(s, own_cluster("intents_crash", test_intents_survive_a_crash_of_every_server));
     suite_add_tcase(s, own_cluster("orphan_waits", test_orphan_repair_waits_for_servers));
+    suite_add_tcase(s, own_cluster("orphan_tail_lock", test_orphan_tail_lock));
     suite_add_tcase(s, own_cluster("reconstruct_cli", test_reconstruct_cli));
     suite_add_tcase(s, own_cluster("epoch_refresh", test_epoch_refresh));
     suite_add_tcase(s, own_cluster("seek_false_hole", test_seek_never_a_false_hole));
