@@ -334,8 +334,26 @@ wait_all_up() {
     if [[ "$line" != "status unavailable" ]] && ! [[ " $line" =~ =(down|rebuilding|\?) ]]; then
       return 0
     fi
-    [ $((SECONDS - start)) -lt "$limit" ] || fail "not every server is up after ${limit}s: $line"
+    if [ $((SECONDS - start)) -ge "$limit" ]; then
+      dump_stacks_of_not_up "$line"
+      fail "not every server is up after ${limit}s: $line"
+    fi
     sleep 0.5
+  done
+}
+# dump_stacks_of_not_up STATES_LINE: every thread's stack of each server the
+# line does not call up and whose process is alive (gdb, when installed), so
+# a server that stopped answering says where it stands.
+dump_stacks_of_not_up() {
+  local pair id pid
+  command -v gdb >/dev/null || { echo "(no gdb: no stacks of the servers not up)"; return 0; }
+  for pair in $1; do
+    [[ "$pair" == *=up ]] && continue
+    id=${pair%%=*}
+    pid=$(cat "$DEPFS_STATE/pids/ioserver-$id.pid" 2>/dev/null) || continue
+    kill -0 "$pid" 2>/dev/null || { echo "---- server $id (pid $pid) is not running"; continue; }
+    echo "---- server $id (pid $pid): every thread's stack"
+    timeout 60 gdb -p "$pid" -batch -nx -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)' | head -400
   done
 }
 # wait_state ID STATE TIMEOUT_S: until server ID shows STATE; prints the ms it took.
