@@ -584,6 +584,40 @@ void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
     free(pend);
 }
 
+/* Send every active request once and wait for no reply (a late one is
+ * drained and dropped by the rpc layer): for requests whose outcome the
+ * caller does not need. Each goes on the connection its server's earlier
+ * requests from this client went on, so the server acts on it before any
+ * request this client sends there later. Results: 0 once sent, else why
+ * not. */
+static void dc_io_post(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
+{
+    dc_cap cap;
+    dc_pending *pend = calloc(nreq ? nreq : 1, sizeof *pend);
+    bool sent[DC_IO_MAX_REQS] = {0};
+    if (pend == NULL) {
+        for (unsigned i = 0; i < nreq; i++)
+            reqs[i].result = -ENOMEM;
+        return;
+    }
+    uint64_t epoch = atomic_load(&fs->cluster_epoch);
+    for (unsigned i = 0; i < nreq; i++) {
+        if (!reqs[i].active)
+            continue;
+        dc_req_check(&reqs[i]);
+        sent[i] = dc_prepare(fs, ino, epoch, &reqs[i], &pend[i]);
+    }
+    dc_cap_for(fs, ino, reqs, pend, sent, nreq, &cap);
+    for (unsigned i = 0; i < nreq; i++) {
+        if (!sent[i])
+            continue;
+        reqs[i].result = dc_start_one(fs, &reqs[i], &pend[i]);
+        rpc_call_free(pend[i].call);
+        free(pend[i].block_crcs);
+    }
+    free(pend);
+}
+
 void dc_io_unlock_granted(depfs_t *fs, uint64_t ino, const dc_req *reqs, unsigned nreq)
 {
     assert(nreq <= DC_IO_MAX_REQS);
@@ -602,7 +636,7 @@ void dc_io_unlock_granted(depfs_t *fs, uint64_t ino, const dc_req *reqs, unsigne
         un[i].has_lock = true;
         un[i].lock = r->lock;
     }
-    dc_io_run(fs, ino, un, nreq);
+    dc_io_post(fs, ino, un, nreq);
     free(un);
 }
 

@@ -131,7 +131,11 @@ void dc_ctl_run(depfs_t *fs, dc_ctl *v, unsigned n);
 void dc_ctl_free(dc_ctl *v, unsigned n);
 
 /* Send IO_UNLOCK for every request that holds a granted lock (has_lock,
- * result 0); failures are ignored (the lease/recovery cleans up). */
+ * result 0), without waiting for the replies: each server acts on it
+ * before anything this client sends it later (one connection per server,
+ * served in order), and a lost one is cleaned up by the lock lease and
+ * the recovery module. Others may still see the stripes locked for a
+ * moment after this returns; their lock requests back off and retry. */
 void dc_io_unlock_granted(depfs_t *fs, uint64_t ino, const dc_req *reqs, unsigned nreq);
 
 /* A READ's result that says the server's stored unit is damaged: a block
