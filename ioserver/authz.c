@@ -8,20 +8,10 @@
 #include "dirty_op.h"
 #include "io_caps.h"
 
-static const char *admin_only(uint16_t type, const Depfs__IoRequest *q)
+/* Flags only recovery and admins set, whatever the op: checked before the
+ * per-op rules, so no op's exception (a writer's dirty probe) lets them by. */
+static const char *admin_only_flag(const Depfs__IoRequest *q)
 {
-    switch (type) {
-    case DEPFS__IO_OP__IO_SET_STATE:
-        return "IO_SET_STATE";
-    case DEPFS__IO_OP__IO_DIRTY: /* a writer may ask whether records exist, no more */
-        if (ios_dirty_op_of(q) == IOS_DIRTY_PROBE)
-            return NULL;
-        return "IO_DIRTY (other than DIRTY_PROBE)";
-    case DEPFS__IO_OP__IO_HEARTBEAT:
-        return "IO_HEARTBEAT";
-    default:
-        break;
-    }
     if (q->has_ignore_locks && q->ignore_locks)
         return "ignore_locks";
     if (q->has_take_over_stale && q->take_over_stale)
@@ -31,6 +21,23 @@ static const char *admin_only(uint16_t type, const Depfs__IoRequest *q)
     if (q->has_background && q->background)
         return "background";
     return NULL;
+}
+
+static const char *admin_only(uint16_t type, const Depfs__IoRequest *q)
+{
+    const char *flag = admin_only_flag(q);
+    if (flag)
+        return flag;
+    switch (type) {
+    case DEPFS__IO_OP__IO_SET_STATE:
+        return "IO_SET_STATE";
+    case DEPFS__IO_OP__IO_DIRTY: /* a writer may ask whether records exist, no more */
+        return ios_dirty_op_of(q) == IOS_DIRTY_PROBE ? NULL : "IO_DIRTY (other than DIRTY_PROBE)";
+    case DEPFS__IO_OP__IO_HEARTBEAT:
+        return "IO_HEARTBEAT";
+    default:
+        return NULL;
+    }
 }
 
 int ios_authorize(const auth_identity *who, uint16_t type, const Depfs__IoRequest *q, char *why,

@@ -5,8 +5,10 @@
  * word), and none of the admin operations: server states and epochs
  * (IO_SET_STATE), dirty records (IO_DIRTY but for DIRTY_PROBE, which a
  * writer asks after a cluster change), heartbeats (they renew the
- * recovery lease and list everyone's locks), ignore_locks and lock
- * take-overs. With auth off (who NULL) everything is allowed.
+ * recovery lease and list everyone's locks), nor, in any op (a dirty
+ * probe's too), the flags that are recovery's: ignore_locks, lock
+ * take-overs, unverified reads and background I/O. With auth off (who
+ * NULL) everything is allowed.
  *
  * A ticket holder must also show, with every request that names a file,
  * the MDS's capability for that file (auth.h): tagged with the capability

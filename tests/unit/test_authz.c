@@ -71,6 +71,21 @@ START_TEST(test_ioserver_rules)
     ck_assert_int_eq(io(&client, DEPFS__IO_OP__IO_READ, &q), -EPERM);
     ck_assert_int_eq(io(&cluster, DEPFS__IO_OP__IO_READ, &q), 0);
     q.has_background = q.background = false;
+    /* the admin-only flags hold for every op, a writer's dirty probe too */
+    q.has_dirty_action = true;
+    q.dirty_action = DEPFS__DIRTY_ACTION__DIRTY_PROBE;
+    ck_assert_int_eq(io(&client, DEPFS__IO_OP__IO_DIRTY, &q), 0);
+    protobuf_c_boolean *admin_flags[][2] = {
+        { &q.has_ignore_locks, &q.ignore_locks }, { &q.has_take_over_stale, &q.take_over_stale },
+        { &q.has_unverified, &q.unverified }, { &q.has_background, &q.background },
+    };
+    for (size_t i = 0; i < sizeof(admin_flags) / sizeof(admin_flags[0]); i++) {
+        *admin_flags[i][0] = *admin_flags[i][1] = true;
+        ck_assert_int_eq(io(&client, DEPFS__IO_OP__IO_DIRTY, &q), -EPERM);
+        ck_assert_int_eq(io(&cluster, DEPFS__IO_OP__IO_DIRTY, &q), 0);
+        *admin_flags[i][0] = *admin_flags[i][1] = false;
+    }
+    q.has_dirty_action = false;
     /* locks in one's own name only; the cluster key may name anyone (repair) */
     q.lock = &l;
     l.owner_client = ME;
