@@ -79,6 +79,9 @@ int perm_create(const mds_caller *c, const mds_inode *dir, mds_new *nw, uint32_t
     int rc = perm_access(c, dir, PERM_WRITE | PERM_EXEC, why);
     if (rc < 0)
         return rc;
+    if ((S_ISCHR(*mode) || S_ISBLK(*mode)) && !mds_caller_is_root(c))
+        return deny(why, EPERM, c, dir, "may not make a device node (root only, as Linux's "
+                    "CAP_MKNOD) in");
     nw->uid = c->uid;
     nw->gid = c->gid;
     uint32_t group = (dir->mode & S_ISGID) ? dir->gid : c->gid;

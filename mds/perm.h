@@ -12,7 +12,9 @@
  *   - lookup: search (x) on the parent; readdir: read on the directory.
  *   - create, link: write+search on the parent. New objects belong to the
  *     caller (a claimed owner is the caller's own: caller.h), group from a
- *     set-group-ID parent (whose setgid new directories inherit).
+ *     set-group-ID parent (whose setgid new directories inherit). Device
+ *     nodes (S_IFCHR, S_IFBLK) only by root (EPERM; Linux's CAP_MKNOD);
+ *     FIFOs and sockets by anyone who may create.
  *   - unlink, rmdir, rename: write+search on each parent changed; in a
  *     sticky (S_ISVTX) directory only the entry's owner, the directory's
  *     owner or root may remove or replace an entry (EPERM); a directory

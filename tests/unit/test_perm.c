@@ -92,6 +92,20 @@ START_TEST(test_create_and_remove)
     mode = S_IFDIR | 02755; /* directories keep it */
     ck_assert_int_eq(perm_create(&alice, &sg, &nw, &mode, why), 0);
     ck_assert_uint_eq(mode & S_ISGID, S_ISGID);
+    /* device nodes: root only (Linux's CAP_MKNOD); FIFOs and sockets: anyone */
+    static const uint32_t devices[] = { S_IFCHR | 0666, S_IFBLK | 0660 };
+    for (size_t i = 0; i < sizeof(devices) / sizeof(devices[0]); i++) {
+        mode = devices[i];
+        ck_assert_int_eq(perm_create(&alice, &tmp, &nw, &mode, why), -EPERM);
+        ck_assert_ptr_nonnull(strstr(why, "device"));
+        ck_assert_int_eq(perm_create(&root, &tmp, &nw, &mode, why), 0);
+    }
+    mode = S_IFIFO | 0644;
+    ck_assert_int_eq(perm_create(&alice, &tmp, &nw, &mode, why), 0);
+    mode = S_IFSOCK | 0755;
+    ck_assert_int_eq(perm_create(&alice, &tmp, &nw, &mode, why), 0);
+    mode = S_IFCHR | 0666; /* no write on the parent: EACCES first, as Linux */
+    ck_assert_int_eq(perm_create(&alice, &rootdir, &nw, &mode, why), -EACCES);
     /* sticky: bob may not remove alice's file, alice and the dir's owner may */
     mds_inode af = node(10, S_IFREG | 0666, ALICE, ALICE);
     ck_assert_int_eq(perm_remove(&bob, &tmp, &af, why), -EPERM);
