@@ -1081,7 +1081,7 @@ int mds_ns_link(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t new_pa
     if (rc == 0)
         rc = ns_load_dir(ns, new_parent, &dir, why);
     if (rc == 0 && who)
-        rc = perm_link(who, &dir, why);
+        rc = perm_link(who, &dir, &in, why);
     if (rc < 0)
         goto out;
     if (S_ISDIR(in.mode)) {

@@ -90,9 +90,25 @@ int perm_create(const mds_caller *c, const mds_inode *dir, mds_new *nw, uint32_t
     return 0;
 }
 
-int perm_link(const mds_caller *c, const mds_inode *dir, char *why)
+/* Linux's safe_hardlink_source: a regular file, not set-user-ID, not
+ * set-group-ID with group exec (an executable's privilege), that the
+ * caller may read and write. */
+static bool safe_hardlink_source(const mds_caller *c, const mds_inode *src)
 {
-    return perm_access(c, dir, PERM_WRITE | PERM_EXEC, why);
+    if (!S_ISREG(src->mode) || (src->mode & S_ISUID))
+        return false;
+    if ((src->mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+        return false;
+    return may(c, src, PERM_READ | PERM_WRITE);
+}
+
+int perm_link(const mds_caller *c, const mds_inode *dir, const mds_inode *src, char *why)
+{
+    int rc = perm_access(c, dir, PERM_WRITE | PERM_EXEC, why);
+    if (rc < 0 || mds_caller_is_root(c) || is_owner(c, src) || safe_hardlink_source(c, src))
+        return rc;
+    return deny(why, EPERM, c, src, "may not hard-link (protected_hardlinks: the owner, root, "
+                "or a plain regular file it may read and write)");
 }
 
 /* Sticky directories: only the entry's owner, the directory's or root. */

@@ -10,7 +10,10 @@
  *     anything and search any directory, but executes a file only when
  *     some x bit is set.
  *   - lookup: search (x) on the parent; readdir: read on the directory.
- *   - create, link: write+search on the parent. New objects belong to the
+ *   - create, link: write+search on the parent. Link, as Linux's
+ *     fs.protected_hardlinks: only the file's owner or root, or anyone who
+ *     may read and write a regular file that is neither set-user-ID nor
+ *     set-group-ID with group exec (else EPERM). New objects belong to the
  *     caller (a claimed owner is the caller's own: caller.h), group from a
  *     set-group-ID parent (whose setgid new directories inherit). Device
  *     nodes (S_IFCHR, S_IFBLK) only by root (EPERM; Linux's CAP_MKNOD);
@@ -58,7 +61,8 @@ int perm_readdir(const mds_caller *c, const mds_inode *dir, char *why);
  * object's mode, S_ISGID dropped where a non-root caller may not set it. */
 int perm_create(const mds_caller *c, const mds_inode *dir, mds_new *nw, uint32_t *mode,
                 char *why);
-int perm_link(const mds_caller *c, const mds_inode *dir, char *why);
+/* A new name in dir for src. */
+int perm_link(const mds_caller *c, const mds_inode *dir, const mds_inode *src, char *why);
 int perm_remove(const mds_caller *c, const mds_inode *dir, const mds_inode *victim, char *why);
 /* dst NULL: no entry is replaced. exchange: both entries move. */
 int perm_rename(const mds_caller *c, const mds_inode *spar, const mds_inode *src,

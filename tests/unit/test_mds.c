@@ -385,6 +385,25 @@ START_TEST(test_link_unlink)
 }
 END_TEST
 
+/* Who may link what (perm.h, as fs.protected_hardlinks): the file is
+ * checked, not only the directory the new name goes into. */
+START_TEST(test_link_permissions)
+{
+    mds_inode in;
+    mds_caller owner = { .uid = 1000, .gid = 100 }, other = { .uid = 2000, .gid = 2000 };
+    mds_new nw = mk(ROOT, "tmp", 01777);
+    ck_assert_int_eq(mds_ns_mkdir(ns, &nw, &in, why), 0);
+    uint64_t tmp = in.ino;
+    uint64_t f = new_file(ROOT, "f"); /* 0644, owner 1000 */
+    ck_assert_int_eq(mds_ns_link(ns, &other, f, tmp, "stolen", &in, why), -EPERM);
+    ck_assert_ptr_nonnull(strstr(why, "hard-link"));
+    ck_assert_uint_eq(ino_of(tmp, "stolen"), 0);
+    ck_assert_uint_eq(attr_of(f).nlink, 1);
+    ck_assert_int_eq(mds_ns_link(ns, &owner, f, tmp, "mine", &in, why), 0);
+    ck_assert_uint_eq(in.nlink, 2);
+}
+END_TEST
+
 typedef struct rd_col {
     unsigned n;
     char names[4096][32];
@@ -1436,6 +1455,7 @@ static Suite *mds_suite(void)
     tcase_add_test(tc, test_rename_files);
     tcase_add_test(tc, test_rename_dirs);
     tcase_add_test(tc, test_link_unlink);
+    tcase_add_test(tc, test_link_permissions);
     tcase_add_test(tc, test_readdir_paging);
     tcase_add_test(tc, test_symlink_mknod);
     tcase_add_test(tc, test_setattr_extend);

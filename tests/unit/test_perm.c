@@ -118,7 +118,7 @@ START_TEST(test_create_and_remove)
     mds_inode pub = node(12, S_IFDIR | 0777, ROOT_UID, 0);
     ck_assert_int_eq(perm_remove(&bob, &pub, &af, why), 0);
     ck_assert_int_eq(perm_remove(&bob, &rootdir, &af, why), -EACCES);
-    ck_assert_int_eq(perm_link(&bob, &rootdir, why), -EACCES);
+    ck_assert_int_eq(perm_link(&bob, &rootdir, &af, why), -EACCES);
     /* rename: replacing in a sticky dir; a directory moving needs write on itself */
     ck_assert_int_eq(perm_rename(&bob, &pub, &af, &tmp, &af, false, why), -EPERM);
     ck_assert_int_eq(perm_rename(&bob, &pub, &af, &pub, NULL, false, why), 0);
@@ -136,6 +136,41 @@ static int setattr(const mds_caller *c, const mds_inode *in, uint32_t *mask, mds
     ck_assert(rc == 0 || why[0]);
     return rc;
 }
+
+/* Hard links as Linux's fs.protected_hardlinks: owner, root, or a plain
+ * regular file the caller may read and write. */
+START_TEST(test_link_source)
+{
+    mds_caller alice = as(ALICE, ALICE), bob = as(BOB, BOBS), root = as(ROOT_UID, 0);
+    mds_caller carol = as(1003, STAFF);
+    mds_inode tmp = node(2, S_IFDIR | 01777, ROOT_UID, 0);
+    mds_inode secret = node(20, S_IFREG | 0600, ALICE, ALICE);
+    ck_assert_int_eq(perm_link(&alice, &tmp, &secret, why), 0); /* its own */
+    ck_assert_int_eq(perm_link(&root, &tmp, &secret, why), 0);
+    ck_assert_int_eq(perm_link(&bob, &tmp, &secret, why), -EPERM);
+    ck_assert_ptr_nonnull(strstr(why, "hard-link"));
+    ck_assert_ptr_nonnull(strstr(why, "inode 20"));
+    mds_inode readable = node(21, S_IFREG | 0644, ALICE, ALICE); /* read, not write */
+    ck_assert_int_eq(perm_link(&bob, &tmp, &readable, why), -EPERM);
+    mds_inode shared = node(22, S_IFREG | 0666, ALICE, ALICE);
+    ck_assert_int_eq(perm_link(&bob, &tmp, &shared, why), 0);
+    mds_inode suid = node(23, S_IFREG | 04777, ALICE, ALICE);
+    ck_assert_int_eq(perm_link(&bob, &tmp, &suid, why), -EPERM);
+    mds_inode sgid_x = node(24, S_IFREG | 02777, ALICE, STAFF);
+    ck_assert_int_eq(perm_link(&carol, &tmp, &sgid_x, why), -EPERM);
+    mds_inode sgid_nox = node(25, S_IFREG | 02766, ALICE, STAFF); /* mandatory locking: linkable */
+    ck_assert_int_eq(perm_link(&carol, &tmp, &sgid_nox, why), 0);
+    mds_inode fifo = node(26, S_IFIFO | 0666, ALICE, ALICE); /* not a regular file */
+    ck_assert_int_eq(perm_link(&bob, &tmp, &fifo, why), -EPERM);
+    ck_assert_int_eq(perm_link(&alice, &tmp, &fifo, why), 0);
+    mds_caller squashed = as(NOBODY, NOBODY); /* squashed root is no root */
+    squashed.squashed = true;
+    ck_assert_int_eq(perm_link(&squashed, &tmp, &secret, why), -EPERM);
+    /* the directory first: no write there is EACCES whatever the file */
+    mds_inode rootdir = node(1, S_IFDIR | 0755, ROOT_UID, 0);
+    ck_assert_int_eq(perm_link(&alice, &rootdir, &secret, why), -EACCES);
+}
+END_TEST
 
 START_TEST(test_setattr_rules)
 {
@@ -317,6 +352,7 @@ static Suite *perm_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_access_classes);
     tcase_add_test(tc, test_create_and_remove);
+    tcase_add_test(tc, test_link_source);
     tcase_add_test(tc, test_setattr_rules);
     tcase_add_test(tc, test_open_extend_xattrs);
     tcase_add_test(tc, test_caller_roles);
