@@ -363,8 +363,9 @@ static int op_getattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 
 static int op_setattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
+    /* SET_CTIME reads no value: ctime is the MDS's now (namespace.h) */
     const uint32_t value_bits = DEPFS_SET_MODE | DEPFS_SET_UID | DEPFS_SET_GID | DEPFS_SET_ATIME |
-                                DEPFS_SET_MTIME | DEPFS_SET_CTIME;
+                                DEPFS_SET_MTIME;
     mds_setattr_in in = { 0 };
     mds_inode out;
     NEED(q->has_ino, "ino");
@@ -378,7 +379,6 @@ static int op_setattr(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
         in.size = q->attr->size;
         in.atime_ns = q->attr->atime_ns;
         in.mtime_ns = q->attr->mtime_ns;
-        in.ctime_ns = q->attr->ctime_ns;
     } else {
         in.size = q->size;
     }

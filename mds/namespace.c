@@ -1331,7 +1331,7 @@ static int apply_setattr(ns_txn *t, mds_inode *in, uint32_t mask, const mds_seta
         in->mtime_ns = now;
     else if (mask & DEPFS_SET_MTIME)
         in->mtime_ns = a->mtime_ns;
-    in->ctime_ns = (mask & DEPFS_SET_CTIME) ? a->ctime_ns : now;
+    in->ctime_ns = now; /* the MDS's own: DEPFS_SET_CTIME asks no more (namespace.h) */
     return 0;
 }
 
@@ -1398,8 +1398,7 @@ int mds_ns_extend(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t size
     }
     if (has_mtime) { /* none: a time set explicitly since the writes stands */
         in.mtime_ns = mtime_ns;
-        if (in.ctime_ns < in.mtime_ns)
-            in.ctime_ns = in.mtime_ns;
+        in.ctime_ns = clock_real_ns(); /* the MDS's own, never the writer's */
     }
     ns_put_inode(&t, &in);
     rc = ns_txn_commit(&t);

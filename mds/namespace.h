@@ -95,14 +95,17 @@ typedef struct mds_removed {
     mds_inode dir;
 } mds_removed;
 
-/* Values for setattr (fields picked by the mask). */
+/* Values for setattr (fields picked by the mask). No ctime: as on Linux
+ * nobody sets it, every change sets it to the MDS's now, and
+ * DEPFS_SET_CTIME (FUSE_SET_ATTR_CTIME: the kernel flushing the time it
+ * took for a change) is that too, whatever time the request carries. */
 typedef struct mds_setattr_in {
     uint32_t mode, uid, gid;
     uint64_t size;
     const uint64_t *alloc_bytes; /* with DEPFS_SET_SIZE: the strip files'
                                   * allocation measured after the cut (NULL:
                                   * none; a shrink then only bounds it) */
-    int64_t atime_ns, mtime_ns, ctime_ns;
+    int64_t atime_ns, mtime_ns;
 } mds_setattr_in;
 
 typedef int (*mds_dirent_fn)(void *arg, const char *name, size_t name_len, uint64_t ino,
@@ -137,8 +140,9 @@ int mds_ns_readdir(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t coo
                    mds_dirent_fn fn, void *arg, bool *eof, char *why);
 /* *target is malloc'd, NUL-terminated. */
 int mds_ns_readlink(mds_ns *ns, uint64_t ino, char **target, char *why);
-/* A writer's report: size = max(size, given); mtime = mtime_ns when
- * has_mtime (else unchanged: a time set explicitly since the writes);
+/* A writer's report: size = max(size, given); mtime = mtime_ns and ctime
+ * = now when has_mtime (else unchanged: a time set explicitly since the
+ * writes);
  * alloc_bytes (may be NULL: unchanged) = the strip files' allocation the
  * writer measured after its writes (the latest report stands). */
 int mds_ns_extend(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t size, bool has_mtime, int64_t mtime_ns,

@@ -181,6 +181,7 @@ static int setattr_times(const mds_caller *c, const mds_inode *in, uint32_t mask
 {
     bool explicit_times = ((mask & DEPFS_SET_ATIME) && !(mask & DEPFS_SET_ATIME_NOW)) ||
                           ((mask & DEPFS_SET_MTIME) && !(mask & DEPFS_SET_MTIME_NOW));
+    /* SET_CTIME is a "now" too: the MDS sets ctime itself (namespace.h) */
     bool now_times = mask & (DEPFS_SET_ATIME_NOW | DEPFS_SET_MTIME_NOW | DEPFS_SET_CTIME);
     if (explicit_times && !is_owner(c, in))
         return deny(why, EPERM, c, in, "may not set times (owner or root only)");

@@ -22,8 +22,9 @@
  *     sticky (S_ISVTX) directory only the entry's owner, the directory's
  *     owner or root may remove or replace an entry (EPERM); a directory
  *     moved to another parent needs write permission on itself ("..").
- *   - setattr: chmod and explicit times by owner or root (EPERM); times
- *     set to now by owner, root or a writer (EACCES); chown only by root,
+ *   - setattr: chmod and explicit atime/mtime by owner or root (EPERM);
+ *     times set to now by owner, root or a writer (EACCES), ctime only
+ *     ever so (SET_CTIME: the MDS's now, never the request's value); chown only by root,
  *     chgrp by the owner to one of its groups (EPERM); size needs write
  *     permission (EACCES). A non-root chmod drops S_ISGID when the caller
  *     is not in the file's group; a non-root chown or size change drops

@@ -112,7 +112,8 @@ int depfs_dir_attr_take(depfs_t *fs, uint64_t ino, unsigned max_age_ms, struct s
 
 /* --------------------------------------------------------------- setattr */
 
-/* The times of st that to_set sets, as the wire's nanoseconds; -EINVAL /
+/* The atime and mtime of st that to_set sets (ctime is the MDS's own: none
+ * is sent), as the wire's nanoseconds; -EINVAL /
  * -ERANGE (a time outside 1677..2262, e.g. touch -d 3000-01-01) with the
  * error set. */
 static int stat_times_ns(const struct stat *st, unsigned to_set, Depfs__Attr *a)
@@ -124,7 +125,6 @@ static int stat_times_ns(const struct stat *st, unsigned to_set, Depfs__Attr *a)
     } t[] = {
         { DEPFS_SET_ATIME, &st->st_atim, &a->atime_ns },
         { DEPFS_SET_MTIME, &st->st_mtim, &a->mtime_ns },
-        { DEPFS_SET_CTIME, &st->st_ctim, &a->ctime_ns },
     };
     char why[DC_TIME_WHY_BYTES];
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {

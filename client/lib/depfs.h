@@ -88,7 +88,9 @@ int depfs_getattr(depfs_t *fs, uint64_t ino, struct stat *st);
  * through FUSE, asks for a directory's attributes right after changing
  * it. 0, -ENOENT (nothing kept: ask depfs_getattr), -EINVAL. */
 int depfs_dir_attr_take(depfs_t *fs, uint64_t ino, unsigned max_age_ms, struct stat *st);
-/* to_set: DEPFS_SET_* bits; values from `in`. Size changes truncate data. */
+/* to_set: DEPFS_SET_* bits; values from `in`. Size changes truncate data.
+ * DEPFS_SET_CTIME takes no value: the MDS sets ctime to its now at every
+ * change (in->st_ctim is not read). */
 #define DEPFS_SET_MODE 1u
 #define DEPFS_SET_UID 2u
 #define DEPFS_SET_GID 4u

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "mds/cluster.h"
 #include "depfs.pb-c.h"
 #include "mds/handlers.h"
@@ -566,9 +567,13 @@ START_TEST(test_setattr_extend)
     ck_assert_int_eq(in.mtime_ns, 2000);
     ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_MTIME_NOW, &a, &in, why), 0);
     ck_assert_int_gt(in.mtime_ns, 2000);
-    a.ctime_ns = 5;
+    /* ctime is the MDS's: SET_CTIME (FUSE_SET_ATTR_CTIME) sets it to now,
+     * whatever time the request carries, as every change does */
+    int64_t before_ns = clock_real_ns();
     ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_CTIME, &a, &in, why), 0);
-    ck_assert_int_eq(in.ctime_ns, 5);
+    ck_assert_int_ge(in.ctime_ns, before_ns);
+    ck_assert_int_le(in.ctime_ns, clock_real_ns());
+    ck_assert_int_ge(attr_of(f).ctime_ns, before_ns);
     /* sizes and the logical-bytes counter */
     uint64_t files, bytes;
     a.size = 1000;
@@ -579,6 +584,12 @@ START_TEST(test_setattr_extend)
     ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 500, true, 77, NULL, &in, why), 0);
     ck_assert_uint_eq(in.size, 1000);
     ck_assert_int_eq(in.mtime_ns, 77);
+    /* a writer's report changes ctime to the MDS's now, not to its mtime */
+    before_ns = clock_real_ns();
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 500, true, INT64_MAX, NULL, &in, why), 0);
+    ck_assert_int_eq(in.mtime_ns, INT64_MAX);
+    ck_assert_int_ge(in.ctime_ns, before_ns);
+    ck_assert_int_le(in.ctime_ns, clock_real_ns());
     ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 4096, false, 0, NULL, &in, why), 0);
     ck_assert_uint_eq(in.size, 4096);
     uint64_t g = new_file(ROOT, "g");

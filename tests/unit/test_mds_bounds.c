@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "depfs.pb-c.h"
 #include "kvstore.h"
 #include "log.h"
@@ -216,11 +217,20 @@ START_TEST(test_setattr_bounds)
     q.set_mask = DEPFS_SET_SIZE;
     a.size = UINT64_MAX;
     ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_SETATTR, &q, NULL), EFBIG);
-    /* every int64 is a time */
+    /* every int64 is an atime or mtime; ctime is the MDS's now whatever
+     * the request says (SET_CTIME: FUSE_SET_ATTR_CTIME) */
+    int64_t before_ns = clock_real_ns();
     q.set_mask = DEPFS_SET_ATIME | DEPFS_SET_MTIME | DEPFS_SET_CTIME;
     a.atime_ns = INT64_MIN;
     a.mtime_ns = INT64_MAX;
     a.ctime_ns = -1;
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_SETATTR, &q, NULL), 0);
+    mds_inode in;
+    ck_assert_int_eq(mds_ns_getattr(ns, ino, &in, NULL), 0);
+    ck_assert_int_eq(in.mtime_ns, INT64_MAX);
+    ck_assert_int_ge(in.ctime_ns, before_ns);
+    q.set_mask = DEPFS_SET_CTIME; /* alone, without a value: a touch of ctime */
+    q.attr = NULL;
     ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_SETATTR, &q, NULL), 0);
 }
 END_TEST
