@@ -1275,6 +1275,16 @@ static void clamp_alloc(mds_inode *in, uint64_t size)
         in->alloc_bytes = max;
 }
 
+/* A writer's measurement of the strip files' allocation replaces the last
+ * one, bounded as a cut bounds it: at most every unit of the stripes the
+ * file's size covers, whatever was reported. */
+static void set_alloc(mds_inode *in, uint64_t alloc_bytes)
+{
+    in->alloc_known = true;
+    in->alloc_bytes = alloc_bytes;
+    clamp_alloc(in, in->size);
+}
+
 static void set_size(ns_txn *t, mds_inode *in, uint64_t size)
 {
     if (size < in->size)
@@ -1311,10 +1321,8 @@ static int apply_setattr(ns_txn *t, mds_inode *in, uint32_t mask, const mds_seta
         if (rc < 0)
             return rc;
         set_size(t, in, a->size);
-        if (a->alloc_bytes && in->has_layout) { /* measured after the strips were cut */
-            in->alloc_known = true;
-            in->alloc_bytes = *a->alloc_bytes;
-        }
+        if (a->alloc_bytes && in->has_layout) /* measured after the strips were cut */
+            set_alloc(in, *a->alloc_bytes);
         in->mtime_ns = now;
     }
     if (mask & DEPFS_SET_MODE)
@@ -1376,11 +1384,12 @@ int mds_ns_extend(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t size
     int rc;
 
     pthread_rwlock_wrlock(&ns->lock);
+    int64_t now = clock_real_ns();
     rc = ns_load_inode(ns, ino, &in, why);
     if (rc == 0)
         rc = check_regular(&in, why);
-    if (rc == 0 && who)
-        rc = perm_extend(who, &in, why);
+    if (rc == 0 && who) /* may bound a writer's mtime */
+        rc = perm_extend(who, &in, now, has_mtime ? &mtime_ns : NULL, why);
     if (rc == 0)
         rc = check_size(&in, size, why);
     if (rc < 0)
@@ -1392,13 +1401,11 @@ int mds_ns_extend(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t size
         set_size(&t, &in, size);
     in.may_have_data = true; /* an extend reports written data, whatever the size */
     in.data_version++;       /* and the bytes may differ from any copy made before */
-    if (alloc_bytes) { /* the writer's measurement replaces the last one */
-        in.alloc_known = true;
-        in.alloc_bytes = *alloc_bytes;
-    }
+    if (alloc_bytes)
+        set_alloc(&in, *alloc_bytes);
     if (has_mtime) { /* none: a time set explicitly since the writes stands */
         in.mtime_ns = mtime_ns;
-        in.ctime_ns = clock_real_ns(); /* the MDS's own, never the writer's */
+        in.ctime_ns = now; /* the MDS's own, never the writer's */
     }
     ns_put_inode(&t, &in);
     rc = ns_txn_commit(&t);

@@ -140,11 +140,12 @@ int mds_ns_readdir(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t coo
                    mds_dirent_fn fn, void *arg, bool *eof, char *why);
 /* *target is malloc'd, NUL-terminated. */
 int mds_ns_readlink(mds_ns *ns, uint64_t ino, char **target, char *why);
-/* A writer's report: size = max(size, given); mtime = mtime_ns and ctime
- * = now when has_mtime (else unchanged: a time set explicitly since the
- * writes);
- * alloc_bytes (may be NULL: unchanged) = the strip files' allocation the
- * writer measured after its writes (the latest report stands). */
+/* A writer's report: size = max(size, given); mtime = mtime_ns (bounded
+ * for a writer who is neither owner nor root: perm.h) and ctime = now
+ * when has_mtime (else unchanged: a time set explicitly since the
+ * writes); alloc_bytes (may be NULL: unchanged) = the strip files'
+ * allocation the writer measured after its writes (the latest report
+ * stands, cut to every unit of the stripes of the file's size). */
 int mds_ns_extend(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t size, bool has_mtime, int64_t mtime_ns,
                   const uint64_t *alloc_bytes, mds_inode *out, char *why);
 void mds_ns_statfs(mds_ns *ns, uint64_t *files, uint64_t *logical_bytes);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -249,9 +250,28 @@ int perm_open(const mds_caller *c, const mds_inode *in, uint32_t flags, char *wh
     return perm_access(c, in, want, why);
 }
 
-int perm_extend(const mds_caller *c, const mds_inode *in, char *why)
+/* A writer's mtime: the time of its writes, no earlier than the file's
+ * mtime (a later writer's report came first, or nothing changed), no
+ * later than now and the clock skew allowed. */
+static int64_t writer_mtime(const mds_inode *in, int64_t now_ns, int64_t mtime_ns)
 {
-    return is_owner(c, in) ? 0 : perm_access(c, in, PERM_WRITE, why);
+    int64_t latest = now_ns > INT64_MAX - PERM_WRITER_MTIME_AHEAD_NS
+                         ? INT64_MAX
+                         : now_ns + PERM_WRITER_MTIME_AHEAD_NS;
+    if (mtime_ns > latest)
+        mtime_ns = latest;
+    return mtime_ns < in->mtime_ns ? in->mtime_ns : mtime_ns;
+}
+
+int perm_extend(const mds_caller *c, const mds_inode *in, int64_t now_ns, int64_t *mtime_ns,
+                char *why)
+{
+    if (mds_caller_is_root(c) || is_owner(c, in))
+        return 0;
+    int rc = perm_access(c, in, PERM_WRITE, why);
+    if (rc == 0 && mtime_ns)
+        *mtime_ns = writer_mtime(in, now_ns, *mtime_ns);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ xattrs */

@@ -31,7 +31,11 @@
  *     S_ISUID, and S_ISGID when group-exec is set. A writer may clear the
  *     set-id bits by chmod (what depfs-fuse does after a write).
  *   - open: read and/or write permission for the access mode; O_TRUNC
- *     needs write. extend (a writer's new size): owner or write permission.
+ *     needs write. extend (a writer's new size): owner or write permission;
+ *     the mtime it reports (the time of the writes) stands for the owner
+ *     and root, who may set any time; anyone else's is kept within
+ *     [the file's mtime, now + PERM_WRITER_MTIME_AHEAD_NS], as a write
+ *     on Linux sets mtime to now (a writer may not set an explicit time).
  *   - xattrs: user.* read/write permission (EACCES); user.depfs.layout set
  *     or removed only by owner or root (EPERM), read by anyone who can
  *     reach the inode (it is layout metadata, as getattr shows); trusted.*
@@ -47,12 +51,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth.h"
 #include "caller.h"
+#include "clock.h"
 #include "namespace.h"
 
 #define PERM_READ 4u  /* the rwx bits of one class, as in a mode */
 #define PERM_WRITE 2u
 #define PERM_EXEC 1u
+/* How far past the MDS's clock a writer's mtime may lie: its clock may run
+ * ahead by the skew the cluster allows (auth.h). */
+#define PERM_WRITER_MTIME_AHEAD_NS ((int64_t)AUTH_CAP_SKEW_S * (int64_t)CLOCK_NS_PER_S)
 
 int perm_access(const mds_caller *c, const mds_inode *in, unsigned want, char *why);
 int perm_lookup(const mds_caller *c, const mds_inode *dir, char *why);
@@ -72,7 +81,10 @@ int perm_rename(const mds_caller *c, const mds_inode *spar, const mds_inode *src
 int perm_setattr(const mds_caller *c, const mds_inode *in, uint32_t *mask, mds_setattr_in *a,
                  char *why);
 int perm_open(const mds_caller *c, const mds_inode *in, uint32_t flags, char *why);
-int perm_extend(const mds_caller *c, const mds_inode *in, char *why);
+/* mtime_ns: the reported mtime (NULL: none), kept within the bounds above
+ * for a caller who may not set times; now_ns: the MDS's clock. */
+int perm_extend(const mds_caller *c, const mds_inode *in, int64_t now_ns, int64_t *mtime_ns,
+                char *why);
 int perm_xattr(const mds_caller *c, const mds_inode *in, const char *name, bool change,
                char *why);
 /* Whether listxattr shows name (len bytes, not NUL-terminated) to c. */

@@ -21,10 +21,12 @@
 #include "kvstore.h"
 #include "log.h"
 #include "mds/namespace.h"
+#include "mds/perm.h"
 #include "mds/store_keys.h"
 #include "mds/syncer.h"
 #include "rpc.h"
 #include "tests/lib/mds_store.h"
+#include "wire_check.h"
 
 #define N_SERVERS 6u
 #define DEF_N 4u
@@ -383,6 +385,45 @@ START_TEST(test_link_unlink)
     ck_assert_uint_eq(rm.ino, in.ino);
     ck_assert(!rm.has_layout && !rm.queued);
     ck_assert_int_eq(mds_ns_getattr(ns, in.ino, &in, why), -ENOENT); /* gone at once */
+}
+END_TEST
+
+/* A writer's report (MDS_EXTEND) from a caller who may not set times
+ * (not the owner, not root) moves mtime only to the time of its writes:
+ * never back, never past the MDS's now and the clock skew allowed; the
+ * owner's stands, as its setattr would. The allocation it reports is at
+ * most every unit of the file's stripes. */
+START_TEST(test_extend_writer)
+{
+    mds_inode in;
+    mds_caller owner = { .uid = 1000, .gid = 100 }, writer = { .uid = 2000, .gid = 2000 };
+    mds_new nw = mk(ROOT, "shared", 0666);
+    ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &in, why), 0);
+    uint64_t f = in.ino;
+    int64_t mtime0 = in.mtime_ns;
+    ck_assert_int_eq(mds_ns_extend(ns, &writer, f, 100, true, 42, NULL, &in, why), 0);
+    ck_assert_uint_eq(in.size, 100); /* the size commit stands */
+    ck_assert_int_eq(in.mtime_ns, mtime0); /* not back to 1970 */
+    int64_t ahead_ns = 3600 * (int64_t)CLOCK_NS_PER_S;
+    ck_assert_int_eq(mds_ns_extend(ns, &writer, f, 100, true, clock_real_ns() + ahead_ns, NULL,
+                                   &in, why), 0);
+    ck_assert_int_le(in.mtime_ns, clock_real_ns() + PERM_WRITER_MTIME_AHEAD_NS);
+    ck_assert_int_ge(in.mtime_ns, mtime0);
+    int64_t t = attr_of(f).mtime_ns + 1; /* a time in the window is taken as it is */
+    ck_assert_int_eq(mds_ns_extend(ns, &writer, f, 100, true, t, NULL, &in, why), 0);
+    ck_assert_int_eq(in.mtime_ns, t);
+    ck_assert_int_eq(mds_ns_extend(ns, &owner, f, 100, true, 42, NULL, &in, why), 0);
+    ck_assert_int_eq(in.mtime_ns, 42);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 100, true, 43, NULL, &in, why), 0);
+    ck_assert_int_eq(in.mtime_ns, 43);
+    /* an allocation past every unit of the file's one stripe is cut to them */
+    uint64_t alloc = WIRE_ALLOC_BYTES_MAX;
+    ck_assert_int_eq(mds_ns_extend(ns, &writer, f, 100, false, 0, &alloc, &in, why), 0);
+    ck_assert_uint_eq(in.alloc_bytes, (uint64_t)in.lay.n * in.lay.su);
+    /* no write permission, no report */
+    mds_setattr_in a = { .mode = 0644 };
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, f, DEPFS_SET_MODE, &a, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, &writer, f, 200, true, t, NULL, &in, why), -EACCES);
 }
 END_TEST
 
@@ -1467,6 +1508,7 @@ static Suite *mds_suite(void)
     tcase_add_test(tc, test_rename_dirs);
     tcase_add_test(tc, test_link_unlink);
     tcase_add_test(tc, test_link_permissions);
+    tcase_add_test(tc, test_extend_writer);
     tcase_add_test(tc, test_readdir_paging);
     tcase_add_test(tc, test_symlink_mknod);
     tcase_add_test(tc, test_setattr_extend);

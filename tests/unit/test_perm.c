@@ -22,6 +22,7 @@
 #define NOBODY 65534u
 #define CLIENT_NODE_IP 0x0a000005u /* 10.0.0.5 */
 #define OTHER_NODE_IP 0x0a000006u
+#define NOW_NS 1700000000000000000ll /* the MDS's clock in the extend cases */
 
 static char why[MDS_WHY_MAX];
 
@@ -235,8 +236,28 @@ START_TEST(test_open_extend_xattrs)
     ck_assert_int_eq(perm_open(&bob, &f, O_RDONLY | O_TRUNC, why), -EACCES);
     ck_assert_int_eq(perm_open(&alice, &f, O_RDWR, why), 0);
     mds_inode ro = node(6, S_IFREG | 0444, ALICE, ALICE);
-    ck_assert_int_eq(perm_extend(&alice, &ro, why), 0); /* created 0444, written by its fd */
-    ck_assert_int_eq(perm_extend(&bob, &ro, why), -EACCES);
+    /* created 0444, written by its fd */
+    ck_assert_int_eq(perm_extend(&alice, &ro, NOW_NS, NULL, why), 0);
+    ck_assert_int_eq(perm_extend(&bob, &ro, NOW_NS, NULL, why), -EACCES);
+    /* the mtime a writer reports: the time of its writes, bounded */
+    mds_inode rw = node(7, S_IFREG | 0666, ALICE, ALICE);
+    rw.mtime_ns = NOW_NS - 5 * (int64_t)CLOCK_NS_PER_S;
+    int64_t t = 42;
+    ck_assert_int_eq(perm_extend(&bob, &rw, NOW_NS, &t, why), 0);
+    ck_assert_int_eq(t, rw.mtime_ns); /* never back */
+    t = INT64_MAX;
+    ck_assert_int_eq(perm_extend(&bob, &rw, NOW_NS, &t, why), 0);
+    ck_assert_int_eq(t, NOW_NS + PERM_WRITER_MTIME_AHEAD_NS); /* a clock ahead by the skew */
+    t = NOW_NS - 1;
+    ck_assert_int_eq(perm_extend(&bob, &rw, NOW_NS, &t, why), 0);
+    ck_assert_int_eq(t, NOW_NS - 1);
+    t = 42; /* the owner and root set any time, as their setattr may */
+    ck_assert_int_eq(perm_extend(&alice, &rw, NOW_NS, &t, why), 0);
+    ck_assert_int_eq(t, 42);
+    ck_assert_int_eq(perm_extend(&root, &rw, NOW_NS, &t, why), 0);
+    ck_assert_int_eq(t, 42);
+    ck_assert_int_eq(perm_extend(&bob, &rw, INT64_MAX, &t, why), 0); /* no overflow */
+    ck_assert_int_eq(t, rw.mtime_ns);
     mds_inode d = node(1, S_IFDIR | 0755, ROOT_UID, 0);
     ck_assert_int_eq(perm_xattr(&bob, &d, MDS_LAYOUT_XATTR, true, why), -EPERM);
     ck_assert_int_eq(perm_xattr(&bob, &d, MDS_LAYOUT_XATTR, false, why), 0);
