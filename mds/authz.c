@@ -8,8 +8,9 @@ int mds_authorize(const auth_identity *who, uint16_t type, const Depfs__MdsReque
                   size_t why_len)
 {
     /* every other op is a user's; what it may do to the files it names
-     * is checked by the namespace (perm.h): MDS_MIGRATE_SWAP needs write
-     * permission on the file and on its copy, as a write would */
+     * is checked by the namespace (perm.h): MDS_MIGRATE_SWAP needs what
+     * an unlink of the name needs on its directory and write permission
+     * on the file and on its copy, which the client must hold open */
     if (!who || who->role == AUTH_ROLE_CLUSTER)
         return 0;
     /* a hold renewed without a capability answers a file's attributes and

@@ -644,15 +644,15 @@ static int op_statfs(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
  * many, so at most a burst of lines a period. */
 static dlog_limit migrate_log = DLOG_LIMIT_INIT(RPC_LOG_BURST, RPC_LOG_PERIOD_MS);
 
-typedef struct migrate_busy {
+typedef struct migrate_holds {
     mds_ctx *c;
     uint64_t client; /* the migrating client: its own handles do not count */
-} migrate_busy;
+} migrate_holds;
 
 /* Under the namespace's write lock: another client may be writing ino. */
 static bool migrate_is_busy(void *arg, uint64_t ino, char *why)
 {
-    const migrate_busy *m = arg;
+    const migrate_holds *m = arg;
     if (!m->c->holds || !mds_holds_other_writer(m->c->holds, ino, m->client, (uint64_t)time(NULL)))
         return false;
     snprintf(why, MDS_WHY_MAX, "inode %llu is open for writing by another client (or the MDS "
@@ -661,8 +661,25 @@ static bool migrate_is_busy(void *arg, uint64_t ino, char *why)
     return true;
 }
 
-/* MDS_MIGRATE_SWAP (namespace.h mds_ns_migrate_swap): the copy takes the
- * file's name; the file's inode goes to the purge queue. */
+/* Under the namespace's write lock: the copy ino is the migrating client's
+ * own, still open (it created it unlinked and holds it): not another
+ * client's copy, nor one no handle keeps, whose strip files the purge may
+ * be removing. A request that names no client (0) holds nothing. */
+static bool migrate_copy_held(void *arg, uint64_t ino, char *why)
+{
+    const migrate_holds *m = arg;
+    if (m->client != 0 && m->c->holds &&
+        mds_holds_client_holds(m->c->holds, ino, m->client, (uint64_t)time(NULL)))
+        return true;
+    snprintf(why, MDS_WHY_MAX, "inode %llu is not held open by client %llu: a migrate swaps in "
+             "only a copy its client created and still has open", (unsigned long long)ino,
+             (unsigned long long)m->client);
+    return false;
+}
+
+/* MDS_MIGRATE_SWAP (namespace.h mds_ns_migrate_swap): the copy, held by
+ * the requesting client, takes the file's name; the file's inode goes to
+ * the purge queue. */
 static int op_migrate_swap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
     mds_inode out;
@@ -672,10 +689,10 @@ static int op_migrate_swap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf
     NEED(q->has_ino, "ino");
     NEED(q->has_migrate_ino, "migrate_ino");
     NEED(q->has_data_version, "data_version");
-    migrate_busy mb = { .c = c, .client = hold_client(q, b) };
+    migrate_holds mh = { .c = c, .client = hold_client(q, b) };
     mds_migrate_in in = { .parent = q->parent, .name = q->name, .src_ino = q->ino,
                           .copy_ino = q->migrate_ino, .data_version = q->data_version,
-                          .busy = migrate_is_busy, .arg = &mb };
+                          .busy = migrate_is_busy, .copy_held = migrate_copy_held, .arg = &mh };
     int rc = mds_ns_migrate_swap(c->ns, &b->caller, &in, &out, &rm, b->why);
     if (rc == 0) {
         fill_attr(b, &out);

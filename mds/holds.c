@@ -175,6 +175,15 @@ void mds_holds_mark_writer(mds_holds *h, uint64_t ino, uint64_t client, uint64_t
     pthread_mutex_unlock(&h->m);
 }
 
+bool mds_holds_client_holds(mds_holds *h, uint64_t ino, uint64_t client, uint64_t now_s)
+{
+    uint64_t until;
+    pthread_mutex_lock(&h->m);
+    bool found = walk_bucket(h, bucket_of(ino), ino, client, now_s, &until) != NULL;
+    pthread_mutex_unlock(&h->m);
+    return found;
+}
+
 bool mds_holds_other_writer(mds_holds *h, uint64_t ino, uint64_t client, uint64_t now_s)
 {
     uint64_t until;

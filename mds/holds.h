@@ -53,6 +53,9 @@ void mds_holds_mark_writer(mds_holds *h, uint64_t ino, uint64_t client, uint64_t
  * now_s: a live writer's hold, or a live floor (holds not known one by
  * one: any of them may be a writer's). MDS_MIGRATE_SWAP refuses then. */
 bool mds_holds_other_writer(mds_holds *h, uint64_t ino, uint64_t client, uint64_t now_s);
+/* Whether client itself has a live hold of ino (floors do not count: they
+ * say someone may hold it, not who). */
+bool mds_holds_client_holds(mds_holds *h, uint64_t ino, uint64_t client, uint64_t now_s);
 /* Client holds no handle of ino any more (its last close). */
 void mds_holds_release(mds_holds *h, uint64_t ino, uint64_t client);
 /* Whether any hold of ino or a floor is live at now_s (within grace). */

@@ -219,17 +219,24 @@ void mds_ns_purge_stats(mds_ns *ns, uint64_t *files, uint64_t *bytes);
  * copy_ino is not an unlinked queued regular file of the file's size,
  * -EBUSY when busy(arg, src_ino, why) says so (another client holds the
  * file open for writing; called under the namespace's write lock, so a
- * writer's open is either seen by it or comes after the swap). The
- * caller (who) must be allowed to write both files. *out: the copy, as the
- * file is now; rm: the file's inode, queued. */
+ * writer's open is either seen by it or comes after the swap), -EPERM
+ * when copy_held(arg, copy_ino, why) says the requesting client does not
+ * hold the copy open (another's copy, or one whose strip files the purge
+ * may be removing). The caller (who) must be allowed to search and write
+ * the directory, as for an unlink of the name (sticky directories: the
+ * directory's or the file's owner), and to write both files (-EACCES,
+ * -EPERM). *out: the copy, as the file is now; rm: the file's inode,
+ * queued. */
 typedef bool (*mds_migrate_busy_fn)(void *arg, uint64_t ino, char *why);
+typedef bool (*mds_migrate_held_fn)(void *arg, uint64_t ino, char *why);
 typedef struct mds_migrate_in {
     uint64_t parent;
     const char *name;
     uint64_t src_ino, copy_ino;
-    uint64_t data_version;     /* the file's when the copy began */
-    mds_migrate_busy_fn busy;  /* NULL: never busy */
-    void *arg;
+    uint64_t data_version;          /* the file's when the copy began */
+    mds_migrate_busy_fn busy;       /* NULL: never busy */
+    mds_migrate_held_fn copy_held;  /* NULL: not asked (the MDS itself, tests) */
+    void *arg;                      /* of busy and copy_held */
 } mds_migrate_in;
 int mds_ns_migrate_swap(mds_ns *ns, const mds_caller *who, const mds_migrate_in *in,
                         mds_inode *out, mds_removed *rm, char *why);

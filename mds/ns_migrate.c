@@ -38,12 +38,16 @@ static int queued(mds_ns *ns, uint64_t ino, bool *yes)
     return 0;
 }
 
-static int load(mds_ns *ns, mg_ctx *c, const mds_migrate_in *in, char *why)
+/* who (NULL: unchecked) must be able to search the directory before its
+ * entry is looked at, as for a lookup. */
+static int load(mds_ns *ns, const mds_caller *who, mg_ctx *c, const mds_migrate_in *in, char *why)
 {
     uint64_t ino;
     uint32_t mode;
     bool copy_queued = false;
     int rc = ns_load_dir(ns, in->parent, &c->dir, why);
+    if (rc == 0 && who)
+        rc = perm_lookup(who, &c->dir, why);
     if (rc == 0)
         rc = ns_find_dirent(ns, in->parent, in->name, &ino, &c->seq, &mode, why);
     if (rc < 0)
@@ -87,10 +91,15 @@ static int check(const mg_ctx *c, const mds_migrate_in *in, char *why)
     return 0;
 }
 
-/* The caller writes both files: the file (as for a write) and the copy. */
+/* The caller replaces the directory's entry, as an unlink of the file and
+ * a create of the copy under its name would (write+search, and in a
+ * sticky directory the directory's or the file's owner: perm_remove), and
+ * writes both files: the file (as for a write) and the copy. */
 static int permit(const mds_caller *who, const mg_ctx *c, char *why)
 {
-    int rc = perm_open(who, &c->src, O_WRONLY, why);
+    int rc = perm_remove(who, &c->dir, &c->src, why);
+    if (rc == 0)
+        rc = perm_open(who, &c->src, O_WRONLY, why);
     return rc == 0 ? perm_open(who, &c->copy, O_WRONLY, why) : rc;
 }
 
@@ -160,9 +169,11 @@ int mds_ns_migrate_swap(mds_ns *ns, const mds_caller *who, const mds_migrate_in 
                        (unsigned long long)in->src_ino);
 
     pthread_rwlock_wrlock(&ns->lock);
-    rc = load(ns, &c, in, why);
+    rc = load(ns, who, &c, in, why);
     if (rc == 0 && who)
         rc = permit(who, &c, why);
+    if (rc == 0 && in->copy_held && !in->copy_held(in->arg, in->copy_ino, why))
+        rc = -EPERM; /* copy_held said why */
     if (rc == 0)
         rc = check(&c, in, why);
     if (rc == 0 && in->busy && in->busy(in->arg, in->src_ino, why))

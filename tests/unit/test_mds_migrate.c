@@ -3,7 +3,8 @@
  * (mds/namespace.c), files created without a name (MDS_CREATE unlinked),
  * the swap itself (mds/ns_migrate.c) on a real LevelDB in a temp dir, the
  * writers the holds table knows (mds/holds.c), and MDS_MIGRATE_SWAP
- * through mds_process as the daemon calls it (busy, stale, bounds). */
+ * through mds_process as the daemon calls it (busy, stale, bounds, the
+ * copy held by the requesting client). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -274,24 +275,91 @@ START_TEST(test_swap_refusals)
 }
 END_TEST
 
-/* Who may swap: one who may write the file and the copy (perm.h). */
+/* A directory of mode `mode` owned by uid:gid in the root. */
+static uint64_t new_dir(const char *name, uint32_t mode, uint32_t uid, uint32_t gid)
+{
+    mds_new nw = { .parent = ROOT, .name = name, .mode = mode };
+    mds_inode in;
+    ck_assert_int_eq(mds_ns_mkdir(ns, &nw, &in, why), 0);
+    mds_setattr_in a = { .uid = uid, .gid = gid };
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, in.ino, DEPFS_SET_UID | DEPFS_SET_GID, &a, &in, why), 0);
+    return in.ino;
+}
+
+/* A file of SIZE bytes in dir, of mode and owner uid:gid. */
+static uint64_t new_file_in(uint64_t dir, const char *name, uint32_t mode, uint32_t uid, uint32_t gid)
+{
+    mds_new nw = { .parent = dir, .name = name, .mode = mode, .uid = uid, .gid = gid };
+    mds_inode in;
+    ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &in, why), 0);
+    ck_assert_int_eq(mds_ns_extend(ns, NULL, in.ino, SIZE, false, 0, NULL, &in, why), 0);
+    return in.ino;
+}
+
+/* A copy (new_copy) owned by uid. */
+static uint64_t new_copy_of(uint32_t uid)
+{
+    mds_inode in;
+    uint64_t c = new_copy(SIZE);
+    mds_setattr_in a = { .uid = uid };
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, c, DEPFS_SET_UID, &a, &in, why), 0);
+    return c;
+}
+
+static int swap_in_as(const mds_caller *who, uint64_t dir, const char *name, uint64_t src,
+                      uint64_t copy)
+{
+    mds_inode out;
+    mds_removed rm;
+    mds_migrate_in mi = { .parent = dir, .name = name, .src_ino = src, .copy_ino = copy,
+                          .data_version = version_of(src) };
+    return mds_ns_migrate_swap(ns, who, &mi, &out, &rm, why);
+}
+
+/* Who may swap: one who may write the file and the copy (perm.h), and
+ * change the name's entry as an unlink and a create of it would: search
+ * and write on the directory, and in a sticky one own it or the file. */
 START_TEST(test_swap_permissions)
 {
-    mds_inode out, in;
-    mds_removed rm;
-    uint64_t f = new_source("f"); /* 0640, owner 12:34 */
-    uint64_t c = new_copy(SIZE);  /* 0600, root's */
     mds_caller reader = { .uid = 99, .gid = 34 }, owner = { .uid = 12, .gid = 34 };
-    mds_migrate_in mi = { .parent = ROOT, .name = "f", .src_ino = f, .copy_ino = c,
-                          .data_version = version_of(f) };
+    mds_caller writer = { .uid = 77, .gid = 77 };
+    uint64_t d = new_dir("d", 0755, 12, 34);
+    uint64_t f = new_file_in(d, "f", 0640, 12, 34);
+    uint64_t c = new_copy_of(0); /* 0600, root's */
     /* group may read only: no swap */
-    ck_assert_int_eq(mds_ns_migrate_swap(ns, &reader, &mi, &out, &rm, why), -EACCES);
+    ck_assert_int_eq(swap_in_as(&reader, d, "f", f, c), -EACCES);
     /* the owner may write the file, not root's copy */
-    ck_assert_int_eq(mds_ns_migrate_swap(ns, &owner, &mi, &out, &rm, why), -EACCES);
-    mds_setattr_in a = { .uid = 12 };
-    ck_assert_int_eq(mds_ns_setattr(ns, NULL, c, DEPFS_SET_UID, &a, &in, why), 0);
-    ck_assert_int_eq(mds_ns_migrate_swap(ns, &owner, &mi, &out, &rm, why), 0);
-    ck_assert_uint_eq(out.ino, c);
+    ck_assert_int_eq(swap_in_as(&owner, d, "f", f, c), -EACCES);
+    /* a writer of the file and of its own copy, without write on the directory */
+    uint64_t g = new_file_in(d, "g", 0666, 12, 34);
+    uint64_t wc = new_copy_of(77);
+    ck_assert_int_eq(swap_in_as(&writer, d, "g", g, wc), -EACCES);
+    ck_assert_ptr_nonnull(strstr(why, "write+search"));
+    /* write+search is what it takes (no read) */
+    uint64_t wx = new_dir("wx", 0733, 12, 34);
+    uint64_t p = new_file_in(wx, "p", 0666, 12, 34);
+    ck_assert_int_eq(swap_in_as(&writer, wx, "p", p, wc), 0);
+    /* no search: refused before the name is even looked up */
+    uint64_t closed = new_dir("closed", 0776, 12, 34);
+    uint64_t q = new_file_in(closed, "q", 0666, 12, 34);
+    uint64_t wc2 = new_copy_of(77);
+    ck_assert_int_eq(swap_in_as(&writer, closed, "q", q, wc2), -EACCES);
+    ck_assert_ptr_nonnull(strstr(why, "search"));
+    ck_assert_int_eq(swap_in_as(&writer, closed, "nope", q, wc2), -EACCES); /* not ENOENT */
+    /* sticky: neither the directory's nor the file's owner */
+    uint64_t tmp = new_dir("tmp", 01777, 0, 0);
+    uint64_t t = new_file_in(tmp, "t", 0666, 12, 34);
+    ck_assert_int_eq(swap_in_as(&writer, tmp, "t", t, wc2), -EPERM);
+    ck_assert_ptr_nonnull(strstr(why, "sticky"));
+    mds_inode in;
+    ck_assert_int_eq(mds_ns_lookup(ns, NULL, tmp, "t", &in, why), 0);
+    ck_assert_uint_eq(in.ino, t); /* nothing changed */
+    /* the file's owner may, in a sticky directory too */
+    uint64_t oc = new_copy_of(12);
+    ck_assert_int_eq(swap_in_as(&owner, tmp, "t", t, oc), 0);
+    ck_assert_int_eq(swap_in_as(&owner, d, "f", f, new_copy_of(12)), 0);
+    ck_assert_int_eq(mds_ns_lookup(ns, NULL, d, "f", &in, why), 0);
+    ck_assert_uint_ne(in.ino, f);
 }
 END_TEST
 
@@ -488,6 +556,34 @@ START_TEST(test_handler_swap)
 }
 END_TEST
 
+/* The copy must be the requesting client's own, still open (the proto's
+ * "still held by the caller"): a copy of another client, one given back
+ * (its strip files may be going with the purge), or a request that names
+ * no client is refused (EPERM), nothing changed. */
+START_TEST(test_handler_swap_copy_held)
+{
+    mds_result *r;
+    mds_inode in;
+    handlers_up();
+    uint64_t f = new_source("f");
+    uint64_t theirs = create_unlinked_as(OTHER);
+    ck_assert_int_eq(swap_as(ME, f, theirs, version_of(f), &r), EPERM);
+    ck_assert_ptr_nonnull(strstr(mds_result_reply(r)->message, "not held open by client 9"));
+    mds_result_free(r);
+    uint64_t given_back = create_unlinked_as(ME);
+    ck_assert_int_eq(release_as(ME, given_back), 0);
+    ck_assert_int_eq(swap_as(ME, f, given_back, version_of(f), NULL), EPERM);
+    uint64_t nobodys = create_unlinked_as(0);
+    ck_assert_int_eq(swap_as(0, f, nobodys, version_of(f), NULL), EPERM);
+    ck_assert_int_eq(mds_ns_lookup(ns, NULL, ROOT, "f", &in, why), 0);
+    ck_assert_uint_eq(in.ino, f);
+    ck_assert_int_eq(swap_as(OTHER, f, theirs, version_of(f), NULL), 0); /* its own: swapped */
+    ck_assert_int_eq(mds_ns_lookup(ns, NULL, ROOT, "f", &in, why), 0);
+    ck_assert_uint_eq(in.ino, theirs);
+    handlers_down();
+}
+END_TEST
+
 static Suite *migrate_suite(void)
 {
     Suite *s = suite_create("mds_migrate");
@@ -505,6 +601,7 @@ static Suite *migrate_suite(void)
     tcase_add_test(tc, test_swap_refusals);
     tcase_add_test(tc, test_swap_permissions);
     tcase_add_test(tc, test_handler_swap);
+    tcase_add_test(tc, test_handler_swap_copy_held);
     suite_add_tcase(s, tc);
     return s;
 }
