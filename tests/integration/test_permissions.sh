@@ -4,9 +4,12 @@
 # claiming uid 0 (permattack.py) - chmod/chown of root's file, unlink and
 # rename over it, unlink in a sticky directory, the layout of root's
 # directory, readdir of a 0700 directory, create in root's directory, chown
-# of its own file to root, open of root's 0600 file - and each is refused
-# with EACCES/EPERM and changes nothing (checked afterwards), while the
-# owner's own change works. Through the CLI the user cannot read root's
+# of its own file to root, open of root's 0600 file, a hard link to it, a
+# device node, a migrate swap of its own copy for root's files and of
+# another client's copy for its own - and each is refused with EACCES/EPERM
+# and changes nothing (checked afterwards), while the owner's own changes
+# work, and a writer's SET_CTIME and size commits claiming 1970 or 2116
+# leave ctime and mtime the MDS's. Through the CLI the user cannot read root's
 # 0600 file nor write into root's directories, and can into its own. Root
 # proved by MUNGE (the CLI without the cluster key) is squashed to 65534
 # (root_squash); root's depfs-fuse on a client node (client_nodes) acts for
@@ -30,6 +33,7 @@ head -c $((2 * 65536 + 321)) /dev/urandom >"$REF/secret"
 cp "$REF/secret" "$MNT/secret" && chmod 600 "$MNT/secret"
 mkdir "$MNT/pub" && chmod 1777 "$MNT/pub"
 echo root >"$MNT/pub/rootfile" && chmod 666 "$MNT/pub/rootfile"
+echo root >"$MNT/open666" && chmod 666 "$MNT/open666" # as long as rootfile (migrate copies)
 mkdir "$MNT/priv" && chmod 700 "$MNT/priv" && echo hidden >"$MNT/priv/f"
 chmod 755 "$MNT"
 layout_before=$(getfattr --only-values -n user.depfs.layout "$MNT" 2>/dev/null || echo none)
@@ -39,10 +43,11 @@ head -c 100000 /dev/urandom >"$REF/mine" && chmod 644 "$REF/mine"
 as_user "'$DEPFS_BIN_DIR/depfs' --config '$CONF' cp '$REF/mine' depfs:/pub/mine" ||
   fail "$TEST_USER could not copy a file into the sticky directory"
 ino() { depfs layout get --json "$1" | json_get ino; }
-INOS="$(ino /secret),1,$(ino /pub),$(ino /pub/rootfile),$(stat -c %i "$MNT/priv"),$(ino /pub/mine)"
+INOS="$(ino /secret),1,$(ino /pub),$(ino /pub/rootfile),$(stat -c %i "$MNT/priv"),$(ino /pub/mine),$(ino /open666)"
 [ "$(stat -c %u "$MNT/pub/mine")" = "$TUID" ] || fail "the user's file is not the user's"
 
 log "raw frames from $TEST_USER claiming uid 0"
+attack_start=$(date +%s)
 as_user "DEPFS_CLUSTER_KEY= python3 '$TOP/tests/integration/permattack.py' attack '$MDS_ADDR' '$SOCK' '$INOS'" ||
   fail "$TEST_USER got through (above)"
 
@@ -54,6 +59,17 @@ cmp "$MNT/secret" "$REF/secret" || fail "/secret's data changed"
 [ "$(cat "$MNT/pub/rootfile")" = root ] || fail "/pub/rootfile changed or went"
 [ "$(stat -c %u "$MNT/pub/rootfile")" = 0 ] || fail "/pub/rootfile changed owner"
 [ ! -e "$MNT/evil" ] || fail "the user created /evil"
+[ ! -e "$MNT/pub/stolen" ] || fail "the user hard-linked root's 0600 file"
+[ ! -e "$MNT/pub/mine-link" ] || fail "the user's own link of its file is still there"
+[ ! -e "$MNT/pub/nulldev" ] || fail "the user made a device node"
+[ -p "$MNT/pub/fifo" ] || fail "the user could not make a FIFO"
+[ "$(cat "$MNT/open666")" = root ] && [ "$(stat -c %u "$MNT/open666")" = 0 ] ||
+  fail "/open666 was replaced (migrate swap without write permission on /)"
+ctime=$(stat -c %Z "$MNT/pub/rootfile") mtime=$(stat -c %Y "$MNT/pub/rootfile") now=$(date +%s)
+[ "$ctime" -ge "$attack_start" ] && [ "$ctime" -le "$now" ] ||
+  fail "a writer set /pub/rootfile's ctime to $ctime (the MDS's now is $now)"
+[ "$mtime" -ge "$((attack_start - 3600))" ] && [ "$mtime" -le "$((now + 60))" ] ||
+  fail "a writer's size commit set /pub/rootfile's mtime to $mtime"
 [ "$(stat -c %u "$MNT/pub/mine")" = "$TUID" ] || fail "the user's file was given away"
 [ "$(stat -c %a "$MNT/pub/mine")" = 640 ] || fail "the owner's own chmod did not happen"
 layout_after=$(getfattr --only-values -n user.depfs.layout "$MNT" 2>/dev/null || echo none)
