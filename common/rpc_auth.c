@@ -400,6 +400,7 @@ int rpc_auth_server_init(bool enabled, const char *key_path, bool munge, bool ti
     out->accept_ticket = tickets;
     auth_derive(key, AUTH_DERIVE_TICKET, out->ticket_key);
     auth_derive(key, AUTH_DERIVE_CAPABILITY, out->cap_key);
+    auth_derive(key, AUTH_DERIVE_HANDLE, out->handle_key);
     auth_wipe(key, sizeof(key));
     out->accept_munge = munge;
     return copy_socket(out->munge_socket, sizeof(out->munge_socket), munge_socket, err, err_len);

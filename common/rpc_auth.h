@@ -44,11 +44,15 @@ typedef struct rpc_auth_server {
     uint8_t cap_key[AUTH_KEY_BYTES];    /* auth_derive(cluster key, AUTH_DERIVE_CAPABILITY):
                                          * the MDS issues capabilities, the I/O
                                          * servers check them */
+    uint8_t handle_key[AUTH_KEY_BYTES]; /* auth_derive(cluster key, AUTH_DERIVE_HANDLE):
+                                         * the MDS's inode handle tags
+                                         * (mds/handles.h); no one else's */
 } rpc_auth_server;
 
 #define AUTH_DERIVE_PEER "peer"
 #define AUTH_DERIVE_TICKET "ticket"
 #define AUTH_DERIVE_CAPABILITY "capability"
+#define AUTH_DERIVE_HANDLE "handle"
 
 /* Client side, on a connected transport: 0 with *sess ready and *role the
  * server gave; -EACCES (refused, reason in err), -EPROTO, -ETIMEDOUT or a

@@ -7,7 +7,9 @@
  * its I/O capability (auth on), and every open, create and renewal of a
  * regular file is noted as a hold (holds.h) that keeps the file's strip
  * files while it is unlinked and still open; the purge queue's
- * drainer lists only files no hold keeps. Refusals are
+ * drainer lists only files no hold keeps. Every Attr sent carries its
+ * inode's handle tag (handles.h), a READDIR's entries theirs when the
+ * caller may search the directory. Refusals are
  * logged as warnings (is_refusal). Storage for the reply lives in one mds_result per request
  * and is freed after the reply is sent. */
 #include "handlers.h"
@@ -26,6 +28,7 @@
 #include "depfs.pb-c.h"
 #include "io_caps.h"
 #include "log.h"
+#include "perm.h"
 #include "req_check.h"
 #include "wire_check.h"
 
@@ -37,6 +40,7 @@ struct mds_result {
     const auth_session *sess;  /* its session: tickets' secrets go under it */
     mds_caller caller;         /* who acts (caller.h): permissions are its */
     mds_cap_owner cap_owner;   /* whom its capability is for (cap_owner.h) */
+    const mds_handles *handles; /* the tags every Attr carries (handles.h) */
     uint8_t ticket[AUTH_TICKET_BYTES], ticket_secret[AUTH_KEY_BYTES];
     uint8_t cap[AUTH_CAP_BYTES]; /* the reply's I/O capability */
     Depfs__Attr attr;
@@ -113,10 +117,14 @@ static void fill_policy(Depfs__Layout *pl, unsigned n, unsigned k, uint32_t su)
     pl->codec_version = CODEC_VERSION_CURRENT;
 }
 
-static void attr_from(Depfs__Attr *a, const mds_inode *in)
+/* Every Attr the MDS sends is made here: it carries its inode's handle
+ * tag (handles.h), which whoever may see the attributes may hold. */
+static void attr_from(Depfs__Attr *a, const mds_inode *in, const mds_handles *h)
 {
     depfs__attr__init(a);
     a->ino = in->ino;
+    a->has_tag = h->keyed;
+    a->tag = h->keyed ? mds_handle_tag(h, in->ino) : 0;
     a->mode = in->mode;
     a->nlink = in->nlink;
     a->uid = in->uid;
@@ -134,7 +142,7 @@ static void attr_from(Depfs__Attr *a, const mds_inode *in)
 
 static void fill_attr(mds_reply_buf *b, const mds_inode *in)
 {
-    attr_from(&b->attr, in);
+    attr_from(&b->attr, in, b->handles);
     b->rep.attr = &b->attr;
     if (in->has_layout) {
         fill_layout(&b->lay, b->lay_servers, &in->lay);
@@ -169,7 +177,7 @@ static uint32_t cap_rights_of(uint32_t open_flags)
 /* The parent directory as a namespace change left it. */
 static void fill_dir_attr(mds_reply_buf *b, const mds_inode *dir)
 {
-    attr_from(&b->dir_attr, dir);
+    attr_from(&b->dir_attr, dir, b->handles);
     b->rep.dir_attr = &b->dir_attr;
 }
 
@@ -586,8 +594,23 @@ static int readdir_emit(void *arg, const char *name, size_t name_len, uint64_t i
     return 0;
 }
 
+/* The entries' handle tags, given only to a caller that may search dir
+ * (POSIX: read alone lists the names, search reaches the entries) or
+ * needs none (handles.h). */
+static void readdir_tags(mds_reply_buf *b, const mds_inode *dir)
+{
+    if (!b->handles->keyed ||
+        (!mds_handles_exempt(b->who) && perm_access(&b->caller, dir, PERM_EXEC, NULL) < 0))
+        return;
+    for (size_t i = 0; i < b->n_ents; i++) {
+        b->ents[i].has_tag = true;
+        b->ents[i].tag = mds_handle_tag(b->handles, b->ents[i].ino);
+    }
+}
+
 static int op_readdir(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
+    mds_inode dir;
     bool eof = false;
     NEED(q->has_ino, "ino");
     unsigned max = q->max_entries == 0 || q->max_entries > MDS_READDIR_MAX ? MDS_READDIR_MAX
@@ -597,9 +620,11 @@ static int op_readdir(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     if (!b->ents || !b->ent_ptrs)
         return -ENOMEM;
     b->max_ents = max;
-    int rc = mds_ns_readdir(c->ns, &b->caller, q->ino, q->cookie, max, readdir_emit, b, &eof, b->why);
+    int rc = mds_ns_readdir(c->ns, &b->caller, q->ino, q->cookie, max, readdir_emit, b, &eof, &dir,
+                            b->why);
     if (rc < 0)
         return rc;
+    readdir_tags(b, &dir);
     b->rep.n_entries = b->n_ents;
     b->rep.entries = b->ent_ptrs;
     b->rep.has_eof = true;
@@ -1066,6 +1091,7 @@ mds_result *mds_process(mds_ctx *c, uint16_t type, const uint8_t *hdr, size_t hd
     depfs__mds_reply__init(&b->rep);
     b->who = who;
     b->sess = sess;
+    b->handles = &c->handles;
     uint64_t writes_before = mds_ns_thread_writes();
     int rc = dispatch(c, &m, b, &op_name);
     b->wrote = mds_ns_thread_writes() != writes_before;

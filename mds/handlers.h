@@ -9,6 +9,7 @@
 #include "caller.h"
 #include "cluster.h"
 #include "depfs.pb-c.h"
+#include "handles.h"
 #include "holds.h"
 #include "namespace.h"
 #include "rpc.h"
@@ -29,6 +30,10 @@ typedef struct mds_ctx {
      * unlinked file is listed for purging only when none is live. NULL
      * (tests, fuzzing): none is kept, so every queued file is purgeable. */
     mds_holds *holds;
+    /* The inode handles' key (handles.h): set with auth on; zero (tests,
+     * fuzzing, auth off): no tags given, and a user's request naming an
+     * inode other than the root is refused. */
+    mds_handles handles;
 } mds_ctx;
 
 /* One request of frame type `type` (an MdsOp) from who over sess (both

@@ -175,6 +175,8 @@ static int start_server(mds_daemon *d)
     if (rc < 0)
         return rc;
     d->ctx.auth = o.auth; /* its ticket key: MDS_REGISTER issues tickets */
+    if (o.auth) /* the inode handles' tags (handles.h) */
+        mds_handles_init(&d->ctx.handles, o.auth->handle_key);
     d->ctx.ns = d->ns;
     d->ctx.cluster = d->cluster;
     d->ctx.syncer = d->syncer;
@@ -202,6 +204,7 @@ static void shutdown_daemon(mds_daemon *d)
     mds_cluster_close(d->cluster);
     mds_ns_close(d->ns);
     mds_holds_free(d->holds);
+    mds_handles_wipe(&d->ctx.handles);
     if (d->kv)
         kv_close(d->kv);
 }

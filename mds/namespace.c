@@ -1162,7 +1162,7 @@ static int readdir_store(mds_ns *ns, uint64_t dir, uint64_t start_seq, unsigned 
 }
 
 int mds_ns_readdir(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t cookie, unsigned max_entries,
-                   mds_dirent_fn fn, void *arg, bool *eof, char *why)
+                   mds_dirent_fn fn, void *arg, bool *eof, mds_inode *dir_out, char *why)
 {
     mds_inode dir;
     unsigned count = 0;
@@ -1176,6 +1176,8 @@ int mds_ns_readdir(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t coo
         rc = perm_readdir(who, &dir, why);
     if (rc < 0)
         goto out;
+    if (dir_out)
+        *dir_out = dir;
     if (cookie < NS_COOKIE_DOT) {
         count++;
         if (fn(arg, ".", 1, dir.ino, S_IFDIR, NS_COOKIE_DOT) != 0)

@@ -135,9 +135,11 @@ int mds_ns_rename(mds_ns *ns, const mds_caller *who, uint64_t parent, const char
 int mds_ns_link(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t new_parent, const char *new_name,
                 mds_inode *out, char *why);
 /* Entries with cookie > `cookie` ("." is 1, ".." 2), at most max_entries
- * (bounded by MDS_READDIR_MAX). fn returning non-zero stops early (not eof). */
+ * (bounded by MDS_READDIR_MAX). fn returning non-zero stops early (not eof).
+ * dir_out (NULL: not wanted): the directory as the listing saw it (the
+ * handlers give the entries' handle tags by its search permission). */
 int mds_ns_readdir(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t cookie, unsigned max_entries,
-                   mds_dirent_fn fn, void *arg, bool *eof, char *why);
+                   mds_dirent_fn fn, void *arg, bool *eof, mds_inode *dir_out, char *why);
 /* *target is malloc'd, NUL-terminated. */
 int mds_ns_readlink(mds_ns *ns, uint64_t ino, char **target, char *why);
 /* A writer's report: size = max(size, given); mtime = mtime_ns (bounded

@@ -476,7 +476,7 @@ static unsigned read_all(uint64_t dir, unsigned page, rd_col *c)
     memset(c, 0, sizeof(*c));
     while (!eof) {
         unsigned before = c->n;
-        ck_assert_int_eq(mds_ns_readdir(ns, NULL, dir, c->last_cookie, page, rd_emit, c, &eof, why), 0);
+        ck_assert_int_eq(mds_ns_readdir(ns, NULL, dir, c->last_cookie, page, rd_emit, c, &eof, NULL, why), 0);
         ck_assert_uint_le(c->n - before, page > MDS_READDIR_MAX ? MDS_READDIR_MAX : page);
         ck_assert(eof || c->n > before);
         pages++;
@@ -517,7 +517,7 @@ START_TEST(test_readdir_paging)
     static rd_col part;
     bool eof;
     memset(&part, 0, sizeof(part));
-    ck_assert_int_eq(mds_ns_readdir(ns, NULL, d, 0, 500, rd_emit, &part, &eof, why), 0);
+    ck_assert_int_eq(mds_ns_readdir(ns, NULL, d, 0, 500, rd_emit, &part, &eof, NULL, why), 0);
     ck_assert(!eof);
     ck_assert_uint_eq(part.n, 500);
     mds_removed rm;
@@ -527,7 +527,7 @@ START_TEST(test_readdir_paging)
     }
     eof = false;
     while (!eof)
-        ck_assert_int_eq(mds_ns_readdir(ns, NULL, d, part.last_cookie, 300, rd_emit, &part, &eof, why), 0);
+        ck_assert_int_eq(mds_ns_readdir(ns, NULL, d, part.last_cookie, 300, rd_emit, &part, &eof, NULL, why), 0);
     memset(seen, 0, sizeof(seen));
     for (unsigned i = 2; i < part.n; i++) {
         unsigned idx;
@@ -544,12 +544,12 @@ START_TEST(test_readdir_paging)
     static rd_col tail;
     memset(&tail, 0, sizeof(tail));
     tail.last_cookie = 0;
-    ck_assert_int_eq(mds_ns_readdir(ns, NULL, d, UINT64_MAX, 10, rd_emit, &tail, &eof, why), 0);
+    ck_assert_int_eq(mds_ns_readdir(ns, NULL, d, UINT64_MAX, 10, rd_emit, &tail, &eof, NULL, why), 0);
     ck_assert(eof);
     ck_assert_uint_eq(tail.n, 0);
     /* readdir of a file */
     uint64_t f = new_file(ROOT, "plain");
-    ck_assert_int_eq(mds_ns_readdir(ns, NULL, f, 0, 10, rd_emit, &tail, &eof, why), -ENOTDIR);
+    ck_assert_int_eq(mds_ns_readdir(ns, NULL, f, 0, 10, rd_emit, &tail, &eof, NULL, why), -ENOTDIR);
 }
 END_TEST
 
