@@ -178,6 +178,7 @@ static int make_depfs_options(const dfuse_cmdline *cl, depfs_options *dopt)
 {
     memset(dopt, 0, sizeof(*dopt));
     dopt->config_path = cl->config;
+    dopt->count_lookups = true; /* the kernel's lookups: op_forget gives them back */
     if (!cl->layout)
         return 0;
     char err[128];

@@ -6,8 +6,10 @@
  * open-file handles in fi->fh, readdir by library cookie, the xattr
  * pass-through, fallocate modes, the connection capabilities negotiated in
  * init, and when set-id bits are cleared (setid.c does the clearing,
- * init_flags.c tells us when the kernel asks). No server state lives here: inode numbers are MDS ids, so lookup
- * counts need no bookkeeping. */
+ * init_flags.c tells us when the kernel asks). No server state lives here: inode numbers are MDS ids;
+ * the kernel's lookup counts are libdepfs's (depfs_options.count_lookups),
+ * which keeps the handle tag of every inode the kernel holds until its
+ * FORGET (depfs_forget): the kernel names inodes by number ever after. */
 #define FUSE_USE_VERSION 312
 #include "ops.h"
 
@@ -126,6 +128,13 @@ static void fill_entry(dfuse_ctx *ctx, struct fuse_entry_param *e, struct stat *
     e->entry_timeout = ctx->entry_timeout_s;
 }
 
+/* The library counted a lookup of ino for a reply the kernel did not
+ * take (the caller was interrupted): it holds none for it. */
+static void entry_not_taken(fuse_req_t req, uint64_t ino)
+{
+    depfs_forget(req_ctx(req)->fs, ino, 1);
+}
+
 static void reply_entry(fuse_req_t req, struct stat *st)
 {
     struct fuse_entry_param e;
@@ -136,7 +145,8 @@ static void reply_entry(fuse_req_t req, struct stat *st)
         fuse_reply_err(req, EIO);
         return;
     }
-    fuse_reply_entry(req, &e);
+    if (fuse_reply_entry(req, &e) != 0)
+        entry_not_taken(req, e.ino);
 }
 
 /* The caller of a kernel request: it owns what it creates, and the MDS
@@ -272,17 +282,19 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     reply_entry(req, &st);
 }
 
+/* The kernel gives lookups back: libdepfs may drop the inode's handle
+ * tag once it holds none (and no handle of it is open). */
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-    (void)ino;
-    (void)nlookup;
+    depfs_forget(req_ctx(req)->fs, (uint64_t)ino, nlookup);
     fuse_reply_none(req);
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
-    (void)count;
-    (void)forgets;
+    depfs_t *fs = req_ctx(req)->fs;
+    for (size_t i = 0; i < count; i++)
+        depfs_forget(fs, (uint64_t)forgets[i].ino, forgets[i].nlookup);
     fuse_reply_none(req);
 }
 
@@ -487,12 +499,17 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     depfs_cred cr;
     struct stat st;
     depfs_fh_t *fh = NULL;
+    uint64_t counted = 0; /* the inode whose lookup the library counted */
     act_for_cred(req, &cr);
     int flags = lib_open_flags(fi->flags);
     int rc = depfs_create(ctx->fs, parent, name, mode, flags, &cr, NULL, &st, &fh);
+    if (rc == 0)
+        counted = (uint64_t)st.st_ino;
     if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
         /* lost a race with another client: open what it created */
         rc = depfs_lookup(ctx->fs, parent, name, &st);
+        if (rc == 0)
+            counted = (uint64_t)st.st_ino;
         if (rc == 0 && S_ISDIR(st.st_mode))
             rc = -EISDIR;
         if (rc == 0)
@@ -515,12 +532,16 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         goto fail;
     }
     set_open_info(fi, fh);
-    if (fuse_reply_create(req, &e, fi) != 0)
+    if (fuse_reply_create(req, &e, fi) != 0) {
         depfs_close(fh); /* the caller was interrupted: nobody will release */
+        entry_not_taken(req, e.ino);
+    }
     return;
 fail:
     if (fh)
         depfs_close(fh);
+    if (counted)
+        entry_not_taken(req, counted);
     reply_status(req, rc);
 }
 

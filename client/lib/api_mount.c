@@ -142,6 +142,20 @@ static depfs_t *fs_alloc(void)
     return fs;
 }
 
+/* The inode handle tags: only a user proved by MUNGE needs them. */
+static int handles_init(depfs_t *fs, const depfs_options *opt)
+{
+    fs->count_lookups = opt ? opt->count_lookups : false;
+    if (fs->mds_creds.method != AUTH_METHOD_MUNGE)
+        return 0;
+    if (dc_handles_init(&fs->handles, DC_HANDLES_MAX) < 0) {
+        dc_set_error("out of memory for the inode handle table");
+        return -ENOMEM;
+    }
+    fs->handles_on = true;
+    return 0;
+}
+
 static void fs_free(depfs_t *fs)
 {
     if (fs->mds)
@@ -170,6 +184,7 @@ static void fs_free(depfs_t *fs)
     pthread_mutex_destroy(&fs->pace_lock);
     pthread_mutex_destroy(&fs->dirattr_lock);
     pthread_cond_destroy(&fs->keeper_wake);
+    dc_handles_destroy(&fs->handles);
     free(fs);
 }
 
@@ -198,6 +213,9 @@ int depfs_mount(const depfs_options *opt, depfs_t **out)
     }
     if (fs->mds_creds.method == AUTH_METHOD_KEY)
         fs->io_creds = fs->mds_creds;
+    rc = handles_init(fs, opt);
+    if (rc < 0)
+        goto fail;
     fs->ignore_locks = opt ? opt->ignore_locks : false;
     fs->inode_released = dc_data_release;
     rc = mount_register(fs);

@@ -62,6 +62,18 @@ static int call_stat(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req,
     return rc;
 }
 
+/* call_stat for a call whose reply the FUSE kernel holds a node for:
+ * its inode's lookup is counted (core_handles.h). */
+static int call_stat_counted(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req,
+                             struct stat *st)
+{
+    struct stat own;
+    int rc = call_stat(fs, op, req, st ? st : &own);
+    if (rc == 0)
+        dc_handle_counted(fs, (uint64_t)(st ? st : &own)->st_ino);
+    return rc;
+}
+
 /* One call with nothing to return. */
 static int call_plain(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req)
 {
@@ -82,7 +94,7 @@ int depfs_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st
     req.has_parent = 1;
     req.parent = parent;
     req.name = (char *)name;
-    return call_stat(fs, DEPFS__MDS_OP__MDS_LOOKUP, &req, st);
+    return call_stat_counted(fs, DEPFS__MDS_OP__MDS_LOOKUP, &req, st);
 }
 
 /* A file unlinked (nlink 0) is kept by the MDS for the handles still
@@ -238,7 +250,7 @@ int depfs_mknod(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, dev
     req.has_rdev = 1;
     req.rdev = rdev;
     dc_req_cred(&req, cr, groups);
-    return call_stat(fs, DEPFS__MDS_OP__MDS_MKNOD, &req, st);
+    return call_stat_counted(fs, DEPFS__MDS_OP__MDS_MKNOD, &req, st);
 }
 
 int depfs_mkdir(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, const depfs_cred *cr,
@@ -255,7 +267,7 @@ int depfs_mkdir(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, con
     req.has_mode = 1;
     req.mode = S_IFDIR | (mode & 07777);
     dc_req_cred(&req, cr, groups);
-    return call_stat(fs, DEPFS__MDS_OP__MDS_MKDIR, &req, st);
+    return call_stat_counted(fs, DEPFS__MDS_OP__MDS_MKDIR, &req, st);
 }
 
 int depfs_symlink(depfs_t *fs, uint64_t parent, const char *name, const char *target,
@@ -275,7 +287,7 @@ int depfs_symlink(depfs_t *fs, uint64_t parent, const char *name, const char *ta
     req.name = (char *)name;
     req.target = (char *)target;
     dc_req_cred(&req, cr, groups);
-    return call_stat(fs, DEPFS__MDS_OP__MDS_SYMLINK, &req, st);
+    return call_stat_counted(fs, DEPFS__MDS_OP__MDS_SYMLINK, &req, st);
 }
 
 int depfs_readlink(depfs_t *fs, uint64_t ino, char *buf, size_t len)
@@ -315,7 +327,7 @@ int depfs_link(depfs_t *fs, uint64_t ino, uint64_t new_parent, const char *new_n
     req.has_new_parent = 1;
     req.new_parent = new_parent;
     req.new_name = (char *)new_name;
-    return call_stat(fs, DEPFS__MDS_OP__MDS_LINK, &req, st);
+    return call_stat_counted(fs, DEPFS__MDS_OP__MDS_LINK, &req, st);
 }
 
 /* --------------------------------------------------- remove entries */

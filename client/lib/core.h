@@ -18,6 +18,7 @@
 #include "depfs.pb-c.h"
 #include "frame.h"
 #include "layout.h"
+#include "core_handles.h"
 #include "core_pace.h"
 #include "rpc.h"
 
@@ -148,6 +149,12 @@ struct depfs {
     pthread_mutex_t dirattr_lock;
     _Atomic uint64_t dirattr_gen; /* bumped by every other directory change */
     dc_dirattr dirattr[DC_DIRATTR_SLOTS];
+    /* inode handle tags (core_handles.h), kept only for a user proved by
+     * MUNGE (the cluster key's holders and auth off need none): set at
+     * mount, as the MDS credentials are */
+    bool handles_on;
+    bool count_lookups;       /* depfs_options.count_lookups */
+    dc_handles handles;
 };
 
 struct depfs_fh {
@@ -173,8 +180,16 @@ void dc_retired_reap(depfs_t *fs, bool all);
 
 /* One MDS round trip. Returns -reply->err when the MDS refused (the reply
  * is still returned for its message), or a transport error. The caller
- * frees *reply with depfs__mds_reply__free_unpacked(*reply, NULL). */
+ * frees *reply with depfs__mds_reply__free_unpacked(*reply, NULL). Every
+ * inode number the request names goes with its handle tag when known,
+ * and every tag the reply gives is kept (core_handles.h). */
 int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depfs__MdsReply **reply);
+/* Inode handles (core_handles.h) of a mount that keeps them: the call
+ * whose reply the kernel holds a node for returned ino (counted with
+ * count_lookups); a dc_inode of ino came or went. */
+void dc_handle_counted(depfs_t *fs, uint64_t ino);
+void dc_handle_pin(depfs_t *fs, uint64_t ino);
+void dc_handle_unpin(depfs_t *fs, uint64_t ino);
 
 /* core_ticket.c: MDS_REGISTER's ticket (users proved by MUNGE) taken as
  * the I/O servers' credentials; the credentials for a new I/O server

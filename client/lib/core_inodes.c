@@ -58,6 +58,7 @@ dc_inode *dc_inode_get(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t md
     in->size = mds_size;
     in->refs = 1;
     pthread_mutex_init(&in->lock, NULL);
+    dc_handle_pin(fs, ino); /* its tag stays while it is open here */
     unsigned b = bucket_of(ino);
     in->next = fs->inodes[b];
     fs->inodes[b] = in;
@@ -138,6 +139,7 @@ void dc_inode_free(depfs_t *fs, dc_inode *in)
     pthread_mutex_destroy(&in->lock);
     free(in);
     dc_cap_release(fs, ino); /* after the last flush: no handle here uses it */
+    dc_handle_unpin(fs, ino); /* after its last request (MDS_RELEASE) */
 }
 
 void dc_inode_put(depfs_t *fs, dc_inode *in)

@@ -1,5 +1,6 @@
 /* core_mds.c - libdepfs core: the MDS connection and its calls (reconnect
- * and one retry), the helpers every MDS request and reply needs, and whom
+ * and one retry), the helpers every MDS request and reply needs (the
+ * inode handle tags of core_handles.h go out and come in here), and whom
  * each request acts for (this thread's depfs_act_as, else the process). */
 #include <assert.h>
 #include <errno.h>
@@ -81,6 +82,8 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
     }
     if (!r.has_uid) /* every request says whom it acts for (mds/caller.h) */
         dc_req_cred(&r, NULL, groups);
+    if (fs->handles_on) /* every inode it names, with its tag (mds/handles.h) */
+        dc_handles_tag_request(&fs->handles, &r, DEPFS_ROOT_INO);
     rpc_conn *failed = NULL;
     int rc = -EIO;
     uint64_t dirattr_gen = dc_dirattr_gen(fs);
@@ -107,6 +110,8 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
         return rc;
     }
     Depfs__MdsReply *rep = *reply;
+    if (rep->err == 0 && fs->handles_on)
+        dc_handles_learn_reply(&fs->handles, rep);
     if (rep->err != 0) {
         int err = rep->err > 0 ? rep->err : -rep->err;
         if (rep->message && rep->message[0])
@@ -118,6 +123,32 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
     return 0;
 }
 
+
+/* ------------------------------------------------------ inode handles */
+
+void dc_handle_counted(depfs_t *fs, uint64_t ino)
+{
+    if (fs->handles_on && fs->count_lookups)
+        dc_handles_hold(&fs->handles, ino, 1);
+}
+
+void dc_handle_pin(depfs_t *fs, uint64_t ino)
+{
+    if (fs->handles_on)
+        dc_handles_pin(&fs->handles, ino);
+}
+
+void dc_handle_unpin(depfs_t *fs, uint64_t ino)
+{
+    if (fs->handles_on)
+        dc_handles_unpin(&fs->handles, ino);
+}
+
+void depfs_forget(depfs_t *fs, uint64_t ino, uint64_t nlookup)
+{
+    if (fs && fs->handles_on && fs->count_lookups)
+        dc_handles_forget(&fs->handles, ino, nlookup);
+}
 
 /* ------------------------------------------------ requests and replies */
 

@@ -61,6 +61,13 @@ typedef struct depfs_options {
     unsigned default_n, default_k; /* 0: the cluster's default */
     uint32_t default_su;
     bool ignore_locks;        /* recovery module only (depfs_admin.h) */
+    /* For a caller that holds inodes as the FUSE kernel does (depfs-fuse):
+     * depfs_lookup, depfs_create, depfs_mknod, depfs_mkdir, depfs_symlink
+     * and depfs_link each count one lookup of the inode they return, and
+     * the inode's handle (README "Inode handles") is kept until
+     * depfs_forget gives its lookups back. Such a caller uses the inode API
+     * alone (the path API's own lookups would count too). */
+    bool count_lookups;
 } depfs_options;
 
 /* ------------------------------------------------------------- lifecycle */
@@ -79,7 +86,20 @@ const char *depfs_last_error(void);
 int depfs_act_as(const depfs_cred *cr);
 
 /* ------------------------------------------------------------- inode API */
+/* Inode handles (README "Inode handles"): a user proved by MUNGE reaches
+ * an inode by number only with the tag the MDS gave with it. The library
+ * keeps the tags of the inodes its calls met (a lookup, a create, a
+ * readdir of a directory the caller may search...) and sends them along:
+ * the numbers to pass are those its calls returned, the root's
+ * (DEPFS_ROOT_INO) always works. Tags of inodes not held (lookup counts,
+ * open handles) may be dropped past a bound; a path resolution from the
+ * root (depfs_resolve) learns them again. The cluster key's holders need
+ * none. */
 int depfs_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st);
+/* With depfs_options.count_lookups: the caller no longer holds nlookup of
+ * the lookups of ino counted so far (the FUSE kernel's FORGET); once none
+ * is held and no handle of ino is open here, its tag may be dropped. */
+void depfs_forget(depfs_t *fs, uint64_t ino, uint64_t nlookup);
 int depfs_getattr(depfs_t *fs, uint64_t ino, struct stat *st);
 /* The attributes directory ino was left with by this client's own last
  * create, mknod, mkdir, symlink or unlink in it, if that was at most

@@ -19,7 +19,8 @@ class _Options(ctypes.Structure):
                 ("default_n", ctypes.c_uint),
                 ("default_k", ctypes.c_uint),
                 ("default_su", ctypes.c_uint32),
-                ("ignore_locks", ctypes.c_bool)]
+                ("ignore_locks", ctypes.c_bool),
+                ("count_lookups", ctypes.c_bool)]
 
 
 def default_lib(top):
@@ -47,7 +48,7 @@ class Depfs:
         lib.depfs_fh_ino.argtypes = [vp]
         lib.depfs_fh_ino.restype = u64
         self._conf = conf_path.encode()
-        opt = _Options(self._conf, 0, 0, 0, False)
+        opt = _Options(self._conf, 0, 0, 0, False, False)
         self.fs = vp()
         self._check(lib.depfs_mount(ctypes.byref(opt), ctypes.byref(self.fs)), "depfs_mount")
 
