@@ -1,7 +1,8 @@
 /* handlers.c - MdsRequest in, MdsReply out (handlers.h). Every request
- * passes the role check of authz.c and the boundary checks of req_check.c
- * first, then gets its acting caller (caller.c), whose permissions the
- * namespace checks (perm.c); then each op checks its
+ * passes the role check of authz.c, the boundary checks of req_check.c
+ * and the inode handle check of handles.c (a user names only inodes whose
+ * tags it was given) first, then gets its acting caller (caller.c), whose
+ * permissions the namespace checks (perm.c); then each op checks its
  * required fields (missing -> EINVAL with a message), calls the namespace or
  * cluster module and fills the reply; the replies that open a file carry
  * its I/O capability (auth on), and every open, create and renewal of a
@@ -1016,6 +1017,8 @@ static int dispatch(mds_ctx *c, const rpc_msg *m, mds_reply_buf *b, const char *
     int rc = mds_authorize(m->who, m->type, q, b->why, sizeof(b->why));
     if (rc == 0)
         rc = mds_req_check(m->type, q, m->hdr, m->hdr_len, b->why, sizeof(b->why));
+    if (rc == 0) /* every inode it names is one it was given (handles.h) */
+        rc = mds_handles_check(&c->handles, m->who, q, b->why, sizeof(b->why));
     if (rc == 0)
         rc = mds_caller_resolve(&c->callers, m->who, q, &b->caller, b->why, sizeof(b->why));
     if (rc == 0 && c->auth && m->who && io_caps_mds_op_binds_client(m->type))

@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import authwire  # noqa: E402
 from badwire import (FLAG_REPLY, HEADER, IO_READ, IO_SET_STATE, MAGIC,  # noqa: E402
                      MDS_SET_SERVER_STATE, extent, f_bytes, f_int, frame, lock, recv_exact)
+from handles import F_INO, Handles  # noqa: E402
 
 EACCES, EPERM = 13, 1
 MDS_REGISTER, MDS_UNLINK, MDS_OPEN, IO_UNLOCK, IO_DIRTY, IO_HEARTBEAT = 1, 8, 23, 4, 10, 9
@@ -33,6 +34,7 @@ O_RDWR = 2
 MDS_REPLY_CAPABILITY = 22
 DIRTY_CLEAR = 2
 OTHER_CLIENT = 1  # the first client registered: someone else's id
+OWN_PATH = "/pub/mine"  # OWN_FILE_ID's path (test_auth.sh)
 MDS_REPLY_MESSAGE, IO_REPLY_MESSAGE = 17, 2
 
 
@@ -149,10 +151,15 @@ def _ticket_handshake(s, ticket, secret):
 
 
 def _own_capability(mds, munge_socket, me, own, ticket):
-    """The MDS's read-write capability (MdsReply field 22) for file own,
-    made out to client me, whose ticket the request shows (field 34)."""
+    """The MDS's read-write capability (MdsReply field 22) for file own
+    (OWN_PATH), made out to client me, whose ticket the request shows (field
+    34); the request names own with the handle tag a walk from the root
+    gave (handles.py)."""
     s = authwire.connect(mds, munge_socket=munge_socket)
-    s.sendall(frame(MDS_OPEN, f_int(1, me) + f_int(4, own) + f_int(11, O_RDWR) +
+    h = Handles(s)
+    if h.walk(OWN_PATH) != own:
+        raise SystemExit("%s is not inode %d" % (OWN_PATH, own))
+    s.sendall(frame(MDS_OPEN, f_int(1, me) + h.field(F_INO, own) + f_int(11, O_RDWR) +
                     f_bytes(34, ticket)))
     hlen = HEADER.unpack(recv_exact(s, HEADER.size))[4]
     rep = authwire._parse(recv_exact(s, hlen))

@@ -36,8 +36,10 @@ file, that client and that access; used by test_capabilities.sh.
         write, truncate, remove or take a writing lock; the read-write
         one reads. Every refusal must be EACCES.
 
-Each case prints "ok <case>: ..." or "FAIL <case>: ..."; exit 0 when every
-case went as it should.
+ROOT_FID is /secret, OWN_FID /pub/mine and PARENT /pub: MDS requests name
+them with the handle tags LOOKUPs from the root gave (handles.py), as a
+user must. Each case prints "ok <case>: ..." or "FAIL <case>: ..."; exit 0
+when every case went as it should.
 """
 import json
 import os
@@ -48,6 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import authwire  # noqa: E402
 from authattack import EACCES, _ticket_handshake, note, results, roundtrip  # noqa: E402
 from authwire import f_bytes, f_int  # noqa: E402
+from handles import Handles  # noqa: E402
 from badwire import (HEADER, IO_LOCK, IO_READ, IO_TRUNCATE, IO_WRITE, extent, frame,  # noqa: E402
                      lock, recv_exact)
 
@@ -65,6 +68,17 @@ CAP_KEY_VERSION, CAP_TAG_BYTES = 1, 16
 CAP_BODY = struct.Struct("<QQQII8s")  # file, client, expires, rights, key version, nonce
 O_RDONLY, O_RDWR = 0, 2
 UNIT = 4096
+ROOT_FILE_PATH, OWN_PATH, PUB_PATH = "/secret", "/pub/mine", "/pub"
+
+
+def handles_of(s, wanted):
+    """The handle tags of {ino: path} on connection s, by LOOKUPs from the root."""
+    h = Handles(s)
+    for ino, path in wanted.items():
+        got = h.walk(path)
+        if got != ino:
+            raise SystemExit("%s is inode %d, not %d" % (path, got, ino))
+    return h
 
 
 def mint(key_path, fid, client, rights, expires):
@@ -102,10 +116,12 @@ def register(mds, sock, state):
     print(rep[R_CLIENT_ID])
 
 
-def open_cap(mds, sock, me, ino, flags, ticket):
-    """(err, capability) of an MDS_OPEN of ino for client me, with its ticket."""
+def open_cap(mds, sock, me, ino, path, flags, ticket):
+    """(err, capability) of an MDS_OPEN of ino (at path) for client me, with
+    its ticket."""
     s = authwire.connect(mds, munge_socket=sock)
-    rep = mds_call(s, MDS_OPEN, f_int(F_CLIENT_ID, me) + f_int(F_INO, ino) +
+    h = handles_of(s, {ino: path})
+    rep = mds_call(s, MDS_OPEN, f_int(F_CLIENT_ID, me) + h.field(F_INO, ino) +
                    f_int(F_FLAGS, flags) + f_bytes(F_TICKET, ticket))
     s.close()
     return rep.get(1, 0), rep.get(R_CAPABILITY)
@@ -139,8 +155,9 @@ def owner(mds, sock, state, own_fid, parent, expired, root_ticket):
         st = json.load(f)
     me, ticket = st["client_id"], bytes.fromhex(st["ticket"])
     other = me + 1000
-    open_own = f_int(F_INO, own_fid) + f_int(F_FLAGS, O_RDWR)
     s = authwire.connect(mds, munge_socket=sock)
+    h = handles_of(s, {own_fid: OWN_PATH, parent: PUB_PATH})
+    open_own = h.field(F_INO, own_fid) + f_int(F_FLAGS, O_RDWR)
     granted("MDS_OPEN naming its own client id, with its ticket",
             mds_answer(s, MDS_OPEN, f_int(F_CLIENT_ID, me) + open_own + f_bytes(F_TICKET, ticket)),
             me)
@@ -157,12 +174,12 @@ def owner(mds, sock, state, own_fid, parent, expired, root_ticket):
     note(ans[0] == 0 and ans[2] is None, "MDS_OPEN with no ticket and no client id: no capability",
          "err %d, capability %s" % (ans[0], "given" if ans[2] else "none"))
     refused_for("MDS_CREATE naming another client id",
-                mds_answer(s, MDS_CREATE, f_int(F_CLIENT_ID, other) + f_int(F_PARENT, parent) +
+                mds_answer(s, MDS_CREATE, f_int(F_CLIENT_ID, other) + h.field(F_PARENT, parent) +
                            f_bytes(F_NAME, "for-another") + f_int(F_MODE, S_IFREG | 0o644) +
                            f_int(F_FLAGS, O_RDWR) + f_bytes(F_TICKET, ticket)),
                 ("ticket of client %d" % me,))
     refused_for("MDS_OPEN renewing its capability for another client id",
-                mds_answer(s, MDS_OPEN, f_int(F_CLIENT_ID, other) + f_int(F_INO, own_fid) +
+                mds_answer(s, MDS_OPEN, f_int(F_CLIENT_ID, other) + h.field(F_INO, own_fid) +
                            f_bytes(F_RENEW_CAPABILITY, own_cap) + f_bytes(F_TICKET, ticket)),
                 ("ticket of client %d" % me,))
     refused_for("MDS_OPEN with its client's ticket expired",
@@ -242,10 +259,10 @@ def attack(mds, sock, state, io_addrs, root_fid, own_fid, expired, other):
     with open(state) as f:
         st = json.load(f)
     me, ticket, secret = st["client_id"], bytes.fromhex(st["ticket"]), bytes.fromhex(st["secret"])
-    err, _ = open_cap(mds, sock, me, root_fid, O_RDONLY, ticket)
+    err, _ = open_cap(mds, sock, me, root_fid, ROOT_FILE_PATH, O_RDONLY, ticket)
     note(err == EACCES, "MDS_OPEN of root's 0600 file gives no capability", "err %d" % err)
-    err_ro, own_ro = open_cap(mds, sock, me, own_fid, O_RDONLY, ticket)
-    err_rw, own_rw = open_cap(mds, sock, me, own_fid, O_RDWR, ticket)
+    err_ro, own_ro = open_cap(mds, sock, me, own_fid, OWN_PATH, O_RDONLY, ticket)
+    err_rw, own_rw = open_cap(mds, sock, me, own_fid, OWN_PATH, O_RDWR, ticket)
     note(err_ro == 0 and err_rw == 0 and own_ro and own_rw,
          "MDS_OPEN of its own file gives capabilities", "err %d/%d" % (err_ro, err_rw))
     own_ro, own_rw = own_ro or b"", own_rw or b""  # (none: go on, the servers must refuse)

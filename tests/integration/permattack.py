@@ -26,8 +26,12 @@ frames from a MUNGE-proven user; used by test_permissions.sh.
 INOS is "root_file,root_dir,sticky_dir,sticky_root_file,private_dir,own_file,
 open_root_file" (inode numbers; own_file is in sticky_dir, named "mine";
 sticky_root_file is named "rootfile", 0666; root_file is "/secret";
-open_root_file is "/open666", 0666, as long as rootfile). Each case prints "ok <case>: ..."
-or "FAIL <case>: ..."; exit 0 when every case went as it should.
+open_root_file is "/open666", 0666, as long as rootfile; sticky_dir is
+"/pub", private_dir "/priv"). Each request names its inodes with the
+handle tags a walk from the root gave (handles.py: the MDS refuses a
+user's bare inode numbers), so what is refused here is refused by the
+permission checks. Each case prints "ok <case>: ..." or "FAIL <case>:
+..."; exit 0 when every case went as it should.
 """
 import os
 import sys
@@ -37,6 +41,9 @@ import authwire  # noqa: E402
 from authattack import EACCES, EPERM, note, refused, results, roundtrip  # noqa: E402
 from authwire import f_bytes, f_int  # noqa: E402
 from badwire import HEADER, frame, recv_exact  # noqa: E402
+from handles import Handles, one, parse  # noqa: E402
+
+PATHS = ("/secret", "/", "/pub", "/pub/rootfile", "/priv", "/pub/mine", "/open666")  # INOS' order
 
 (MDS_CREATE, MDS_SETATTR, MDS_UNLINK, MDS_RENAME, MDS_READDIR, MDS_SETXATTR,
  MDS_OPEN) = 5, 4, 8, 10, 11, 16, 23
@@ -88,132 +95,148 @@ def register(mds, sock):
     return rep[R_CLIENT_ID], rep[R_TICKET]
 
 
-def file_attr(s, ino):
+def file_attr(h, ino):
     """(size, data version) of file ino."""
-    a = authwire._parse(call(s, MDS_GETATTR, claim() + f_int(F_INO, ino))[R_ATTR])
-    return a.get(A_SIZE, 0), a.get(A_DATA_VERSION, 0)
+    _err, _msg, rep = h.call(MDS_GETATTR, claim() + h.field(F_INO, ino))
+    a = parse(one(rep, R_ATTR))
+    return one(a, A_SIZE, 0), one(a, A_DATA_VERSION, 0)
 
 
-def new_copy(s, client, ticket, parent, size):
+def new_copy(h, client, ticket, parent, size):
     """`depfs migrate`'s copy: a file without a name in parent, held open by
     client (its ticket), grown to size bytes; its inode."""
     as_client = f_int(F_CLIENT_ID, client) + f_bytes(F_TICKET, ticket)
-    rep = call(s, MDS_CREATE, claim() + as_client + f_int(F_PARENT, parent) +
-               f_int(F_MODE, S_IFREG | 0o600) + f_int(F_FLAGS, O_RDWR) + f_int(F_UNLINKED, 1))
-    ino = authwire._parse(rep[R_ATTR])[A_INO]
-    call(s, MDS_EXTEND, claim() + f_int(F_INO, ino) + f_int(F_SIZE, size))
+    _err, _msg, rep = h.call(MDS_CREATE, claim() + as_client + h.field(F_PARENT, parent) +
+                             f_int(F_MODE, S_IFREG | 0o600) + f_int(F_FLAGS, O_RDWR) +
+                             f_int(F_UNLINKED, 1))
+    ino = one(parse(one(rep, R_ATTR)), A_INO)
+    h.call(MDS_EXTEND, claim() + h.field(F_INO, ino) + f_int(F_SIZE, size))
     return ino
 
 
-def swap(s, client, ticket, parent, name, ino, copy):
+def swap(s, h, client, ticket, parent, name, ino, copy):
     """MDS_MIGRATE_SWAP of name (inode ino) in parent for copy, as client."""
-    _size, version = file_attr(s, ino)
+    _size, version = file_attr(h, ino)
     return roundtrip(s, MDS_MIGRATE_SWAP, claim() + f_int(F_CLIENT_ID, client) +
-                     f_bytes(F_TICKET, ticket) + f_int(F_PARENT, parent) + f_bytes(F_NAME, name) +
-                     f_int(F_INO, ino) + f_int(F_MIGRATE_INO, copy) +
+                     f_bytes(F_TICKET, ticket) + h.field(F_PARENT, parent) + f_bytes(F_NAME, name) +
+                     h.field(F_INO, ino) + h.field(F_MIGRATE_INO, copy) +
                      f_int(F_DATA_VERSION, version))
 
 
-def attack_links_and_times(s, inos):
+def attack_links_and_times(s, h, inos):
     """Hard links, device nodes and times: what a writer may not make up."""
     root_file, _root_dir, sticky, sticky_root, _private, mine, _open = inos
     refused("LINK of root's 0600 file into the sticky dir (protected_hardlinks)",
-            roundtrip(s, MDS_LINK, claim() + f_int(F_INO, root_file) + f_int(F_NEW_PARENT, sticky) +
+            roundtrip(s, MDS_LINK, claim() + h.field(F_INO, root_file) + h.field(F_NEW_PARENT, sticky) +
                       f_bytes(F_NEW_NAME, "stolen")), (EPERM,))
     allowed("LINK of its own file (the owner)",
-            roundtrip(s, MDS_LINK, claim() + f_int(F_INO, mine) + f_int(F_NEW_PARENT, sticky) +
+            roundtrip(s, MDS_LINK, claim() + h.field(F_INO, mine) + h.field(F_NEW_PARENT, sticky) +
                       f_bytes(F_NEW_NAME, "mine-link")))
     allowed("UNLINK of its own link",
-            roundtrip(s, MDS_UNLINK, claim() + f_int(F_PARENT, sticky) + f_bytes(F_NAME, "mine-link")))
+            roundtrip(s, MDS_UNLINK, claim() + h.field(F_PARENT, sticky) + f_bytes(F_NAME, "mine-link")))
     refused("MKNOD of a character device (root only)",
-            roundtrip(s, MDS_MKNOD, claim() + f_int(F_PARENT, sticky) + f_bytes(F_NAME, "nulldev") +
+            roundtrip(s, MDS_MKNOD, claim() + h.field(F_PARENT, sticky) + f_bytes(F_NAME, "nulldev") +
                       f_int(F_MODE, S_IFCHR | 0o666) + f_int(F_RDEV, DEV_NULL)), (EPERM,))
     allowed("MKNOD of a FIFO",
-            roundtrip(s, MDS_MKNOD, claim() + f_int(F_PARENT, sticky) + f_bytes(F_NAME, "fifo") +
+            roundtrip(s, MDS_MKNOD, claim() + h.field(F_PARENT, sticky) + f_bytes(F_NAME, "fifo") +
                       f_int(F_MODE, S_IFIFO | 0o644)))
     allowed("SETATTR SET_CTIME of root's 0666 file claiming 1970 (a writer: ctime = now)",
-            roundtrip(s, MDS_SETATTR, claim() + f_int(F_INO, sticky_root) +
+            roundtrip(s, MDS_SETATTR, claim() + h.field(F_INO, sticky_root) +
                       f_int(F_SET_MASK, SET_CTIME) + attr(sticky_root, ctime_ns=CTIME_1970_NS)))
     for what, mtime in (("1970", MTIME_1970_NS), ("2116", MTIME_2116_NS)):
         allowed("EXTEND of root's 0666 file claiming mtime %s (a writer: kept near now)" % what,
-                roundtrip(s, MDS_EXTEND, claim() + f_int(F_INO, sticky_root) + f_int(F_SIZE, 0) +
+                roundtrip(s, MDS_EXTEND, claim() + h.field(F_INO, sticky_root) + f_int(F_SIZE, 0) +
                           f_int(F_MTIME_NS, mtime)))
 
 
-def attack_migrate(mds, sock, s, inos):
+def attack_migrate(mds, sock, s, h, inos):
     """MDS_MIGRATE_SWAP: a copy of its own for root's files where it may not
     replace the name, and another client's copy for its own file."""
     _root_file, root_dir, sticky, sticky_root, _private, mine, open_root = inos
     me, ticket = register(mds, sock)
     other, other_ticket = register(mds, sock)
-    size, _v = file_attr(s, sticky_root)
-    copy = new_copy(s, me, ticket, sticky, size)
+    size, _v = file_attr(h, sticky_root)
+    copy = new_copy(h, me, ticket, sticky, size)
     refused("MIGRATE_SWAP of its copy for root's file in a sticky dir",
-            swap(s, me, ticket, sticky, "rootfile", sticky_root, copy), (EPERM,))
+            swap(s, h, me, ticket, sticky, "rootfile", sticky_root, copy), (EPERM,))
     refused("MIGRATE_SWAP of its copy for root's 0666 file in root's 0755 dir",
-            swap(s, me, ticket, root_dir, "open666", open_root, copy), (EACCES,))
-    size, _v = file_attr(s, mine)
-    copy = new_copy(s, me, ticket, sticky, size)
+            swap(s, h, me, ticket, root_dir, "open666", open_root, copy), (EACCES,))
+    size, _v = file_attr(h, mine)
+    copy = new_copy(h, me, ticket, sticky, size)
     refused("MIGRATE_SWAP of client %d's copy for its own file by client %d" % (me, other),
-            swap(s, other, other_ticket, sticky, "mine", mine, copy), (EPERM,))
+            swap(s, h, other, other_ticket, sticky, "mine", mine, copy), (EPERM,))
+
+
+def learn(s, inos):
+    """The tags of INOS' inodes, by LOOKUPs from the root (as any user may)."""
+    h = Handles(s)
+    for path, ino in zip(PATHS, inos):
+        got = h.walk(path)
+        if got != ino:
+            raise SystemExit("%s is inode %d, not %d" % (path, got, ino))
+    return h
 
 
 def attack(mds, sock, inos):
     root_file, root_dir, sticky, sticky_root, private, mine, _open_root = inos
     s = authwire.connect(mds, munge_socket=sock)
+    h = learn(s, inos)
     refused("SETATTR mode 04777 of root's file",
-            roundtrip(s, MDS_SETATTR, claim() + f_int(F_INO, root_file) +
+            roundtrip(s, MDS_SETATTR, claim() + h.field(F_INO, root_file) +
                       f_int(F_SET_MASK, SET_MODE) + attr(root_file, mode=0o4777)), (EPERM,))
     refused("SETATTR uid 0 -> 0 of root's file (not the owner)",
-            roundtrip(s, MDS_SETATTR, claim() + f_int(F_INO, root_file) +
+            roundtrip(s, MDS_SETATTR, claim() + h.field(F_INO, root_file) +
                       f_int(F_SET_MASK, SET_UID) + attr(root_file, uid=0)), (EPERM,))
     refused("UNLINK of root's /secret",
-            roundtrip(s, MDS_UNLINK, claim() + f_int(F_PARENT, root_dir) +
+            roundtrip(s, MDS_UNLINK, claim() + h.field(F_PARENT, root_dir) +
                       f_bytes(F_NAME, "secret")), (EACCES,))
     refused("RENAME of its file over root's /secret",
-            roundtrip(s, MDS_RENAME, claim() + f_int(F_PARENT, sticky) + f_bytes(F_NAME, "mine") +
-                      f_int(F_NEW_PARENT, root_dir) + f_bytes(F_NEW_NAME, "secret")), (EACCES,))
+            roundtrip(s, MDS_RENAME, claim() + h.field(F_PARENT, sticky) + f_bytes(F_NAME, "mine") +
+                      h.field(F_NEW_PARENT, root_dir) + f_bytes(F_NEW_NAME, "secret")), (EACCES,))
     refused("RENAME of its file over root's file in a sticky dir",
-            roundtrip(s, MDS_RENAME, claim() + f_int(F_PARENT, sticky) + f_bytes(F_NAME, "mine") +
-                      f_int(F_NEW_PARENT, sticky) + f_bytes(F_NEW_NAME, "rootfile")), (EPERM,))
+            roundtrip(s, MDS_RENAME, claim() + h.field(F_PARENT, sticky) + f_bytes(F_NAME, "mine") +
+                      h.field(F_NEW_PARENT, sticky) + f_bytes(F_NEW_NAME, "rootfile")), (EPERM,))
     refused("UNLINK of root's file in a sticky dir",
-            roundtrip(s, MDS_UNLINK, claim() + f_int(F_PARENT, sticky) +
+            roundtrip(s, MDS_UNLINK, claim() + h.field(F_PARENT, sticky) +
                       f_bytes(F_NAME, "rootfile")), (EPERM,))
     refused("SETXATTR of the layout of root's directory",
-            roundtrip(s, MDS_SETXATTR, claim() + f_int(F_INO, root_dir) +
+            roundtrip(s, MDS_SETXATTR, claim() + h.field(F_INO, root_dir) +
                       f_bytes(F_XATTR_NAME, "user.depfs.layout") + f_bytes(F_XATTR_VALUE, "2@1")),
             (EPERM,))
     refused("READDIR of a 0700 directory",
-            roundtrip(s, MDS_READDIR, claim() + f_int(F_INO, private)), (EACCES,))
+            roundtrip(s, MDS_READDIR, claim() + h.field(F_INO, private)), (EACCES,))
     refused("CREATE in the 0755 root directory",
-            roundtrip(s, MDS_CREATE, claim() + f_int(F_PARENT, root_dir) + f_bytes(F_NAME, "evil") +
+            roundtrip(s, MDS_CREATE, claim() + h.field(F_PARENT, root_dir) + f_bytes(F_NAME, "evil") +
                       f_int(F_MODE, S_IFREG | 0o644)), (EACCES,))
     refused("SETATTR uid 0 of its own file (chown to root)",
-            roundtrip(s, MDS_SETATTR, claim() + f_int(F_INO, mine) +
+            roundtrip(s, MDS_SETATTR, claim() + h.field(F_INO, mine) +
                       f_int(F_SET_MASK, SET_UID) + attr(mine, uid=0)), (EPERM,))
     refused("OPEN of root's 0600 file for reading",
-            roundtrip(s, MDS_OPEN, claim() + f_int(F_INO, root_file) + f_int(F_FLAGS, O_RDONLY)),
+            roundtrip(s, MDS_OPEN, claim() + h.field(F_INO, root_file) + f_int(F_FLAGS, O_RDONLY)),
             (EACCES,))
     refused("OPEN renew_hold of root's 0600 file (a hold without a permission check: the "
             "cluster key's holders only)",
-            roundtrip(s, MDS_OPEN, claim() + f_int(F_INO, root_file) + f_int(F_FLAGS, O_RDONLY) +
+            roundtrip(s, MDS_OPEN, claim() + h.field(F_INO, root_file) + f_int(F_FLAGS, O_RDONLY) +
                       f_int(F_RENEW_HOLD, 1)), (EPERM,))
     allowed("SETATTR mode 0640 of its own file (the owner)",
-            roundtrip(s, MDS_SETATTR, claim() + f_int(F_INO, mine) +
+            roundtrip(s, MDS_SETATTR, claim() + h.field(F_INO, mine) +
                       f_int(F_SET_MASK, SET_MODE) + attr(mine, mode=0o640)))
-    attack_links_and_times(s, inos)
-    attack_migrate(mds, sock, s, inos)
+    attack_links_and_times(s, h, inos)
+    attack_migrate(mds, sock, s, h, inos)
     s.close()
 
 
 def actfor(mds, sock, inos, uid, gid):
     _root_file, root_dir, sticky, _sr, _private, _mine, _open_root = inos
     s = authwire.connect(mds, munge_socket=sock)
+    h = Handles(s)
+    if h.walk("/pub") != sticky:
+        raise SystemExit("/pub is not inode %d" % sticky)
     allowed("CREATE in the sticky dir for uid %d" % uid,
-            roundtrip(s, MDS_CREATE, claim(uid, gid) + f_int(F_PARENT, sticky) +
+            roundtrip(s, MDS_CREATE, claim(uid, gid) + h.field(F_PARENT, sticky) +
                       f_bytes(F_NAME, "actfor") + f_int(F_MODE, S_IFREG | 0o644)))
     refused("CREATE in the root dir by squashed root",
-            roundtrip(s, MDS_CREATE, claim(0, 0) + f_int(F_PARENT, root_dir) +
+            roundtrip(s, MDS_CREATE, claim(0, 0) + h.field(F_PARENT, root_dir) +
                       f_bytes(F_NAME, "squashed") + f_int(F_MODE, S_IFREG | 0o644)), (EACCES,))
     s.close()
 

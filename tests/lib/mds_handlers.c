@@ -37,11 +37,17 @@ void tmh_down(tmh *h)
 
 int tmh_req(tmh *h, Depfs__MdsOp op, Depfs__MdsRequest *q, mds_result **out)
 {
+    return tmh_req_as(h, NULL, op, q, out);
+}
+
+int tmh_req_as(tmh *h, const auth_identity *who, Depfs__MdsOp op, Depfs__MdsRequest *q,
+               mds_result **out)
+{
     uint8_t buf[TMH_REQ_MAX];
     size_t len = depfs__mds_request__get_packed_size(q);
     ck_assert_uint_le(len, sizeof(buf));
     depfs__mds_request__pack(q, buf);
-    mds_result *r = mds_process(&h->ctx, (uint16_t)op, buf, len, "test", NULL, NULL);
+    mds_result *r = mds_process(&h->ctx, (uint16_t)op, buf, len, "test", who, NULL);
     ck_assert_ptr_nonnull(r);
     int err = mds_result_reply(r)->err;
     if (out)

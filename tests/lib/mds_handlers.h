@@ -27,5 +27,8 @@ void tmh_down(tmh *h);
 /* The reply's err (0 or a positive errno); the reply in *out when asked
  * (free with mds_result_free). */
 int tmh_req(tmh *h, Depfs__MdsOp op, Depfs__MdsRequest *q, mds_result **out);
+/* The same from peer who (auth.h; NULL: auth off, as tmh_req). */
+int tmh_req_as(tmh *h, const auth_identity *who, Depfs__MdsOp op, Depfs__MdsRequest *q,
+               mds_result **out);
 
 #endif
