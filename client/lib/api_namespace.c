@@ -47,30 +47,23 @@ static int check_name(const char *name)
 
 
 
-/* One call whose reply carries an attr to return as a stat. */
-static int call_stat(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, struct stat *st)
+/* One call whose reply carries an attr to return as a stat. counted: a
+ * call whose reply the FUSE kernel holds a node for (lookup, mknod, mkdir,
+ * symlink, link): the inode's lookup is counted (core_handles.h). */
+static int call_stat(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, struct stat *st,
+                     bool counted)
 {
     Depfs__MdsReply *rep = NULL;
     int rc = dc_mds_call(fs, op, req, &rep);
-    if (rc == 0 && !rep->attr && st) {
+    if (rc == 0 && !rep->attr && (st || counted)) {
         dc_set_error("MDS reply without attributes");
         rc = -EPROTO;
     }
     if (rc == 0)
         dc_reply_to_stat(fs, rep, st);
+    if (rc == 0 && counted)
+        dc_handle_counted(fs, rep->attr);
     free_rep(rep);
-    return rc;
-}
-
-/* call_stat for a call whose reply the FUSE kernel holds a node for:
- * its inode's lookup is counted (core_handles.h). */
-static int call_stat_counted(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req,
-                             struct stat *st)
-{
-    struct stat own;
-    int rc = call_stat(fs, op, req, st ? st : &own);
-    if (rc == 0)
-        dc_handle_counted(fs, (uint64_t)(st ? st : &own)->st_ino);
     return rc;
 }
 
@@ -94,7 +87,7 @@ int depfs_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st
     req.has_parent = 1;
     req.parent = parent;
     req.name = (char *)name;
-    return call_stat_counted(fs, DEPFS__MDS_OP__MDS_LOOKUP, &req, st);
+    return call_stat(fs, DEPFS__MDS_OP__MDS_LOOKUP, &req, st, true);
 }
 
 /* A file unlinked (nlink 0) is kept by the MDS for the handles still
@@ -217,7 +210,7 @@ int depfs_setattr(depfs_t *fs, uint64_t ino, const struct stat *in, unsigned to_
         return depfs_getattr(fs, ino, out);
     if (to_set & (DEPFS_SET_MTIME | DEPFS_SET_MTIME_NOW))
         dc_inode_forget_mtime(fs, ino); /* before: the reply must not merge it back */
-    return call_stat(fs, DEPFS__MDS_OP__MDS_SETATTR, &req, out);
+    return call_stat(fs, DEPFS__MDS_OP__MDS_SETATTR, &req, out, false);
 }
 
 /* ------------------------------------------------------ create entries */
@@ -250,7 +243,7 @@ int depfs_mknod(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, dev
     req.has_rdev = 1;
     req.rdev = rdev;
     dc_req_cred(&req, cr, groups);
-    return call_stat_counted(fs, DEPFS__MDS_OP__MDS_MKNOD, &req, st);
+    return call_stat(fs, DEPFS__MDS_OP__MDS_MKNOD, &req, st, true);
 }
 
 int depfs_mkdir(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, const depfs_cred *cr,
@@ -267,7 +260,7 @@ int depfs_mkdir(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, con
     req.has_mode = 1;
     req.mode = S_IFDIR | (mode & 07777);
     dc_req_cred(&req, cr, groups);
-    return call_stat_counted(fs, DEPFS__MDS_OP__MDS_MKDIR, &req, st);
+    return call_stat(fs, DEPFS__MDS_OP__MDS_MKDIR, &req, st, true);
 }
 
 int depfs_symlink(depfs_t *fs, uint64_t parent, const char *name, const char *target,
@@ -287,7 +280,7 @@ int depfs_symlink(depfs_t *fs, uint64_t parent, const char *name, const char *ta
     req.name = (char *)name;
     req.target = (char *)target;
     dc_req_cred(&req, cr, groups);
-    return call_stat_counted(fs, DEPFS__MDS_OP__MDS_SYMLINK, &req, st);
+    return call_stat(fs, DEPFS__MDS_OP__MDS_SYMLINK, &req, st, true);
 }
 
 int depfs_readlink(depfs_t *fs, uint64_t ino, char *buf, size_t len)
@@ -327,7 +320,7 @@ int depfs_link(depfs_t *fs, uint64_t ino, uint64_t new_parent, const char *new_n
     req.has_new_parent = 1;
     req.new_parent = new_parent;
     req.new_name = (char *)new_name;
-    return call_stat_counted(fs, DEPFS__MDS_OP__MDS_LINK, &req, st);
+    return call_stat(fs, DEPFS__MDS_OP__MDS_LINK, &req, st, true);
 }
 
 /* --------------------------------------------------- remove entries */

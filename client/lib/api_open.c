@@ -134,7 +134,7 @@ int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, in
     if (rc == 0)
         dc_reply_to_stat(fs, rep, st);
     if (rc == 0 && !unlinked) /* the FUSE kernel holds the node it returns */
-        dc_handle_counted(fs, rep->attr->ino);
+        dc_handle_counted(fs, rep->attr);
     if (rc == 0 && st && (flags & O_TRUNC))
         st->st_size = 0, st->st_blocks = 0;
     free_rep(rep);

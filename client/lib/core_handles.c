@@ -213,9 +213,11 @@ bool dc_handles_get(dc_handles *h, uint64_t ino, uint64_t *tag)
     return found;
 }
 
-/* n more (add) or fewer lookups, and/or one more or fewer open, of ino:
- * each count saturates (held for good then), never goes below 0. */
-static void change_pins(dc_handles *h, uint64_t ino, bool add, uint64_t lookups, bool open)
+/* n more (add) or fewer lookups, and/or one more or fewer open, of ino
+ * (tag: its tag as a reply just gave it, NULL: none): each count
+ * saturates (held for good then), never goes below 0. */
+static void change_pins(dc_handles *h, uint64_t ino, const uint64_t *tag, bool add,
+                        uint64_t lookups, bool open)
 {
     if (ino == 0 || (lookups == 0 && !open))
         return;
@@ -233,29 +235,33 @@ static void change_pins(dc_handles *h, uint64_t ino, bool add, uint64_t lookups,
         if (open && e->opens != HANDLES_OPENS_MAX && (add || e->opens > 0))
             e->opens = (uint16_t)(add ? e->opens + 1 : e->opens - 1);
         e->referenced = true; /* just closed or forgotten: may come back soon */
+        if (tag) {
+            e->tag = *tag;
+            e->has_tag = true;
+        }
         repinned(h, i, was);
     }
     pthread_mutex_unlock(&h->lock);
 }
 
-void dc_handles_hold(dc_handles *h, uint64_t ino, uint64_t n)
+void dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, uint64_t n)
 {
-    change_pins(h, ino, true, n, false);
+    change_pins(h, ino, tag, true, n, false);
 }
 
 void dc_handles_forget(dc_handles *h, uint64_t ino, uint64_t n)
 {
-    change_pins(h, ino, false, n, false);
+    change_pins(h, ino, NULL, false, n, false);
 }
 
 void dc_handles_pin(dc_handles *h, uint64_t ino)
 {
-    change_pins(h, ino, true, 0, true);
+    change_pins(h, ino, NULL, true, 0, true);
 }
 
 void dc_handles_unpin(dc_handles *h, uint64_t ino)
 {
-    change_pins(h, ino, false, 0, true);
+    change_pins(h, ino, NULL, false, 0, true);
 }
 
 void dc_handles_counts(dc_handles *h, uint32_t *count, uint32_t *pinned)

@@ -84,8 +84,9 @@ void dc_handles_tag_request(dc_handles *h, Depfs__MdsRequest *r, uint64_t root_i
 void dc_handles_learn(dc_handles *h, uint64_t ino, uint64_t tag);
 /* true and *tag when ino's tag is known. */
 bool dc_handles_get(dc_handles *h, uint64_t ino, uint64_t *tag);
-/* The FUSE kernel holds n more lookups of ino / gives n back. */
-void dc_handles_hold(dc_handles *h, uint64_t ino, uint64_t n);
+/* The FUSE kernel holds n more lookups of ino (whose tag the reply that
+ * made it hold them gave: tag, NULL when none) / gives n back. */
+void dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, uint64_t n);
 void dc_handles_forget(dc_handles *h, uint64_t ino, uint64_t n);
 /* A dc_inode of ino came / went. */
 void dc_handles_pin(dc_handles *h, uint64_t ino);

@@ -126,10 +126,10 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
 
 /* ------------------------------------------------------ inode handles */
 
-void dc_handle_counted(depfs_t *fs, uint64_t ino)
+void dc_handle_counted(depfs_t *fs, const Depfs__Attr *a)
 {
     if (fs->handles_on && fs->count_lookups)
-        dc_handles_hold(&fs->handles, ino, 1);
+        dc_handles_hold(&fs->handles, a->ino, a->has_tag ? &a->tag : NULL, 1);
 }
 
 void dc_handle_pin(depfs_t *fs, uint64_t ino)
