@@ -55,6 +55,9 @@
  * largest layout, each strip full). Both bound what the client accepts. */
 #define WIRE_DATA_EXTENTS_MAX 1024u
 #define WIRE_ALLOC_BYTES_MAX ((uint64_t)LAYOUT_MAX_N * LAYOUT_MAX_STRIP_BYTES)
+/* The root directory's inode number: the one inode any caller may name
+ * without its handle tag (mds/handles.h); libdepfs's DEPFS_ROOT_INO. */
+#define WIRE_ROOT_INO 1u
 /* Nesting depth wire_check_strings follows (DePFS messages nest 2 deep). */
 #define WIRE_MESSAGE_DEPTH_MAX 8u
 

@@ -24,8 +24,9 @@
 #include "kvstore.h"
 #include "store_keys.h"
 #include "wire.h" /* DEPFS_SET_* setattr bits */
+#include "wire_check.h"
 
-#define MDS_ROOT_INO 1u
+#define MDS_ROOT_INO WIRE_ROOT_INO
 #define MDS_WHY_MAX 256u
 #define MDS_READDIR_MAX 1024u      /* entries per readdir reply */
 /* name, symlink and xattr limits: wire_check.h (WIRE_*) */

@@ -14,6 +14,9 @@
 #include "core.h"
 #include "label.h"
 #include "log.h"
+#include "wire_check.h"
+
+_Static_assert(DEPFS_ROOT_INO == WIRE_ROOT_INO, "the root needs no handle tag, on both sides");
 
 /* MDS calls: one retry (after a timeout or a reconnect). */
 #define DC_MDS_ATTEMPTS 2u
@@ -83,7 +86,7 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
     if (!r.has_uid) /* every request says whom it acts for (mds/caller.h) */
         dc_req_cred(&r, NULL, groups);
     if (fs->handles_on) /* every inode it names, with its tag (mds/handles.h) */
-        dc_handles_tag_request(&fs->handles, &r, DEPFS_ROOT_INO);
+        dc_handles_tag_request(&fs->handles, &r, WIRE_ROOT_INO);
     rpc_conn *failed = NULL;
     int rc = -EIO;
     uint64_t dirattr_gen = dc_dirattr_gen(fs);
