@@ -547,16 +547,17 @@ static void dc_cap_for(depfs_t *fs, uint64_t ino, dc_req *reqs, dc_pending *pend
     dc_cap_attach(cap, pend, sent, nreq);
 }
 
-void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
+/* Ready every active request (flagged in sent) and get the capability they
+ * need; NULL (every result -ENOMEM) when out of memory. */
+static dc_pending *dc_io_begin(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq,
+                               bool *sent, dc_cap *cap)
 {
-    dc_cap cap;
     assert(nreq <= DC_IO_MAX_REQS);
     dc_pending *pend = calloc(nreq ? nreq : 1, sizeof *pend);
-    bool sent[DC_IO_MAX_REQS] = {0};
     if (pend == NULL) {
         for (unsigned i = 0; i < nreq; i++)
             reqs[i].result = -ENOMEM;
-        return;
+        return NULL;
     }
     /* the epoch first, then the states it is checked against (they are
      * stored in the other order) */
@@ -567,21 +568,36 @@ void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
         dc_req_check(&reqs[i]);
         sent[i] = dc_prepare(fs, ino, epoch, &reqs[i], &pend[i]);
     }
-    dc_cap_for(fs, ino, reqs, pend, sent, nreq, &cap);
+    dc_cap_for(fs, ino, reqs, pend, sent, nreq, cap);
+    return pend;
+}
+
+static void dc_io_end(dc_pending *pend, unsigned nreq)
+{
+    for (unsigned i = 0; i < nreq; i++)
+        free(pend[i].block_crcs);
+    free(pend);
+}
+
+void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
+{
+    dc_cap cap;
+    bool sent[DC_IO_MAX_REQS] = {0};
+    dc_pending *pend = dc_io_begin(fs, ino, reqs, nreq, sent, &cap);
+    if (pend == NULL)
+        return;
     dc_send(fs, reqs, pend, sent, nreq);
     unsigned refreshes = 0;
     uint64_t behind_deadline_ms = 0;
     while (dc_resend_plan(fs, reqs, pend, sent, nreq, &refreshes, &behind_deadline_ms)) {
-        epoch = atomic_load(&fs->cluster_epoch);
+        uint64_t epoch = atomic_load(&fs->cluster_epoch);
         for (unsigned i = 0; i < nreq; i++)
             if (sent[i])
                 sent[i] = dc_prepare(fs, ino, epoch, &reqs[i], &pend[i]);
         dc_cap_attach(&cap, pend, sent, nreq);
         dc_send(fs, reqs, pend, sent, nreq);
     }
-    for (unsigned i = 0; i < nreq; i++)
-        free(pend[i].block_crcs);
-    free(pend);
+    dc_io_end(pend, nreq);
 }
 
 /* Send every active request once and wait for no reply (a late one is
@@ -593,29 +609,17 @@ void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
 static void dc_io_post(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
 {
     dc_cap cap;
-    dc_pending *pend = calloc(nreq ? nreq : 1, sizeof *pend);
     bool sent[DC_IO_MAX_REQS] = {0};
-    if (pend == NULL) {
-        for (unsigned i = 0; i < nreq; i++)
-            reqs[i].result = -ENOMEM;
+    dc_pending *pend = dc_io_begin(fs, ino, reqs, nreq, sent, &cap);
+    if (pend == NULL)
         return;
-    }
-    uint64_t epoch = atomic_load(&fs->cluster_epoch);
-    for (unsigned i = 0; i < nreq; i++) {
-        if (!reqs[i].active)
-            continue;
-        dc_req_check(&reqs[i]);
-        sent[i] = dc_prepare(fs, ino, epoch, &reqs[i], &pend[i]);
-    }
-    dc_cap_for(fs, ino, reqs, pend, sent, nreq, &cap);
     for (unsigned i = 0; i < nreq; i++) {
         if (!sent[i])
             continue;
         reqs[i].result = dc_start_one(fs, &reqs[i], &pend[i]);
         rpc_call_free(pend[i].call);
-        free(pend[i].block_crcs);
     }
-    free(pend);
+    dc_io_end(pend, nreq);
 }
 
 void dc_io_unlock_granted(depfs_t *fs, uint64_t ino, const dc_req *reqs, unsigned nreq)
