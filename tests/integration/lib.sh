@@ -198,9 +198,19 @@ fuse_strace_stop() {
   wait "$FUSE_STRACE_PID" 2>/dev/null || true
   FUSE_STRACE_PID=
 }
+# A test's second FUSE mount (depfs-fuse at $M2, pid M2_PID), unmounted
+# here or at the test's end, before the cluster goes down.
+M2_PID=
+umount_m2() {
+  [ -n "$M2_PID" ] || return 0
+  fusermount3 -u "$M2" 2>/dev/null || umount -l "$M2" 2>/dev/null || true
+  wait "$M2_PID" 2>/dev/null || true
+  M2_PID=
+}
 on_exit() {
   local rc=$?
   fuse_strace_stop
+  umount_m2
   if [ $rc -ne 0 ] && [ -d "$DEPFS_STATE/logs" ]; then
     for f in "$DEPFS_STATE"/logs/*.log; do echo "---- $f"; tail -n 15 "$f"; done
   fi

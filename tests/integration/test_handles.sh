@@ -28,21 +28,6 @@ as_a() { su -s /bin/bash "$USER_A" -c "$*"; }
 as_b() { as_user "$@"; }
 
 M2="$DEPFS_STATE/mnt-munge"
-M2_PID=
-umount_m2() {
-  [ -n "$M2_PID" ] || return 0
-  fusermount3 -u "$M2" 2>/dev/null || umount -l "$M2" 2>/dev/null || true
-  wait "$M2_PID" 2>/dev/null || true
-  M2_PID=
-}
-handles_exit() {
-  local rc=$?
-  umount_m2
-  set +e
-  (exit "$rc")
-  on_exit
-}
-trap handles_exit EXIT
 # refusals for want of a handle at the MDS
 refusals() { grep -c "named inode .* handle tag" "$DEPFS_STATE/logs/mds.log" || true; }
 

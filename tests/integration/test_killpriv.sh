@@ -21,24 +21,6 @@ WRITES=50
 MOUNT_WAIT_TENTHS=100
 M2="$DEPFS_STATE/mnt-debug"
 M2_LOG="$DEPFS_STATE/logs/fuse-debug.log"
-M2_PID=
-
-umount_m2() {
-  [ -n "$M2_PID" ] || return 0
-  fusermount3 -u "$M2" 2>/dev/null || umount -l "$M2" 2>/dev/null || true
-  wait "$M2_PID" 2>/dev/null || true
-  M2_PID=
-}
-# the debug client goes first, then lib.sh's on_exit with the test's status
-# (set +e: a failing "(exit rc)" would end the trap under errexit)
-killpriv_exit() {
-  local rc=$?
-  umount_m2
-  set +e
-  (exit "$rc")
-  on_exit
-}
-trap killpriv_exit EXIT
 
 as_nobody() { setpriv --reuid=$NOBODY_ID --regid=$NOBODY_ID --clear-groups "$@"; }
 # modes FILE: "KERNEL MDS", both as 4 octal digits
