@@ -6,9 +6,9 @@
  *
  * type is the frame type (an MdsOp or IoOp; any other value tests the
  * unknown-op path), hdr the protobuf header, bulk the bytes after it (the
- * MDS has none and ignores it). A length running past the input is cut to
- * what is left, so every input means something. Header only: the targets
- * are separate programs. */
+ * MDS reads none: fuzz_mds takes its first byte for the caller). A length
+ * running past the input is cut to what is left, so every input means
+ * something. Header only: the targets are separate programs. */
 #ifndef DEPFS_FUZZ_INPUT_H
 #define DEPFS_FUZZ_INPUT_H
 #include <stdbool.h>

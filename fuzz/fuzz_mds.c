@@ -2,6 +2,10 @@
  * of requests (fuzz_input.h) through mds_process - decode, boundary checks
  * (mds/req_check.c), namespace, xattrs, cluster - on a real LevelDB store
  * made afresh for every input, so each input replays on its own.
+ * A request's bulk (the MDS reads none) picks its caller by its first byte
+ * (fuzz_caller): none (auth off), the cluster key, or a MUNGE user, whose
+ * requests meet the user-only rules: the role checks, the acting caller,
+ * the permission checks and the inode handles (mds/handles.h).
  * Every reply must carry err >= 0, a message with every error, and pack. */
 #include <errno.h>
 #include <stdint.h>
@@ -17,17 +21,31 @@
 #include "log.h"
 #include "mds/cluster.h"
 #include "mds/handlers.h"
+#include "mds/handles.h"
 #include "mds/namespace.h"
 
 #define FUZZ_SERVERS 4u
 #define FUZZ_DEFAULT_K 2u
 #define FUZZ_ERR_BYTES 256u
+#define FUZZ_USER_ID 1000u /* the MUNGE user's uid and gid */
 
 static depfs_config cfg;
 static mds_ns_params params;
 static kvstore *kv;
 static mds_ctx ctx;
 static const char *store_dir;
+
+/* The callers a request may come from, picked by its bulk's first byte. */
+static const auth_identity fuzz_cluster = { .role = AUTH_ROLE_CLUSTER };
+static const auth_identity fuzz_user = { .role = AUTH_ROLE_USER, .uid = FUZZ_USER_ID,
+                                         .gid = FUZZ_USER_ID };
+static const auth_identity *const fuzz_callers[] = { NULL, &fuzz_cluster, &fuzz_user };
+#define FUZZ_CALLERS (sizeof(fuzz_callers) / sizeof(fuzz_callers[0]))
+
+static const auth_identity *fuzz_caller(const fuzz_req *r)
+{
+    return r->bulk_len > 0 ? fuzz_callers[r->bulk[0] % FUZZ_CALLERS] : NULL;
+}
 
 static void die(const char *what, const char *why)
 {
@@ -99,6 +117,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg.default_n = FUZZ_SERVERS;
     cfg.default_k = FUZZ_DEFAULT_K;
     mds_ns_params_from_config(&cfg, &params);
+    /* a fixed handle key: a tag seen in one input means the same in all */
+    uint8_t handle_key[AUTH_KEY_BYTES];
+    memset(handle_key, 0x5a, sizeof(handle_key));
+    mds_handles_init(&ctx.handles, handle_key);
     store_dir = fuzz_dir_make("mds");
     return 0;
 }
@@ -109,7 +131,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fresh_store();
     open_mds();
     for (unsigned i = 0; i < FUZZ_MAX_REQUESTS && fuzz_next(&data, &size, &r); i++) {
-        mds_result *res = mds_process(&ctx, r.type, r.hdr, r.hdr_len, "fuzz", NULL, NULL);
+        mds_result *res = mds_process(&ctx, r.type, r.hdr, r.hdr_len, "fuzz", fuzz_caller(&r),
+                                      NULL);
         if (!res)
             die("mds_process", "out of memory");
         check_reply(res);

@@ -253,6 +253,29 @@ static void mds_seeds(const char *dir)
     q = mreq();
     add(&s, DEPFS__MDS_OP__MDS_CLUSTER, &q.base, NULL, 0);
     save(dir, "mds", "server-state", &s);
+
+    /* a MUNGE user beside the cluster key's holder (fuzz_mds.c: a bulk's
+     * first byte picks the caller, 1 the cluster key, 2 the user): the
+     * user's inode numbers need their handle tags, the root's excepted */
+    static const uint8_t as_cluster = 1, as_user = 2;
+    s.len = 0;
+    q = mreq();
+    q.has_parent = q.has_mode = 1;
+    q.parent = ROOT;
+    q.name = (char *)"f";
+    q.mode = 0100644;
+    add(&s, DEPFS__MDS_OP__MDS_CREATE, &q.base, &as_cluster, 1);
+    q.mode = 0;
+    add(&s, DEPFS__MDS_OP__MDS_LOOKUP, &q.base, &as_user, 1);
+    q = mreq();
+    q.has_ino = 1;
+    q.ino = FIRST_INO;
+    add(&s, DEPFS__MDS_OP__MDS_GETATTR, &q.base, &as_user, 1);
+    q.ino = ROOT;
+    q.has_max_entries = 1;
+    q.max_entries = 8;
+    add(&s, DEPFS__MDS_OP__MDS_READDIR, &q.base, &as_user, 1);
+    save(dir, "mds", "user-handles", &s);
 }
 
 /* ------------------------------------------------------------- I/O server */
