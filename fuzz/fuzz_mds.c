@@ -28,6 +28,7 @@
 #define FUZZ_DEFAULT_K 2u
 #define FUZZ_ERR_BYTES 256u
 #define FUZZ_USER_ID 1000u /* the MUNGE user's uid and gid */
+#define FUZZ_NAMESPACE_ID 1u /* the handles' (each input's namespace is new) */
 
 static depfs_config cfg;
 static mds_ns_params params;
@@ -120,7 +121,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     /* a fixed handle key: a tag seen in one input means the same in all */
     uint8_t handle_key[AUTH_KEY_BYTES];
     memset(handle_key, 0x5a, sizeof(handle_key));
-    mds_handles_init(&ctx.handles, handle_key);
+    mds_handles_init(&ctx.handles, handle_key, FUZZ_NAMESPACE_ID);
     store_dir = fuzz_dir_make("mds");
     return 0;
 }

@@ -24,9 +24,11 @@ typedef struct named_ino {
     uint64_t tag;
 } named_ino;
 
-void mds_handles_init(mds_handles *h, const uint8_t handle_key[AUTH_KEY_BYTES])
+void mds_handles_init(mds_handles *h, const uint8_t handle_key[AUTH_KEY_BYTES],
+                      uint64_t namespace_id)
 {
     memcpy(h->key, handle_key, sizeof(h->key));
+    h->namespace_id = namespace_id;
     h->keyed = true;
 }
 
@@ -40,9 +42,10 @@ uint64_t mds_handle_tag(const mds_handles *h, uint64_t ino)
 {
     siphash128_state st;
     uint8_t out[SIPHASH128_BYTES];
-    uint64_t le = htole64(ino), tag;
+    uint64_t ns_le = htole64(h->namespace_id), le = htole64(ino), tag;
     assert(h->keyed);
     siphash128_init(&st, h->key);
+    siphash128_update(&st, &ns_le, sizeof(ns_le));
     siphash128_update(&st, &le, sizeof(le));
     siphash128_final(&st, out);
     memcpy(&tag, out, sizeof(tag));

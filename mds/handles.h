@@ -11,10 +11,14 @@
  * from such a caller counts only with its tag:
  *
  *   tag(ino) = the first 8 bytes (little-endian) of
- *              SipHash-2-4-128(K, ino as 8 little-endian bytes)
+ *              SipHash-2-4-128(K, N then ino, each as 8 little-endian
+ *              bytes)
  *   K        = the first SIPHASH_KEY_BYTES of auth_derive(cluster key,
  *              AUTH_DERIVE_HANDLE) (rpc_auth.h; any prefix of that
  *              BLAKE2b output is as random as the whole)
+ *   N        = the namespace's id (namespace.h mds_ns_id: random, made
+ *              with the namespace), so a namespace made afresh under the
+ *              same cluster key gives other tags to the same numbers
  *
  * The MDS alone holds K (derived at start from the persistent cluster key:
  * tags survive restarts) and hands a tag out with every Attr it sends
@@ -56,10 +60,13 @@
 typedef struct mds_handles {
     bool keyed;
     uint8_t key[SIPHASH_KEY_BYTES];
+    uint64_t namespace_id;
 } mds_handles;
 
-/* handle_key: auth_derive(cluster key, AUTH_DERIVE_HANDLE) (rpc_auth.h). */
-void mds_handles_init(mds_handles *h, const uint8_t handle_key[AUTH_KEY_BYTES]);
+/* handle_key: auth_derive(cluster key, AUTH_DERIVE_HANDLE) (rpc_auth.h);
+ * namespace_id: mds_ns_id of the namespace served. */
+void mds_handles_init(mds_handles *h, const uint8_t handle_key[AUTH_KEY_BYTES],
+                      uint64_t namespace_id);
 void mds_handles_wipe(mds_handles *h);
 /* The tag of ino (h keyed). */
 uint64_t mds_handle_tag(const mds_handles *h, uint64_t ino);

@@ -176,7 +176,7 @@ static int start_server(mds_daemon *d)
         return rc;
     d->ctx.auth = o.auth; /* its ticket key: MDS_REGISTER issues tickets */
     if (o.auth) /* the inode handles' tags (handles.h) */
-        mds_handles_init(&d->ctx.handles, o.auth->handle_key);
+        mds_handles_init(&d->ctx.handles, o.auth->handle_key, mds_ns_id(d->ns));
     d->ctx.ns = d->ns;
     d->ctx.cluster = d->cluster;
     d->ctx.syncer = d->syncer;

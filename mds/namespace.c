@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "codec.h"
 #include "label.h"
@@ -429,6 +430,15 @@ static int load_counter(mds_ns *ns, const char *name, uint64_t *v)
     return 0;
 }
 
+/* A new namespace's id: random, and nonzero (0 reads as "none"). */
+static uint64_t new_namespace_id(void)
+{
+    uint64_t id = 0;
+    while (id == 0)
+        auth_random(&id, sizeof(id));
+    return id;
+}
+
 static int create_root(mds_ns *ns, char *why)
 {
     ns_txn t;
@@ -445,9 +455,11 @@ static int create_root(mds_ns *ns, char *why)
     ns->next_client = 1;
     ns->inodes = 1;
     ns->logical_bytes = 0;
+    ns->id = new_namespace_id();
     if (ns_txn_begin(ns, &t) < 0)
         return ns_fail(why, ENOMEM, "out of memory");
     ns_put_inode(&t, &root);
+    put_counter(t.b, MDS_COUNTER_NAMESPACE_ID, ns->id);
     put_counter(t.b, MDS_COUNTER_NEXT_INO, ns->next_ino);
     put_counter(t.b, MDS_COUNTER_NEXT_CLIENT, ns->next_client);
     put_counter(t.b, MDS_COUNTER_INODES, ns->inodes);
@@ -458,6 +470,26 @@ static int create_root(mds_ns *ns, char *why)
     if (ns_txn_commit(&t) < 0 || kv_sync(ns->kv) < 0)
         return ns_fail(why, EIO, "cannot write the root inode");
     log_info("created a new namespace (root inode %u)", MDS_ROOT_INO);
+    return 0;
+}
+
+/* The namespace's id; a store from before ids gets one now, durably
+ * before any tag bound to it is given. */
+static int load_namespace_id(mds_ns *ns, char *why)
+{
+    int rc = load_counter(ns, MDS_COUNTER_NAMESPACE_ID, &ns->id);
+    if (rc == 0 && ns->id != 0)
+        return 0;
+    if (rc != -ENOENT)
+        return ns_fail(why, EIO, "store has a corrupt namespace id");
+    ns_txn t;
+    ns->id = new_namespace_id();
+    if (ns_txn_begin(ns, &t) < 0)
+        return ns_fail(why, ENOMEM, "out of memory");
+    put_counter(t.b, MDS_COUNTER_NAMESPACE_ID, ns->id);
+    if (ns_txn_commit(&t) < 0 || kv_sync(ns->kv) < 0)
+        return ns_fail(why, EIO, "cannot store the namespace id");
+    log_info("gave the namespace an id (a store from before namespace ids)");
     return 0;
 }
 
@@ -478,7 +510,7 @@ static int load_counters(mds_ns *ns, char *why)
         return ns_fail(why, EIO, "store has corrupt purge queue counters");
     if (ns->next_ino <= MDS_ROOT_INO || ns->next_client == 0)
         return ns_fail(why, EIO, "store counters out of range");
-    return 0;
+    return load_namespace_id(ns, why);
 }
 
 int mds_ns_open(kvstore *kv, const mds_ns_params *p, mds_ns **out, char *why)
@@ -511,6 +543,11 @@ int mds_ns_open(kvstore *kv, const mds_ns_params *p, mds_ns **out, char *why)
              (unsigned long long)ns->purge_files, (unsigned long long)ns->purge_bytes);
     *out = ns;
     return 0;
+}
+
+uint64_t mds_ns_id(const mds_ns *ns)
+{
+    return ns->id;
 }
 
 void mds_ns_close(mds_ns *ns)

@@ -57,6 +57,9 @@ void mds_ns_params_from_config(const depfs_config *cfg, mds_ns_params *p);
  * and counters on first use. */
 int mds_ns_open(kvstore *kv, const mds_ns_params *p, mds_ns **out, char *why);
 void mds_ns_close(mds_ns *ns);
+/* The namespace's random id, fixed at its creation (handles.h binds the
+ * inode handle tags to it). */
+uint64_t mds_ns_id(const mds_ns *ns);
 
 /* From now on mutations return once written, not yet durable: the caller
  * must kv_sync the store before it acknowledges a mutation (the MDS daemon

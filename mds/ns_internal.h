@@ -15,6 +15,7 @@ struct mds_ns {
     uint64_t purge_files, purge_bytes; /* persisted: the purge queue (ns_purge.c) */
     mds_holds *holds;  /* mds_ns_set_holds: what an unlinked file's holds add up to */
     bool defer_sync; /* mds_ns_defer_sync: the caller runs the barrier */
+    uint64_t id;     /* persisted: MDS_COUNTER_NAMESPACE_ID */
 };
 
 /* One mutation: a batch plus the counters it will set. Counters are applied

@@ -46,6 +46,11 @@
 /* the latest end of a hold given by the MDS that stopped cleanly (holds.h);
  * absent after a crash, 0 in a new namespace; taken away at each start */
 #define MDS_COUNTER_HOLDS_UNTIL "holds_until"
+/* a random nonzero id the namespace gets at its creation (made at the
+ * first start of a store from before it): inode handle tags are bound to
+ * it (handles.h), so a namespace made afresh under the same cluster key
+ * does not take the tags of an older one */
+#define MDS_COUNTER_NAMESPACE_ID "namespace_id"
 #define MDS_PURGE_VAL_LEN 16u
 void mds_purge_val_encode(uint8_t out[MDS_PURGE_VAL_LEN], int64_t queued_at_ns, uint64_t held_until_s);
 int mds_purge_val_decode(const uint8_t *buf, size_t len, int64_t *queued_at_ns, uint64_t *held_until_s);

@@ -22,6 +22,7 @@
 #include "mds/handlers.h"
 #include "mds/handles.h"
 #include "mds/namespace.h"
+#include "mds/store_keys.h"
 #include "tests/lib/mds_handlers.h"
 #include "tests/lib/mds_store.h"
 
@@ -53,6 +54,7 @@ static struct {
 
 static const uint8_t key_a[AUTH_KEY_BYTES] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
 static const uint8_t key_b[AUTH_KEY_BYTES] = { 9, 8, 7, 6, 5, 4, 3, 2, 1 };
+#define NS_A 0x5eed5eed5eed5eedull /* a namespace id */
 
 /* Bob's groups: none (not NSS's idea of uid BOB) */
 static void no_groups(uint32_t uid, uint32_t gid, uint32_t *out, unsigned *n)
@@ -80,7 +82,7 @@ static void setup(void)
 {
     tms_setup(&store, N_SERVERS, DEF_N, DEF_K, DEF_SU);
     tmh_up(&hh, &store, N_SERVERS, 0);
-    mds_handles_init(&hh.ctx.handles, key_a);
+    mds_handles_init(&hh.ctx.handles, key_a, mds_ns_id(store.ns));
     hh.ctx.callers.groups_of = no_groups;
     t.alice = make(ROOT, "alice", S_IFDIR | 0700, ALICE, NULL);
     t.secret = make(t.alice, "secret", S_IFREG | 0644, ALICE, NULL);
@@ -146,13 +148,15 @@ static int lookup(uint64_t parent, uint64_t parent_tag, const char *name, uint64
 
 START_TEST(test_tag)
 {
-    mds_handles a, a2, b;
-    mds_handles_init(&a, key_a);
-    mds_handles_init(&a2, key_a);
-    mds_handles_init(&b, key_b);
+    mds_handles a, a2, b, other_ns;
+    mds_handles_init(&a, key_a, NS_A);
+    mds_handles_init(&a2, key_a, NS_A);
+    mds_handles_init(&b, key_b, NS_A);
+    mds_handles_init(&other_ns, key_a, NS_A + 1);
     ck_assert(a.keyed);
     ck_assert_uint_eq(mds_handle_tag(&a, 7), mds_handle_tag(&a2, 7)); /* a restart: the same */
     ck_assert_uint_ne(mds_handle_tag(&a, 7), mds_handle_tag(&b, 7));
+    ck_assert_uint_ne(mds_handle_tag(&a, 7), mds_handle_tag(&other_ns, 7));
     uint64_t seen[LOOKUPS];
     for (unsigned i = 0; i < LOOKUPS; i++) {
         seen[i] = mds_handle_tag(&a, ROOT + 1 + i);
@@ -161,6 +165,33 @@ START_TEST(test_tag)
     }
     mds_handles_wipe(&a);
     ck_assert(!a.keyed);
+}
+END_TEST
+
+/* The namespace id the tags are bound to: made with the namespace, kept
+ * by a restart, another for a namespace made afresh (under the same
+ * cluster key, an old namespace's tags name nothing in the new one). */
+START_TEST(test_namespace_id)
+{
+    uint64_t id = mds_ns_id(store.ns);
+    ck_assert_uint_ne(id, 0);
+    tms_reopen(&store);
+    hh.ctx.ns = store.ns; /* the restarted namespace serves the requests */
+    ck_assert_uint_eq(mds_ns_id(store.ns), id);
+    tms_store fresh;
+    tms_setup(&fresh, N_SERVERS, DEF_N, DEF_K, DEF_SU);
+    ck_assert_uint_ne(mds_ns_id(fresh.ns), id);
+    tms_teardown(&fresh);
+    /* a store from before namespace ids gets one at its next start, kept */
+    uint8_t key[MDS_KEY_MAX];
+    ck_assert_int_eq(kv_delete(store.kv, key, mds_key_counter(key, MDS_COUNTER_NAMESPACE_ID)), 0);
+    tms_reopen(&store);
+    hh.ctx.ns = store.ns;
+    id = mds_ns_id(store.ns);
+    ck_assert_uint_ne(id, 0);
+    tms_reopen(&store);
+    hh.ctx.ns = store.ns;
+    ck_assert_uint_eq(mds_ns_id(store.ns), id);
 }
 END_TEST
 
@@ -177,7 +208,7 @@ static int check(const mds_handles *h, const auth_identity *who, const Depfs__Md
 START_TEST(test_check_fields)
 {
     mds_handles h, none = { 0 };
-    mds_handles_init(&h, key_a);
+    mds_handles_init(&h, key_a, NS_A);
     const uint64_t ino = 42;
     Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
     ck_assert_int_eq(check(&h, &bob, &q), 0); /* names no inode */
@@ -389,6 +420,7 @@ static Suite *handles_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_tag);
+    tcase_add_test(tc, test_namespace_id);
     tcase_add_test(tc, test_check_fields);
     tcase_add_test(tc, test_guessed_numbers_refused);
     tcase_add_test(tc, test_own_files_work);
