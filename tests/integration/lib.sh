@@ -352,19 +352,25 @@ wait_all_up() {
   done
 }
 # dump_stacks_of_not_up STATES_LINE: every thread's stack of each server the
-# line does not call up and whose process is alive (gdb, when installed), so
-# a server that stopped answering says where it stands.
+# line does not call up and whose process is alive, and of depfs-recovery
+# (which calls them up), with gdb when installed: a server that stopped
+# answering, or a recovery that stopped asking, says where it stands.
 dump_stacks_of_not_up() {
-  local pair id pid
+  local pair daemons=()
   command -v gdb >/dev/null || { echo "(no gdb: no stacks of the servers not up)"; return 0; }
   for pair in $1; do
-    [[ "$pair" == *=up ]] && continue
-    id=${pair%%=*}
-    pid=$(cat "$DEPFS_STATE/pids/ioserver-$id.pid" 2>/dev/null) || continue
-    kill -0 "$pid" 2>/dev/null || { echo "---- server $id (pid $pid) is not running"; continue; }
-    echo "---- server $id (pid $pid): every thread's stack"
-    timeout 60 gdb -p "$pid" -batch -nx -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)' | head -400
+    [[ "$pair" == *=up ]] || daemons+=("ioserver-${pair%%=*}")
   done
+  [ ${#daemons[@]} -eq 0 ] || daemons+=(recovery)
+  for name in "${daemons[@]}"; do dump_stacks_of "$name"; done
+}
+# dump_stacks_of NAME: every thread's stack of local-cluster's daemon NAME.
+dump_stacks_of() {
+  local pid
+  pid=$(cat "$DEPFS_STATE/pids/$1.pid" 2>/dev/null) || return 0
+  kill -0 "$pid" 2>/dev/null || { echo "---- $1 (pid $pid) is not running"; return 0; }
+  echo "---- $1 (pid $pid): every thread's stack"
+  timeout 60 gdb -p "$pid" -batch -nx -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)' | head -400
 }
 # wait_state ID STATE TIMEOUT_S: until server ID shows STATE; prints the ms it took.
 wait_state() {
