@@ -219,8 +219,8 @@ static void collect_orphans(rec_ctx *c, const rec_obs *obs)
 }
 
 /* What the servers' background scrubs found and nobody repaired yet: one
- * repair job per range (the repairer works through them after orphans
- * queued before). */
+ * repair job per range, for the damage repairer (apart from the orphan
+ * repairer: rec.h rec_repairer). */
 static void collect_damage(rec_ctx *c, const rec_obs *obs)
 {
     for (unsigned i = 0; i < c->nservers; i++) {

@@ -11,8 +11,8 @@
  *   decide.c     one decision round: compares what the probers saw with
  *                what the MDS says and acts (recovery/README.md);
  *   workers.c    rejoin threads (depfs_server_rejoin, one per server at a
- *                time) and the repairer (orphan locks, background-scrub
- *                findings);
+ *                time) and two repairers, each with its own queue: one for
+ *                orphan locks, one for background-scrub findings;
  *   purge.c      the purger: drains the MDS's purge queue (the strip files
  *                of unlinked files no handle may use), bounded per pass.
  *
@@ -35,7 +35,7 @@
 #define REC_MAX_STALE_LOCKS 1024u    /* stale lock entries kept per server */
 #define REC_DIRTY_SCAN_EVERY 4u      /* dirty scan every this many heartbeats */
 #define REC_DIRTY_IDS_MAX 65536u     /* file ids kept per (survivor, server) */
-#define REC_ORPHAN_QUEUE_MAX 1024u   /* orphan repairs waiting */
+#define REC_ORPHAN_QUEUE_MAX 1024u   /* repairs waiting, per job kind */
 #define REC_RECENT_MAX 64u          /* orphan repairs remembered */
 #define REC_REJOIN_RETRY_MS 5000u    /* wait after a failed rejoin */
 #define REC_REJOIN_FINISH_GRACE_MS 15000u /* MDS UP but server not yet: a rejoin finishing */
@@ -118,12 +118,29 @@ typedef struct rec_server {
 /* A repair job: an orphan lock (REC_JOB_ORPHAN: stripes [first,
  * first+count) of client/op), or damage a background scrub found
  * (REC_JOB_DAMAGE: bytes [first, first+count) of server's strip file). */
-enum { REC_JOB_ORPHAN, REC_JOB_DAMAGE };
+enum { REC_JOB_ORPHAN, REC_JOB_DAMAGE, REC_JOB_KINDS };
 typedef struct rec_orphan {
     unsigned kind;
     uint32_t server;
     uint64_t file_id, first, count, client, op, age_ms;
 } rec_orphan;
+
+/* The repairer of one job kind: its thread and its queue (guarded by
+ * rec_ctx.mu). Each kind has its own because a damage repair waits for the
+ * stripe locks it needs, and an orphan's locks are released only by the
+ * orphan's repair: in one line, a damage repair of stripes an orphan holds
+ * would hold up that orphan's repair, and every writer waiting on it, for
+ * as long as the damage repair waits for the lock. */
+typedef struct rec_repairer {
+    struct rec_ctx *ctx;
+    unsigned kind;
+    pthread_t th;
+    bool started;
+    rec_orphan queue[REC_ORPHAN_QUEUE_MAX];
+    size_t queue_len;
+    bool busy;
+    rec_orphan current; /* while busy */
+} rec_repairer;
 
 typedef struct rec_ctx {
     const depfs_config *cfg;
@@ -139,17 +156,12 @@ typedef struct rec_ctx {
     /* main thread */
     depfs_t *fs;           /* MDS and control calls, rejoin, orphan repair; mounted lazily */
     uint64_t mds_epoch;
-    /* orphan repairer (guarded by mu) */
-    pthread_t repairer;
-    bool repairer_started;
+    /* repairers, one per job kind (guarded by mu) */
+    rec_repairer repairers[REC_JOB_KINDS];
     pthread_cond_t repair_cond;
     /* purger (purge.c): its own client, on its own thread */
     pthread_t purger;
     bool purger_started;
-    rec_orphan queue[REC_ORPHAN_QUEUE_MAX];
-    size_t queue_len;
-    bool repair_busy;
-    rec_orphan repairing;
     struct rec_recent {
         rec_orphan o;
         uint64_t until_ms;
@@ -218,7 +230,8 @@ bool rec_jobs_running(rec_ctx *c);
 /* Whether a failed orphan repair of file_id waits for its retry (which
  * takes over the stripes that repair left locked in our name). */
 bool rec_retry_pending(rec_ctx *c, uint64_t file_id);
-/* Queues an orphan repair unless the same one is queued or running. */
+/* Queues a repair job for the repairer of its kind, unless the same one is
+ * queued or running. */
 void rec_orphan_queue(rec_ctx *c, const rec_orphan *o);
 /* Queues again the failed repairs whose retry is due. A failed repair
  * leaves the stripes in doubt locked by this daemon, which no heartbeat

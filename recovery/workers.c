@@ -1,12 +1,14 @@
 /* workers.c - the slow work of depfs-recovery, off the decision thread so
  * heartbeats and decisions go on meanwhile: one rejoin thread per server
  * being rejoined (depfs_server_rejoin, at most one per server at a time)
- * and one repairer thread working through a queue of orphan locks
- * (depfs_repair_orphan_lock) and of damage the servers' background scrubs
- * found (depfs_repair_strip_range). Both use the daemon's one libdepfs client,
- * mounted with ignore_locks = false (the library takes the locks it needs). */
+ * and two repairer threads, each working through its own queue: one of
+ * orphan locks (depfs_repair_orphan_lock), one of damage the servers'
+ * background scrubs found (depfs_repair_strip_range; why apart: rec.h
+ * rec_repairer). All use the daemon's one libdepfs client, mounted with
+ * ignore_locks = false (the library takes the locks it needs). */
 #include "rec.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -82,7 +84,9 @@ bool rec_rejoin_running(rec_ctx *c, rec_server *s)
 bool rec_jobs_running(rec_ctx *c)
 {
     pthread_mutex_lock(&c->mu);
-    bool r = c->repair_busy;
+    bool r = false;
+    for (unsigned k = 0; k < REC_JOB_KINDS && !r; k++)
+        r = c->repairers[k].busy;
     for (unsigned i = 0; i < c->nservers && !r; i++)
         r = c->servers[i].rejoin_running;
     pthread_mutex_unlock(&c->mu);
@@ -162,26 +166,34 @@ static void remember(rec_ctx *c, const rec_orphan *o, uint64_t until_ms, bool re
     c->recent[oldest] = (struct rec_recent){ .o = *o, .until_ms = until_ms, .retry = retry };
 }
 
+/* Whether o is being repaired now. Caller holds mu. */
+static bool repairing_now(rec_ctx *c, const rec_orphan *o)
+{
+    const rec_repairer *w = &c->repairers[o->kind];
+    return w->busy && same_orphan(&w->current, o);
+}
+
 /* Caller holds mu. */
 static void queue_locked(rec_ctx *c, const rec_orphan *o)
 {
-    for (size_t i = 0; i < c->queue_len; i++)
-        if (same_orphan(&c->queue[i], o))
+    rec_repairer *w = &c->repairers[o->kind];
+    for (size_t i = 0; i < w->queue_len; i++)
+        if (same_orphan(&w->queue[i], o))
             return;
-    if (c->queue_len == REC_ORPHAN_QUEUE_MAX) {
-        log_warn("orphan repair queue full; file %" PRIu64 " waits for a later heartbeat",
-                 o->file_id);
+    if (w->queue_len == REC_ORPHAN_QUEUE_MAX) {
+        log_warn("%s repair queue full; file %" PRIu64 " waits for a later heartbeat",
+                 o->kind == REC_JOB_ORPHAN ? "orphan lock" : "damage", o->file_id);
         return;
     }
-    c->queue[c->queue_len++] = *o;
+    w->queue[w->queue_len++] = *o;
     pthread_cond_broadcast(&c->repair_cond);
 }
 
 void rec_orphan_queue(rec_ctx *c, const rec_orphan *o)
 {
+    assert(o->kind < REC_JOB_KINDS);
     pthread_mutex_lock(&c->mu);
-    if (!(c->repair_busy && same_orphan(&c->repairing, o)) &&
-        !recently_handled(c, o, clock_now_ms()))
+    if (!repairing_now(c, o) && !recently_handled(c, o, clock_now_ms()))
         queue_locked(c, o);
     pthread_mutex_unlock(&c->mu);
 }
@@ -195,7 +207,7 @@ void rec_orphan_retry_due(rec_ctx *c)
         if (!r->retry || r->until_ms > now_ms)
             continue;
         r->retry = false;
-        if (!(c->repair_busy && same_orphan(&c->repairing, &r->o)))
+        if (!repairing_now(c, &r->o))
             queue_locked(c, &r->o);
     }
     pthread_mutex_unlock(&c->mu);
@@ -254,22 +266,24 @@ static void repair_one(rec_ctx *c, const rec_orphan *o)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* One repairer: its queue's jobs in order. */
 static void *repairer_main(void *arg)
 {
-    rec_ctx *c = arg;
+    rec_repairer *w = arg;
+    rec_ctx *c = w->ctx;
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        while (!c->stopping && c->queue_len == 0)
+        while (!c->stopping && w->queue_len == 0)
             pthread_cond_wait(&c->repair_cond, &c->mu);
         if (c->stopping)
             break;
-        c->repairing = c->queue[0];
-        memmove(c->queue, c->queue + 1, --c->queue_len * sizeof(c->queue[0]));
-        c->repair_busy = true;
+        w->current = w->queue[0];
+        memmove(w->queue, w->queue + 1, --w->queue_len * sizeof(w->queue[0]));
+        w->busy = true;
         pthread_mutex_unlock(&c->mu);
-        repair_one(c, &c->repairing);
+        repair_one(c, &w->current);
         pthread_mutex_lock(&c->mu);
-        c->repair_busy = false;
+        w->busy = false;
         pthread_cond_broadcast(&c->repair_cond);
     }
     pthread_mutex_unlock(&c->mu);
@@ -278,11 +292,25 @@ static void *repairer_main(void *arg)
 
 int rec_workers_start(rec_ctx *c)
 {
-    int rc = pthread_create(&c->repairer, NULL, repairer_main, c);
-    if (rc)
-        return -rc;
-    c->repairer_started = true;
+    for (unsigned k = 0; k < REC_JOB_KINDS; k++) {
+        rec_repairer *w = &c->repairers[k];
+        w->ctx = c;
+        w->kind = k;
+        int rc = pthread_create(&w->th, NULL, repairer_main, w);
+        if (rc)
+            return -rc; /* rec_workers_stop joins those started */
+        w->started = true;
+    }
     return 0;
+}
+
+/* Whether any repairer is at work or has work queued. Caller holds mu. */
+static bool repairs_pending(rec_ctx *c)
+{
+    for (unsigned k = 0; k < REC_JOB_KINDS; k++)
+        if (c->repairers[k].busy || c->repairers[k].queue_len)
+            return true;
+    return false;
 }
 
 void rec_workers_drain(rec_ctx *c)
@@ -292,7 +320,7 @@ void rec_workers_drain(rec_ctx *c)
         bool rejoining = false;
         for (unsigned i = 0; i < c->nservers; i++)
             rejoining |= c->servers[i].rejoin_running;
-        if (!rejoining && !c->repair_busy && c->queue_len == 0)
+        if (!rejoining && !repairs_pending(c))
             break;
         struct timespec ts = clock_deadline_after_ms(CLOCK_MS_PER_S);
         pthread_cond_timedwait(&c->repair_cond, &c->mu, &ts);
@@ -306,9 +334,12 @@ void rec_workers_stop(rec_ctx *c)
     c->stopping = true;
     pthread_cond_broadcast(&c->repair_cond);
     pthread_mutex_unlock(&c->mu);
-    if (c->repairer_started)
-        pthread_join(c->repairer, NULL);
-    c->repairer_started = false;
+    for (unsigned k = 0; k < REC_JOB_KINDS; k++) {
+        rec_repairer *w = &c->repairers[k];
+        if (w->started)
+            pthread_join(w->th, NULL);
+        w->started = false;
+    }
     for (unsigned i = 0; i < c->nservers; i++) {
         rec_server *s = &c->servers[i];
         if (s->rejoin_joinable)

@@ -4,9 +4,12 @@
  * DOWN at the MDS with a new epoch pushed to the others; when it answers
  * again it is set REBUILDING (itself first, then the MDS) and rejoined up
  * by depfs_server_rejoin; dirty records naming a serving server demote and
- * rejoin it; a RECONSTRUCTING server is reported and left alone. */
+ * rejoin it; a RECONSTRUCTING server is reported and left alone; a damage
+ * repair waiting for an orphan's stripes does not hold up that orphan's
+ * repair. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "config.h"
 #include "depfs.pb-c.h"
 #include "ioserver/handlers.h"
@@ -261,6 +265,82 @@ START_TEST(reconstructing_is_reported_and_left_alone)
 }
 END_TEST
 
+/* A writer died holding stripe 1 of a file on every server (an orphan,
+ * older than the lease), and a background scrub reported damage in that
+ * stripe. The damage job is queued first, and its repair waits for the
+ * stripe lock, which only the orphan's repair releases (the CI run of
+ * c41d700: test_fault_interrupted_write's scrub stayed unclean while one
+ * repairer thread waited ~30 s in a damage repair for the lock of the
+ * orphan queued behind it). The orphan must be repaired while the damage
+ * repair waits, then the damage repair gets the stripe, and the file reads
+ * back as written with parity consistent. */
+#define T_ORPHAN_CLIENT 424242u
+#define T_ORPHAN_OP 7u
+#define T_LEASE_MS 50u
+#define T_ORPHAN_BOUND_MS 10000u /* a damage repair waits ~30 s for a lock */
+#define T_STRIPES 4u
+#define T_SU 4096u               /* default_layout 3@2@4k */
+START_TEST(damage_repair_does_not_hold_up_an_orphan)
+{
+    static rec_ctx c;
+    const size_t size = T_STRIPES * 2 * T_SU;
+    uint8_t *data = malloc(size), *back = malloc(size);
+    ck_assert_ptr_nonnull(data);
+    ck_assert_ptr_nonnull(back);
+    for (size_t i = 0; i < size; i++)
+        data[i] = (uint8_t)(i * 131u + 7u);
+    ck_assert_int_eq(rec_init(&c, &cfg, true), 0);
+    ck_assert_int_eq(rec_fs_ensure(&c), 0);
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(c.fs, "/f", O_CREAT | O_RDWR, 0644, &fh), 0);
+    ck_assert_int_eq(depfs_write(fh, data, size, 0), (ssize_t)size);
+    ck_assert_int_eq(depfs_fsync(fh), 0);
+    uint64_t ino = depfs_fh_ino(fh);
+    depfs_layout_info li;
+    ck_assert_int_eq(depfs_fh_layout(fh, &li), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+
+    /* the dead writer's lock of stripe 1, everywhere, stale at once */
+    const ios_lock_owner dead = { .client = T_ORPHAN_CLIENT, .op = T_ORPHAN_OP };
+    for (unsigned i = 0; i < N_IOS; i++) {
+        ios[i].ctx.lock_lease_ms = T_LEASE_MS;
+        ck_assert_int_eq(ios_locks_try(ios[i].ctx.locks, ino, 1, 1, dead, IOS_LOCK_WRITE,
+                                       clock_now_ms()), 0);
+    }
+    usleep(2 * T_LEASE_MS * 1000);
+    rec_orphan_queue(&c, &(rec_orphan){ .kind = REC_JOB_DAMAGE, .server = li.servers[0],
+                                         .file_id = ino, .first = T_SU, .count = T_SU });
+    rec_orphan_queue(&c, &(rec_orphan){ .kind = REC_JOB_ORPHAN, .file_id = ino, .first = 1,
+                                         .count = 1, .client = dead.client, .op = dead.op });
+    uint64_t t0 = clock_now_ms();
+    ck_assert_int_eq(rec_workers_start(&c), 0);
+    bool held = true;
+    while (held && clock_now_ms() - t0 < T_ORPHAN_BOUND_MS) {
+        held = false;
+        for (unsigned i = 0; i < N_IOS; i++)
+            held |= ios_locks_holds_any(ios[i].ctx.locks, ino, 1, 1, dead);
+        if (held)
+            usleep(10000);
+    }
+    ck_assert_msg(!held, "the orphan's lock was still held %u ms after its repair was queued "
+                  "(behind a damage repair waiting for that lock)", T_ORPHAN_BOUND_MS);
+    rec_workers_drain(&c); /* the damage repair, done once it got the stripe */
+
+    ck_assert_int_eq(depfs_open(c.fs, "/f", O_RDONLY, 0, &fh), 0);
+    ck_assert_int_eq(depfs_read(fh, back, size, 0), (ssize_t)size);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(memcmp(back, data, size), 0);
+    depfs_scrub_report rep;
+    ck_assert_int_eq(depfs_scrub_ino(c.fs, ino, false, &rep), 0);
+    ck_assert_uint_eq(rep.stripes_checked, T_STRIPES);
+    ck_assert_uint_eq(rep.stripes_bad, 0);
+    ck_assert_uint_eq(rep.stripes_unreadable, 0);
+    rec_fini(&c);
+    free(data);
+    free(back);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("recovery");
@@ -270,6 +350,7 @@ int main(void)
     tcase_add_test(tc, down_then_back_is_rebuilt_and_up);
     tcase_add_test(tc, dirty_records_demote_a_serving_server);
     tcase_add_test(tc, reconstructing_is_reported_and_left_alone);
+    tcase_add_test(tc, damage_repair_does_not_hold_up_an_orphan);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
