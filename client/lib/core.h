@@ -390,7 +390,8 @@ typedef enum {
     DC_PAUSE_BETWEEN_WRITES,
     DC_PAUSE_BEFORE_DIRTY,
     DC_PAUSE_DEGRADED_LOCKED,
-    DC_PAUSE_REBUILD_HELD
+    DC_PAUSE_REBUILD_HELD,
+    DC_PAUSE_ORPHAN_WRITE
 } dc_pause_point;
 typedef struct dc_test_hooks {
     bool no_locks;            /* DEPFS_TEST_NO_LOCKS=1: writes take no stripe locks */

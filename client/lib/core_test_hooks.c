@@ -28,7 +28,10 @@
  *                                             decoded or released;
  *                             rebuild_held    a rebuild of a file holds it open
  *                                             at the MDS and knows its layout,
- *                                             no batch started yet.
+ *                                             no batch started yet;
+ *                             orphan_write    an orphan lock's repair has read
+ *                                             and recomputed a batch's units in
+ *                                             doubt, their writes not yet sent.
  *   DEPFS_TEST_PAUSE_MS=N   the pause lasts N ms instead (then the writer
  *                           goes on: a slow writer rather than a dead one).
  * These exist only in test builds (make hooks: -DDEPFS_TEST_HOOKS, in
@@ -73,6 +76,8 @@ static void dc_test_hooks_read(void)
         dc_hooks.pause = DC_PAUSE_DEGRADED_LOCKED;
     else if (dc_env_is("DEPFS_TEST_PAUSE", "rebuild_held"))
         dc_hooks.pause = DC_PAUSE_REBUILD_HELD;
+    else if (dc_env_is("DEPFS_TEST_PAUSE", "orphan_write"))
+        dc_hooks.pause = DC_PAUSE_ORPHAN_WRITE;
     else
         dc_hooks.pause = DC_PAUSE_NONE;
     const char *ms = getenv("DEPFS_TEST_PAUSE_MS");
@@ -105,6 +110,7 @@ static const char *dc_pause_name(dc_pause_point p)
     case DC_PAUSE_BEFORE_DIRTY: return "before_dirty";
     case DC_PAUSE_DEGRADED_LOCKED: return "degraded_locked";
     case DC_PAUSE_REBUILD_HELD: return "rebuild_held";
+    case DC_PAUSE_ORPHAN_WRITE: return "orphan_write";
     default: return "none";
     }
 }

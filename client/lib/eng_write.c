@@ -698,9 +698,16 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
      * demotes itself) missed this write like a crashed one: the survivors
      * record it dirty first, then its lock goes */
     failed |= unstored;
+    /* Unless more than n-k positions missed it: recorded dirty, they would
+     * be more stale units than n-k, and none of those servers could ever
+     * be rebuilt (each rejoin needs k others up). The stripes are torn
+     * instead: each position that did not store keeps its lock (or, after
+     * a crash, its intent) in doubt, for depfs-recovery's orphan repair
+     * once the servers answer. */
+    bool beyond_nk = dc_popcount32(failed | w->down) > lay->n - lay->k;
     if (unstored != 0)
         dc_test_pause(DC_PAUSE_BEFORE_DIRTY);
-    if (failed != 0) {
+    if (failed != 0 && !beyond_nk) {
         int rc = dc_notify_dirty(w, &failed);
         if (rc < 0 && err == 0)
             err = rc;
@@ -714,7 +721,7 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
         for (unsigned p = 0; p < lay->n; p++) {
             bool refused = reqs[p].active && dc_write_not_applied(reqs[p].result) &&
                            !(torn && reqs[p].result == DC_ERR_STALE_PLAN);
-            bool recorded = ((unstored >> p) & 1u) && err == 0;
+            bool recorded = ((unstored >> p) & 1u) && err == 0 && !beyond_nk;
             reqs[p].result = refused || recorded ? 0 : 1;
         }
         dc_io_unlock_granted(w->fs, w->in->ino, reqs, lay->n);
@@ -724,13 +731,12 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
                      (unsigned long long)w->in->ino, strerror(-err));
         return err;
     }
-    if (failed != 0) {
-        if (dc_popcount32(failed | w->down) > lay->n - lay->k) {
-            dc_set_error("write of inode %llu: servers failed during the write; more than "
-                         "n-k units of a stripe are lost",
-                         (unsigned long long)w->in->ino);
-            return -EIO;
-        }
+    if (failed != 0 && dc_popcount32(failed | w->down) > lay->n - lay->k) {
+        dc_set_error("write of inode %llu: %u of its %u servers missed the write, more than "
+                     "n-k=%u: its stripes are left locked in doubt for depfs-recovery",
+                     (unsigned long long)w->in->ino, dc_popcount32(failed | w->down), lay->n,
+                     lay->n - lay->k);
+        return -EIO;
     }
     if (lost_lock)
         return -EAGAIN;

@@ -16,6 +16,9 @@
  * whole range counts as held there). */
 #define DC_ORPHAN_TAKEN_MAX 16u
 
+/* A failed repair's error text, kept across its unlock. */
+#define DC_ORPHAN_WHY_MAX 512u
+
 /* An orphan lock marks stripes an unfinished write left in doubt. The write
  * protocol locks every server of a stripe it writes before it writes any,
  * and a server drops the lock only once it stored its unit (WRITE+UNLOCK),
@@ -413,7 +416,8 @@ static int dc_orphan_compute(dc_orphan *o, dc_orphan_batch *b)
  * on the others and its rejoin rebuilds the unit; the writes carry our lock
  * so that such a server stays out of service until the records exist. A
  * position that refused the write before storing anything still holds the
- * unit in doubt: an error, and the stripes stay locked. */
+ * unit in doubt: an error, and the stripes stay locked. So do more missed
+ * (or stale) positions than n-k: -EAGAIN. */
 static int dc_orphan_write(dc_orphan *o, dc_orphan_batch *b, uint32_t *missed)
 {
     const layout *lay = &o->t.lay;
@@ -447,14 +451,15 @@ static int dc_orphan_write(dc_orphan *o, dc_orphan_batch *b, uint32_t *missed)
     }
     if (!any)
         return 0;
+    dc_test_pause(DC_PAUSE_ORPHAN_WRITE);
     dc_io_run(o->fs, o->t.ino, wr, lay->n);
     int err = 0;
     for (unsigned p = 0; p < lay->n; p++) {
         if (!wr[p].active || wr[p].result == 0)
             continue;
         if (wr[p].result == DC_ERR_DOWN || !dc_write_not_applied(wr[p].result)) {
-            log_warn("orphan repair of inode %llu: server %u could not store its units (%s): "
-                     "recorded dirty for a rebuild", (unsigned long long)o->t.ino,
+            log_warn("orphan repair of inode %llu: server %u could not store its units (%s)",
+                     (unsigned long long)o->t.ino,
                      lay->servers[p], wr[p].result == DC_ERR_DOWN ? "unreachable"
                                                                   : strerror(-wr[p].result));
             *missed |= 1u << p;
@@ -463,6 +468,18 @@ static int dc_orphan_write(dc_orphan *o, dc_orphan_batch *b, uint32_t *missed)
             dc_set_error("orphan repair of inode %llu: server %u refused the write: %s",
                          (unsigned long long)o->t.ino, lay->servers[p], strerror(-err));
         }
+    }
+    if (err == 0 && dc_popcount32(*missed | o->untrusted) > lay->n - lay->k) {
+        /* what the up-front check (dc_orphan_repair) keeps out, come about
+         * during the write: recording so many dirty would leave more
+         * untrusted units than n-k, and no rejoin could ever rebuild the
+         * file. Those positions keep their units in doubt, locked by us:
+         * the retry writes them again once they answer. */
+        dc_set_error("orphan repair of inode %llu: %u of its %u servers missed the repaired "
+                     "units or are stale, more than n-k=%u: retrying once they answer",
+                     (unsigned long long)o->t.ino, dc_popcount32(*missed | o->untrusted),
+                     lay->n, lay->n - lay->k);
+        err = -EAGAIN;
     }
     return err;
 }
@@ -476,18 +493,27 @@ static int dc_orphan_mark_missed(dc_orphan *o, uint32_t missed)
 {
     const layout *lay = &o->t.lay;
     int rc = 0;
-    for (unsigned p = 0; p < lay->n && rc == 0; p++)
-        if ((missed >> p) & 1u)
-            rc = dc_dirty_record(o->fs, lay->servers[p], o->t.ino);
+    for (unsigned p = 0; p < lay->n && rc == 0; p++) {
+        if (!((missed >> p) & 1u))
+            continue;
+        rc = dc_dirty_record(o->fs, lay->servers[p], o->t.ino);
+        if (rc == 0)
+            log_warn("orphan repair of inode %llu: server %u recorded dirty for a rebuild",
+                     (unsigned long long)o->t.ino, lay->servers[p]);
+    }
     return rc;
 }
 
-/* Release our lock: everywhere after a repair, or (keep_in_doubt) only
- * where no orphan held anything, so that the positions still in doubt stay
- * locked and are reported (by age) for a later repair. */
+/* Release our lock: everywhere after a repair, or (keep_in_doubt, after a
+ * failure) only where no orphan held anything, so that the positions still
+ * in doubt stay locked and are reported (by age) for a later repair. A
+ * failure's error text is kept: a server the unlock cannot reach either
+ * would replace it with its own, which says less. */
 static void dc_orphan_unlock(dc_orphan *o, bool keep_in_doubt)
 {
     const layout *lay = &o->t.lay;
+    char why[DC_ORPHAN_WHY_MAX];
+    snprintf(why, sizeof why, "%s", depfs_last_error());
     dc_req un[LAYOUT_MAX_N];
     memset(un, 0, sizeof un);
     for (unsigned p = 0; p < lay->n; p++) {
@@ -501,6 +527,8 @@ static void dc_orphan_unlock(dc_orphan *o, bool keep_in_doubt)
         un[p].any_state = true;
     }
     dc_io_run(o->fs, o->t.ino, un, lay->n);
+    if (keep_in_doubt)
+        dc_set_error("%s", why);
 }
 
 /* The end of the stripes the repair must look at: a lock may reach far past
