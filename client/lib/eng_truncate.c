@@ -30,15 +30,42 @@ static int dc_zero_range(depfs_t *fs, dc_inode *in, uint64_t from, uint64_t to)
     return rc;
 }
 
+/* Positions of lay whose server does not answer an IO_STAT now (marked
+ * down here, refused, or silent past the timeout): the truth a truncate
+ * needs before it cuts, where this client's view of the cluster may be
+ * older than the last server to fail. */
+static uint32_t dc_unanswered(depfs_t *fs, const layout *lay)
+{
+    dc_ctl v[LAYOUT_MAX_N];
+    for (unsigned p = 0; p < lay->n; p++)
+        dc_ctl_init(&v[p], lay->servers[p], DEPFS__IO_OP__IO_STAT, 0);
+    dc_ctl_run(fs, v, lay->n);
+    uint32_t out = 0;
+    for (unsigned p = 0; p < lay->n; p++)
+        if (v[p].rc != 0)
+            out |= 1u << p;
+    dc_ctl_free(v, lay->n);
+    return out;
+}
+
 /* Shorten every strip file. Once one server has cut its strip the old
  * bytes are gone there, so the truncate must not fail half done: a server
  * that refuses it for a moment (its epoch moving: -EAGAIN) is asked again,
  * and one that still refuses or cannot be reached missed the cut like a
  * down server: it is recorded dirty, so its rejoin rebuilds the file. Only
- * an error before any server cut anything fails the truncate. */
+ * an error before any server cut anything fails the truncate, and so do
+ * more than n-k servers that do not answer before it begins: recorded
+ * dirty, they would leave no k servers to rebuild any of them from. */
 static int dc_truncate_strips(depfs_t *fs, dc_inode *in, uint64_t new_size)
 {
     const layout *lay = &in->lay;
+    uint32_t silent = dc_unanswered(fs, lay);
+    if (dc_popcount32(silent) > lay->n - lay->k) {
+        dc_set_error("truncate of inode %llu: %u of %u servers do not answer, more than "
+                     "n-k=%u: nothing cut", (unsigned long long)in->ino, dc_popcount32(silent),
+                     lay->n, lay->n - lay->k);
+        return -EIO;
+    }
     dc_req *reqs = calloc(lay->n, sizeof *reqs);
     if (reqs == NULL)
         return -ENOMEM;
@@ -72,9 +99,14 @@ static int dc_truncate_strips(depfs_t *fs, dc_inode *in, uint64_t new_size)
         if (again == 0 || rc != 0)
             break;
     }
-    if (rc != 0 && done == 0) {
+    if (done == 0) { /* nothing was cut anywhere: the truncate simply failed */
+        if (rc == 0) {
+            rc = -EIO;
+            dc_set_error("truncate of inode %llu: no server could cut its strip: nothing cut",
+                         (unsigned long long)in->ino);
+        }
         free(reqs);
-        return rc; /* nothing was cut anywhere: the truncate simply failed */
+        return rc;
     }
     uint32_t all = (lay->n < 32 ? (1u << lay->n) : 0u) - 1u;
     uint32_t missed = all & ~(done | down);

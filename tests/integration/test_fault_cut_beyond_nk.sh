@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# test_fault_cut_beyond_nk - a write that loses more than n-k of its servers
-# while it writes must leave its stripes in doubt under their locks, not
-# record those servers dirty: recorded, they are more stale units than n-k,
-# each one's rejoin needs k others up, and they stay rebuilding (and every
-# file on them unreadable) for good. A local run of
+# test_fault_cut_beyond_nk - a change that more than n-k of a file's
+# servers miss must not record them dirty: recorded, they are more stale
+# units than n-k, each one's rejoin needs k others up, and they stay
+# rebuilding (and every file on them unreadable) for good. A write that
+# loses them while it writes leaves its stripes in doubt under their locks
+# instead; a truncate that finds them down cuts nothing. A local run of
 # test_fault_interrupted_write ended so: an orphan lock's repair found every
 # server up, then three of an 8@6 file were "behind the cluster epoch" for
 # its write, and it recorded all three dirty.
 #
-# One 8@6 file of fsynced random bytes, two parts:
+# One 8@6 file of fsynced random bytes, three parts:
+#   truncate  three servers of the file SIGKILLed and known down: a
+#           truncate to two stripes must fail and cut nothing (it cut the
+#           other five and recorded the three dirty); restarted, they
+#           rejoin and the file is as it was;
 #   write   a libdepfs writer of an unaligned overwrite of stripe 1 pauses
 #           with its stripe locks taken (DEPFS_TEST_PAUSE=after_lock, for
 #           PAUSE_MS, then it goes on); meanwhile the servers of data unit 4
@@ -90,6 +95,19 @@ after_cut() {
   python3 "$TORN" check "$WORK/out" "$WORK/ref" --pending "$WORK/pending" --what "$1" --adopt >/dev/null
 }
 
+# ---- truncate: with 3 servers down
+cut_of 0
+for s in "${CUT[@]}"; do kill_down "$s"; done
+log "[truncate] servers ${CUT[*]} SIGKILLed and down"
+if truncate -s $((2 * K * SU)) "$MNT/d/f" 2>"$WORK/truncate.err"; then
+  fail "[truncate] a truncate with 3 of 8@6's servers down succeeded"
+fi
+log "[truncate] refused: $(cat "$WORK/truncate.err")"
+for s in "${CUT[@]}"; do restart_rejoined "$s" "$UP_BOUND_S"; done
+settle_clients
+cmp -s "$WORK/ref" "$MNT/d/f" || fail "[truncate] the file changed though its truncate failed"
+log "[truncate] every server rejoined; the file is as it was"
+
 # ---- write: the writer's own phase-2 write loses 3 servers
 cut_of 1
 start_writer 1 after_lock
@@ -135,4 +153,4 @@ after_cut "[repair]"
 
 settle_clients
 scrub_clean
-echo "PASS: a write and an orphan repair that each lost 3 of 8@6's servers while writing left their stripes in doubt for repair: every server up, no lock held, acknowledged bytes right, also decoded from parity, scrub clean"
+echo "PASS: a truncate with 3 of 8@6's servers down cut nothing; a write and an orphan repair that each lost 3 while writing left their stripes in doubt for repair: every server up, no lock held, acknowledged bytes right, also decoded from parity, scrub clean"
