@@ -172,6 +172,10 @@ struct depfs_fh {
 
 /* ------------------------------------------------------------ core side */
 /* Human-readable error for depfs_last_error() (thread-local). */
+/* depfs_last_error's text, this thread's, at most DC_ERR_MAX bytes with its
+ * NUL (a caller that must keep it across calls that may set another copies
+ * that much). */
+#define DC_ERR_MAX 512u
 void dc_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline uint64_t dc_now_ms(void) { return clock_now_ms(); } /* clock.h */
 /* Failed connections: closed once no call can still use them (all: now). */

@@ -18,7 +18,6 @@
 /* A client with a server marked failed asks the MDS at most this often
  * whether the cluster has declared it up again. */
 #define DC_MARK_RECHECK_MS 1000u
-#define DC_STATUS_ERR_MAX 512u /* depfs_last_error() text kept across the recheck */
 
 /* ------------------------------------------------ server table */
 
@@ -117,7 +116,7 @@ static void maybe_refresh_states(depfs_t *fs)
         return;
     if (!atomic_compare_exchange_strong(&fs->cluster_refresh_ms, &last_ms, now_ms))
         return;
-    char saved[DC_STATUS_ERR_MAX];
+    char saved[DC_ERR_MAX];
     snprintf(saved, sizeof saved, "%s", depfs_last_error());
     dc_cluster_refresh(fs);
     dc_set_error("%s", saved);
@@ -155,7 +154,7 @@ bool dc_server_is_down_write(depfs_t *fs, uint32_t id)
     }
     if (until_ms != 0 && atomic_compare_exchange_strong(&s->down_until_ms, &until_ms, 0)) {
         /* the local failure mark expired: ask the MDS before trying it again */
-        char saved[DC_STATUS_ERR_MAX];
+        char saved[DC_ERR_MAX];
         snprintf(saved, sizeof saved, "%s", depfs_last_error());
         dc_cluster_refresh(fs);
         dc_set_error("%s", saved);
@@ -351,7 +350,7 @@ static void dc_status_recheck(depfs_t *fs)
 {
     Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
     Depfs__MdsReply *rep = NULL;
-    char saved[DC_STATUS_ERR_MAX];
+    char saved[DC_ERR_MAX];
     snprintf(saved, sizeof saved, "%s", depfs_last_error());
     uint64_t sent_ms = dc_now_ms();
     int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_CLUSTER, &req, &rep);

@@ -18,7 +18,6 @@
 #include "wire_check.h"
 #include "log.h"
 
-#define DC_ERR_MAX 512u
 /* A retired connection is closed once this many request timeouts passed
  * (every call on it has given up by then), plus a fixed margin. */
 #define DC_RETIRE_GRACE_TIMEOUTS 4u

@@ -16,9 +16,6 @@
  * whole range counts as held there). */
 #define DC_ORPHAN_TAKEN_MAX 16u
 
-/* A failed repair's error text, kept across its unlock. */
-#define DC_ORPHAN_WHY_MAX 512u
-
 /* An orphan lock marks stripes an unfinished write left in doubt. The write
  * protocol locks every server of a stripe it writes before it writes any,
  * and a server drops the lock only once it stored its unit (WRITE+UNLOCK),
@@ -512,8 +509,9 @@ static int dc_orphan_mark_missed(dc_orphan *o, uint32_t missed)
 static void dc_orphan_unlock(dc_orphan *o, bool keep_in_doubt)
 {
     const layout *lay = &o->t.lay;
-    char why[DC_ORPHAN_WHY_MAX];
-    snprintf(why, sizeof why, "%s", depfs_last_error());
+    char why[DC_ERR_MAX] = "";
+    if (keep_in_doubt)
+        snprintf(why, sizeof why, "%s", depfs_last_error());
     dc_req un[LAYOUT_MAX_N];
     memset(un, 0, sizeof un);
     for (unsigned p = 0; p < lay->n; p++) {
