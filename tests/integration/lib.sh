@@ -239,6 +239,18 @@ LIBDEPFS_SO="$DEPFS_BIN_DIR/../lib/libdepfs.so"
 DEPFS_SAN_PRELOAD=$(ldd "$LIBDEPFS_SO" 2>/dev/null | awk '/libasan\.so/ {print $3; exit}')
 export DEPFS_SAN_PRELOAD
 
+# wait_paused FILE POINT [PID]: until FILE (a client's stderr or log) says
+# "DEPFS_TEST_PAUSE reached: POINT", for at most 30 s, or until process PID
+# (when given) is gone; status 1 if it never did.
+wait_paused() {
+  local i
+  for i in $(seq 300); do
+    grep -q "DEPFS_TEST_PAUSE reached: $2" "$1" 2>/dev/null && return 0
+    [ -z "${3:-}" ] || kill -0 "$3" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q "DEPFS_TEST_PAUSE reached: $2" "$1" 2>/dev/null
+}
 # use_test_build: this test needs a TEST ONLY switch (DEPFS_TEST_NO_LOCKS,
 # DEPFS_TEST_PAUSE) or a fault point (DEPFS_FAULTS), which only the test
 # build has (make hooks: BUILD/hooks); every daemon, tool and libdepfs of

@@ -68,13 +68,8 @@ start_writer() {
     --lib "$LIBDEPFS_SO" --conf "$CONF" --path /d/f --offset "$off" --bytes 70001 \
     --ready "$WORK/pending" --seed "$1" >"$WORK/writer.err" 2>&1 &
   WRITER=$!
-  for _ in $(seq 300); do
-    grep -q "DEPFS_TEST_PAUSE reached: $2" "$WORK/writer.err" && return 0
-    kill -0 "$WRITER" 2>/dev/null || break
-    sleep 0.1
-  done
-  cat "$WORK/writer.err"
-  fail "the libdepfs writer never reached DEPFS_TEST_PAUSE=$2"
+  wait_paused "$WORK/writer.err" "$2" "$WRITER" ||
+    { cat "$WORK/writer.err"; fail "the libdepfs writer never reached DEPFS_TEST_PAUSE=$2"; }
 }
 # after_cut WHAT: every server up, no lock held, the file right (also
 # decoded around two of CUT), what it read adopted as acknowledged
@@ -135,8 +130,7 @@ cut_of 2
 start_writer 2 between_writes
 kill -9 "$WRITER"; wait "$WRITER" 2>/dev/null || true
 log "[repair] a writer SIGKILLed between its phase-2 writes of stripe 2: an orphan lock"
-for _ in $(seq 600); do grep -q "DEPFS_TEST_PAUSE reached: orphan_write" "$RLOG" && break; sleep 0.1; done
-grep -q "DEPFS_TEST_PAUSE reached: orphan_write" "$RLOG" ||
+wait_paused "$RLOG" orphan_write ||
   fail "[repair] the orphan's repair never reached orphan_write: $(grep -h orphan "$RLOG" | tail -3)"
 cut_signal STOP
 log "[repair] the repair stopped before its writes: servers ${CUT[*]} SIGSTOPped"

@@ -185,8 +185,7 @@ part_kill_all() {
   DEPFS_TEST_PAUSE=between_writes python3 "$FAULTLOAD" pause-writer --lib "$LIBDEPFS_SO" --conf "$CONF" \
     --path /d/f --offset "$off" --bytes "$len" --ready "$WORK/pending" --seed "$SEED" >"$WORK/pause.err" 2>&1 &
   pw=$!
-  for ms in $(seq 300); do grep -q "DEPFS_TEST_PAUSE reached: between_writes" "$WORK/pause.err" && break; kill -0 "$pw" 2>/dev/null || break; sleep 0.1; done
-  grep -q "DEPFS_TEST_PAUSE reached: between_writes" "$WORK/pause.err" ||
+  wait_paused "$WORK/pause.err" between_writes "$pw" ||
     { kill -9 "$pw" 2>/dev/null; cat "$WORK/pause.err"; echo "FAILED: the libdepfs writer never reached DEPFS_TEST_PAUSE=between_writes"; return 1; }
   # shellcheck disable=SC2046
   kill -9 $(ioserver_pids)

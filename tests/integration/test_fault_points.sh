@@ -127,8 +127,7 @@ head -c $((4 * 6 * 65536)) /dev/urandom > "$DEPFS_STATE/slow"
 DEPFS_TEST_PAUSE=before_dirty DEPFS_TEST_PAUSE_MS=4000 depfs cp "$DEPFS_STATE/slow" depfs:/d/f \
   2> "$DEPFS_STATE/slow.err" &
 cp_pid=$!
-for _ in $(seq 100); do grep -q "DEPFS_TEST_PAUSE reached: before_dirty" "$DEPFS_STATE/slow.err" && break; sleep 0.1; done
-grep -q "DEPFS_TEST_PAUSE reached: before_dirty" "$DEPFS_STATE/slow.err" ||
+wait_paused "$DEPFS_STATE/slow.err" before_dirty "$cp_pid" ||
   { kill "$cp_pid"; cat "$DEPFS_STATE/slow.err"; fail "the writer never reached the pause (server $X stored its unit?)"; }
 up_seen=0
 # within the writer's 4 s pause, by the clock (on a loaded machine a status
