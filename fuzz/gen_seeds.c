@@ -122,6 +122,8 @@ static void mds_seeds(const char *dir)
     q.ino = ROOT;
     q.max_entries = 8;
     add(&s, DEPFS__MDS_OP__MDS_READDIR, &q.base, NULL, 0);
+    q.has_with_attrs = q.with_attrs = 1; /* statahead's page */
+    add(&s, DEPFS__MDS_OP__MDS_READDIR, &q.base, NULL, 0);
     mds_named(&s, DEPFS__MDS_OP__MDS_LOOKUP, ROOT, "f", 0);
     mds_named(&s, DEPFS__MDS_OP__MDS_UNLINK, ROOT, "f", 0);
     save(dir, "mds", "file", &s);

@@ -54,6 +54,8 @@ struct mds_result {
     Depfs__Dirent *ents;
     Depfs__Dirent **ent_ptrs;
     size_t n_ents, max_ents;
+    Depfs__Attr *ent_attrs;  /* with_attrs: one per entry */
+    Depfs__Layout *ent_lays;
     /* readlink / getxattr / listxattr */
     char *target;
     void *xval;
@@ -577,21 +579,57 @@ static int op_rename(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     return rc;
 }
 
-static int readdir_emit(void *arg, const char *name, size_t name_len, uint64_t ino, uint32_t mode,
-                        uint64_t cookie)
+/* The next entry of the reply (NULL: the reply is full). */
+static Depfs__Dirent *readdir_next(mds_reply_buf *b, const char *name, size_t name_len,
+                                   uint64_t ino, uint32_t mode, uint64_t cookie, int *rc)
 {
-    mds_reply_buf *b = arg;
+    *rc = 0;
     if (b->n_ents >= b->max_ents)
-        return 1;
+        return NULL;
     Depfs__Dirent *e = &b->ents[b->n_ents];
     depfs__dirent__init(e);
     e->name = strndup(name, name_len);
-    if (!e->name)
-        return -ENOMEM;
+    if (!e->name) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
     e->ino = ino;
     e->mode = mode;
     e->cookie = cookie;
     b->ent_ptrs[b->n_ents++] = e;
+    return e;
+}
+
+static int readdir_emit(void *arg, const char *name, size_t name_len, uint64_t ino, uint32_t mode,
+                        uint64_t cookie)
+{
+    int rc;
+    if (!readdir_next(arg, name, name_len, ino, mode, cookie, &rc))
+        return rc < 0 ? rc : 1;
+    return 0;
+}
+
+/* with_attrs: the entry's attributes, and a regular file's layout shape
+ * (what a stat needs; the servers come with its open). */
+static int readdir_emit_attrs(void *arg, const char *name, size_t name_len, uint64_t ino,
+                              uint32_t mode, uint64_t cookie, const mds_inode *in)
+{
+    mds_reply_buf *b = arg;
+    int rc;
+    Depfs__Dirent *e = readdir_next(b, name, name_len, ino, mode, cookie, &rc);
+    if (!e)
+        return rc < 0 ? rc : 1;
+    if (!in)
+        return 0;
+    size_t i = (size_t)(e - b->ents);
+    attr_from(&b->ent_attrs[i], in, b->handles);
+    e->attr = &b->ent_attrs[i];
+    if (in->has_layout) {
+        fill_policy(&b->ent_lays[i], in->lay.n, in->lay.k, in->lay.su);
+        b->ent_lays[i].version = in->lay.version;
+        b->ent_lays[i].codec_version = in->lay.codec_version;
+        e->layout = &b->ent_lays[i];
+    }
     return 0;
 }
 
@@ -621,8 +659,17 @@ static int op_readdir(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     if (!b->ents || !b->ent_ptrs)
         return -ENOMEM;
     b->max_ents = max;
-    int rc = mds_ns_readdir(c->ns, &b->caller, q->ino, q->cookie, max, readdir_emit, b, &eof, &dir,
-                            b->why);
+    bool with_attrs = q->has_with_attrs && q->with_attrs;
+    if (with_attrs) {
+        b->ent_attrs = calloc(max, sizeof(*b->ent_attrs));
+        b->ent_lays = calloc(max, sizeof(*b->ent_lays));
+        if (!b->ent_attrs || !b->ent_lays)
+            return -ENOMEM;
+    }
+    int rc = with_attrs ? mds_ns_readdir_attrs(c->ns, &b->caller, q->ino, q->cookie, max,
+                                               readdir_emit_attrs, b, &eof, &dir, b->why)
+                        : mds_ns_readdir(c->ns, &b->caller, q->ino, q->cookie, max, readdir_emit, b,
+                                         &eof, &dir, b->why);
     if (rc < 0)
         return rc;
     readdir_tags(b, &dir);
@@ -1072,6 +1119,8 @@ static void reply_buf_free(mds_reply_buf *b)
         free(b->ents[i].name);
     free(b->ents);
     free(b->ent_ptrs);
+    free(b->ent_attrs);
+    free(b->ent_lays);
     free(b->purge);
     free(b->purge_ptrs);
     free(b->purge_lays);

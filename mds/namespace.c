@@ -1160,8 +1160,36 @@ out:
 
 /* ------------------------------------------------------------------ readdir */
 
+/* Where a listing's entries go: fn, or afn with each entry's inode (NULL
+ * when the caller may not search the directory). */
+typedef struct readdir_sink {
+    mds_dirent_fn fn;
+    mds_dirent_attr_fn afn;
+    bool load;  /* afn: the caller may search the directory: load inodes */
+    void *arg;
+} readdir_sink;
+
+static int sink_emit(mds_ns *ns, const readdir_sink *s, const char *name, size_t nlen, uint64_t ino,
+                     uint32_t mode, uint64_t cookie, int *stop, char *why)
+{
+    if (!s->afn) {
+        *stop = s->fn(s->arg, name, nlen, ino, mode, cookie);
+        return 0;
+    }
+    mds_inode in;
+    const mds_inode *inp = NULL;
+    if (s->load) {
+        int rc = ns_load_inode(ns, ino, &in, why);
+        if (rc < 0)
+            return rc;
+        inp = &in;
+    }
+    *stop = s->afn(s->arg, name, nlen, ino, mode, cookie, inp);
+    return 0;
+}
+
 static int readdir_store(mds_ns *ns, uint64_t dir, uint64_t start_seq, unsigned max, unsigned *count,
-                         mds_dirent_fn fn, void *arg, bool *eof, char *why)
+                         const readdir_sink *sink, bool *eof, char *why)
 {
     uint8_t prefix[MDS_KEY_MAX], start[MDS_KEY_MAX];
     const void *k, *v;
@@ -1179,6 +1207,7 @@ static int readdir_store(mds_ns *ns, uint64_t dir, uint64_t start_seq, unsigned 
         uint32_t mode;
         const char *name;
         size_t nlen;
+        int stop = 0;
         if (*count >= max) {
             *eof = false;
             break;
@@ -1189,7 +1218,10 @@ static int readdir_store(mds_ns *ns, uint64_t dir, uint64_t start_seq, unsigned 
         }
         seq = mds_key_dirseq_seq(k);
         (*count)++;
-        if (fn(arg, name, nlen, ino, mode, seq) != 0) {
+        rc = sink_emit(ns, sink, name, nlen, ino, mode, seq, &stop, why);
+        if (rc < 0)
+            break;
+        if (stop != 0) {
             *eof = false;
             break;
         }
@@ -1198,12 +1230,14 @@ static int readdir_store(mds_ns *ns, uint64_t dir, uint64_t start_seq, unsigned 
     return rc;
 }
 
-int mds_ns_readdir(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t cookie, unsigned max_entries,
-                   mds_dirent_fn fn, void *arg, bool *eof, mds_inode *dir_out, char *why)
+static int readdir_sinked(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t cookie,
+                          unsigned max_entries, readdir_sink *sink, bool *eof, mds_inode *dir_out,
+                          char *why)
 {
     mds_inode dir;
     unsigned count = 0;
     unsigned max = max_entries == 0 || max_entries > MDS_READDIR_MAX ? MDS_READDIR_MAX : max_entries;
+    int stop = 0;
     int rc;
 
     *eof = false;
@@ -1215,14 +1249,18 @@ int mds_ns_readdir(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t coo
         goto out;
     if (dir_out)
         *dir_out = dir;
+    /* POSIX: read lists the names; only search reaches the entries */
+    sink->load = sink->afn && (!who || perm_access(who, &dir, PERM_EXEC, NULL) == 0);
     if (cookie < NS_COOKIE_DOT) {
         count++;
-        if (fn(arg, ".", 1, dir.ino, S_IFDIR, NS_COOKIE_DOT) != 0)
+        rc = sink_emit(ns, sink, ".", 1, dir.ino, S_IFDIR, NS_COOKIE_DOT, &stop, why);
+        if (rc < 0 || stop != 0)
             goto out;
     }
     if (cookie < NS_COOKIE_DOTDOT) {
         count++;
-        if (fn(arg, "..", 2, dir.parent, S_IFDIR, NS_COOKIE_DOTDOT) != 0)
+        rc = sink_emit(ns, sink, "..", 2, dir.parent, S_IFDIR, NS_COOKIE_DOTDOT, &stop, why);
+        if (rc < 0 || stop != 0)
             goto out;
     }
     if (cookie >= UINT64_MAX - 1) {
@@ -1230,10 +1268,25 @@ int mds_ns_readdir(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t coo
         goto out;
     }
     uint64_t start = cookie + 1 < NS_FIRST_DIRENT_SEQ ? NS_FIRST_DIRENT_SEQ : cookie + 1;
-    rc = readdir_store(ns, ino, start, max, &count, fn, arg, eof, why);
+    rc = readdir_store(ns, ino, start, max, &count, sink, eof, why);
 out:
     pthread_rwlock_unlock(&ns->lock);
     return rc;
+}
+
+int mds_ns_readdir(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t cookie, unsigned max_entries,
+                   mds_dirent_fn fn, void *arg, bool *eof, mds_inode *dir_out, char *why)
+{
+    readdir_sink sink = { .fn = fn, .arg = arg };
+    return readdir_sinked(ns, who, ino, cookie, max_entries, &sink, eof, dir_out, why);
+}
+
+int mds_ns_readdir_attrs(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t cookie,
+                         unsigned max_entries, mds_dirent_attr_fn fn, void *arg, bool *eof,
+                         mds_inode *dir_out, char *why)
+{
+    readdir_sink sink = { .afn = fn, .arg = arg };
+    return readdir_sinked(ns, who, ino, cookie, max_entries, &sink, eof, dir_out, why);
 }
 
 /* ------------------------------------------------------- symlinks, sizes */

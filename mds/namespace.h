@@ -114,6 +114,10 @@ typedef struct mds_setattr_in {
 
 typedef int (*mds_dirent_fn)(void *arg, const char *name, size_t name_len, uint64_t ino,
                              uint32_t mode, uint64_t cookie);
+/* The same with the entry's inode as the listing saw it; NULL for every
+ * entry when the caller may not search the directory. */
+typedef int (*mds_dirent_attr_fn)(void *arg, const char *name, size_t name_len, uint64_t ino,
+                                  uint32_t mode, uint64_t cookie, const mds_inode *in);
 
 int mds_ns_lookup(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, mds_inode *out, char *why);
 int mds_ns_getattr(mds_ns *ns, uint64_t ino, mds_inode *out, char *why);
@@ -144,6 +148,11 @@ int mds_ns_link(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t new_pa
  * handlers give the entries' handle tags by its search permission). */
 int mds_ns_readdir(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t cookie, unsigned max_entries,
                    mds_dirent_fn fn, void *arg, bool *eof, mds_inode *dir_out, char *why);
+/* mds_ns_readdir with each entry's inode, loaded under the listing's own
+ * read lock (READDIR with_attrs: a client's statahead). */
+int mds_ns_readdir_attrs(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t cookie,
+                         unsigned max_entries, mds_dirent_attr_fn fn, void *arg, bool *eof,
+                         mds_inode *dir_out, char *why);
 /* *target is malloc'd, NUL-terminated. */
 int mds_ns_readlink(mds_ns *ns, uint64_t ino, char **target, char *why);
 /* A writer's report: size = max(size, given); mtime = mtime_ns (bounded

@@ -553,6 +553,67 @@ START_TEST(test_readdir_paging)
 }
 END_TEST
 
+/* READDIR with_attrs (statahead): each entry with its inode as it is, for
+ * a caller that may search the directory; read alone lists the names and
+ * reaches no inode (POSIX). */
+typedef struct rd_attrs {
+    unsigned n, with;
+    uint64_t inos[8];
+    uint64_t sizes[8];
+} rd_attrs;
+
+static int rd_emit_attrs(void *arg, const char *name, size_t len, uint64_t ino, uint32_t mode,
+                         uint64_t cookie, const mds_inode *in)
+{
+    rd_attrs *c = arg;
+    (void)name;
+    (void)len;
+    (void)mode;
+    (void)cookie;
+    ck_assert_uint_lt(c->n, 8);
+    if (in) {
+        ck_assert_uint_eq(in->ino, ino);
+        c->with++;
+        c->sizes[c->n] = in->size;
+    }
+    c->inos[c->n++] = ino;
+    return 0;
+}
+
+START_TEST(test_readdir_attrs)
+{
+    mds_inode in;
+    mds_caller owner = { .uid = 1000, .gid = 100 }, other = { .uid = 2000, .gid = 2000 };
+    uint64_t d = new_dir(ROOT, "rda");
+    uint64_t f = new_file(d, "f");
+    new_file(d, "g");
+    ck_assert_int_eq(mds_ns_extend(ns, &owner, f, 4321, false, 0, NULL, &in, why), 0);
+    rd_attrs c;
+    bool eof;
+    memset(&c, 0, sizeof(c));
+    ck_assert_int_eq(mds_ns_readdir_attrs(ns, &owner, d, 0, 10, rd_emit_attrs, &c, &eof, NULL, why), 0);
+    ck_assert(eof);
+    ck_assert_uint_eq(c.n, 4);       /* ".", "..", f, g */
+    ck_assert_uint_eq(c.with, 4);
+    ck_assert_uint_eq(c.inos[2], f);
+    ck_assert_uint_eq(c.sizes[2], 4321);
+    /* read but no search: the names alone */
+    mds_setattr_in a = { .mode = 0744 };
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, d, DEPFS_SET_MODE, &a, &in, why), 0);
+    memset(&c, 0, sizeof(c));
+    ck_assert_int_eq(mds_ns_readdir_attrs(ns, &other, d, 0, 10, rd_emit_attrs, &c, &eof, NULL, why), 0);
+    ck_assert_uint_eq(c.n, 4);
+    ck_assert_uint_eq(c.with, 0);
+    /* neither: refused as a plain readdir is */
+    a.mode = 0700;
+    ck_assert_int_eq(mds_ns_setattr(ns, NULL, d, DEPFS_SET_MODE, &a, &in, why), 0);
+    memset(&c, 0, sizeof(c));
+    ck_assert_int_eq(mds_ns_readdir_attrs(ns, &other, d, 0, 10, rd_emit_attrs, &c, &eof, NULL, why),
+                     -EACCES);
+    ck_assert_uint_eq(c.n, 0);
+}
+END_TEST
+
 START_TEST(test_symlink_mknod)
 {
     mds_inode in;
@@ -1510,6 +1571,7 @@ static Suite *mds_suite(void)
     tcase_add_test(tc, test_link_permissions);
     tcase_add_test(tc, test_extend_writer);
     tcase_add_test(tc, test_readdir_paging);
+    tcase_add_test(tc, test_readdir_attrs);
     tcase_add_test(tc, test_symlink_mknod);
     tcase_add_test(tc, test_setattr_extend);
     tcase_add_test(tc, test_sizes_bounded);
