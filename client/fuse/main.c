@@ -5,7 +5,9 @@
  *
  * Our -o options: config=PATH, layout=N@K[@SU] (the mount's default layout
  * for files created without an inherited directory layout), attr_timeout=S,
- * entry_timeout=S, read_ahead_kb=KB (readahead.h). The rest go to libfuse.
+ * entry_timeout=S, read_ahead_kb=KB (readahead.h), statahead=0|1 (libdepfs's
+ * statahead, its pages kept no longer than the shorter timeout). The rest
+ * go to libfuse.
  * We add fsname=depfs:CONFIG, subtype=depfs (mount shows type fuse.depfs),
  * default_permissions, max_read, and allow_other when run as root. */
 #define FUSE_USE_VERSION 312
@@ -35,6 +37,7 @@ typedef struct dfuse_cmdline {
     double attr_timeout_s;
     double entry_timeout_s;
     unsigned read_ahead_kb;
+    unsigned statahead;
     int have_fsname;
     int have_subtype;
     int have_allow_other;
@@ -49,6 +52,7 @@ static const struct fuse_opt dfuse_opt_spec[] = {
     DFUSE_OPT("attr_timeout=%lf", attr_timeout_s),
     DFUSE_OPT("entry_timeout=%lf", entry_timeout_s),
     DFUSE_OPT("read_ahead_kb=%u", read_ahead_kb),
+    DFUSE_OPT("statahead=%u", statahead),
     FUSE_OPT_KEY("fsname=", KEY_FSNAME),
     FUSE_OPT_KEY("subtype=", KEY_SUBTYPE),
     FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
@@ -79,7 +83,10 @@ static void usage(const char *prog)
            "    -o attr_timeout=SECS   attribute cache time (default %.1f)\n"
            "    -o entry_timeout=SECS  name cache time (default %.1f)\n"
            "    -o read_ahead_kb=KB    kernel read-ahead window of the mount, set when\n"
-           "                           run as root (default %u; 0: the kernel's)\n\n",
+           "                           run as root (default %u; 0: the kernel's)\n"
+           "    -o statahead=0|1       look up a directory's names a page at a time\n"
+           "                           when they are asked for one after another\n"
+           "                           (default 1; kept no longer than the timeouts)\n\n",
            prog, "/etc/depfs/depfs.conf", DFUSE_DEFAULT_TIMEOUT_S, DFUSE_DEFAULT_TIMEOUT_S,
            DFUSE_READ_AHEAD_KB_DEFAULT);
     fuse_cmdline_help();
@@ -179,6 +186,11 @@ static int make_depfs_options(const dfuse_cmdline *cl, depfs_options *dopt)
     memset(dopt, 0, sizeof(*dopt));
     dopt->config_path = cl->config;
     dopt->count_lookups = true; /* the kernel's lookups: op_forget gives them back */
+    /* the kernel checks search permission itself (default_permissions);
+     * a page answers no longer than the kernel would keep an answer */
+    double keep_s = cl->attr_timeout_s < cl->entry_timeout_s ? cl->attr_timeout_s
+                                                            : cl->entry_timeout_s;
+    dopt->statahead_ms = cl->statahead ? (unsigned)(keep_s * DFUSE_MS_PER_S) : 0;
     if (!cl->layout)
         return 0;
     char err[128];
@@ -289,7 +301,8 @@ int main(int argc, char *argv[])
     struct fuse_cmdline_opts copts;
     dfuse_cmdline cl = {.attr_timeout_s = DFUSE_DEFAULT_TIMEOUT_S,
                         .entry_timeout_s = DFUSE_DEFAULT_TIMEOUT_S,
-                        .read_ahead_kb = DFUSE_READ_AHEAD_KB_DEFAULT};
+                        .read_ahead_kb = DFUSE_READ_AHEAD_KB_DEFAULT,
+                        .statahead = 1};
     depfs_options dopt;
     int rc = 1;
     memset(&copts, 0, sizeof(copts));
@@ -324,6 +337,10 @@ int main(int argc, char *argv[])
     if (cl.read_ahead_kb > DFUSE_READ_AHEAD_KB_MAX) {
         fprintf(stderr, "%s: read_ahead_kb must be within 0..%u\n", DFUSE_PROG,
                 DFUSE_READ_AHEAD_KB_MAX);
+        goto out;
+    }
+    if (cl.statahead > 1) {
+        fprintf(stderr, "%s: statahead must be 0 or 1\n", DFUSE_PROG);
         goto out;
     }
     if (make_depfs_options(&cl, &dopt) != 0)

@@ -39,7 +39,6 @@
  * kernel's question that follows the change (the caller's next operation),
  * not a later one. */
 #define DFUSE_DIR_ATTR_MAX_AGE_MS 100u
-#define DFUSE_MS_PER_S 1000.0
 #define DFUSE_CAPS_XATTR "security.capability"
 #define DFUSE_INVAL_ATTR_ONLY (-1) /* notify_inval_inode offset: attributes, no pages */
 /* Kernel read-ahead and async direct I/O requests in flight at once (the
@@ -135,7 +134,10 @@ static void entry_not_taken(fuse_req_t req, uint64_t ino)
     depfs_forget(req_ctx(req)->fs, ino, 1);
 }
 
-static void reply_entry(fuse_req_t req, struct stat *st)
+/* An entry whose attributes are age_ms old already (libdepfs's statahead):
+ * the kernel keeps it that much less long, never longer than its timeouts
+ * from when the MDS answered. */
+static void reply_entry_aged(fuse_req_t req, struct stat *st, unsigned age_ms)
 {
     struct fuse_entry_param e;
     fill_entry(req_ctx(req), &e, st);
@@ -145,8 +147,16 @@ static void reply_entry(fuse_req_t req, struct stat *st)
         fuse_reply_err(req, EIO);
         return;
     }
+    double age_s = age_ms / DFUSE_MS_PER_S;
+    e.attr_timeout = e.attr_timeout > age_s ? e.attr_timeout - age_s : 0;
+    e.entry_timeout = e.entry_timeout > age_s ? e.entry_timeout - age_s : 0;
     if (fuse_reply_entry(req, &e) != 0)
         entry_not_taken(req, e.ino);
+}
+
+static void reply_entry(fuse_req_t req, struct stat *st)
+{
+    reply_entry_aged(req, st, 0);
 }
 
 /* The caller of a kernel request: it owns what it creates, and the MDS
@@ -274,12 +284,13 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     act_for(req);
     struct stat st;
-    int rc = depfs_lookup(req_ctx(req)->fs, parent, name, &st);
+    unsigned age_ms = 0;
+    int rc = depfs_lookup_aged(req_ctx(req)->fs, parent, name, &st, &age_ms);
     if (rc < 0) {
         reply_status(req, rc); /* no negative caching: other clients create */
         return;
     }
-    reply_entry(req, &st);
+    reply_entry_aged(req, &st, age_ms);
 }
 
 /* The kernel gives lookups back: libdepfs may drop the inode's handle

@@ -15,6 +15,7 @@
 
 #include "depfs.h"
 
+#define DFUSE_MS_PER_S 1000.0
 /* Largest read/write request we negotiate with the kernel (1 MiB). */
 #define DFUSE_MAX_IO_BYTES (1024u * 1024u)
 /* Everything the handlers share; fuse userdata points at it. */

@@ -139,6 +139,7 @@ static depfs_t *fs_alloc(void)
     atomic_init(&fs->cluster_epoch, 0);
     atomic_init(&fs->mark_recheck_ms, 0);
     atomic_init(&fs->dirattr_gen, 0);
+    dc_sa_init(&fs->statahead, 0); /* on at mount, when asked for */
     return fs;
 }
 
@@ -183,6 +184,7 @@ static void fs_free(depfs_t *fs)
     pthread_mutex_destroy(&fs->keeper_lock);
     pthread_mutex_destroy(&fs->pace_lock);
     pthread_mutex_destroy(&fs->dirattr_lock);
+    dc_sa_destroy(&fs->statahead);
     pthread_cond_destroy(&fs->keeper_wake);
     dc_handles_destroy(&fs->handles);
     free(fs);
@@ -217,6 +219,7 @@ int depfs_mount(const depfs_options *opt, depfs_t **out)
     if (rc < 0)
         goto fail;
     fs->ignore_locks = opt ? opt->ignore_locks : false;
+    fs->statahead.max_age_ms = opt ? opt->statahead_ms : 0; /* before any call */
     fs->inode_released = dc_data_release;
     rc = mount_register(fs);
     if (rc < 0)

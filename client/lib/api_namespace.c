@@ -78,16 +78,67 @@ static int call_plain(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req
 
 /* ----------------------------------------------------- lookup/getattr */
 
-int depfs_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st)
+/* One MDS_READDIR of ino's entries after cookie, at most max of them, with
+ * their attributes when with_attrs. */
+static int readdir_page(depfs_t *fs, uint64_t ino, uint64_t cookie, uint32_t max, bool with_attrs,
+                        Depfs__MdsReply **rep)
+{
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = 1;
+    req.ino = ino;
+    req.has_cookie = 1;
+    req.cookie = cookie;
+    req.has_max_entries = 1;
+    req.max_entries = max;
+    req.has_with_attrs = with_attrs;
+    req.with_attrs = with_attrs;
+    return dc_mds_call(fs, DEPFS__MDS_OP__MDS_READDIR, &req, rep);
+}
+
+/* Statahead's page of parent from cookie (core_statahead.h): one READDIR
+ * with the entries' attributes, for whoever's lookup asked for it. */
+static void statahead_fetch(depfs_t *fs, uint64_t parent, uint64_t cookie, uint64_t gen)
+{
+    Depfs__MdsReply *rep = NULL;
+    uint64_t asked_ms = dc_now_ms();
+    int rc = readdir_page(fs, parent, cookie, DC_SA_PAGE_ENTRIES, true, &rep);
+    dc_sa_keep(fs, parent, gen, asked_ms, rc == 0 ? rep : NULL);
+    free_rep(rep);
+}
+
+int depfs_lookup_aged(depfs_t *fs, uint64_t parent, const char *name, struct stat *st,
+                      unsigned *age_ms)
 {
     int rc = check_name(name);
     if (rc < 0)
         return rc;
+    Depfs__Attr attr;
+    unsigned age = 0;
+    struct stat kept;
+    if (dc_sa_lookup(fs, parent, name, &kept, &attr, &age) == 0) {
+        if (st)
+            *st = kept;
+        dc_handle_counted(fs, &attr);
+        if (age_ms)
+            *age_ms = age;
+        return 0;
+    }
     Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
     req.has_parent = 1;
     req.parent = parent;
     req.name = (char *)name;
-    return call_stat(fs, DEPFS__MDS_OP__MDS_LOOKUP, &req, st, true);
+    rc = call_stat(fs, DEPFS__MDS_OP__MDS_LOOKUP, &req, st, true);
+    if (age_ms)
+        *age_ms = 0;
+    uint64_t cookie, gen;
+    if (rc == 0 && dc_sa_missed(fs, parent, &cookie, &gen))
+        statahead_fetch(fs, parent, cookie, gen);
+    return rc;
+}
+
+int depfs_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st)
+{
+    return depfs_lookup_aged(fs, parent, name, st, NULL);
 }
 
 /* A file unlinked (nlink 0) is kept by the MDS for the handles still
@@ -371,17 +422,6 @@ int depfs_rename(depfs_t *fs, uint64_t parent, const char *name, uint64_t new_pa
 
 /* --------------------------------------------------------------- readdir */
 
-static int readdir_batch(depfs_t *fs, uint64_t ino, uint64_t mds_cookie, Depfs__MdsReply **rep)
-{
-    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
-    req.has_ino = 1;
-    req.ino = ino;
-    req.has_cookie = 1;
-    req.cookie = mds_cookie;
-    req.has_max_entries = 1;
-    req.max_entries = DC_READDIR_BATCH;
-    return dc_mds_call(fs, DEPFS__MDS_OP__MDS_READDIR, &req, rep);
-}
 
 /* The MDS lists "." (cookie 1) and ".." (cookie 2) itself; its cookies are
  * handed through unchanged. */
@@ -389,7 +429,7 @@ int depfs_readdir(depfs_t *fs, uint64_t ino, uint64_t cookie, depfs_dirent_fn fn
 {
     for (;;) {
         Depfs__MdsReply *rep = NULL;
-        int rc = readdir_batch(fs, ino, cookie, &rep);
+        int rc = readdir_page(fs, ino, cookie, DC_READDIR_BATCH, false, &rep);
         if (rc < 0) {
             free_rep(rep);
             return rc;

@@ -20,6 +20,7 @@
 #include "layout.h"
 #include "core_handles.h"
 #include "core_pace.h"
+#include "core_statahead.h"
 #include "rpc.h"
 
 /* One I/O server as this client sees it. */
@@ -155,6 +156,8 @@ struct depfs {
     bool handles_on;
     bool count_lookups;       /* depfs_options.count_lookups */
     dc_handles handles;
+    /* directories' entries for lookups (core_statahead.h) */
+    dc_statahead statahead;
 };
 
 struct depfs_fh {
@@ -282,6 +285,8 @@ const codec *dc_codec(depfs_t *fs, unsigned n, unsigned k, unsigned version);
 
 void dc_layout_from_pb(const Depfs__Layout *pb, layout *out);
 void dc_attr_to_stat(const Depfs__Attr *a, struct stat *st);
+/* Whether op changes no file, directory or attribute of the namespace. */
+bool dc_mds_op_reads_only(Depfs__MdsOp op);
 /* st_blocks of a file whose strip files occupy alloc_bytes under a layout
  * of (n, k): the data's share, alloc_bytes x k / n, in 512-byte blocks,
  * rounded up (README "Space accounting"). */
@@ -346,6 +351,10 @@ size_t dc_keeper_pass(depfs_t *fs);
 /* Attr (+ layout) of a reply as a stat, with this client's uncommitted size
  * and mtime when the inode is open here. */
 void dc_reply_to_stat(depfs_t *fs, const Depfs__MdsReply *rep, struct stat *st);
+/* The same from an Attr and a layout (NULL: none; only n, k and
+ * stripe_unit are read). */
+void dc_attr_layout_to_stat(depfs_t *fs, const Depfs__Attr *a, const Depfs__Layout *lay,
+                            struct stat *st);
 void dc_layout_to_info(const layout *l, depfs_layout_info *out);
 /* MDS_GETXATTR: the value's length, copied into value when size > 0
  * (-ERANGE when it does not fit); name not checked. */

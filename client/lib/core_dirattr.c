@@ -34,24 +34,13 @@
 static bool op_read_only(Depfs__MdsOp op)
 {
     switch (op) {
-    case DEPFS__MDS_OP__MDS_REGISTER:
-    case DEPFS__MDS_OP__MDS_LOOKUP:
-    case DEPFS__MDS_OP__MDS_GETATTR:
-    case DEPFS__MDS_OP__MDS_READDIR:
-    case DEPFS__MDS_OP__MDS_READLINK:
-    case DEPFS__MDS_OP__MDS_STATFS:
-    case DEPFS__MDS_OP__MDS_GETXATTR:
-    case DEPFS__MDS_OP__MDS_LISTXATTR:
-    case DEPFS__MDS_OP__MDS_CLUSTER:
-    case DEPFS__MDS_OP__MDS_SET_SERVER_STATE:
     case DEPFS__MDS_OP__MDS_OPEN:    /* a file's access (O_TRUNC: its size) */
     case DEPFS__MDS_OP__MDS_EXTEND:  /* a file's size and mtime */
     case DEPFS__MDS_OP__MDS_RELEASE:
-    case DEPFS__MDS_OP__MDS_PURGE_LIST:
     case DEPFS__MDS_OP__MDS_PURGE_DONE:
         return true;
     default:
-        return false;
+        return dc_mds_op_reads_only(op);
     }
 }
 

@@ -262,29 +262,32 @@ dc_inode *dc_inodes_detach_all(depfs_t *fs)
 
 void dc_reply_to_stat(depfs_t *fs, const Depfs__MdsReply *rep, struct stat *st)
 {
-    if (!st)
+    if (st)
+        dc_attr_layout_to_stat(fs, rep->attr, rep->layout, st);
+}
+
+void dc_attr_layout_to_stat(depfs_t *fs, const Depfs__Attr *a, const Depfs__Layout *lay,
+                            struct stat *st)
+{
+    dc_attr_to_stat(a, st);
+    if (lay && lay->k && lay->stripe_unit)
+        st->st_blksize = (blksize_t)((uint64_t)lay->k * lay->stripe_unit);
+    if (!a || !S_ISREG(st->st_mode))
         return;
-    dc_attr_to_stat(rep->attr, st);
-    if (rep->layout && rep->layout->k && rep->layout->stripe_unit)
-        st->st_blksize = (blksize_t)((uint64_t)rep->layout->k * rep->layout->stripe_unit);
-    if (!rep->attr || !S_ISREG(st->st_mode))
-        return;
-    bool measured = rep->attr->has_alloc_bytes && rep->layout && rep->layout->k > 0 &&
-                    rep->layout->k <= rep->layout->n && rep->layout->n <= LAYOUT_MAX_N &&
-                    rep->attr->alloc_bytes <= WIRE_ALLOC_BYTES_MAX;
+    bool measured = a->has_alloc_bytes && lay && lay->k > 0 && lay->k <= lay->n &&
+                    lay->n <= LAYOUT_MAX_N && a->alloc_bytes <= WIRE_ALLOC_BYTES_MAX;
     if (measured) /* what the last writer measured; else (older files) the size */
-        st->st_blocks = (blkcnt_t)dc_alloc_blocks(rep->attr->alloc_bytes, rep->layout->n,
-                                                  rep->layout->k);
+        st->st_blocks = (blkcnt_t)dc_alloc_blocks(a->alloc_bytes, lay->n, lay->k);
     uint64_t size;
     int64_t mtime_ns;
-    if (!dc_inode_local_size(fs, rep->attr->ino, &size, &mtime_ns))
+    if (!dc_inode_local_size(fs, a->ino, &size, &mtime_ns))
         return;
     if (size > (uint64_t)st->st_size) {
         st->st_size = (off_t)size;
         if (!measured) /* a measured figure stands until this writer's commit */
             st->st_blocks = (blkcnt_t)((size + DC_BLOCK_BYTES - 1) / DC_BLOCK_BYTES);
     }
-    if (mtime_ns > rep->attr->mtime_ns) {
+    if (mtime_ns > a->mtime_ns) {
         st->st_mtim.tv_sec = (time_t)(mtime_ns / DC_NS_PER_SEC);
         st->st_mtim.tv_nsec = (long)(mtime_ns % DC_NS_PER_SEC);
     }

@@ -108,6 +108,7 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
         log_debug("libdepfs: %s attempt %u failed: %s", mds_op_name(op), attempt + 1, strerror(-rc));
     }
     dc_dirattr_after_call(fs, op, &r, rc == 0 ? *reply : NULL, dirattr_gen);
+    dc_sa_after_call(fs, op, &r, rc == 0 ? *reply : NULL);
     if (rc < 0) {
         dc_set_error("%s: MDS %s: %s", mds_op_name(op), fs->cfg.mds_address, strerror(-rc));
         return rc;

@@ -194,3 +194,23 @@ void dc_layout_to_info(const layout *l, depfs_layout_info *out)
 }
 
 uint64_t depfs_client_id(const depfs_t *fs) { return fs->client_id; }
+
+bool dc_mds_op_reads_only(Depfs__MdsOp op)
+{
+    switch (op) {
+    case DEPFS__MDS_OP__MDS_REGISTER:
+    case DEPFS__MDS_OP__MDS_LOOKUP:
+    case DEPFS__MDS_OP__MDS_GETATTR:
+    case DEPFS__MDS_OP__MDS_READDIR:
+    case DEPFS__MDS_OP__MDS_READLINK:
+    case DEPFS__MDS_OP__MDS_STATFS:
+    case DEPFS__MDS_OP__MDS_GETXATTR:
+    case DEPFS__MDS_OP__MDS_LISTXATTR:
+    case DEPFS__MDS_OP__MDS_CLUSTER:
+    case DEPFS__MDS_OP__MDS_SET_SERVER_STATE: /* servers' states, not files' */
+    case DEPFS__MDS_OP__MDS_PURGE_LIST:
+        return true;
+    default:
+        return false;
+    }
+}

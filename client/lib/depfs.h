@@ -68,6 +68,14 @@ typedef struct depfs_options {
      * depfs_forget gives its lookups back. Such a caller uses the inode API
      * alone (the path API's own lookups would count too). */
     bool count_lookups;
+    /* Statahead (0: off): a directory whose names are looked up one after
+     * another is fetched a page at a time with its entries' attributes,
+     * and depfs_lookup answers from a page younger than this many ms
+     * (depfs_lookup_aged says how old). Only for a caller that checks
+     * search permission on the directory itself before each lookup, as
+     * the FUSE kernel does with default_permissions: the page is fetched
+     * for whoever's lookup started it. */
+    unsigned statahead_ms;
 } depfs_options;
 
 /* ------------------------------------------------------------- lifecycle */
@@ -96,6 +104,10 @@ int depfs_act_as(const depfs_cred *cr);
  * root (depfs_resolve) learns them again. The cluster key's holders need
  * none. */
 int depfs_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st);
+/* depfs_lookup, and how old the answer is in ms (*age_ms; 0: from the MDS
+ * now): a caller that caches it keeps it that much less long. */
+int depfs_lookup_aged(depfs_t *fs, uint64_t parent, const char *name, struct stat *st,
+                      unsigned *age_ms);
 /* With depfs_options.count_lookups: the caller no longer holds nlookup of
  * the lookups of ino counted so far (the FUSE kernel's FORGET); once none
  * is held and no handle of ino is open here, its tag may be dropped. */

@@ -264,6 +264,162 @@ START_TEST(test_dir_attr_after_change)
 }
 END_TEST
 
+/* ------------------------------------------------------------ statahead */
+
+#define SA_FILES 40u
+#define SA_KEEP_MS 60000u /* a bound no test step reaches */
+#define SA_SHORT_MS 300u  /* one a test waits out */
+
+static depfs_t *mount_statahead(unsigned keep_ms)
+{
+    depfs_options o = {.config_path = cl->conf, .statahead_ms = keep_ms};
+    depfs_t *fs = NULL;
+    int rc = depfs_mount(&o, &fs);
+    ck_assert_msg(rc == 0, "mount: %s (%s)", strerror(-rc), depfs_last_error());
+    return fs;
+}
+
+/* A lookup through fs, against a fresh getattr through `truth`. */
+static void expect_lookup_true(depfs_t *fs, depfs_t *truth, uint64_t d, const char *name)
+{
+    struct stat got, want;
+    unsigned age = UINT_MAX;
+    int rc = depfs_lookup_aged(fs, d, name, &got, &age);
+    ck_assert_msg(rc == 0, "lookup %s: %d %s", name, rc, depfs_last_error());
+    ck_assert_uint_lt(age, SA_KEEP_MS);
+    ck_assert_int_eq(depfs_getattr(truth, got.st_ino, &want), 0);
+    ck_assert_uint_eq(got.st_mode, want.st_mode);
+    ck_assert_uint_eq(got.st_nlink, want.st_nlink);
+    ck_assert_uint_eq(got.st_uid, want.st_uid);
+    ck_assert_uint_eq(got.st_size, want.st_size);
+    ck_assert_uint_eq(got.st_blocks, want.st_blocks);
+    ck_assert_uint_eq(got.st_blksize, want.st_blksize);
+    ck_assert_int_eq(got.st_ctim.tv_sec, want.st_ctim.tv_sec);
+    ck_assert_int_eq(got.st_ctim.tv_nsec, want.st_ctim.tv_nsec);
+}
+
+/* A directory dname with SA_FILES files f0, f1, ... made by fs. */
+static uint64_t sa_files(depfs_t *fs, const char *dname, uint64_t ino[SA_FILES])
+{
+    char name[32];
+    uint64_t d = mkdir_ok(fs, DEPFS_ROOT_INO, dname);
+    for (unsigned i = 0; i < SA_FILES; i++) {
+        snprintf(name, sizeof name, "f%u", i);
+        ino[i] = create_ok(fs, d, name, NULL);
+    }
+    return d;
+}
+
+static void write_ok(depfs_t *fs, uint64_t ino, size_t len)
+{
+    static char buf[8192];
+    depfs_fh_t *fh = NULL;
+    ck_assert_uint_le(len, sizeof buf);
+    memset(buf, 'x', len);
+    ck_assert_int_eq(depfs_open_ino(fs, ino, O_RDWR, &fh), 0);
+    ck_assert_int_eq(depfs_write(fh, buf, len, 0), (ssize_t)len);
+    ck_assert_int_eq(depfs_close(fh), 0);
+}
+
+/* Names looked up one after another come from pages of the directory
+ * (READDIR with_attrs), each answer what the MDS says, and what this
+ * client changes is never answered from an older page. */
+START_TEST(test_statahead_lookups)
+{
+    depfs_t *fs = mount_statahead(SA_KEEP_MS), *other = mount_fs();
+    char name[32];
+    uint64_t ino[SA_FILES];
+    uint64_t d = sa_files(other, "statahead", ino);
+    write_ok(other, ino[1], 5000);
+    for (unsigned i = 0; i < SA_FILES; i++) {
+        snprintf(name, sizeof name, "f%u", i);
+        expect_lookup_true(fs, other, d, name);
+    }
+    ck_assert_uint_eq(fs->statahead.pages, 1);
+    ck_assert_uint_eq(fs->statahead.answered, SA_FILES - DC_SA_TRIGGER);
+
+    /* this client's changes: never an older page's answer */
+    struct stat st, in = {.st_mode = 0600};
+    ck_assert_int_eq(depfs_unlink(fs, d, "f5"), 0);
+    ck_assert_int_eq(depfs_lookup(fs, d, "f5", &st), -ENOENT);
+    ck_assert_int_eq(depfs_setattr(fs, ino[6], &in, DEPFS_SET_MODE, &st), 0);
+    expect_lookup_true(fs, other, d, "f6");
+    ck_assert_int_eq(depfs_rename(fs, d, "f7", d, "g7", 0), 0);
+    ck_assert_int_eq(depfs_lookup(fs, d, "f7", &st), -ENOENT);
+    expect_lookup_true(fs, other, d, "g7");
+    ck_assert_int_eq(depfs_link(fs, ino[8], d, "l8", &st), 0);
+    expect_lookup_true(fs, other, d, "f8"); /* nlink 2 */
+    write_ok(fs, ino[9], 3000);             /* its size report (MDS_EXTEND) */
+    expect_lookup_true(fs, other, d, "f9");
+    ck_assert_int_eq(depfs_rename(fs, d, "f10", d, "f11", 0), 0); /* f11 replaced */
+    expect_lookup_true(fs, other, d, "f11");
+
+    /* another client's change: seen once the page is older than the bound */
+    depfs_t *brief = mount_statahead(SA_SHORT_MS);
+    for (unsigned i = 20; i < SA_FILES; i++) {
+        snprintf(name, sizeof name, "f%u", i);
+        ck_assert_int_eq(depfs_lookup(brief, d, name, &st), 0);
+    }
+    ck_assert_int_eq(depfs_setattr(other, ino[30], &in, DEPFS_SET_MODE, &st), 0);
+    usleep(SA_SHORT_MS * 1000u);
+    unsigned age = 0;
+    ck_assert_int_eq(depfs_lookup_aged(brief, d, "f30", &st, &age), 0);
+    ck_assert_uint_eq(st.st_mode & 07777, 0600);
+    ck_assert_uint_eq(age, 0);
+    depfs_unmount(brief);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
+/* A page on its way while this client changes the directory: what the
+ * changes dropped is dropped from it too; past what the change log holds,
+ * the page is not kept. */
+START_TEST(test_statahead_page_across_changes)
+{
+    depfs_t *fs = mount_statahead(SA_KEEP_MS), *other = mount_fs();
+    uint64_t ino[SA_FILES];
+    uint64_t d = sa_files(other, "statahead2", ino);
+    uint64_t cookie = 0, gen = 0;
+    bool fetch = false;
+    for (unsigned i = 0; i < DC_SA_TRIGGER && !fetch; i++)
+        fetch = dc_sa_missed(fs, d, &cookie, &gen);
+    ck_assert(fetch);
+    ck_assert_uint_eq(cookie, 0);
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_ino = req.has_max_entries = req.has_with_attrs = 1;
+    req.ino = d;
+    req.max_entries = DC_SA_PAGE_ENTRIES;
+    req.with_attrs = 1;
+    Depfs__MdsReply *page = NULL;
+    ck_assert_int_eq(dc_mds_call(fs, DEPFS__MDS_OP__MDS_READDIR, &req, &page), 0);
+    /* the changes, after the page was read and before it is kept */
+    struct stat st, in = {.st_mode = 0600};
+    ck_assert_int_eq(depfs_unlink(fs, d, "f1"), 0);
+    ck_assert_int_eq(depfs_setattr(fs, ino[2], &in, DEPFS_SET_MODE, &st), 0);
+    dc_sa_keep(fs, d, gen, dc_now_ms(), page);
+    ck_assert_uint_eq(fs->statahead.pages, 1);
+    ck_assert_int_eq(depfs_lookup(fs, d, "f1", &st), -ENOENT);
+    expect_lookup_true(fs, other, d, "f2");
+    uint64_t answered = fs->statahead.answered;
+    expect_lookup_true(fs, other, d, "f3");
+    ck_assert_uint_eq(fs->statahead.answered, answered + 1);
+
+    /* more changes than the log holds: the page is not kept */
+    fetch = false;
+    for (unsigned i = 0; i < 64 && !fetch; i++)
+        fetch = dc_sa_missed(fs, d, &cookie, &gen);
+    ck_assert(fetch);
+    for (unsigned i = 0; i < DC_SA_LOG; i++)
+        ck_assert_int_eq(depfs_setattr(fs, ino[4], &in, DEPFS_SET_MODE, &st), 0);
+    dc_sa_keep(fs, d, gen, dc_now_ms(), page);
+    ck_assert_uint_eq(fs->statahead.pages, 1);
+    depfs__mds_reply__free_unpacked(page, NULL);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
 START_TEST(test_rename_link_unlink)
 {
     depfs_t *fs = mount_fs();
@@ -864,6 +1020,8 @@ static Suite *core_suite(void)
     tcase_add_test(tc, test_mount_and_status);
     tcase_add_test(tc, test_mkdir_create_lookup_readdir);
     tcase_add_test(tc, test_dir_attr_after_change);
+    tcase_add_test(tc, test_statahead_lookups);
+    tcase_add_test(tc, test_statahead_page_across_changes);
     tcase_add_test(tc, test_rename_link_unlink);
     tcase_add_test(tc, test_symlinks);
     tcase_add_test(tc, test_xattrs);

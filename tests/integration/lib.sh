@@ -436,6 +436,11 @@ require_recovery() {
 # cluster calls it up again; wait that long before asking the mount for
 # stripes that need a server it saw fail.
 settle_clients() { sleep "$(awk -v ms="$(conf_ms server_down_expiry_ms 5000)" 'BEGIN { print ms / 1000 + 0.5 }')"; }
+# What another client changed shows in the mount once the mount's cache
+# times have passed (attr_timeout and entry_timeout, 1 s by default, which
+# also bound how old a statahead page may answer: README "Statahead").
+MOUNT_CACHE_MS=1000
+wait_mount_caches() { sleep "$(awk -v ms="$MOUNT_CACHE_MS" 'BEGIN { print ms / 1000 + 0.1 }')"; }
 # rejoins_of ID: how many rejoins of server ID depfs-recovery has logged.
 rejoins_of() { grep -c "ioserver $1: rejoined" "$DEPFS_STATE/logs/recovery.log" || true; }
 # wait_rejoined ID BEFORE BOUND_S: until server ID rejoined once more than

@@ -195,6 +195,7 @@ rm "$MNT/a/f" "$MNT/b/f" "$MNT/b/stream"
 for f in "${small[@]}"; do rm "$MNT$f"; done
 depfs rm /c86 || fail "depfs rm /c86"
 rm "$MNT/c42"
+wait_mount_caches # /c86 went through another client
 for f in /a/f /b/f /c86 /c42 /b/stream; do ! [ -e "$MNT$f" ] || fail "$f still there after removal"; done
 [ -z "$(ls -A "$MNT/a")$(ls -A "$MNT/b")" ] || fail "directories not empty after removal"
 

@@ -1,0 +1,395 @@
+/* core_statahead.c - the directories' entries kept for statahead
+ * (core_statahead.h): the pages, their lookup, and what each of this
+ * client's calls drops. The pages are fetched by depfs_lookup_aged
+ * (api_namespace.c). */
+#include "core_statahead.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+/* FNV-1a: names are short; the hash only spreads them over buckets. */
+static uint32_t name_hash(const char *name)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h;
+}
+
+void dc_sa_init(dc_statahead *sa, unsigned max_age_ms)
+{
+    memset(sa, 0, sizeof(*sa));
+    pthread_mutex_init(&sa->lock, NULL);
+    sa->max_age_ms = max_age_ms;
+}
+
+static uint32_t ino_bucket(uint64_t ino)
+{
+    return DC_SA_BUCKETS + (uint32_t)((ino * 0x9E3779B97F4A7C15ull) >> 40) % DC_SA_BUCKETS;
+}
+
+/* Under lock: forgets what d holds, keeps its allocation. */
+static void dir_empty(dc_sa_dir *d)
+{
+    for (uint32_t i = 0; i < d->n; i++)
+        free(d->ents[i].name);
+    d->n = 0;
+    if (d->buckets)
+        for (uint32_t b = 0; b < 2 * DC_SA_BUCKETS; b++)
+            d->buckets[b] = DC_SA_NONE;
+}
+
+/* Under lock: frees d, the slot free again. */
+static void dir_free(dc_sa_dir *d)
+{
+    dir_empty(d);
+    free(d->ents);
+    free(d->buckets);
+    memset(d, 0, sizeof(*d));
+}
+
+void dc_sa_destroy(dc_statahead *sa)
+{
+    for (unsigned i = 0; i < DC_SA_DIRS; i++)
+        dir_free(&sa->dirs[i]);
+    pthread_mutex_destroy(&sa->lock);
+}
+
+/* Under lock. */
+static dc_sa_dir *dir_find(dc_statahead *sa, uint64_t ino)
+{
+    for (unsigned i = 0; i < DC_SA_DIRS; i++)
+        if (sa->dirs[i].ino == ino)
+            return &sa->dirs[i];
+    return NULL;
+}
+
+/* Under lock: ino's slot, taking the least recently used one (not being
+ * filled) for it when it has none; NULL when every slot is being filled. */
+static dc_sa_dir *dir_get(dc_statahead *sa, uint64_t ino, uint64_t now)
+{
+    dc_sa_dir *d = dir_find(sa, ino), *lru = NULL;
+    if (d)
+        return d;
+    for (unsigned i = 0; i < DC_SA_DIRS; i++) {
+        dc_sa_dir *c = &sa->dirs[i];
+        if (!c->filling && (!lru || c->used_ms < lru->used_ms))
+            lru = c;
+    }
+    if (!lru)
+        return NULL;
+    dir_free(lru);
+    lru->ino = ino;
+    lru->used_ms = now;
+    return lru;
+}
+
+/* Under lock: the entry of name in d, or NULL. */
+static dc_sa_entry *entry_find(const dc_sa_dir *d, const char *name)
+{
+    if (d->n == 0)
+        return NULL;
+    uint32_t h = name_hash(name);
+    for (uint32_t i = d->buckets[h % DC_SA_BUCKETS]; i != DC_SA_NONE; i = d->ents[i].next)
+        if (d->ents[i].hash == h && strcmp(d->ents[i].name, name) == 0)
+            return &d->ents[i];
+    return NULL;
+}
+
+int dc_sa_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st,
+                 Depfs__Attr *attr, unsigned *age_ms)
+{
+    dc_statahead *sa = &fs->statahead;
+    if (sa->max_age_ms == 0)
+        return -ENOENT;
+    Depfs__Attr a;
+    Depfs__Layout shape = DEPFS__LAYOUT__INIT;
+    bool has_shape = false;
+    uint64_t age = 0;
+    int rc = -ENOENT;
+    uint64_t now = dc_now_ms();
+    pthread_mutex_lock(&sa->lock);
+    dc_sa_dir *d = dir_find(sa, parent);
+    const dc_sa_entry *e = d ? entry_find(d, name) : NULL;
+    if (e && !e->gone && now - e->fetched_ms < sa->max_age_ms) {
+        d->used_ms = now;
+        a = e->attr;
+        has_shape = e->has_shape;
+        shape.n = e->n;
+        shape.k = e->k;
+        shape.stripe_unit = e->su;
+        age = now - e->fetched_ms;
+        sa->answered++;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&sa->lock);
+    if (rc < 0)
+        return rc;
+    dc_attr_layout_to_stat(fs, &a, has_shape ? &shape : NULL, st);
+    *attr = a;
+    *age_ms = (unsigned)age;
+    return 0;
+}
+
+bool dc_sa_missed(depfs_t *fs, uint64_t parent, uint64_t *cookie, uint64_t *gen)
+{
+    dc_statahead *sa = &fs->statahead;
+    if (sa->max_age_ms == 0)
+        return false;
+    bool fetch = false;
+    uint64_t now = dc_now_ms();
+    pthread_mutex_lock(&sa->lock);
+    dc_sa_dir *d = dir_get(sa, parent, now);
+    if (d && !d->filling && ++d->misses >= DC_SA_TRIGGER) {
+        /* from the start again once the pages kept are old or the last
+         * reached the end (the names missed came since) */
+        if (d->n == 0 || d->eof || now - d->started_ms >= sa->max_age_ms) {
+            dir_empty(d);
+            d->next_cookie = 0;
+            d->eof = false;
+            d->started_ms = now;
+        }
+        d->misses = 0;
+        d->filling = true;
+        d->used_ms = now;
+        *cookie = d->next_cookie;
+        *gen = sa->gen;
+        fetch = true;
+    }
+    pthread_mutex_unlock(&sa->lock);
+    return fetch;
+}
+
+/* Under lock: room for `more` entries in d (allocated at the first page). */
+static int dir_reserve(dc_sa_dir *d, uint32_t more)
+{
+    if (!d->buckets) {
+        d->buckets = malloc(2 * DC_SA_BUCKETS * sizeof(*d->buckets));
+        if (!d->buckets)
+            return -ENOMEM;
+        for (uint32_t b = 0; b < 2 * DC_SA_BUCKETS; b++)
+            d->buckets[b] = DC_SA_NONE;
+    }
+    if (d->n + more > DC_SA_MAX_ENTRIES)
+        dir_empty(d); /* a directory larger than what is kept: start over */
+    if (d->n + more <= d->cap)
+        return 0;
+    uint32_t cap = d->n + more;
+    dc_sa_entry *ents = realloc(d->ents, cap * sizeof(*ents));
+    if (!ents)
+        return -ENOMEM;
+    d->ents = ents;
+    d->cap = cap;
+    return 0;
+}
+
+/* Under lock: keeps one entry the page gave (those without attributes, and
+ * "." and "..", are not kept: the kernel resolves those itself). */
+static void dir_add(dc_sa_dir *d, const Depfs__Dirent *de, uint64_t asked_ms)
+{
+    const Depfs__Attr *a = de->attr;
+    if (!a || a->ino != de->ino || !strcmp(de->name, ".") || !strcmp(de->name, "..") ||
+        entry_find(d, de->name))
+        return;
+    char *name = strdup(de->name);
+    if (!name)
+        return;
+    assert(d->n < d->cap);
+    dc_sa_entry *e = &d->ents[d->n];
+    memset(e, 0, sizeof(*e));
+    e->name = name;
+    e->hash = name_hash(name);
+    e->fetched_ms = asked_ms;
+    e->attr = *a;
+    e->attr.base.n_unknown_fields = 0; /* scalars only: nothing owned */
+    e->attr.base.unknown_fields = NULL;
+    const Depfs__Layout *l = de->layout;
+    if (l && S_ISREG(a->mode)) {
+        e->has_shape = true;
+        e->n = l->n;
+        e->k = l->k;
+        e->su = l->stripe_unit;
+    }
+    uint32_t b = e->hash % DC_SA_BUCKETS, ib = ino_bucket(a->ino);
+    e->next = d->buckets[b];
+    e->ino_next = d->buckets[ib];
+    d->buckets[b] = d->buckets[ib] = d->n++;
+}
+
+/* Under lock: drops every kept entry of inode ino (its slot stays until
+ * the directory's pages go). */
+static void drop_ino(dc_statahead *sa, uint64_t ino)
+{
+    for (unsigned i = 0; i < DC_SA_DIRS; i++) {
+        dc_sa_dir *d = &sa->dirs[i];
+        if (d->n == 0)
+            continue;
+        for (uint32_t j = d->buckets[ino_bucket(ino)]; j != DC_SA_NONE; j = d->ents[j].ino_next)
+            if (d->ents[j].attr.ino == ino)
+                d->ents[j].gone = true;
+    }
+}
+
+/* Under lock: drops name in directory dir, and every entry of the inode it
+ * had (its other names' link counts changed with it). */
+static void drop_name(dc_statahead *sa, uint64_t dir, const char *name)
+{
+    dc_sa_dir *d = dir_find(sa, dir);
+    dc_sa_entry *e = d ? entry_find(d, name) : NULL;
+    if (!e)
+        return;
+    e->gone = true;
+    drop_ino(sa, e->attr.ino);
+}
+
+/* Under lock: everything dropped; a page in flight is not kept. */
+static void drop_all(dc_statahead *sa)
+{
+    for (unsigned i = 0; i < DC_SA_DIRS; i++)
+        if (!sa->dirs[i].filling)
+            dir_free(&sa->dirs[i]);
+        else
+            dir_empty(&sa->dirs[i]); /* its filler finds it by ino */
+}
+
+/* Under lock. */
+static void drop_apply(dc_statahead *sa, const dc_sa_drop *x)
+{
+    switch (x->kind) {
+    case DC_SA_DROP_NAME: drop_name(sa, x->ino, x->name); break;
+    case DC_SA_DROP_INO: drop_ino(sa, x->ino); break;
+    case DC_SA_DROP_ALL: drop_all(sa); break;
+    }
+}
+
+/* Under lock: applies one drop of the change sa->gen and logs it. */
+static void drop(dc_statahead *sa, dc_sa_drop_kind kind, uint64_t ino, const char *name)
+{
+    dc_sa_drop *x = &sa->log[sa->log_next++ % DC_SA_LOG];
+    x->gen = sa->gen;
+    x->kind = kind;
+    x->ino = ino;
+    x->name[0] = '\0';
+    if (name && strlen(name) <= WIRE_NAME_MAX)
+        memcpy(x->name, name, strlen(name) + 1);
+    else if (kind == DC_SA_DROP_NAME) /* not a name the MDS takes: drop it all */
+        x->kind = DC_SA_DROP_ALL;
+    drop_apply(sa, x);
+}
+
+/* Under lock: whether the log still holds every drop of the changes after
+ * gen (the oldest it holds is older). */
+static bool log_covers(const dc_statahead *sa, uint64_t gen)
+{
+    if (sa->gen == gen)
+        return true;
+    if (sa->log_next < DC_SA_LOG)
+        return true; /* nothing overwritten yet */
+    const dc_sa_drop *oldest = &sa->log[sa->log_next % DC_SA_LOG];
+    return oldest->gen <= gen;
+}
+
+/* Under lock: the drops of the changes after gen again (on a page kept). */
+static void log_replay(dc_statahead *sa, uint64_t gen)
+{
+    uint32_t n = sa->log_next < DC_SA_LOG ? sa->log_next : DC_SA_LOG;
+    for (uint32_t i = sa->log_next - n; i != sa->log_next; i++) {
+        const dc_sa_drop *x = &sa->log[i % DC_SA_LOG];
+        if (x->gen > gen)
+            drop_apply(sa, x);
+    }
+}
+
+void dc_sa_keep(depfs_t *fs, uint64_t parent, uint64_t gen, uint64_t asked_ms,
+                const Depfs__MdsReply *rep)
+{
+    dc_statahead *sa = &fs->statahead;
+    pthread_mutex_lock(&sa->lock);
+    dc_sa_dir *d = dir_find(sa, parent);
+    if (!d) /* not possible while filling: slots being filled are not taken */
+        goto out;
+    d->filling = false;
+    if (!rep || rep->err != 0 || rep->n_entries > DC_SA_PAGE_ENTRIES || !log_covers(sa, gen))
+        goto out;
+    if (dir_reserve(d, (uint32_t)rep->n_entries) < 0)
+        goto out;
+    for (size_t i = 0; i < rep->n_entries; i++) {
+        dir_add(d, rep->entries[i], asked_ms);
+        if (rep->entries[i]->cookie > d->next_cookie)
+            d->next_cookie = rep->entries[i]->cookie;
+    }
+    d->eof = rep->has_eof && rep->eof;
+    sa->pages++;
+    log_replay(sa, gen); /* what changed while the page was on its way */
+out:
+    pthread_mutex_unlock(&sa->lock);
+}
+
+/* Ops that change nothing a kept entry says. */
+static bool op_keeps_all(Depfs__MdsOp op, const Depfs__MdsRequest *req)
+{
+    if (op == DEPFS__MDS_OP__MDS_OPEN) /* for reading, not truncating */
+        return req->has_flags && (req->flags & O_ACCMODE) == O_RDONLY && !(req->flags & O_TRUNC);
+    return dc_mds_op_reads_only(op);
+}
+
+/* Ops whose every effect is on what their request and reply name. */
+static bool op_changes_named(Depfs__MdsOp op)
+{
+    switch (op) {
+    case DEPFS__MDS_OP__MDS_SETATTR:
+    case DEPFS__MDS_OP__MDS_CREATE:
+    case DEPFS__MDS_OP__MDS_MKNOD:
+    case DEPFS__MDS_OP__MDS_MKDIR:
+    case DEPFS__MDS_OP__MDS_UNLINK:
+    case DEPFS__MDS_OP__MDS_RMDIR:
+    case DEPFS__MDS_OP__MDS_RENAME:
+    case DEPFS__MDS_OP__MDS_SYMLINK:
+    case DEPFS__MDS_OP__MDS_LINK:
+    case DEPFS__MDS_OP__MDS_SETXATTR:
+    case DEPFS__MDS_OP__MDS_REMOVEXATTR:
+    case DEPFS__MDS_OP__MDS_EXTEND:
+    case DEPFS__MDS_OP__MDS_OPEN:
+    case DEPFS__MDS_OP__MDS_RELEASE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+void dc_sa_after_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req,
+                      const Depfs__MdsReply *rep)
+{
+    dc_statahead *sa = &fs->statahead;
+    if (sa->max_age_ms == 0 || op_keeps_all(op, req))
+        return;
+    pthread_mutex_lock(&sa->lock);
+    sa->gen++;
+    if (!op_changes_named(op)) {
+        drop(sa, DC_SA_DROP_ALL, 0, NULL);
+        goto out;
+    }
+    /* a change that failed may still have happened: its reply, if any, only
+     * adds what it names */
+    if (req->has_parent && req->name)
+        drop(sa, DC_SA_DROP_NAME, req->parent, req->name);
+    if (req->has_new_parent && req->new_name)
+        drop(sa, DC_SA_DROP_NAME, req->new_parent, req->new_name);
+    if (req->has_parent) /* the directories' own attributes changed */
+        drop(sa, DC_SA_DROP_INO, req->parent, NULL);
+    if (req->has_new_parent)
+        drop(sa, DC_SA_DROP_INO, req->new_parent, NULL);
+    if (req->has_ino)
+        drop(sa, DC_SA_DROP_INO, req->ino, NULL);
+    if (rep && rep->attr)
+        drop(sa, DC_SA_DROP_INO, rep->attr->ino, NULL);
+    if (rep && rep->has_removed_ino && rep->removed_ino)
+        drop(sa, DC_SA_DROP_INO, rep->removed_ino, NULL);
+out:
+    pthread_mutex_unlock(&sa->lock);
+}
