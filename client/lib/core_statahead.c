@@ -86,18 +86,21 @@ static dc_sa_dir *dir_get(dc_statahead *sa, uint64_t ino, uint64_t now)
     dir_free(lru);
     lru->ino = ino;
     lru->used_ms = now;
+    lru->trigger = DC_SA_TRIGGER;
     return lru;
 }
 
-/* Under lock: the entry of name in d, or NULL. */
+/* Under lock: the entry of name in d not dropped, or NULL. */
 static dc_sa_entry *entry_find(const dc_sa_dir *d, const char *name)
 {
     if (d->n == 0)
         return NULL;
     uint32_t h = name_hash(name);
-    for (uint32_t i = d->buckets[h % DC_SA_BUCKETS]; i != DC_SA_NONE; i = d->ents[i].next)
-        if (d->ents[i].hash == h && strcmp(d->ents[i].name, name) == 0)
+    for (uint32_t i = d->buckets[h % DC_SA_BUCKETS]; i != DC_SA_NONE; i = d->ents[i].next) {
+        const dc_sa_entry *e = &d->ents[i];
+        if (!e->gone && e->hash == h && strcmp(e->name, name) == 0)
             return &d->ents[i];
+    }
     return NULL;
 }
 
@@ -116,8 +119,9 @@ int dc_sa_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st
     pthread_mutex_lock(&sa->lock);
     dc_sa_dir *d = dir_find(sa, parent);
     const dc_sa_entry *e = d ? entry_find(d, name) : NULL;
-    if (e && !e->gone && now - e->fetched_ms < sa->max_age_ms) {
+    if (e && now - e->fetched_ms < sa->max_age_ms) {
         d->used_ms = now;
+        d->hits++;
         a = e->attr;
         has_shape = e->has_shape;
         shape.n = e->n;
@@ -145,7 +149,19 @@ bool dc_sa_missed(depfs_t *fs, uint64_t parent, uint64_t *cookie, uint64_t *gen)
     uint64_t now = dc_now_ms();
     pthread_mutex_lock(&sa->lock);
     dc_sa_dir *d = dir_get(sa, parent, now);
-    if (d && !d->filling && ++d->misses >= DC_SA_TRIGGER) {
+    if (d && !d->filling && ++d->misses >= d->trigger) {
+        /* pages that answered fewer names than were missed since: looked
+         * up at random, fetch less often (DC_SA_TRIGGER_MAX) */
+        bool paying = d->n == 0 || d->hits >= d->misses;
+        d->trigger = paying ? DC_SA_TRIGGER
+                            : (d->trigger * 2 > DC_SA_TRIGGER_MAX ? DC_SA_TRIGGER_MAX : d->trigger * 2);
+        bool full = d->n + DC_SA_PAGE_ENTRIES > DC_SA_MAX_ENTRIES;
+        if (full && paying && now - d->started_ms < sa->max_age_ms) {
+            /* what is kept still answers most names: keep it rather than
+             * start over for the few past it */
+            d->misses = d->hits = 0;
+            goto out;
+        }
         /* from the start again once the pages kept are old or the last
          * reached the end (the names missed came since) */
         if (d->n == 0 || d->eof || now - d->started_ms >= sa->max_age_ms) {
@@ -154,13 +170,14 @@ bool dc_sa_missed(depfs_t *fs, uint64_t parent, uint64_t *cookie, uint64_t *gen)
             d->eof = false;
             d->started_ms = now;
         }
-        d->misses = 0;
+        d->misses = d->hits = 0;
         d->filling = true;
         d->used_ms = now;
         *cookie = d->next_cookie;
         *gen = sa->gen;
         fetch = true;
     }
+out:
     pthread_mutex_unlock(&sa->lock);
     return fetch;
 }

@@ -35,10 +35,18 @@
 
 #define DC_SA_DIRS 4u              /* directories kept at once (LRU) */
 #define DC_SA_PAGE_ENTRIES 1024u   /* asked per page (the MDS may give fewer) */
-#define DC_SA_MAX_ENTRIES 8192u    /* kept per directory; past it, start over */
+#define DC_SA_MAX_ENTRIES 8192u    /* kept per directory; past it, start over
+                                    * with the next page, unless what is kept
+                                    * still answers most names */
 #define DC_SA_BUCKETS 2048u        /* name hash buckets per directory */
 #define DC_SA_TRIGGER 4u           /* names the MDS found that were not kept,
                                     * since the last page: then fetch one */
+#define DC_SA_TRIGGER_MAX DC_SA_PAGE_ENTRIES /* ... at most, while pages do not
+                                    * pay (a directory looked up at random):
+                                    * the trigger doubles each time the
+                                    * pages answered fewer names than were
+                                    * missed, back to DC_SA_TRIGGER when they
+                                    * answer more */
 #define DC_SA_LOG 256u              /* drops remembered for pages in flight */
 #define DC_SA_NONE UINT32_MAX
 
@@ -57,7 +65,8 @@ typedef struct dc_sa_entry {
 typedef struct dc_sa_dir {
     uint64_t ino;          /* 0: a free slot */
     uint64_t used_ms;      /* least recently used goes first */
-    unsigned misses;       /* see DC_SA_TRIGGER */
+    unsigned misses, hits; /* since the last page was asked for */
+    unsigned trigger;      /* misses that ask for the next (DC_SA_TRIGGER..) */
     bool filling;          /* a page is being fetched */
     bool eof;              /* the last page reached the directory's end */
     uint64_t next_cookie;  /* where the next page starts */

@@ -3,7 +3,9 @@
  * 127.0.0.1 with a temp config and data dirs. Exercises mount, the
  * namespace API (mkdir, create, lookup, readdir with resumption, rename,
  * link, unlink, symlink/readlink, xattrs), the directory attributes a
- * change brings back (depfs_dir_attr_take), layout xattr inheritance, labels
+ * change brings back (depfs_dir_attr_take), statahead (lookups answered
+ * from pages of the directory, and what keeps them true), layout xattr
+ * inheritance, labels
  * in depfs_open (good ones and refused ones with their messages), setattr,
  * sizes of files open in this client, cluster status, MDS restart under a
  * mounted client, and many threads on one mount.
@@ -269,6 +271,7 @@ END_TEST
 #define SA_FILES 40u
 #define SA_KEEP_MS 60000u /* a bound no test step reaches */
 #define SA_SHORT_MS 300u  /* one a test waits out */
+#define SA_TEST_TIMEOUT_S 120
 
 static depfs_t *mount_statahead(unsigned keep_ms)
 {
@@ -415,6 +418,52 @@ START_TEST(test_statahead_page_across_changes)
     dc_sa_keep(fs, d, gen, dc_now_ms(), page);
     ck_assert_uint_eq(fs->statahead.pages, 1);
     depfs__mds_reply__free_unpacked(page, NULL);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
+/* A directory larger than what is kept (DC_SA_MAX_ENTRIES) looked up at
+ * random: what is kept answers most names and is kept, pages answering few
+ * are fetched ever less often (DC_SA_TRIGGER doubling), not one per
+ * DC_SA_TRIGGER names; a scan in order then goes on past what is kept. */
+#define SA_BIG_FILES 9000u
+#define SA_RANDOM_LOOKUPS 2000u
+#define SA_RANDOM_PAGES_MAX 12u
+#define SA_SCAN_MISSES_MAX 64u
+_Static_assert(SA_BIG_FILES > DC_SA_MAX_ENTRIES, "the directory must not fit what is kept");
+
+START_TEST(test_statahead_random_lookups)
+{
+    depfs_t *fs = mount_statahead(SA_KEEP_MS), *other = mount_fs();
+    uint64_t d = mkdir_ok(other, DEPFS_ROOT_INO, "statahead_big");
+    static uint64_t ino[SA_BIG_FILES];
+    char name[32];
+    struct stat st;
+    for (unsigned i = 0; i < SA_BIG_FILES; i++) {
+        snprintf(name, sizeof name, "f%u", i);
+        ck_assert_int_eq(depfs_mknod(other, d, name, S_IFREG | 0644, 0, NULL, &st), 0);
+        ino[i] = st.st_ino;
+    }
+    uint32_t x = 12345u;
+    for (unsigned i = 0; i < SA_RANDOM_LOOKUPS; i++) {
+        x = x * 1103515245u + 12345u; /* a fixed pseudo-random order */
+        unsigned f = (x >> 8) % SA_BIG_FILES;
+        snprintf(name, sizeof name, "f%u", f);
+        ck_assert_int_eq(depfs_lookup(fs, d, name, &st), 0);
+        ck_assert_uint_eq(st.st_ino, ino[f]);
+    }
+    ck_assert_uint_ge(fs->statahead.pages, 1);
+    ck_assert_msg(fs->statahead.pages <= SA_RANDOM_PAGES_MAX, "%llu pages for %u random lookups",
+                  (unsigned long long)fs->statahead.pages, SA_RANDOM_LOOKUPS);
+    /* then in order, past what is kept: the pages go on with the scan */
+    uint64_t answered = fs->statahead.answered;
+    for (unsigned i = 0; i < SA_BIG_FILES; i++) {
+        snprintf(name, sizeof name, "f%u", i);
+        ck_assert_int_eq(depfs_lookup(fs, d, name, &st), 0);
+        ck_assert_uint_eq(st.st_ino, ino[i]);
+    }
+    ck_assert_uint_ge(fs->statahead.answered - answered, SA_BIG_FILES - SA_SCAN_MISSES_MAX);
     depfs_unmount(other);
     depfs_unmount(fs);
 }
@@ -1020,8 +1069,6 @@ static Suite *core_suite(void)
     tcase_add_test(tc, test_mount_and_status);
     tcase_add_test(tc, test_mkdir_create_lookup_readdir);
     tcase_add_test(tc, test_dir_attr_after_change);
-    tcase_add_test(tc, test_statahead_lookups);
-    tcase_add_test(tc, test_statahead_page_across_changes);
     tcase_add_test(tc, test_rename_link_unlink);
     tcase_add_test(tc, test_symlinks);
     tcase_add_test(tc, test_xattrs);
@@ -1035,6 +1082,13 @@ static Suite *core_suite(void)
     tcase_add_test(tc, test_mds_restart);
     tcase_add_test(tc, test_threads);
     suite_add_tcase(s, tc);
+    /* thousands of synced creates for one directory larger than a page */
+    TCase *sa = tcase_create("statahead");
+    tcase_set_timeout(sa, SA_TEST_TIMEOUT_S);
+    tcase_add_test(sa, test_statahead_lookups);
+    tcase_add_test(sa, test_statahead_page_across_changes);
+    tcase_add_test(sa, test_statahead_random_lookups);
+    suite_add_tcase(s, sa);
     return s;
 }
 
