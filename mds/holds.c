@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "ino_hash.h"
 #include "log.h"
 
 #define HOLDS_BUCKETS (1u << 14)
@@ -32,7 +33,7 @@ _Static_assert((HOLDS_BUCKETS & (HOLDS_BUCKETS - 1)) == 0, "HOLDS_BUCKETS is a p
 
 static unsigned bucket_of(uint64_t ino)
 {
-    return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 40) & (HOLDS_BUCKETS - 1u);
+    return (unsigned)(ino_hash(ino) >> 40) & (HOLDS_BUCKETS - 1u);
 }
 
 bool mds_hold_live(uint64_t until_s, uint64_t grace_s, uint64_t now_s)

@@ -43,6 +43,7 @@
 #include <time.h>
 
 #include "core.h"
+#include "ino_hash.h"
 #include "log.h"
 
 _Static_assert((DC_CAPS_SLOTS_MIN & (DC_CAPS_SLOTS_MIN - 1)) == 0 &&
@@ -71,7 +72,7 @@ static bool caps_wanted(depfs_t *fs)
 
 static unsigned slot_start(uint64_t ino, unsigned slots)
 {
-    return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 32) & (slots - 1u);
+    return (unsigned)(ino_hash(ino) >> 32) & (slots - 1u);
 }
 
 static dc_cap *window_slot(dc_cap *tab, unsigned slots, uint64_t ino, unsigned i)

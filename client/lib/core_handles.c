@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HANDLES_HASH_MUL 0x9E3779B97F4A7C15ull /* Fibonacci hashing: spreads sequential inos */
+#include "ino_hash.h"
+
 #define HANDLES_NLOOKUP_MAX UINT32_MAX
 #define HANDLES_OPENS_MAX UINT16_MAX
 #define HANDLES_FIRST_CHUNKS 16u
@@ -19,7 +20,7 @@ _Static_assert((DC_HANDLES_CHUNK & (DC_HANDLES_CHUNK - 1)) == 0, "chunks are a p
 
 static uint32_t bucket_of(uint64_t ino)
 {
-    return (uint32_t)((ino * HANDLES_HASH_MUL) >> (64u - DC_HANDLES_BUCKET_BITS));
+    return (uint32_t)(ino_hash(ino) >> (64u - DC_HANDLES_BUCKET_BITS));
 }
 
 static dc_handle *at(dc_handles *h, uint32_t idx)

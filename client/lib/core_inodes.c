@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core.h"
+#include "ino_hash.h"
 #include "log.h"
 #include "wire_check.h"
 
 static unsigned bucket_of(uint64_t ino)
 {
-    /* Fibonacci hashing spreads sequential inode numbers. */
-    return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 54) % DC_INODE_BUCKETS;
+    return (unsigned)(ino_hash(ino) >> 54) % DC_INODE_BUCKETS;
 }
 
 static dc_inode *find_locked(depfs_t *fs, uint64_t ino)

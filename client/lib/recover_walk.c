@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "recover.h"
+#include "ino_hash.h"
 #include "log.h"
 
 /* Namespace walk: directories deeper than this are skipped (logged). */
@@ -23,7 +24,7 @@ typedef struct dc_inoset {
 
 static size_t dc_ino_hash(uint64_t ino, size_t cap)
 {
-    return (size_t)((ino * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+    return (size_t)(ino_hash(ino) >> 17) & (cap - 1);
 }
 
 /* 1 when newly added, 0 when present, -ENOMEM. */
