@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "ino_hash.h"
 
 /* FNV-1a: names are short; the hash only spreads them over buckets. */
 static uint32_t name_hash(const char *name)
@@ -30,7 +31,7 @@ void dc_sa_init(dc_statahead *sa, unsigned max_age_ms)
 
 static uint32_t ino_bucket(uint64_t ino)
 {
-    return DC_SA_BUCKETS + (uint32_t)((ino * 0x9E3779B97F4A7C15ull) >> 40) % DC_SA_BUCKETS;
+    return (uint32_t)(ino_hash(ino) >> 40) % DC_SA_BUCKETS;
 }
 
 /* Under lock: forgets what d holds, keeps its allocation. */
@@ -39,9 +40,9 @@ static void dir_empty(dc_sa_dir *d)
     for (uint32_t i = 0; i < d->n; i++)
         free(d->ents[i].name);
     d->n = 0;
-    if (d->buckets)
+    if (d->by_name)
         for (uint32_t b = 0; b < 2 * DC_SA_BUCKETS; b++)
-            d->buckets[b] = DC_SA_NONE;
+            d->by_name[b] = DC_SA_NONE; /* and by_ino, after it */
 }
 
 /* Under lock: frees d, the slot free again. */
@@ -49,7 +50,7 @@ static void dir_free(dc_sa_dir *d)
 {
     dir_empty(d);
     free(d->ents);
-    free(d->buckets);
+    free(d->by_name);
     memset(d, 0, sizeof(*d));
 }
 
@@ -96,7 +97,7 @@ static dc_sa_entry *entry_find(const dc_sa_dir *d, const char *name)
     if (d->n == 0)
         return NULL;
     uint32_t h = name_hash(name);
-    for (uint32_t i = d->buckets[h % DC_SA_BUCKETS]; i != DC_SA_NONE; i = d->ents[i].next) {
+    for (uint32_t i = d->by_name[h % DC_SA_BUCKETS]; i != DC_SA_NONE; i = d->ents[i].next) {
         const dc_sa_entry *e = &d->ents[i];
         if (!e->gone && e->hash == h && strcmp(e->name, name) == 0)
             return &d->ents[i];
@@ -185,12 +186,13 @@ out:
 /* Under lock: room for `more` entries in d (allocated at the first page). */
 static int dir_reserve(dc_sa_dir *d, uint32_t more)
 {
-    if (!d->buckets) {
-        d->buckets = malloc(2 * DC_SA_BUCKETS * sizeof(*d->buckets));
-        if (!d->buckets)
+    if (!d->by_name) {
+        d->by_name = malloc(2 * DC_SA_BUCKETS * sizeof(*d->by_name));
+        if (!d->by_name)
             return -ENOMEM;
+        d->by_ino = d->by_name + DC_SA_BUCKETS;
         for (uint32_t b = 0; b < 2 * DC_SA_BUCKETS; b++)
-            d->buckets[b] = DC_SA_NONE;
+            d->by_name[b] = DC_SA_NONE;
     }
     if (d->n + more > DC_SA_MAX_ENTRIES)
         dir_empty(d); /* a directory larger than what is kept: start over */
@@ -233,9 +235,9 @@ static void dir_add(dc_sa_dir *d, const Depfs__Dirent *de, uint64_t asked_ms)
         e->su = l->stripe_unit;
     }
     uint32_t b = e->hash % DC_SA_BUCKETS, ib = ino_bucket(a->ino);
-    e->next = d->buckets[b];
-    e->ino_next = d->buckets[ib];
-    d->buckets[b] = d->buckets[ib] = d->n++;
+    e->next = d->by_name[b];
+    e->ino_next = d->by_ino[ib];
+    d->by_name[b] = d->by_ino[ib] = d->n++;
 }
 
 /* Under lock: drops every kept entry of inode ino (its slot stays until
@@ -246,7 +248,7 @@ static void drop_ino(dc_statahead *sa, uint64_t ino)
         dc_sa_dir *d = &sa->dirs[i];
         if (d->n == 0)
             continue;
-        for (uint32_t j = d->buckets[ino_bucket(ino)]; j != DC_SA_NONE; j = d->ents[j].ino_next)
+        for (uint32_t j = d->by_ino[ino_bucket(ino)]; j != DC_SA_NONE; j = d->ents[j].ino_next)
             if (d->ents[j].attr.ino == ino)
                 d->ents[j].gone = true;
     }
@@ -291,9 +293,10 @@ static void drop(dc_statahead *sa, dc_sa_drop_kind kind, uint64_t ino, const cha
     x->gen = sa->gen;
     x->kind = kind;
     x->ino = ino;
+    size_t len = name ? strnlen(name, WIRE_NAME_MAX + 1) : 0;
     x->name[0] = '\0';
-    if (name && strlen(name) <= WIRE_NAME_MAX)
-        memcpy(x->name, name, strlen(name) + 1);
+    if (name && len <= WIRE_NAME_MAX)
+        memcpy(x->name, name, len + 1);
     else if (kind == DC_SA_DROP_NAME) /* not a name the MDS takes: drop it all */
         x->kind = DC_SA_DROP_ALL;
     drop_apply(sa, x);

@@ -38,7 +38,7 @@
 #define DC_SA_MAX_ENTRIES 8192u    /* kept per directory; past it, start over
                                     * with the next page, unless what is kept
                                     * still answers most names */
-#define DC_SA_BUCKETS 2048u        /* name hash buckets per directory */
+#define DC_SA_BUCKETS 2048u        /* hash buckets per directory (each chain) */
 #define DC_SA_TRIGGER 4u           /* names the MDS found that were not kept,
                                     * since the last page: then fetch one */
 #define DC_SA_TRIGGER_MAX DC_SA_PAGE_ENTRIES /* ... at most, while pages do not
@@ -73,8 +73,8 @@ typedef struct dc_sa_dir {
     uint64_t started_ms;   /* when the first page kept was asked for */
     uint32_t n, cap;
     dc_sa_entry *ents;
-    uint32_t *buckets;     /* DC_SA_BUCKETS heads by name, then DC_SA_BUCKETS
-                            * by inode (allocated at the first page) */
+    uint32_t *by_name;     /* DC_SA_BUCKETS chain heads by name hash, and */
+    uint32_t *by_ino;      /* by inode: one allocation, at the first page */
 } dc_sa_dir;
 
 /* One drop a change made: a name in a directory, an inode, or all. */
