@@ -73,13 +73,15 @@ ssize_t depfs_write(depfs_fh_t *fh, const void *buf, size_t len, uint64_t off)
     return (ssize_t)len;
 }
 
-int depfs_flush(depfs_fh_t *fh)
+/* depfs_flush, and depfs_fsync's first half: advance, to move the
+ * handle's error mark past what it reports (engines.h dc_wb_flush). */
+static int flush_fh(depfs_fh_t *fh, bool advance)
 {
     if (fh == NULL || fh->inode == NULL)
         return -EBADF;
     dc_acting saved;
     dc_act_push(&fh->cred, &saved); /* the size update is the opener's */
-    int rc = dc_data_flush(fh->fs, fh->inode);
+    int rc = dc_data_flush(fh->fs, fh->inode, &fh->wb_err_mark, advance);
     /* the allocation after the writes rides on the size commit (st_blocks);
      * one parallel round to the n servers, only when there were writes.
      * Not measured (a server down): the MDS keeps its last figure. */
@@ -91,6 +93,11 @@ int depfs_flush(depfs_fh_t *fh)
     return rc < 0 ? rc : rc2;
 }
 
+int depfs_flush(depfs_fh_t *fh)
+{
+    return flush_fh(fh, false);
+}
+
 int depfs_lseek(depfs_fh_t *fh, uint64_t off, int whence, uint64_t *out)
 {
     if (fh == NULL || fh->inode == NULL || out == NULL)
@@ -98,7 +105,7 @@ int depfs_lseek(depfs_fh_t *fh, uint64_t off, int whence, uint64_t *out)
     if (whence != SEEK_DATA && whence != SEEK_HOLE)
         return -EINVAL;
     dc_inode *in = fh->inode;
-    int rc = dc_data_flush(fh->fs, in); /* buffered bytes are data too */
+    int rc = dc_data_flush(fh->fs, in, NULL, false); /* buffered bytes are data too */
     if (rc < 0)
         return rc;
     pthread_mutex_lock(&in->lock);
@@ -109,7 +116,7 @@ int depfs_lseek(depfs_fh_t *fh, uint64_t off, int whence, uint64_t *out)
 
 int depfs_fsync(depfs_fh_t *fh)
 {
-    int rc = depfs_flush(fh);
+    int rc = flush_fh(fh, true);
     if (rc < 0)
         return rc;
     return dc_data_fsync(fh->fs, fh->inode);

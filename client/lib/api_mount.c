@@ -255,7 +255,7 @@ static void unmount_write_back(depfs_t *fs, dc_inode *in)
     pthread_mutex_unlock(&in->lock);
     if (has_writer)
         dc_act_push(&writer, &saved);
-    int rc = dc_data_flush(fs, in);
+    int rc = dc_data_flush(fs, in, NULL, false);
     if (rc == 0)
         rc = dc_inode_commit_size(fs, in, NULL);
     if (has_writer)

@@ -545,7 +545,7 @@ static int flush_open(depfs_t *fs, uint64_t ino)
     dc_inode *in = dc_inode_hold(fs, ino);
     if (!in)
         return 0;
-    int rc = dc_data_flush(fs, in);
+    int rc = dc_data_flush(fs, in, NULL, false);
     if (rc == 0)
         rc = dc_inode_commit_size(fs, in, NULL);
     dc_inode_put(fs, in);

@@ -51,6 +51,7 @@ static int open_finish(depfs_t *fs, const Depfs__MdsReply *rep, int flags, depfs
     fh->fs = fs;
     fh->inode = in;
     fh->flags = flags;
+    fh->wb_err_mark = dc_wb_err_mark(in); /* failures before it are not its */
     dc_cred_current(&fh->cred);
     if (flags & O_TRUNC) {
         pthread_mutex_lock(&in->lock);

@@ -168,6 +168,8 @@ struct depfs_fh {
                                * inode->size (under inode->lock), ignoring off. */
     depfs_cred cred;          /* who opened it: its size updates and truncates
                                * act for them, whichever thread sends them */
+    uint64_t wb_err_mark;     /* write-out failures of the inode it was told
+                               * of (engines.h dc_wb_flush) */
 };
 
 #define DC_NS_PER_SEC 1000000000ll

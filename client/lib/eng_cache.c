@@ -19,9 +19,9 @@ int dc_data_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len
     return rc;
 }
 
-int dc_data_flush(depfs_t *fs, dc_inode *in)
+int dc_data_flush(depfs_t *fs, dc_inode *in, uint64_t *mark, bool advance)
 {
-    int rc = dc_wb_flush(fs, in);
+    int rc = dc_wb_flush(fs, in, mark, advance);
     dc_ra_drop(in); /* flush, fsync, close and truncate forget the window */
     return rc;
 }

@@ -529,7 +529,7 @@ static int dc_scrub_target(depfs_t *fs, uint64_t ino, layout *lay, uint64_t *siz
     *size = rep->attr->size;
     dc_inode *in = dc_inode_find(fs, ino);
     if (in != NULL) {
-        rc = dc_data_flush(fs, in);
+        rc = dc_data_flush(fs, in, NULL, false);
         if (rc < 0)
             goto out;
         pthread_mutex_lock(&in->lock);

@@ -128,7 +128,7 @@ static int dc_truncate_strips(depfs_t *fs, dc_inode *in, uint64_t new_size)
 
 int dc_data_truncate(depfs_t *fs, dc_inode *in, uint64_t old_size, uint64_t new_size)
 {
-    int rc = dc_data_flush(fs, in);
+    int rc = dc_data_flush(fs, in, NULL, false);
     if (rc < 0)
         return rc;
     if (new_size >= old_size)
@@ -156,7 +156,7 @@ int dc_data_truncate(depfs_t *fs, dc_inode *in, uint64_t old_size, uint64_t new_
  * side -> MDS size -> local size. */
 int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size)
 {
-    int rc = dc_data_flush(fs, in);
+    int rc = dc_data_flush(fs, in, NULL, false);
     if (rc == 0)
         rc = dc_inode_commit_size(fs, in, NULL);
     if (rc < 0)

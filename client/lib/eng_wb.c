@@ -22,8 +22,8 @@
  *            at a time; every other write-out of the inode (run, scatter,
  *            large writes, flush, fsync, reads of buffered ranges, close,
  *            truncate) first waits for it to land, so newer bytes never
- *            land before older ones. Its error is kept in wb->err for the
- *            next flush/fsync/close. Memory: at most two scatter sets and
+ *            land before older ones. Its error is kept for the handles
+ *            (see "errors" below). Memory: at most two scatter sets and
  *            two run buffers (the second one allocated by the first run
  *            flight).
  * Everything is written out before an overlapping read or write-through,
@@ -79,8 +79,17 @@ typedef struct dc_wb {
     uint64_t foff;   /* until the first run flight), fbuf[0] at file offset */
     uint64_t flen;   /* foff; flen bytes, 0 when the flight is extents */
     bool flying;
-    int err;         /* failure of a flush nobody could be told about yet */
+    int err;          /* the last write-out failure ... */
+    uint64_t err_seq; /* ... and how many there were: a handle's mark */
 } dc_wb;
+
+/* Under wb->lock: a write-out failed (a flight's, or any flush's). */
+static void dc_wb_note_err(dc_wb *wb, int rc)
+{
+    assert(rc < 0);
+    wb->err = rc;
+    wb->err_seq++;
+}
 
 static uint64_t dc_wb_capacity(const layout *lay)
 {
@@ -293,8 +302,8 @@ static void *dc_wb_flight_main(void *arg)
     dc_wb_exts_free(wb->fl, wb->fl_n);
     wb->fl_n = 0;
     wb->flen = 0;
-    if (rc < 0 && wb->err == 0)
-        wb->err = rc; /* told by the next flush/fsync/close */
+    if (rc < 0)
+        dc_wb_note_err(wb, rc); /* told at the handles' next flush/fsync/close */
     wb->flying = false;
     pthread_cond_broadcast(&wb->landed);
     pthread_mutex_unlock(&wb->lock);
@@ -615,22 +624,37 @@ int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len)
         rc = dc_wb_flush_run(fs, in, wb);
     if (rc == 0 && dc_wb_scatter_overlaps(wb, off, len))
         rc = dc_wb_flush_scatter(fs, in, wb);
-    if (rc < 0 && wb->err == 0)
-        wb->err = rc; /* also reported by the next flush/fsync/close */
+    if (rc < 0)
+        dc_wb_note_err(wb, rc); /* also told at the handles' next flush/fsync/close */
     pthread_mutex_unlock(&wb->lock);
     return rc;
 }
 
-int dc_wb_flush(depfs_t *fs, dc_inode *in)
+uint64_t dc_wb_err_mark(dc_inode *in)
+{
+    dc_wb *wb = dc_wb_peek(in);
+    if (wb == NULL)
+        return 0;
+    pthread_mutex_lock(&wb->lock);
+    uint64_t seq = wb->err_seq;
+    pthread_mutex_unlock(&wb->lock);
+    return seq;
+}
+
+int dc_wb_flush(depfs_t *fs, dc_inode *in, uint64_t *mark, bool advance)
 {
     dc_wb *wb = dc_wb_peek(in);
     if (wb == NULL)
         return 0;
     pthread_mutex_lock(&wb->lock);
     int rc = dc_wb_flush_locked(fs, in, wb);
-    if (rc == 0 && wb->err != 0)
+    if (rc < 0)
+        dc_wb_note_err(wb, rc);
+    if (mark != NULL && *mark != wb->err_seq) {
         rc = wb->err;
-    wb->err = 0;
+        if (advance)
+            *mark = wb->err_seq;
+    }
     pthread_mutex_unlock(&wb->lock);
     return rc;
 }

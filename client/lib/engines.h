@@ -48,11 +48,20 @@ int dc_scrub_heal(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t first, 
 /* eng_cache.c: the entry points' and engines' way to write, flush and
  * release an inode's cached bytes (write-behind and read-ahead together). */
 int dc_data_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len);
-int dc_data_flush(depfs_t *fs, dc_inode *in);
+int dc_data_flush(depfs_t *fs, dc_inode *in, uint64_t *mark, bool advance);
 void dc_data_release(depfs_t *fs, dc_inode *in);
 
-/* Write back any buffered data of the inode (stripes with parity). */
-int dc_wb_flush(depfs_t *fs, dc_inode *in);
+/* Write back any buffered data of the inode (stripes with parity): 0 or
+ * this write-out's error. Errors reach the handles as Linux's errseq does:
+ * every write-out failure (a background flight's too) is counted, and a
+ * handle's mark (depfs_fh.wb_err_mark, NULL: no handle) says how many it
+ * was told of; one counted since is returned, and the mark moves past it
+ * only when advance (an fsync), not for a flush or close, which report it
+ * again. So a FLUSH the kernel sends when a forked child closes its copy
+ * of the descriptor does not take the error from the parent's fsync. */
+int dc_wb_flush(depfs_t *fs, dc_inode *in, uint64_t *mark, bool advance);
+/* The count of the inode's write-out failures so far: a new handle's mark. */
+uint64_t dc_wb_err_mark(dc_inode *in);
 /* Free write-behind state (after a flush). */
 void dc_wb_release(dc_inode *in);
 /* Data side of a truncate from old_size to new_size: zero the cut part of

@@ -809,6 +809,42 @@ START_TEST(test_run_flight)
 }
 END_TEST
 
+/* A background flight that failed is told to every handle open on the
+ * file, and a flush reports it without taking it: the kernel sends a FLUSH
+ * on the writer's handle when a child it forked closes its copy of the
+ * descriptor (exec, exit), and that FLUSH took the error, so the writer's
+ * own fsync returned 0 over bytes that never landed (the fault campaign,
+ * seed 4901: zeros read back after an acknowledged fsync). An fsync takes
+ * it (engines.h dc_wb_flush). */
+START_TEST(test_flight_error_not_taken_by_a_flush)
+{
+    enum { RUN = 4 << 20, CHUNK = 256 << 10 };
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL, *other = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@4@2@4k:/flighterr", O_CREAT | O_RDWR, 0644, &fh), 0);
+    ck_assert_int_eq(depfs_open(fs, "/flighterr", O_RDONLY, 0, &other), 0);
+    layout lay;
+    layout_of(fh, &lay);
+    uint8_t *model = malloc(RUN);
+    ck_assert_ptr_nonnull(model);
+    rnd_fill(model, RUN);
+    unsigned killed = lay.n - lay.k + 1; /* more than n-k: the flight fails */
+    for (unsigned p = 0; p < killed; p++)
+        td_ios_kill(&g_cl, lay.servers[p]);
+    for (uint64_t off = 0; off < RUN; off += CHUNK) /* the last one hands the run over */
+        ck_assert_int_eq(depfs_write(fh, model + off, CHUNK, off), CHUNK);
+    ck_assert_int_eq(depfs_flush(fh), -EIO);    /* a forked child's close: told ... */
+    ck_assert_int_eq(depfs_flush(fh), -EIO);    /* ... and not taken from the writer */
+    ck_assert_int_eq(depfs_flush(other), -EIO); /* every handle open then is told */
+    ck_assert_int_eq(depfs_fsync(fh), -EIO); /* takes it: told once per fsync */
+    ck_assert_int_eq(depfs_close(other), -EIO);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(fs);
+    free(model);
+}
+END_TEST
+
 /* A server that stops answering (SIGSTOP: connections still open, no
  * replies): reads time out, retry once, mark it failed and decode; writes
  * go to the survivors. After it resumes it refuses reads (it saw it did not
@@ -1075,6 +1111,7 @@ static Suite *data_suite(void)
     suite_add_tcase(s, td);
     add_own_cluster_case(s, "gather_fallback", test_strided_gather_with_a_dead_server);
     add_own_cluster_case(s, "first_connect", test_first_batch_connects_at_once);
+    add_own_cluster_case(s, "flight_error", test_flight_error_not_taken_by_a_flush);
     return s;
 }
 
