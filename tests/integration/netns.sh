@@ -3,10 +3,13 @@
 # cut that server off and reconnect it. The namespace is reached over a veth
 # pair with addresses from 10.214.X.0/30; a blackhole route for
 # 10.214.X.0/24 makes sure nothing for that range can ever leave the host.
-# Names carry the "dfr" prefix. The rest of the cluster (MDS, other I/O
-# servers, recovery, FUSE mount) runs on 127.0.0.1 from a config written
+# Names carry the "dfr" prefix. The MDS listens on the host side of the
+# veth, the one address both the namespace and the host reach (127.0.0.1
+# inside the namespace is the namespace's own); the other I/O servers,
+# recovery and the FUSE mount run on 127.0.0.1, from a config written
 # here; local-cluster's pid/cmd files are kept so its kill/restart/down work
-# on this cluster too.
+# on this cluster too (all but restarting the MDS, which local-cluster looks
+# for on 127.0.0.1).
 #
 #   netns_setup            make the namespace and the veth pair (exit 77 if
 #                          this machine cannot)
@@ -100,7 +103,7 @@ netns_cluster_up() {
   done
   {
     echo "# netns.sh: server $s in netns $NETNS_NS"
-    echo "mds_address = 127.0.0.1:${NETNS_PORTS[0]}"
+    echo "mds_address = $NETNS_HOST_IP:${NETNS_PORTS[0]}"
     echo "mds_data_dir = $DEPFS_STATE/mds"
     for ((i = 0; i < servers; i++)); do
       mkdir -p "$DEPFS_STATE/io/$i"
@@ -116,7 +119,7 @@ netns_cluster_up() {
   local -a mds_args=(--config "$CONF")
   "$DEPFS_BIN_DIR/depfs-mds" --help 2>&1 | grep -q -- --foreground && mds_args+=(--foreground)
   _netns_start mds "$DEPFS_BIN_DIR/depfs-mds" "${mds_args[@]}"
-  _netns_wait_listen 127.0.0.1 "${NETNS_PORTS[0]}" mds
+  _netns_wait_listen "$NETNS_HOST_IP" "${NETNS_PORTS[0]}" mds
   for ((i = 0; i < servers; i++)); do
     if [ "$i" -eq "$s" ]; then
       _netns_start "ioserver-$i" ip netns exec "$NETNS_NS" "$DEPFS_BIN_DIR/depfs-ioserver" --config "$CONF" --id "$i"
@@ -132,7 +135,7 @@ netns_cluster_up() {
   _netns_start fuse "$DEPFS_BIN_DIR/depfs-fuse" "$MNT" -f -o "config=$CONF"
   for i in $(seq 200); do mountpoint -q "$MNT" && break; sleep 0.1; done
   mountpoint -q "$MNT" || fail "not mounted at $MNT"
-  log "cluster up: MDS 127.0.0.1:${NETNS_PORTS[0]}, server $s at $NETNS_IP:${NETNS_PORTS[$((s + 1))]} inside $NETNS_NS"
+  log "cluster up: MDS $NETNS_HOST_IP:${NETNS_PORTS[0]}, server $s at $NETNS_IP:${NETNS_PORTS[$((s + 1))]} inside $NETNS_NS"
   wait_all_up 30
 }
 

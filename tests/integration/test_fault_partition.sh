@@ -2,10 +2,12 @@
 # test_fault_partition - an I/O server cut off from the network without
 # being killed. Server S runs in a network namespace of its own (netns.sh:
 # a veth pair with addresses from 10.214.X.0/30 and a blackhole guard route,
-# so traffic stays between this host's namespaces); the rest of the cluster
-# (MDS, 7 I/O servers, recovery, FUSE mount) runs on 127.0.0.1;
-# local-cluster's pid/cmd files are kept so its kill/restart/down work on
-# this cluster too.
+# so traffic stays between this host's namespaces); the MDS listens on the
+# host side of the veth, the rest of the cluster (7 I/O servers, recovery,
+# FUSE mount) runs on 127.0.0.1; local-cluster's pid/cmd files are kept so
+# its kill/restart/down work on this cluster too.
+# First, depfs-recovery is paused past S's lease: S must confirm itself with
+# the MDS and stay up (it cannot if the MDS is out of its reach).
 # The cut: the namespace side of the veth goes down, so the host side has no
 # carrier and every packet to or from S is silently dropped (S's sockets see
 # nothing: a real partition, not a crash). Expect: S detected down within
@@ -33,6 +35,21 @@ for spec in 8@6 4@2; do
 done
 python3 "$FAULTLOAD" populate "$MNT" "$REF" --dirs L8_6,L4_2 --files 6 --seed 21 || fail "populate failed"
 verify_all "$REF"
+
+# ---- depfs-recovery paused past S's lease: S must ask the MDS itself (over
+# the veth, as from another host), hear that it is up, and keep serving
+LEASE_MS=$(conf_ms request_timeout_ms 2000) # ioserver/lease.c: the lease is the request timeout
+rec_pid=$(cat "$DEPFS_STATE/pids/recovery.pid")
+kill -STOP "$rec_pid"
+sleep $(( LEASE_MS / 1000 + 2 ))
+kill -CONT "$rec_pid"
+s_log="$DEPFS_STATE/logs/ioserver-$S.log"
+if grep -q "may have been written around" "$s_log"; then
+  grep "may have been written around" "$s_log" | tail -1
+  fail "server $S demoted itself while depfs-recovery was paused, though the MDS was up (line above)"
+fi
+wait_all_up 30
+log "server $S confirmed itself with the MDS while depfs-recovery was paused $(( LEASE_MS / 1000 + 2 )) s"
 
 # ---- the cut
 mds_log="$DEPFS_STATE/logs/mds.log"
