@@ -7,13 +7,20 @@
 #include "engines.h"
 #include "log.h"
 
-int dc_data_remove(depfs_t *fs, uint64_t ino, const layout *lay)
+int dc_data_remove(depfs_t *fs, uint64_t ino, const layout *lay, uint32_t reach)
 {
     dc_req *reqs = calloc(lay->n, sizeof *reqs);
     if (reqs == NULL)
         return -ENOMEM;
-    for (unsigned p = 0; p < lay->n; p++)
+    for (unsigned p = 0; p < lay->n; p++) {
         dc_req_init(&reqs[p], lay, p, DEPFS__IO_OP__IO_REMOVE);
+        if ((reach >> p) & 1u) {
+            reqs[p].any_state = true;
+        } else {
+            reqs[p].active = false;
+            reqs[p].result = DC_ERR_DOWN;
+        }
+    }
     dc_io_run(fs, ino, reqs, lay->n);
     int rc = 0;
     unsigned failed_pos = 0;

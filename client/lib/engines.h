@@ -70,8 +70,11 @@ void dc_wb_release(dc_inode *in);
 int dc_data_truncate(depfs_t *fs, dc_inode *in, uint64_t old_size, uint64_t new_size);
 /* Remove every strip file of a purged file on all n servers: 0 once each
  * removed it or had none, else the first failure (DC_ERR_DOWN for a server
- * down: its strip file is still there, so the caller keeps the entry). */
-int dc_data_remove(depfs_t *fs, uint64_t ino, const layout *lay);
+ * down: its strip file is still there, so the caller keeps the entry).
+ * Positions in `reach` are asked whatever their state, a REBUILDING or
+ * RECONSTRUCTING server too (no handle may use the file: nothing it holds
+ * of it is wanted); the others count as down without being asked. */
+int dc_data_remove(depfs_t *fs, uint64_t ino, const layout *lay, uint32_t reach);
 /* fsync every strip file of the file on its servers. */
 int dc_data_fsync(depfs_t *fs, dc_inode *in);
 

@@ -2,7 +2,9 @@
  * queue's drainer (depfs_purge_pass, depfs_admin.h). The MDS lists the
  * unlinked files no handle may use any more (MDS_PURGE_LIST); each one's
  * strip files are removed on all n servers (dc_data_remove: IO_REMOVE is
- * idempotent, a strip file already gone is done), and only then are the
+ * idempotent, a strip file already gone is done; a REBUILDING server is
+ * asked too, since a full disk can keep it from rejoining until its
+ * garbage goes; a DOWN one keeps the entry queued), and only then are the
  * entries of those that went dropped, all in one MDS commit
  * (MDS_PURGE_DONE), so a crash anywhere leaves the entries for the next
  * pass and never a strip file without one. */
@@ -60,7 +62,7 @@ static int purge_strips(depfs_t *fs, const Depfs__PurgeEntry *e)
         dc_set_error("purge entry %llu has a bad layout: %s", (unsigned long long)e->ino, why);
         return -EPROTO;
     }
-    return dc_data_remove(fs, e->ino, &lay);
+    return dc_data_remove(fs, e->ino, &lay, dc_reachable_mask(fs, &lay));
 }
 
 int depfs_purge_pass(depfs_t *fs, unsigned max_files, uint64_t *cursor, depfs_purge_report *rep)

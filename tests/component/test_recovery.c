@@ -6,7 +6,7 @@
  * by depfs_server_rejoin; dirty records naming a serving server demote and
  * rejoin it; a RECONSTRUCTING server is reported and left alone; a damage
  * repair waiting for an orphan's stripes does not hold up that orphan's
- * repair. */
+ * repair; a purge removes strip files on a REBUILDING server too. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -341,6 +341,79 @@ START_TEST(damage_repair_does_not_hold_up_an_orphan)
 }
 END_TEST
 
+/* Whether I/O server i holds a strip file of ino. */
+static bool strip_on(unsigned i, uint64_t ino)
+{
+    char path[sizeof(ios[i].dir) + sizeof("/strips/") + 16];
+    struct stat st;
+    int n = snprintf(path, sizeof(path), "%s/strips/%016llx", ios[i].dir, (unsigned long long)ino);
+    ck_assert(n > 0 && (size_t)n < sizeof(path));
+    return stat(path, &st) == 0;
+}
+
+/* A file unlinked while one of its servers is REBUILDING loses its strip
+ * files on that server too, not only on the UP ones. A server kept
+ * REBUILDING by a full disk (its rejoin cannot write) is the one that most
+ * needs its garbage gone: the campaign's seed 4901 round 4 had a 96 MiB
+ * server stay REBUILDING for good, each purge skipping it as "down". A
+ * DOWN server is still left for a later pass. */
+#define T_PURGE_BYTES (3u * 2u * T_SU)
+START_TEST(purge_reaches_a_rebuilding_server)
+{
+    static rec_ctx c;
+    static uint8_t data[T_PURGE_BYTES];
+    uint64_t e, now;
+    memset(data, 0x5a, sizeof(data));
+    ck_assert_int_eq(rec_init(&c, &cfg, true), 0);
+    ck_assert_int_eq(rec_fs_ensure(&c), 0);
+    uint64_t inos[2];
+    for (unsigned f = 0; f < 2; f++) {
+        char name[16];
+        depfs_fh_t *fh = NULL;
+        snprintf(name, sizeof(name), "/gone%u", f);
+        ck_assert_int_eq(depfs_open(c.fs, name, O_CREAT | O_RDWR, 0644, &fh), 0);
+        ck_assert_int_eq(depfs_write(fh, data, sizeof(data), 0), (ssize_t)sizeof(data));
+        inos[f] = depfs_fh_ino(fh);
+        ck_assert_int_eq(depfs_close(fh), 0);
+        for (unsigned i = 0; i < N_IOS; i++)
+            ck_assert(strip_on(i, inos[f]));
+    }
+    ck_assert_int_eq(depfs_unlink_path(c.fs, "/gone0"), 0);
+    /* server 2 REBUILDING, itself and at the MDS, every server at the epoch */
+    ck_assert_int_eq(ios_state_set(ios[2].ctx.state, REBUILDING), 0);
+    ck_assert_int_eq(mds_cluster_set_state(mcl, 2, REBUILDING, &e), 0);
+    for (unsigned i = 0; i < N_IOS; i++)
+        ck_assert_int_eq(ios_state_raise_epoch(ios[i].ctx.state, e, &now), 0);
+    depfs_t *fs = NULL;
+    depfs_options o = { .config_path = conf_path };
+    ck_assert_int_eq(depfs_mount(&o, &fs), 0);
+    uint64_t cursor = 0;
+    depfs_purge_report rep;
+    ck_assert_int_eq(depfs_purge_pass(fs, 64, &cursor, &rep), 0);
+    ck_assert_uint_eq(rep.listed, 1);
+    ck_assert_msg(rep.purged == 1 && rep.failed == 0, "purged %u, left %u: %s", rep.purged,
+                  rep.failed, depfs_last_error());
+    for (unsigned i = 0; i < N_IOS; i++)
+        ck_assert_msg(!strip_on(i, inos[0]), "server %u kept the strip file", i);
+
+    /* server 2 DOWN (stopped): the next unlinked file waits for it */
+    ck_assert_int_eq(depfs_unlink_path(c.fs, "/gone1"), 0);
+    ios_stop(2);
+    ck_assert_int_eq(mds_cluster_set_state(mcl, 2, DOWN, &e), 0);
+    for (unsigned i = 0; i < 2; i++)
+        ck_assert_int_eq(ios_state_raise_epoch(ios[i].ctx.state, e, &now), 0);
+    depfs_unmount(fs);
+    ck_assert_int_eq(depfs_mount(&o, &fs), 0);
+    ck_assert_int_eq(depfs_purge_pass(fs, 64, &cursor, &rep), 0);
+    ck_assert_uint_eq(rep.listed, 1);
+    ck_assert_uint_eq(rep.purged, 0);
+    ck_assert_uint_eq(rep.failed, 1);
+    ck_assert(strip_on(2, inos[1]));
+    depfs_unmount(fs);
+    rec_fini(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("recovery");
@@ -351,6 +424,7 @@ int main(void)
     tcase_add_test(tc, dirty_records_demote_a_serving_server);
     tcase_add_test(tc, reconstructing_is_reported_and_left_alone);
     tcase_add_test(tc, damage_repair_does_not_hold_up_an_orphan);
+    tcase_add_test(tc, purge_reaches_a_rebuilding_server);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
