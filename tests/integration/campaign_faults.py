@@ -14,8 +14,10 @@ layout: depfs.conf, pids/NAME.pid + NAME.cmd, logs/NAME.log), optionally with
     heartbeats;
   * a second depfs-fuse mount of the same config (pids/fuse2.*).
 Every daemon is started, killed and restarted through local-cluster, except
-the namespaced server, which local-cluster cannot reach on 127.0.0.1: that
-one is started the same way (own session, pid file, command file, log) here.
+the namespaced server and, when there is one, the MDS, which then listens on
+the host side of the veth so that the namespaced server reaches it too:
+local-cluster looks for both on 127.0.0.1, so they are started the same way
+(own session, pid file, command file, log) here.
 
 Faults (Injector.run): each is injected, held, healed, and then the cluster
 is given a bounded time to show every server up again, and to stay so for
@@ -210,6 +212,8 @@ class Cluster:
                 w = line.split()
                 if len(w) >= 5 and w[0] == "ioserver" and w[2] == str(s):
                     line = f"ioserver = {s} {self.ns_ip}:{self.addrs[s][1]} {w[4]}\n"
+                elif len(w) >= 3 and w[0] == "mds_address":
+                    line = f"mds_address = {host_ip}:{self.mds_addr[1]}\n"
                 lines.append(line)
         lines.insert(1, f"# campaign: I/O server {s} inside network namespace {self.ns}\n")
         with open(self.conf, "w") as f:
@@ -217,7 +221,9 @@ class Cluster:
         self._read_conf()
         with open(os.path.join(self.state, "pids", f"ioserver-{s}.cmd")) as f:
             self.ns_cmd = "ip netns exec " + shlex.quote(self.ns) + " " + f.read().strip()
-        self.lcrun("restart", "mds")
+        with open(os.path.join(self.state, "pids", "mds.cmd")) as f:
+            self.mds_cmd = f.read().strip()
+        self.start_mds()
         for i in range(self.nservers):
             if i == s:
                 self.start_ns_server()
@@ -260,6 +266,15 @@ class Cluster:
                 return
             time.sleep(0.05)
         raise ClusterError(f"{name} did not start")
+
+    def start_mds(self):
+        """With a namespaced server the MDS listens on the host side of the
+        veth (the namespace's 127.0.0.1 is its own), where local-cluster
+        does not look for it."""
+        self._start("mds", cmdline=self.mds_cmd)
+        h, p = self.mds_addr
+        if not self.wait_port(h, p, 20):
+            raise ClusterError(f"mds not listening on {h}:{p}")
 
     def start_ns_server(self, rebuild=False):
         s = self.ns_server
@@ -378,6 +393,8 @@ class Cluster:
     def restart(self, name, rebuild=False):
         if name == f"ioserver-{self.ns_server}":
             return self.start_ns_server(rebuild)
+        if name == "mds" and self.ns is not None:
+            return self.start_mds()
         if name == "fuse2":
             return self.start_mount2()
         args = ["restart", name.split("-")[1] if name.startswith("ioserver-") else name]
