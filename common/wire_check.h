@@ -34,6 +34,10 @@
 #define WIRE_SYMLINK_MAX 4095u      /* bytes of a symlink target (PATH_MAX - 1) */
 #define WIRE_XATTR_NAME_MAX 255u    /* bytes of an xattr name (Linux XATTR_NAME_MAX) */
 #define WIRE_XATTR_VALUE_MAX 65536u /* bytes of an xattr value (Linux XATTR_SIZE_MAX) */
+/* the xattr namespaces the MDS stores (Linux's names); others are refused */
+#define WIRE_XATTR_USER "user."
+#define WIRE_XATTR_TRUSTED "trusted."
+#define WIRE_XATTR_SECURITY "security."
 /* the names of one inode's xattrs, each with its NUL, in total (Linux
  * XATTR_LIST_MAX): what one listxattr returns, so also what one inode holds */
 #define WIRE_XATTR_LIST_MAX 65536u

@@ -19,11 +19,11 @@
 #include "label.h"
 #include "layout.h"
 #include "perm.h"
+#include "wire_check.h"
 
 #define LAYOUT_SPEC_MAX 64u         /* bytes of an "N@K@SU" value */
-#define USER_PREFIX "user."
-
-static const char *const allowed_prefixes[] = { USER_PREFIX, "trusted.", "security." };
+static const char *const allowed_prefixes[] = { WIRE_XATTR_USER, WIRE_XATTR_TRUSTED,
+                                                 WIRE_XATTR_SECURITY };
 
 static bool has_prefix(const char *s, const char *p)
 {
@@ -48,7 +48,7 @@ static int check_xattr_name(const char *name, char *why)
 
 static int check_xattr_target(const mds_inode *in, const char *name, char *why)
 {
-    if (has_prefix(name, USER_PREFIX) && !S_ISREG(in->mode) && !S_ISDIR(in->mode))
+    if (has_prefix(name, WIRE_XATTR_USER) && !S_ISREG(in->mode) && !S_ISDIR(in->mode))
         return ns_fail(why, EPERM, "user xattrs only on regular files and directories");
     return 0;
 }

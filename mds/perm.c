@@ -8,13 +8,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "wire_check.h"
+
 #define PERM_OWNER_SHIFT 6u /* rwx of the owner class in a mode */
 #define PERM_GROUP_SHIFT 3u
 #define PERM_RWX 7u
 #define PERM_ANY_EXEC (S_IXUSR | S_IXGRP | S_IXOTH)
 #define PERM_SETID (S_ISUID | S_ISGID)
-#define XATTR_TRUSTED "trusted."
-#define XATTR_SECURITY "security."
 
 static int deny(char *why, int err, const mds_caller *c, const mds_inode *in, const char *what)
 {
@@ -285,12 +285,12 @@ int perm_xattr(const mds_caller *c, const mds_inode *in, const char *name, bool 
                char *why)
 {
     bool root = mds_caller_is_root(c);
-    if (has_prefix(name, XATTR_TRUSTED) && !root) {
+    if (has_prefix(name, WIRE_XATTR_TRUSTED) && !root) {
         if (!change)
             return -ENODATA; /* as Linux: trusted.* does not exist for users */
         return deny(why, EPERM, c, in, "may not change trusted.* xattrs (root only) of");
     }
-    if (has_prefix(name, XATTR_SECURITY))
+    if (has_prefix(name, WIRE_XATTR_SECURITY))
         return change && !root ? deny(why, EPERM, c, in,
                                       "may not change security.* xattrs (root only) of")
                                : 0;
@@ -303,6 +303,6 @@ int perm_xattr(const mds_caller *c, const mds_inode *in, const char *name, bool 
 
 bool perm_xattr_listed(const mds_caller *c, const char *name, size_t len)
 {
-    size_t plen = strlen(XATTR_TRUSTED);
-    return mds_caller_is_root(c) || len < plen || memcmp(name, XATTR_TRUSTED, plen) != 0;
+    size_t plen = strlen(WIRE_XATTR_TRUSTED);
+    return mds_caller_is_root(c) || len < plen || memcmp(name, WIRE_XATTR_TRUSTED, plen) != 0;
 }
