@@ -609,10 +609,11 @@ static int readdir_emit(void *arg, const char *name, size_t name_len, uint64_t i
     return 0;
 }
 
-/* with_attrs: the entry's attributes, and a regular file's layout shape
- * (what a stat needs; the servers come with its open). */
+/* with_attrs: the entry's attributes, a regular file's layout shape (what
+ * a stat needs; the servers come with its open), and whether it has no
+ * stored xattrs. */
 static int readdir_emit_attrs(void *arg, const char *name, size_t name_len, uint64_t ino,
-                              uint32_t mode, uint64_t cookie, const mds_inode *in)
+                              uint32_t mode, uint64_t cookie, const mds_inode *in, bool xattrs)
 {
     mds_reply_buf *b = arg;
     int rc;
@@ -624,6 +625,8 @@ static int readdir_emit_attrs(void *arg, const char *name, size_t name_len, uint
     size_t i = (size_t)(e - b->ents);
     attr_from(&b->ent_attrs[i], in, b->handles);
     e->attr = &b->ent_attrs[i];
+    e->has_no_xattrs = true;
+    e->no_xattrs = !xattrs;
     if (in->has_layout) {
         fill_policy(&b->ent_lays[i], in->lay.n, in->lay.k, in->lay.su);
         b->ent_lays[i].version = in->lay.version;

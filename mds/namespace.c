@@ -1178,13 +1178,15 @@ static int sink_emit(mds_ns *ns, const readdir_sink *s, const char *name, size_t
     }
     mds_inode in;
     const mds_inode *inp = NULL;
+    bool xattrs = false;
     if (s->load) {
         int rc = ns_load_inode(ns, ino, &in, why);
         if (rc < 0)
             return rc;
         inp = &in;
+        xattrs = ns_has_xattrs(ns, ino);
     }
-    *stop = s->afn(s->arg, name, nlen, ino, mode, cookie, inp);
+    *stop = s->afn(s->arg, name, nlen, ino, mode, cookie, inp, xattrs);
     return 0;
 }
 

@@ -114,10 +114,12 @@ typedef struct mds_setattr_in {
 
 typedef int (*mds_dirent_fn)(void *arg, const char *name, size_t name_len, uint64_t ino,
                              uint32_t mode, uint64_t cookie);
-/* The same with the entry's inode as the listing saw it; NULL for every
- * entry when the caller may not search the directory. */
+/* The same with the entry's inode as the listing saw it, and whether it has
+ * stored xattrs (mds_ns_has_xattrs); NULL and false for every entry when
+ * the caller may not search the directory. */
 typedef int (*mds_dirent_attr_fn)(void *arg, const char *name, size_t name_len, uint64_t ino,
-                                  uint32_t mode, uint64_t cookie, const mds_inode *in);
+                                  uint32_t mode, uint64_t cookie, const mds_inode *in,
+                                  bool xattrs);
 
 int mds_ns_lookup(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, mds_inode *out, char *why);
 int mds_ns_getattr(mds_ns *ns, uint64_t ino, mds_inode *out, char *why);

@@ -57,6 +57,9 @@ void ns_put_dirent(ns_txn *t, uint64_t parent, const char *name, uint64_t ino, u
 int ns_drop_link(ns_txn *t, mds_inode *in, int64_t now, mds_removed *rm);
 /* Deletes every key that starts with prefix (-EIO: store error). */
 int ns_delete_prefix(ns_txn *t, const uint8_t *prefix, size_t plen);
+/* Under the lock: whether ino has a stored xattr (not the layout one, which
+ * is the inode's own); true when the store cannot say. */
+bool ns_has_xattrs(mds_ns *ns, uint64_t ino);
 /* Deletes the inode with its xattrs and symlink target, fixing counters. */
 int ns_destroy_inode(ns_txn *t, const mds_inode *in);
 /* The running totals (statfs, the purge queue's bytes) move by a file's

@@ -313,6 +313,19 @@ static int push_name(char ***names, size_t *count, size_t *cap, size_t *total, c
     return 0;
 }
 
+bool ns_has_xattrs(mds_ns *ns, uint64_t ino)
+{
+    uint8_t prefix[MDS_KEY_MAX];
+    const void *k, *v;
+    size_t kl, vl;
+    kv_iter *it = kv_iter_new(ns->kv, prefix, mds_key_xattr_prefix(prefix, ino), NULL, 0);
+    if (!it)
+        return true;
+    bool any = kv_iter_next(it, &k, &kl, &v, &vl);
+    kv_iter_free(it);
+    return any;
+}
+
 /* The stored names who may see (who NULL: all). */
 static int list_store(mds_ns *ns, const mds_caller *who, uint64_t ino, char ***names,
                       size_t *count, size_t *cap, size_t *total)

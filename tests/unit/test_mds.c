@@ -560,10 +560,11 @@ typedef struct rd_attrs {
     unsigned n, with;
     uint64_t inos[8];
     uint64_t sizes[8];
+    bool xattrs[8];
 } rd_attrs;
 
 static int rd_emit_attrs(void *arg, const char *name, size_t len, uint64_t ino, uint32_t mode,
-                         uint64_t cookie, const mds_inode *in)
+                         uint64_t cookie, const mds_inode *in, bool xattrs)
 {
     rd_attrs *c = arg;
     (void)name;
@@ -575,7 +576,10 @@ static int rd_emit_attrs(void *arg, const char *name, size_t len, uint64_t ino, 
         ck_assert_uint_eq(in->ino, ino);
         c->with++;
         c->sizes[c->n] = in->size;
+    } else {
+        ck_assert(!xattrs);
     }
+    c->xattrs[c->n] = xattrs;
     c->inos[c->n++] = ino;
     return 0;
 }
@@ -586,8 +590,10 @@ START_TEST(test_readdir_attrs)
     mds_caller owner = { .uid = 1000, .gid = 100 }, other = { .uid = 2000, .gid = 2000 };
     uint64_t d = new_dir(ROOT, "rda");
     uint64_t f = new_file(d, "f");
-    new_file(d, "g");
+    uint64_t g = new_file(d, "g");
     ck_assert_int_eq(mds_ns_extend(ns, &owner, f, 4321, false, 0, NULL, &in, why), 0);
+    /* g has a stored xattr, f only its layout (the inode's own) */
+    ck_assert_int_eq(mds_ns_setxattr(ns, NULL, g, "security.x", "v", 1, 0, why), 0);
     rd_attrs c;
     bool eof;
     memset(&c, 0, sizeof(c));
@@ -597,6 +603,13 @@ START_TEST(test_readdir_attrs)
     ck_assert_uint_eq(c.with, 4);
     ck_assert_uint_eq(c.inos[2], f);
     ck_assert_uint_eq(c.sizes[2], 4321);
+    ck_assert(!c.xattrs[2]);
+    ck_assert_uint_eq(c.inos[3], g);
+    ck_assert(c.xattrs[3]);
+    ck_assert_int_eq(mds_ns_removexattr(ns, NULL, g, "security.x", why), 0);
+    memset(&c, 0, sizeof(c));
+    ck_assert_int_eq(mds_ns_readdir_attrs(ns, &owner, d, 0, 10, rd_emit_attrs, &c, &eof, NULL, why), 0);
+    ck_assert(!c.xattrs[3]);
     /* read but no search: the names alone */
     mds_setattr_in a = { .mode = 0744 };
     ck_assert_int_eq(mds_ns_setattr(ns, NULL, d, DEPFS_SET_MODE, &a, &in, why), 0);
