@@ -582,11 +582,25 @@ int depfs_setxattr(depfs_t *fs, uint64_t ino, const char *name, const void *valu
     return rc;
 }
 
+/* A security.* or trusted.* name of an inode statahead's pages say has no
+ * stored xattrs: none, with no round trip (every caller may read those
+ * names, or reads none; user.* names need the MDS's permission check). */
+static bool xattr_known_absent(depfs_t *fs, uint64_t ino, const char *name)
+{
+    return (strncmp(name, WIRE_XATTR_SECURITY, strlen(WIRE_XATTR_SECURITY)) == 0 ||
+            strncmp(name, WIRE_XATTR_TRUSTED, strlen(WIRE_XATTR_TRUSTED)) == 0) &&
+           dc_sa_no_xattrs(fs, ino);
+}
+
 ssize_t depfs_getxattr(depfs_t *fs, uint64_t ino, const char *name, void *value, size_t size)
 {
     int rc = check_xattr_name(name);
     if (rc < 0)
         return rc;
+    if (xattr_known_absent(fs, ino, name)) {
+        dc_set_error("no xattr '%s'", name);
+        return -ENODATA;
+    }
     return dc_xattr_get(fs, ino, name, value, size);
 }
 

@@ -141,6 +141,33 @@ int dc_sa_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st
     return 0;
 }
 
+bool dc_sa_no_xattrs(depfs_t *fs, uint64_t ino)
+{
+    dc_statahead *sa = &fs->statahead;
+    if (sa->max_age_ms == 0)
+        return false;
+    bool none = false;
+    uint64_t now = dc_now_ms();
+    pthread_mutex_lock(&sa->lock);
+    for (unsigned i = 0; i < DC_SA_DIRS && !none; i++) {
+        const dc_sa_dir *d = &sa->dirs[i];
+        if (d->n == 0)
+            continue;
+        for (uint32_t j = d->by_ino[ino_bucket(ino)]; j != DC_SA_NONE; j = d->ents[j].ino_next) {
+            const dc_sa_entry *e = &d->ents[j];
+            if (e->attr.ino == ino && !e->gone && now - e->fetched_ms < sa->max_age_ms &&
+                e->no_xattrs) {
+                none = true;
+                break;
+            }
+        }
+    }
+    if (none)
+        sa->xattrs_answered++;
+    pthread_mutex_unlock(&sa->lock);
+    return none;
+}
+
 bool dc_sa_missed(depfs_t *fs, uint64_t parent, uint64_t *cookie, uint64_t *gen)
 {
     dc_statahead *sa = &fs->statahead;
@@ -227,6 +254,7 @@ static void dir_add(dc_sa_dir *d, const Depfs__Dirent *de, uint64_t asked_ms)
     e->attr = *a;
     e->attr.base.n_unknown_fields = 0; /* scalars only: nothing owned */
     e->attr.base.unknown_fields = NULL;
+    e->no_xattrs = de->has_no_xattrs && de->no_xattrs;
     const Depfs__Layout *l = de->layout;
     if (l && S_ISREG(a->mode)) {
         e->has_shape = true;

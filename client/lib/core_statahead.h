@@ -60,6 +60,7 @@ typedef struct dc_sa_entry {
     Depfs__Attr attr;      /* by value: scalars only */
     bool has_shape;
     uint32_t n, k, su;     /* a regular file's layout shape */
+    bool no_xattrs;        /* the MDS said it has no stored xattrs */
 } dc_sa_entry;
 
 typedef struct dc_sa_dir {
@@ -93,6 +94,7 @@ typedef struct dc_statahead {
     dc_sa_drop log[DC_SA_LOG]; /* the drops of the last changes, by gen */
     uint32_t log_next;
     uint64_t pages, answered; /* what it did (tests, status) */
+    uint64_t xattrs_answered;
     dc_sa_dir dirs[DC_SA_DIRS];
 } dc_statahead;
 
@@ -105,6 +107,10 @@ void dc_sa_destroy(dc_statahead *sa);
  * the MDS). */
 int dc_sa_lookup(struct depfs *fs, uint64_t parent, const char *name, struct stat *st,
                  Depfs__Attr *attr, unsigned *age_ms);
+/* Whether a kept entry young enough says inode ino has no stored xattrs
+ * (a getxattr of security.* or trusted.* then finds none; ls -l asks for
+ * security.selinux of every name it lists). */
+bool dc_sa_no_xattrs(struct depfs *fs, uint64_t ino);
 /* The MDS found a name of parent that was not kept: counts towards a
  * page. true when the caller is to fetch one now (DC_SA_TRIGGER such names
  * since the last page, none being fetched): READDIR with_attrs

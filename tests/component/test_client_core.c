@@ -375,6 +375,50 @@ START_TEST(test_statahead_lookups)
 }
 END_TEST
 
+/* getxattr of a security.* or trusted.* name (ls -l asks every name it
+ * lists for security.selinux) of an inode a page says has no stored
+ * xattrs: ENODATA with no round trip. An inode with one, a user.* name
+ * (the MDS checks read permission), this client's own setxattr, and
+ * another client's once the page is older than the bound: the MDS. */
+START_TEST(test_statahead_no_xattrs)
+{
+    depfs_t *fs = mount_statahead(SA_KEEP_MS), *other = mount_fs();
+    char name[32], v[8];
+    struct stat st;
+    uint64_t ino[SA_FILES];
+    uint64_t d = sa_files(other, "statahead_x", ino);
+    ck_assert_int_eq(depfs_setxattr(other, ino[3], "security.t", "v", 1, 0), 0);
+    for (unsigned i = 0; i < SA_FILES; i++) {
+        snprintf(name, sizeof name, "f%u", i);
+        ck_assert_int_eq(depfs_lookup(fs, d, name, &st), 0);
+    }
+    ck_assert_uint_eq(fs->statahead.pages, 1);
+    for (unsigned i = 0; i < SA_FILES; i++)
+        if (i != 3)
+            ck_assert_int_eq(depfs_getxattr(fs, ino[i], "security.selinux", v, sizeof v), -ENODATA);
+    ck_assert_uint_eq(fs->statahead.xattrs_answered, SA_FILES - 1);
+    ck_assert_int_eq(depfs_getxattr(fs, ino[3], "security.t", v, sizeof v), 1);
+    ck_assert_int_eq(depfs_getxattr(fs, ino[0], "trusted.none", v, sizeof v), -ENODATA);
+    ck_assert_uint_eq(fs->statahead.xattrs_answered, SA_FILES);
+    ck_assert_int_eq(depfs_getxattr(fs, ino[0], "user.none", v, sizeof v), -ENODATA);
+    ck_assert_uint_eq(fs->statahead.xattrs_answered, SA_FILES); /* asked of the MDS */
+    ck_assert_int_eq(depfs_setxattr(fs, ino[4], "security.mine", "ab", 2, 0), 0);
+    ck_assert_int_eq(depfs_getxattr(fs, ino[4], "security.mine", v, sizeof v), 2);
+
+    depfs_t *brief = mount_statahead(SA_SHORT_MS);
+    for (unsigned i = 0; i < SA_FILES; i++) {
+        snprintf(name, sizeof name, "f%u", i);
+        ck_assert_int_eq(depfs_lookup(brief, d, name, &st), 0);
+    }
+    ck_assert_int_eq(depfs_setxattr(other, ino[21], "security.o", "xyz", 3, 0), 0);
+    usleep(SA_SHORT_MS * 1000u);
+    ck_assert_int_eq(depfs_getxattr(brief, ino[21], "security.o", v, sizeof v), 3);
+    depfs_unmount(brief);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
 /* A page on its way while this client changes the directory: what the
  * changes dropped is dropped from it too; past what the change log holds,
  * the page is not kept. */
@@ -1088,6 +1132,7 @@ static Suite *core_suite(void)
     tcase_add_test(sa, test_statahead_lookups);
     tcase_add_test(sa, test_statahead_page_across_changes);
     tcase_add_test(sa, test_statahead_random_lookups);
+    tcase_add_test(sa, test_statahead_no_xattrs);
     suite_add_tcase(s, sa);
     return s;
 }
