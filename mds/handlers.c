@@ -711,6 +711,8 @@ static int op_statfs(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     mds_ns_purge_stats(c->ns, &b->rep.purge_files, &b->rep.purge_bytes);
     b->rep.has_files = b->rep.has_logical_bytes = true;
     b->rep.has_purge_files = b->rep.has_purge_bytes = true;
+    b->rep.purge_floor_s = c->holds ? mds_holds_floor(c->holds, (uint64_t)time(NULL)) : 0;
+    b->rep.has_purge_floor_s = b->rep.purge_floor_s != 0;
     return 0;
 }
 

@@ -229,14 +229,29 @@ bool mds_holds_held_since_start(mds_holds *h, uint64_t ino, uint64_t now_s)
     return until_of(h, ino, now_s, false) != 0;
 }
 
-uint64_t mds_holds_until_max(mds_holds *h, uint64_t now_s)
+/* Under h->m: the later of the live floors (0: none). */
+static uint64_t floor_locked(const mds_holds *h, uint64_t now_s)
 {
-    pthread_mutex_lock(&h->m);
     uint64_t until = 0;
     if (live(h, h->start_floor_s, now_s))
         until = h->start_floor_s;
     if (live(h, h->overflow_floor_s, now_s) && h->overflow_floor_s > until)
         until = h->overflow_floor_s;
+    return until;
+}
+
+uint64_t mds_holds_floor(mds_holds *h, uint64_t now_s)
+{
+    pthread_mutex_lock(&h->m);
+    uint64_t until = floor_locked(h, now_s);
+    pthread_mutex_unlock(&h->m);
+    return until;
+}
+
+uint64_t mds_holds_until_max(mds_holds *h, uint64_t now_s)
+{
+    pthread_mutex_lock(&h->m);
+    uint64_t until = floor_locked(h, now_s);
     for (unsigned b = 0; b < HOLDS_BUCKETS; b++)
         for (const hold *e = h->buckets[b]; e; e = e->next)
             if (live(h, e->until_s, now_s) && e->until_s > until)

@@ -54,7 +54,9 @@ static void status_usage(FILE *out)
             "ranges found and repaired since it started, full passes, when the last one\n"
             "ended); then totals, and the MDS's purge queue: files unlinked whose strip\n"
             "files are not removed yet (open somewhere, or waiting for depfs-recovery)\n"
-            "and their bytes.\n"
+            "and their bytes, and until when files unlinked now are kept whatever\n"
+            "their handles (after a restart of the MDS, until the handles of its last\n"
+            "run end: a capability's life after a crash).\n"
             "\n"
             "Options:\n"
             "  -c, --config PATH  cluster config\n"
@@ -207,6 +209,13 @@ static void print_text(const depfs_server_status *v, unsigned n, const status_to
     human_bytes(used, sizeof(used), t->purge.bytes);
     printf("purge queue: %llu files, %s (%llu bytes) pending\n", (unsigned long long)t->purge.files,
            used, (unsigned long long)t->purge.bytes);
+    if (t->purge.floor_s) {
+        char until[CLOCK_TEXT_MAX];
+        clock_text(until, sizeof(until), t->purge.floor_s);
+        printf("purge floor: files unlinked now are kept until %s UTC (handles the MDS cannot "
+               "name, from before its restart or past a full holds table, may still use "
+               "them)\n", until);
+    }
 }
 
 static void json_locks(cli_json *j, uint64_t granted, uint64_t nacked, uint64_t retried,
@@ -283,6 +292,7 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
     cli_json_begin_object(&j, "purge_queue");
     cli_json_uint(&j, "files", t->purge.files);
     cli_json_uint(&j, "bytes", t->purge.bytes);
+    cli_json_uint(&j, "floor_s", t->purge.floor_s);
     cli_json_end_object(&j);
     cli_json_end_object(&j);
     cli_json_finish(&j);

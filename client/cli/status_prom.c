@@ -182,6 +182,12 @@ static void purge_queue(FILE *out, const depfs_purge_status *purge)
     family(out, "depfs_purge_queue_bytes", PROM_GAUGE, "The sizes of those files");
     fputs("depfs_purge_queue_bytes ", out);
     value(out, purge->bytes, 1);
+    family(out, "depfs_purge_floor_seconds", PROM_GAUGE,
+           "Files unlinked now are kept until this time (seconds since the epoch; 0: no such "
+           "floor): handles the MDS cannot name, from before its restart or past a full holds "
+           "table, may still use them");
+    fputs("depfs_purge_floor_seconds ", out);
+    value(out, purge->floor_s, 1);
 }
 
 void status_print_prometheus(FILE *out, const depfs_server_status *v, unsigned n,

@@ -166,6 +166,7 @@ int depfs_purge_queue(depfs_t *fs, depfs_purge_status *out)
     if (rc == 0) {
         out->files = rep->purge_files;
         out->bytes = rep->purge_bytes;
+        out->floor_s = rep->has_purge_floor_s ? rep->purge_floor_s : 0;
     }
     if (rep)
         depfs__mds_reply__free_unpacked(rep, NULL);

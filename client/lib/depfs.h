@@ -357,9 +357,13 @@ int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max);
 
 /* The MDS's purge queue: files unlinked whose strip files are not removed
  * yet (still open somewhere, or waiting for depfs-recovery), and their
- * bytes (file sizes). 0 or -errno. */
+ * bytes (file sizes); floor_s: no file unlinked now is purged before it
+ * (seconds since the epoch: handles the MDS cannot name, from before its
+ * restart or past a full holds table, may still use them), 0 when there
+ * is none. 0 or -errno. */
 typedef struct depfs_purge_status {
     uint64_t files, bytes;
+    uint64_t floor_s;
 } depfs_purge_status;
 int depfs_purge_queue(depfs_t *fs, depfs_purge_status *out);
 

@@ -11,7 +11,9 @@
 #      middle of draining them: nothing leaked once it is back, and nothing
 #      removed early (a file unlinked while a libdepfs handle holds it open
 #      is read back right through that handle after both crashes);
-#   d) depfs status shows the queue (files, bytes);
+#   d) depfs status shows the queue (files, bytes) and, after the MDS's
+#      crash in c), until when files unlinked are kept whatever their
+#      handles (the purge floor);
 #   e) the strip files on disk are exactly those of the files that exist
 #      or are still held open, and scrub --all is clean.
 source "$(dirname "$0")/lib.sh"
@@ -109,8 +111,10 @@ depfs status --prometheus > "$W/metrics" || fail "depfs status --prometheus"
 OMCHECK="$TOP/tests/integration/openmetrics_check.py"
 python3 "$OMCHECK" "$W/metrics" || fail "status --prometheus is not valid OpenMetrics"
 [ "$(python3 "$OMCHECK" "$W/metrics" depfs_purge_queue_files)" = 1 ] &&
-  [ "$(python3 "$OMCHECK" "$W/metrics" depfs_purge_queue_bytes)" = 2000004 ] ||
+  [ "$(python3 "$OMCHECK" "$W/metrics" depfs_purge_queue_bytes)" = 2000004 ] &&
+  [ "$(python3 "$OMCHECK" "$W/metrics" depfs_purge_floor_seconds)" = 0 ] ||
   fail "status --prometheus: queue $(grep '^depfs_purge' "$W/metrics" | tr '\n' ' ')"
+[ "$(status_json | json_get purge_queue.floor_s)" = 0 ] || fail "a fresh MDS shows a purge floor"
 sleep "$OPEN_CHECK_S"
 [ "$(strips_of "$A_INO")" -gt 0 ] || fail "the strip files of a file still open went after $OPEN_CHECK_S s"
 touch "$W/a.close"
@@ -196,6 +200,11 @@ rm -r "$MNT/many" "$MNT/held"
 lc kill mds >/dev/null
 lc restart mds >/dev/null
 [ "$(queue_files)" = $((MANY + 1)) ] || fail "the MDS lost queue entries in its crash: $(queue_files) left"
+# what is unlinked now waits for the handles the crash made it forget: shown
+floor=$(status_json | json_get purge_queue.floor_s)
+[ "$floor" -gt "$(date +%s)" ] || fail "after the MDS crash depfs status shows no purge floor (floor_s $floor)"
+depfs status | grep -q '^purge floor: files unlinked now are kept until ' ||
+  fail "depfs status does not say until when unlinked files are kept: $(depfs status | tail -2)"
 log "the queue survived the MDS crash; depfs-recovery back, killed mid-drain"
 lc restart recovery >/dev/null
 deadline=$((SECONDS + $(tscale 30)))
