@@ -245,7 +245,7 @@ uint64_t mds_holds_floor(mds_holds *h, uint64_t now_s)
     pthread_mutex_lock(&h->m);
     uint64_t until = floor_locked(h, now_s);
     pthread_mutex_unlock(&h->m);
-    return until;
+    return until ? until + h->grace_s : 0;
 }
 
 uint64_t mds_holds_until_max(mds_holds *h, uint64_t now_s)

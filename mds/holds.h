@@ -67,8 +67,9 @@ bool mds_holds_held_since_start(mds_holds *h, uint64_t ino, uint64_t now_s);
 uint64_t mds_holds_until(mds_holds *h, uint64_t ino, uint64_t now_s);
 /* The latest end of any live hold or floor (a clean stop records it). */
 uint64_t mds_holds_until_max(mds_holds *h, uint64_t now_s);
-/* The later of the live floors, the start's and a full table's (0: none):
- * no file unlinked now is purged before it. */
+/* When the later of the live floors, the start's and a full table's, stops
+ * keeping files: its end plus the grace (0: none). No file unlinked now is
+ * purged before it. */
 uint64_t mds_holds_floor(mds_holds *h, uint64_t now_s);
 /* Holds kept one by one now (for logs and tests). */
 unsigned mds_holds_count(mds_holds *h);

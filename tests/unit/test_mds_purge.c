@@ -159,7 +159,8 @@ START_TEST(test_holds_floors)
     ck_assert_int_eq(mds_holds_new(MDS_HOLDS_MAX, GRACE_S, T0 + TTL, &h), 0);
     ck_assert(mds_holds_held(h, 42, T0));
     ck_assert_uint_eq(mds_holds_until(h, 42, T0), T0 + TTL);
-    ck_assert_uint_eq(mds_holds_floor(h, T0), T0 + TTL); /* what depfs status shows */
+    ck_assert_uint_eq(mds_holds_floor(h, T0), T0 + TTL + GRACE_S); /* what depfs status shows */
+    ck_assert(mds_holds_held(h, 42, T0 + TTL + GRACE_S));
     ck_assert_uint_eq(mds_holds_floor(h, T0 + TTL + GRACE_S + 1), 0);
     /* but not asked again of a file queued before it (its entry recorded
      * the holds of then): an unlinked file no recorded hold keeps takes no
@@ -182,7 +183,7 @@ START_TEST(test_holds_floors)
     ck_assert_uint_eq(mds_holds_count(h), FEW_HOLDS);
     ck_assert(mds_holds_held(h, 200, T0 + TTL)); /* by the floor */
     ck_assert(mds_holds_held(h, 999, T0 + TTL)); /* and so is every file */
-    ck_assert_uint_eq(mds_holds_floor(h, T0), T0 + TTL);
+    ck_assert_uint_eq(mds_holds_floor(h, T0), T0 + TTL + GRACE_S);
     ck_assert(mds_holds_held_since_start(h, 999, T0 + TTL));
     ck_assert(mds_holds_note(h, 999, 2, T0 + TTL, true, 0, T0)); /* may be held: may join */
     /* expired entries make room again */
