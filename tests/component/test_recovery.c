@@ -21,6 +21,7 @@
 #include "config.h"
 #include "depfs.pb-c.h"
 #include "ioserver/handlers.h"
+#include "ioserver/strips.h"
 #include "kvstore.h"
 #include "log.h"
 #include "mds/handlers.h"
@@ -341,12 +342,15 @@ START_TEST(damage_repair_does_not_hold_up_an_orphan)
 }
 END_TEST
 
-/* Whether I/O server i holds a strip file of ino. */
+/* Whether I/O server i holds a strip file of ino (named as the server
+ * names it: ioserver/strips.h). */
 static bool strip_on(unsigned i, uint64_t ino)
 {
-    char path[sizeof(ios[i].dir) + sizeof("/strips/") + 16];
+    char name[IOS_STRIP_NAME_LEN];
+    char path[sizeof(ios[i].dir) + sizeof(IOS_STRIPS_SUBDIR) + IOS_STRIP_NAME_LEN];
     struct stat st;
-    int n = snprintf(path, sizeof(path), "%s/strips/%016llx", ios[i].dir, (unsigned long long)ino);
+    ios_strip_name(ino, name);
+    int n = snprintf(path, sizeof(path), "%s/" IOS_STRIPS_SUBDIR "/%s", ios[i].dir, name);
     ck_assert(n > 0 && (size_t)n < sizeof(path));
     return stat(path, &st) == 0;
 }
