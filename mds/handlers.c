@@ -207,6 +207,14 @@ static uint64_t hold_client(const Depfs__MdsRequest *q, const mds_reply_buf *b)
     return q->has_client_id ? q->client_id : 0;
 }
 
+/* The holds journal (holds_journal.h) could not record a hold of ino: the
+ * open is refused, as a mutation is when the store fails. */
+static void journal_failed(mds_reply_buf *b, uint64_t ino)
+{
+    snprintf(b->why, sizeof(b->why), "inode %llu: the MDS cannot record the hold of the open "
+             "(its store failed)", (unsigned long long)ino);
+}
+
 /* The request's client holds regular file `in` for a capability's life.
  * An unlinked file (nlink 0) takes new holds only while it is still held
  * (by a hold since the start or as its queue entry recorded): once none
@@ -223,20 +231,28 @@ static int note_hold(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b, c
             return rc;
     }
     uint64_t until_s = now_s + AUTH_CAP_TTL_S;
-    if (mds_holds_note(c->holds, in->ino, hold_client(q, b), until_s, in->nlink == 0, recorded_s,
-                       now_s))
+    int rc = mds_holds_note(c->holds, in->ino, hold_client(q, b), until_s, in->nlink == 0, recorded_s,
+                            now_s);
+    if (rc == 0)
         return in->nlink == 0 ? mds_ns_purge_hold(c->ns, in->ino, until_s, false, b->why) : 0;
-    snprintf(b->why, sizeof(b->why), "inode %llu was unlinked and no handle held it: its strip "
-             "files are being removed", (unsigned long long)in->ino);
-    return -ENOENT;
+    if (rc == -ENOENT)
+        snprintf(b->why, sizeof(b->why), "inode %llu was unlinked and no handle held it: its strip "
+                 "files are being removed", (unsigned long long)in->ino);
+    else
+        journal_failed(b, in->ino);
+    return rc;
 }
 
 /* The request's client's hold of regular file `in` (just noted) is a
  * writer's: MDS_MIGRATE_SWAP refuses while another client has one. */
-static void mark_writer(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b, const mds_inode *in)
+static int mark_writer(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b, const mds_inode *in)
 {
-    if (c->holds && S_ISREG(in->mode))
-        mds_holds_mark_writer(c->holds, in->ino, hold_client(q, b), (uint64_t)time(NULL));
+    if (!c->holds || !S_ISREG(in->mode))
+        return 0;
+    int rc = mds_holds_mark_writer(c->holds, in->ino, hold_client(q, b), (uint64_t)time(NULL));
+    if (rc < 0)
+        journal_failed(b, in->ino);
+    return rc;
 }
 
 /* mark_writer for a new open for writing, and then the check that closes
@@ -248,10 +264,10 @@ static int mark_writer_checked(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply
                                const mds_inode *in)
 {
     mds_inode now;
-    mark_writer(c, q, b, in);
-    if (!S_ISREG(in->mode) || in->nlink == 0)
-        return 0;
-    int rc = mds_ns_getattr(c->ns, in->ino, &now, b->why);
+    int rc = mark_writer(c, q, b, in);
+    if (rc < 0 || !S_ISREG(in->mode) || in->nlink == 0)
+        return rc;
+    rc = mds_ns_getattr(c->ns, in->ino, &now, b->why);
     if (rc < 0 || !now.migrated_away)
         return rc;
     /* the hold stays until it expires: it may be an older handle's too */
@@ -426,7 +442,7 @@ static int renew_cap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     if (rc == 0)
         rc = note_hold(c, q, b, &in);
     if (rc == 0 && (cap.rights & AUTH_CAP_WRITE))
-        mark_writer(c, q, b, &in);
+        rc = mark_writer(c, q, b, &in);
     if (rc == 0)
         issue_cap(c, b, q->ino, cap.rights);
     return rc;
@@ -443,7 +459,7 @@ static int renew_hold(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     if (rc == 0)
         rc = note_hold(c, q, b, &in);
     if (rc == 0 && (!q->has_flags || (cap_rights_of(q->flags) & AUTH_CAP_WRITE)))
-        mark_writer(c, q, b, &in);
+        rc = mark_writer(c, q, b, &in);
     if (rc == 0)
         fill_attr(b, &in);
     return rc;

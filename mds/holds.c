@@ -26,6 +26,7 @@ struct mds_holds {
     uint64_t grace_s;
     uint64_t start_floor_s;    /* holds.h: the previous run's */
     uint64_t overflow_floor_s; /* holds.h: holds a full table did not keep */
+    mds_holds_journal journal; /* .put NULL: none */
     hold *buckets[HOLDS_BUCKETS];
 };
 
@@ -58,6 +59,20 @@ int mds_holds_new(unsigned max_entries, uint64_t grace_s, uint64_t start_floor_s
     h->start_floor_s = start_floor_s;
     *out = h;
     return 0;
+}
+
+void mds_holds_set_journal(mds_holds *h, const mds_holds_journal *j)
+{
+    assert(!j || (j->put && j->put_floor && j->drop));
+    pthread_mutex_lock(&h->m);
+    h->journal = j ? *j : (mds_holds_journal){ 0 };
+    pthread_mutex_unlock(&h->m);
+}
+
+/* The journal's word on a hold about to be kept (under h->m): 0 without one. */
+static int journal_put(mds_holds *h, uint64_t ino, uint64_t client, uint64_t until_s, bool writer)
+{
+    return h->journal.put ? h->journal.put(h->journal.arg, ino, client, until_s, writer) : 0;
 }
 
 void mds_holds_free(mds_holds *h)
@@ -114,32 +129,53 @@ static void sweep(mds_holds *h, uint64_t now_s)
 
 static dlog_limit full_log = DLOG_LIMIT_INIT(1, HOLDS_FULL_LOG_PERIOD_MS);
 
-bool mds_holds_note(mds_holds *h, uint64_t ino, uint64_t client, uint64_t until_s, bool only_if_held,
-                    uint64_t recorded_until_s, uint64_t now_s)
+/* A full table (or no memory): every file is held until until_s instead
+ * (under h->m). */
+static int raise_overflow(mds_holds *h, uint64_t until_s)
 {
-    bool ok = true;
+    if (h->overflow_floor_s >= until_s)
+        return 0;
+    uint64_t floor_s = until_s > h->start_floor_s ? until_s : h->start_floor_s;
+    int rc = h->journal.put_floor ? h->journal.put_floor(h->journal.arg, floor_s) : 0;
+    if (rc < 0)
+        return rc;
+    h->overflow_floor_s = until_s;
+    dlog_limited(&full_log, DLOG_WARN, "holds table full (%u): no unlinked file is purged "
+                 "before %llu", h->count, (unsigned long long)h->overflow_floor_s);
+    return 0;
+}
+
+int mds_holds_note(mds_holds *h, uint64_t ino, uint64_t client, uint64_t until_s, bool only_if_held,
+                   uint64_t recorded_until_s, uint64_t now_s)
+{
+    int rc = 0;
     uint64_t held_until;
     unsigned b = bucket_of(ino);
     pthread_mutex_lock(&h->m);
     hold *e = walk_bucket(h, b, ino, client, now_s, &held_until);
     if (only_if_held && held_until == 0 && !live(h, h->overflow_floor_s, now_s) &&
         !live(h, recorded_until_s, now_s)) {
-        ok = false;
+        rc = -ENOENT;
         goto out;
     }
     if (e) {
-        if (e->until_s < until_s)
-            e->until_s = until_s;
+        if (e->until_s < until_s) {
+            rc = journal_put(h, ino, client, until_s, e->writer);
+            if (rc == 0)
+                e->until_s = until_s;
+        }
         goto out;
     }
     if (h->count >= h->max)
         sweep(h, now_s);
     e = h->count < h->max ? malloc(sizeof(*e)) : NULL;
-    if (!e) { /* full (or no memory): hold every file that long instead */
-        if (h->overflow_floor_s < until_s)
-            h->overflow_floor_s = until_s;
-        dlog_limited(&full_log, DLOG_WARN, "holds table full (%u): no unlinked file is purged "
-                     "before %llu", h->count, (unsigned long long)h->overflow_floor_s);
+    if (!e) {
+        rc = raise_overflow(h, until_s);
+        goto out;
+    }
+    rc = journal_put(h, ino, client, until_s, false);
+    if (rc < 0) {
+        free(e);
         goto out;
     }
     *e = (hold){ .next = h->buckets[b], .ino = ino, .client = client, .until_s = until_s };
@@ -147,7 +183,7 @@ bool mds_holds_note(mds_holds *h, uint64_t ino, uint64_t client, uint64_t until_
     h->count++;
 out:
     pthread_mutex_unlock(&h->m);
-    return ok;
+    return rc;
 }
 
 void mds_holds_release(mds_holds *h, uint64_t ino, uint64_t client)
@@ -160,20 +196,27 @@ void mds_holds_release(mds_holds *h, uint64_t ino, uint64_t client)
             free(e);
             assert(h->count > 0);
             h->count--;
+            if (h->journal.drop)
+                h->journal.drop(h->journal.arg, ino, client);
             break;
         }
     }
     pthread_mutex_unlock(&h->m);
 }
 
-void mds_holds_mark_writer(mds_holds *h, uint64_t ino, uint64_t client, uint64_t now_s)
+int mds_holds_mark_writer(mds_holds *h, uint64_t ino, uint64_t client, uint64_t now_s)
 {
     uint64_t until;
+    int rc = 0;
     pthread_mutex_lock(&h->m);
     hold *e = walk_bucket(h, bucket_of(ino), ino, client, now_s, &until);
-    if (e)
-        e->writer = true;
+    if (e && !e->writer) {
+        rc = journal_put(h, ino, client, e->until_s, true);
+        if (rc == 0)
+            e->writer = true;
+    }
     pthread_mutex_unlock(&h->m);
+    return rc;
 }
 
 bool mds_holds_client_holds(mds_holds *h, uint64_t ino, uint64_t client, uint64_t now_s)

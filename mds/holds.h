@@ -18,11 +18,17 @@
  *   - the overflow floor: a hold that found the table full (max_entries
  *     live holds) is not kept alone but raises a floor that holds every
  *     file that long (safe; space is freed later).
- * The table lives in memory; what an unlinked file's holds add up to is
- * also kept with its purge queue entry (namespace.h), so a restart keeps
- * it. Every call takes the table's own mutex and calls out to nothing. Times are passed in (wall-clock seconds), so tests drive it.
- * Return convention: bools and void; allocation failure at mds_holds_new
- * is -ENOMEM. */
+ * The table lives in memory. Its journal (mds_holds_set_journal; the MDS's
+ * is its store's hold records, holds_journal.h) is told of every hold it
+ * keeps before it keeps it, so that a restart after a crash of the MDS
+ * process knows the holds one by one instead of raising the start floor.
+ * What an unlinked file's holds add up to is also kept with its purge
+ * queue entry (namespace.h). Every call takes the table's own mutex and
+ * calls out to nothing but the journal, under that mutex (so the journal
+ * sees a hold's changes in the table's order). Times are passed in
+ * (wall-clock seconds), so tests drive it.
+ * Return convention: bools and void, or 0 / -errno where the journal may
+ * fail; allocation failure at mds_holds_new is -ENOMEM. */
 #ifndef DEPFS_MDS_HOLDS_H
 #define DEPFS_MDS_HOLDS_H
 #include <stdbool.h>
@@ -39,16 +45,36 @@ bool mds_hold_live(uint64_t until_s, uint64_t grace_s, uint64_t now_s);
 int mds_holds_new(unsigned max_entries, uint64_t grace_s, uint64_t start_floor_s, mds_holds **out);
 void mds_holds_free(mds_holds *h);
 
-/* Client's hold of ino lasts at least until until_s. With only_if_held (an
- * unlinked file), a file that neither a hold since the start, the
+/* Where the table writes what it keeps, so a restart can know it:
+ *   put: (ino, client) is held until until_s (writer: for writing), called
+ *        before the table keeps a new hold, a longer one or a writer's
+ *        mark; its error (-errno) fails that call and the table is left
+ *        as it was, so the journal holds at least what the table does;
+ *   put_floor: the later of the table's floors (start, overflow) is
+ *        until_s now, the overflow floor having risen (likewise);
+ *   drop: (ino, client) was released; best effort (a record left behind
+ *        only holds its file until it expires).
+ * Holds that expire are not dropped one by one (records of them are
+ * taken away at the next start). NULL: no journal (the default). */
+typedef struct mds_holds_journal {
+    int (*put)(void *arg, uint64_t ino, uint64_t client, uint64_t until_s, bool writer);
+    int (*put_floor)(void *arg, uint64_t until_s);
+    void (*drop)(void *arg, uint64_t ino, uint64_t client);
+    void *arg;
+} mds_holds_journal;
+void mds_holds_set_journal(mds_holds *h, const mds_holds_journal *j);
+
+/* Client's hold of ino lasts at least until until_s: 0. With only_if_held
+ * (an unlinked file), a file that neither a hold since the start, the
  * overflow floor nor recorded_until_s (what its queue entry recorded)
- * keeps is purgeable, its strip files may be going: it gets no new hold
- * and false is returned; else true. */
-bool mds_holds_note(mds_holds *h, uint64_t ino, uint64_t client, uint64_t until_s, bool only_if_held,
-                    uint64_t recorded_until_s, uint64_t now_s);
+ * keeps is purgeable, its strip files may be going: it gets no new hold,
+ * -ENOENT. The journal's error when it could not write the hold. */
+int mds_holds_note(mds_holds *h, uint64_t ino, uint64_t client, uint64_t until_s, bool only_if_held,
+                   uint64_t recorded_until_s, uint64_t now_s);
 /* Client's live hold of ino (noted just before) is for writing: it stays
- * a writer's until released or expired. No hold: nothing. */
-void mds_holds_mark_writer(mds_holds *h, uint64_t ino, uint64_t client, uint64_t now_s);
+ * a writer's until released or expired: 0. No hold: nothing, 0. The
+ * journal's error when it could not write the mark. */
+int mds_holds_mark_writer(mds_holds *h, uint64_t ino, uint64_t client, uint64_t now_s);
 /* Whether a client other than `client` may hold ino open for writing at
  * now_s: a live writer's hold, or a live floor (holds not known one by
  * one: any of them may be a writer's). MDS_MIGRATE_SWAP refuses then. */

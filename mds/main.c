@@ -25,6 +25,7 @@
 #include "auth.h"
 #include "handlers.h"
 #include "holds.h"
+#include "holds_journal.h"
 #include "kvstore.h"
 #include "log.h"
 #include "namespace.h"
@@ -126,24 +127,13 @@ static int open_store(mds_daemon *d)
         log_err("cannot open the namespace in %s: %s", d->cfg.mds_data_dir, err);
         return rc;
     }
-    /* handles the previous run let in end when its clean stop said, or
-     * after a crash by start + a capability's life: no unlinked file is
-     * purged before (holds.h) */
-    uint64_t floor_s = 0;
-    bool known = false;
-    rc = mds_ns_take_holds_until(d->ns, &floor_s, &known, err);
+    /* the previous run's holds, journalled (holds_journal.h): no unlinked
+     * file is purged while one may still be used */
+    char boot_id[MDS_BOOT_ID_MAX + 1];
+    mds_boot_id(boot_id);
+    rc = mds_holds_open(d->ns, boot_id, (uint64_t)time(NULL), &d->holds, err);
     if (rc < 0) {
-        log_err("cannot read the previous run's holds: %s", err);
-        return rc;
-    }
-    if (!known)
-        floor_s = (uint64_t)time(NULL) + AUTH_CAP_TTL_S;
-    if (floor_s > (uint64_t)time(NULL))
-        log_info("unlinked files are kept at least until %llu s since the epoch (holds of the "
-                 "previous run, %s)", (unsigned long long)floor_s, known ? "stopped cleanly" : "crashed");
-    rc = mds_holds_new(MDS_HOLDS_MAX, AUTH_CAP_SKEW_S, floor_s, &d->holds);
-    if (rc < 0) {
-        log_err("cannot allocate the holds table: %s", strerror(-rc));
+        log_err("cannot load the previous run's holds: %s", err);
         return rc;
     }
     mds_ns_set_holds(d->ns, d->holds);

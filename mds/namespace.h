@@ -209,18 +209,56 @@ int mds_ns_purge_done(mds_ns *ns, const uint64_t *inos, size_t n, mds_purge_keep
  * renewed), or anyway with lower (no hold is left). No write when it is
  * unchanged. -ENOENT when ino is not queued. */
 int mds_ns_purge_hold(mds_ns *ns, uint64_t ino, uint64_t until_s, bool lower, char *why);
-/* Holds given by the MDS's previous run (holds.h start floor): *until_s
- * the latest end of one when that run stopped cleanly (0 in a new
- * namespace), and *known; !*known after a crash. The record is removed
- * (durably) so a crash of this run is not taken for a clean stop. */
-int mds_ns_take_holds_until(mds_ns *ns, uint64_t *until_s, bool *known, char *why);
-/* A clean stop: the latest end of a hold this run gave, durably. */
-int mds_ns_put_holds_until(mds_ns *ns, uint64_t until_s, char *why);
 /* What queued ino's entry recorded of its holds (held_until_s), or
  * -ENOENT when ino is not queued. */
 int mds_ns_purge_recorded(mds_ns *ns, uint64_t ino, uint64_t *held_until_s, char *why);
 /* Files queued and their bytes (sizes). */
 void mds_ns_purge_stats(mds_ns *ns, uint64_t *files, uint64_t *bytes);
+
+/* ------------------------------------------- holds journal (ns_holds.c)
+ * The holds table (holds.h) journals every hold it keeps here, one record
+ * per (file, client) with its end and whether it is a writer's, written
+ * without a sync before the open it answers is answered, and deleted at
+ * the release. An unsynced write is in the kernel when it returns
+ * (kvstore.h), so a crash of the MDS process loses none of them; a crash
+ * of the machine may. So the records name every hold of the run that
+ * wrote them when that run stopped cleanly, or crashed under the same
+ * kernel boot (the boot record: /proc/sys/kernel/random/boot_id, written
+ * durably at each start). The floor record: holds that run could not
+ * name one by one (holds.h floors) end by then.
+ * These write through the store alone, never under the namespace's lock
+ * (the holds table calls them under its own, which the namespace takes
+ * under its lock). */
+#define MDS_BOOT_ID_MAX 64u /* a boot id's bytes at most (the kernel's: 36) */
+
+/* What the previous run left (mds_ns_holds_begin). */
+typedef struct mds_holds_prev {
+    bool clean;          /* it stopped cleanly (mds_ns_put_holds_until) ... */
+    uint64_t until_s;    /* ... and its holds ended by then */
+    bool journalled;     /* it journalled its holds (false: a store from
+                          * before the journal, or a new namespace) */
+    bool same_boot;      /* ... under the kernel boot this run started in */
+    uint64_t floor_s;    /* its floor record (0: none) */
+} mds_holds_prev;
+/* Reads what the previous run left; boot_id: this kernel boot's ("":
+ * unknown, never the same). */
+int mds_ns_holds_begin(mds_ns *ns, const char *boot_id, mds_holds_prev *prev, char *why);
+/* fn(arg, ino, client, until_s, writer) for each journalled hold live at
+ * now_s (within grace_s past its end); records of expired holds are
+ * deleted (as are undecodable ones, logged). *loaded, *dropped: counts. */
+typedef void (*mds_ns_hold_fn)(void *arg, uint64_t ino, uint64_t client, uint64_t until_s, bool writer);
+int mds_ns_holds_load(mds_ns *ns, uint64_t now_s, uint64_t grace_s, mds_ns_hold_fn fn, void *arg,
+                      unsigned *loaded, unsigned *dropped, char *why);
+/* This run journals its holds: the boot record becomes boot_id, the floor
+ * record floor_s, and the clean stop's record goes, durably (so a crash
+ * of this run is not taken for a clean stop). Before any hold is given. */
+int mds_ns_holds_commit_start(mds_ns *ns, const char *boot_id, uint64_t floor_s, char *why);
+/* A clean stop: the latest end of a hold this run gave, durably. */
+int mds_ns_put_holds_until(mds_ns *ns, uint64_t until_s, char *why);
+/* The journal's records (unsynced; 0 or -EIO). */
+int mds_ns_hold_put(mds_ns *ns, uint64_t ino, uint64_t client, uint64_t until_s, bool writer);
+int mds_ns_hold_put_floor(mds_ns *ns, uint64_t until_s);
+int mds_ns_hold_drop(mds_ns *ns, uint64_t ino, uint64_t client);
 
 /* ------------------------------------------------ migrate (ns_migrate.c)
  * `depfs migrate` copies a regular file into a new file under another

@@ -1,5 +1,5 @@
-/* ns_internal.h - internals shared by namespace.c, ns_xattr.c and ns_purge.c: the
- * namespace struct, transactions (one kv_batch + pending counters) and the
+/* ns_internal.h - internals shared by namespace.c, ns_xattr.c, ns_purge.c
+ * and ns_holds.c: the namespace struct, transactions (one kv_batch + pending counters) and the
  * inode/dirent helpers. Not used outside the namespace files. */
 #ifndef DEPFS_MDS_NS_INTERNAL_H
 #define DEPFS_MDS_NS_INTERNAL_H

@@ -176,58 +176,6 @@ out:
     return ns_settle(ns, rc, why);
 }
 
-int mds_ns_take_holds_until(mds_ns *ns, uint64_t *until_s, bool *known, char *why)
-{
-    uint8_t key[MDS_KEY_MAX];
-    void *val = NULL;
-    size_t vlen = 0;
-    size_t klen = mds_key_counter(key, MDS_COUNTER_HOLDS_UNTIL);
-    *until_s = 0;
-    *known = false;
-    pthread_rwlock_wrlock(&ns->lock);
-    int rc = kv_get(ns->kv, key, klen, &val, &vlen);
-    if (rc == -ENOENT) {
-        rc = 0;
-        goto out;
-    }
-    if (rc < 0 || vlen != sizeof(uint64_t)) { /* unreadable: as after a crash */
-        log_warn("holds_until record unreadable: taken as a crash");
-        rc = 0;
-    } else {
-        *until_s = mds_get_u64le(val);
-        *known = true;
-    }
-    kv_batch *b = kv_batch_new();
-    if (!b) {
-        rc = ns_fail(why, ENOMEM, "out of memory");
-        goto out;
-    }
-    kv_batch_delete(b, key, klen);
-    if (kv_batch_commit_nosync(ns->kv, b) < 0 || kv_sync(ns->kv) < 0)
-        rc = ns_fail(why, EIO, "store write failed");
-    kv_batch_free(b);
-out:
-    free(val);
-    pthread_rwlock_unlock(&ns->lock);
-    return rc;
-}
-
-int mds_ns_put_holds_until(mds_ns *ns, uint64_t until_s, char *why)
-{
-    uint8_t key[MDS_KEY_MAX], val[sizeof(uint64_t)];
-    kv_batch *b = kv_batch_new();
-    if (!b)
-        return ns_fail(why, ENOMEM, "out of memory");
-    mds_put_u64le(val, until_s);
-    kv_batch_put(b, key, mds_key_counter(key, MDS_COUNTER_HOLDS_UNTIL), val, sizeof(val));
-    pthread_rwlock_wrlock(&ns->lock);
-    int rc = kv_batch_commit_nosync(ns->kv, b) < 0 || kv_sync(ns->kv) < 0
-                 ? ns_fail(why, EIO, "store write failed") : 0;
-    pthread_rwlock_unlock(&ns->lock);
-    kv_batch_free(b);
-    return rc;
-}
-
 void mds_ns_purge_stats(mds_ns *ns, uint64_t *files, uint64_t *bytes)
 {
     pthread_rwlock_rdlock(&ns->lock);

@@ -240,6 +240,21 @@ int mds_purge_val_decode(const uint8_t *buf, size_t len, int64_t *queued_at_ns, 
     return 0;
 }
 
+void mds_hold_val_encode(uint8_t out[MDS_HOLD_VAL_LEN], uint64_t until_s, bool writer)
+{
+    mds_put_u64le(out, until_s);
+    out[8] = writer ? MDS_HOLD_FLAG_WRITER : 0u;
+}
+
+int mds_hold_val_decode(const uint8_t *buf, size_t len, uint64_t *until_s, bool *writer)
+{
+    if (len != MDS_HOLD_VAL_LEN || (buf[8] & ~MDS_HOLD_FLAG_WRITER) != 0)
+        return -EIO;
+    *until_s = mds_get_u64le(buf);
+    *writer = (buf[8] & MDS_HOLD_FLAG_WRITER) != 0;
+    return 0;
+}
+
 /* --------------------------------------------------------------------- keys */
 
 static size_t key_tag_u64(uint8_t *out, char tag, uint64_t v)
@@ -324,6 +339,28 @@ size_t mds_key_purge_prefix(uint8_t *out)
 uint64_t mds_key_purge_ino(const uint8_t *key)
 {
     return get_u64be(key + 1);
+}
+
+size_t mds_key_hold(uint8_t *out, uint64_t ino, uint64_t client)
+{
+    size_t n = key_tag_u64(out, MDS_TAG_HOLD, ino);
+    put_u64be(out + n, client);
+    return n + 8;
+}
+
+size_t mds_key_hold_prefix(uint8_t *out)
+{
+    out[0] = MDS_TAG_HOLD;
+    return 1;
+}
+
+int mds_key_hold_decode(const uint8_t *key, size_t klen, uint64_t *ino, uint64_t *client)
+{
+    if (klen != MDS_KEY_HOLD_LEN || key[0] != MDS_TAG_HOLD)
+        return -EIO;
+    *ino = get_u64be(key + 1);
+    *client = get_u64be(key + MDS_KEY_PREFIX_LEN);
+    return 0;
 }
 
 size_t mds_key_counter(uint8_t *out, const char *name)

@@ -10,8 +10,11 @@
  *   'P' ino                  -> purge queue entry: queued_at_ns i64, held_until_s u64
  *                               (holds.h; the inode, nlink 0, stays under 'I' until its
  *                               strip files are gone)
+ *   'H' ino client           -> hold journal record: until_s u64, flags u8 (holds.h,
+ *                               namespace.h "holds journal")
  *   'C' name                 -> counter u64 (next_ino, next_client, inodes, logical_bytes,
- *                               cluster_epoch, purge_files, purge_bytes, holds_until)
+ *                               cluster_epoch, purge_files, purge_bytes, holds_until,
+ *                               holds_overflow); holds_boot is a string
  *   'V' server_id u32        -> server state u32 (cluster membership)
  * Record values are little-endian. */
 #ifndef DEPFS_MDS_STORE_KEYS_H
@@ -34,6 +37,7 @@
 #define MDS_TAG_COUNTER 'C'
 #define MDS_TAG_SERVER 'V'
 #define MDS_TAG_PURGE 'P'
+#define MDS_TAG_HOLD 'H'
 
 #define MDS_COUNTER_NEXT_INO "next_ino"
 #define MDS_COUNTER_NEXT_CLIENT "next_client"
@@ -46,6 +50,12 @@
 /* the latest end of a hold given by the MDS that stopped cleanly (holds.h);
  * absent after a crash, 0 in a new namespace; taken away at each start */
 #define MDS_COUNTER_HOLDS_UNTIL "holds_until"
+/* the kernel boot id (/proc/sys/kernel/random/boot_id) of the run that
+ * journals its holds (namespace.h "holds journal"); absent in stores from
+ * before the journal */
+#define MDS_COUNTER_HOLDS_BOOT "holds_boot"
+/* the overflow floor (holds.h) of the run that journals its holds; absent: none */
+#define MDS_COUNTER_HOLDS_OVERFLOW "holds_overflow"
 /* a random nonzero id the namespace gets at its creation (made at the
  * first start of a store from before it): inode handle tags are bound to
  * it (handles.h), so a namespace made afresh under the same cluster key
@@ -54,6 +64,10 @@
 #define MDS_PURGE_VAL_LEN 16u
 void mds_purge_val_encode(uint8_t out[MDS_PURGE_VAL_LEN], int64_t queued_at_ns, uint64_t held_until_s);
 int mds_purge_val_decode(const uint8_t *buf, size_t len, int64_t *queued_at_ns, uint64_t *held_until_s);
+#define MDS_HOLD_VAL_LEN 9u
+#define MDS_HOLD_FLAG_WRITER 1u
+void mds_hold_val_encode(uint8_t out[MDS_HOLD_VAL_LEN], uint64_t until_s, bool writer);
+int mds_hold_val_decode(const uint8_t *buf, size_t len, uint64_t *until_s, bool *writer);
 
 /* One inode as stored. Directories use parent/next_seq/pol_*; regular files
  * use has_layout/lay. */
@@ -128,6 +142,11 @@ size_t mds_key_purge(uint8_t *out, uint64_t ino);
 size_t mds_key_purge_prefix(uint8_t *out);
 /* The ino of a purge key (klen must be MDS_KEY_PREFIX_LEN). */
 uint64_t mds_key_purge_ino(const uint8_t *key);
+#define MDS_KEY_HOLD_LEN (MDS_KEY_PREFIX_LEN + 8u)
+size_t mds_key_hold(uint8_t *out, uint64_t ino, uint64_t client);
+size_t mds_key_hold_prefix(uint8_t *out);
+/* The ino and client of a hold key; -EIO unless klen is MDS_KEY_HOLD_LEN. */
+int mds_key_hold_decode(const uint8_t *key, size_t klen, uint64_t *ino, uint64_t *client);
 
 void mds_put_u64le(uint8_t *p, uint64_t v);
 uint64_t mds_get_u64le(const uint8_t *p);

@@ -10,14 +10,19 @@
 #   c) the MDS SIGKILLed after unlinks, depfs-recovery SIGKILLed in the
 #      middle of draining them: nothing leaked once it is back, and nothing
 #      removed early (a file unlinked while a libdepfs handle holds it open
-#      is read back right through that handle after both crashes);
-#   d) depfs status shows the queue (files, bytes) and, after the MDS's
-#      crash in c), until when files unlinked are kept whatever their
-#      handles (the purge floor);
+#      is read back right through that handle after both crashes). The
+#      MDS's holds journal (mds/holds_journal.h) outlives its crash: a
+#      file closed before it and unlinked after it goes within
+#      PURGE_BOUND_S, one held open across it stays until its close;
+#   d) depfs status shows the queue (files, bytes) and, after an MDS start
+#      that cannot trust its journal (a machine crash, as a test build
+#      fakes with another kernel boot id), until when files unlinked are
+#      kept whatever their handles (the purge floor);
 #   e) the strip files on disk are exactly those of the files that exist
 #      or are still held open, and scrub --all is clean.
 source "$(dirname "$0")/lib.sh"
 require_recovery
+use_test_build # DEPFS_TEST_BOOT_ID: a machine crash in d)
 cluster_up --servers 8
 
 PURGE_BOUND_S=15   # the purger runs every second (REC_PURGE_IDLE_MS): a pass or two, loaded machine
@@ -168,31 +173,41 @@ for i in range(int(sys.argv[2])):
 PY
 head -c 1500000 /dev/urandom > "$W/held.ref"
 cp "$W/held.ref" "$MNT/held"
+head -c 700000 /dev/urandom > "$W/held2.ref"
+cp "$W/held2.ref" "$MNT/held2"   # held open across the MDS crash, unlinked after it
+head -c 900000 /dev/urandom > "$MNT/late"  # closed, unlinked after the MDS crash
 C_INOS=$(python3 -c 'import os, sys; d = sys.argv[1]; print(" ".join(str(os.stat(os.path.join(d, n)).st_ino) for n in os.listdir(d)))' "$MNT/many")
 python3 - "$LIBDEPFS_SO" "$CONF" "$PYLIB" "$W" "$W/held.ref" "$(tscale 120)" <<'PY' &
 import os, sys, time
 sys.path.insert(0, sys.argv[3])
 from depfs_ctypes import Depfs
 w, ref, limit = sys.argv[4], open(sys.argv[5], "rb").read(), float(sys.argv[6])
+ref2 = open(w + "/held2.ref", "rb").read()
 fs = Depfs(sys.argv[1], sys.argv[2])
 fh = fs.open("/held", os.O_RDONLY)
-open(w + "/held.ino", "w").write(str(fs.ino(fh)))
+fh2 = fs.open("/held2", os.O_RDONLY)
+open(w + "/held.tmp", "w").write("%d %d\n" % (fs.ino(fh), fs.ino(fh2)))
+os.rename(w + "/held.tmp", w + "/held.ino")
 deadline = time.time() + limit
 while not os.path.exists(w + "/held.read") and time.time() < deadline:
     time.sleep(0.1)
 if not os.path.exists(w + "/held.read"):
     print("FAIL: never told to read", flush=True); sys.exit(1)
 got = fs.pread(fh, len(ref) + 1, 0)
+got2 = fs.pread(fh2, len(ref2) + 1, 0)
 fs.close(fh)
+fs.close(fh2)
 fs.unmount()
-if got != ref:
-    print("FAIL: the held file reads %d bytes that differ from what was written" % len(got), flush=True)
+if got != ref or got2 != ref2:
+    print("FAIL: a held file reads bytes that differ from what was written (%d, %d)"
+          % (len(got), len(got2)), flush=True)
     sys.exit(1)
-print("the file held open read back right after the crashes", flush=True)
+print("the files held open read back right after the crashes", flush=True)
 PY
 reader=$!
 wait_flag "$W/held.ino" 60
-H_INO=$(cat "$W/held.ino")
+read -r H_INO H2_INO < "$W/held.ino"
+LATE_INO=$(stat -c %i "$MNT/late")
 
 lc kill recovery >/dev/null   # so the unlinks are still queued when the MDS dies
 rm -r "$MNT/many" "$MNT/held"
@@ -200,11 +215,9 @@ rm -r "$MNT/many" "$MNT/held"
 lc kill mds >/dev/null
 lc restart mds >/dev/null
 [ "$(queue_files)" = $((MANY + 1)) ] || fail "the MDS lost queue entries in its crash: $(queue_files) left"
-# what is unlinked now waits for the handles the crash made it forget: shown
-floor=$(status_json | json_get purge_queue.floor_s)
-[ "$floor" -gt "$(date +%s)" ] || fail "after the MDS crash depfs status shows no purge floor (floor_s $floor)"
-depfs status | grep -q '^purge floor: files unlinked now are kept until ' ||
-  fail "depfs status does not say until when unlinked files are kept: $(depfs status | tail -2)"
+# the crash forgot no handle (its holds journal): no floor
+[ "$(status_json | json_get purge_queue.floor_s)" = 0 ] ||
+  fail "after the MDS process crashed it keeps every unlinked file until $(status_json | json_get purge_queue.floor_s): its holds journal was not trusted"
 log "the queue survived the MDS crash; depfs-recovery back, killed mid-drain"
 lc restart recovery >/dev/null
 deadline=$((SECONDS + $(tscale 30)))
@@ -228,13 +241,28 @@ until [ "$(queue_files)" = 1 ]; do
   sleep 0.2
 done
 [ "$(strips_of "$H_INO")" -gt 0 ] || fail "the strip files of the file held open went"
+log "unlinked after the MDS crash: a closed file goes, one held open across the crash stays"
+rm "$MNT/late" "$MNT/held2"
+wait_strips_gone "a closed file unlinked after the MDS crash" "$LATE_INO"
+sleep "$OPEN_CHECK_S"
+[ "$(strips_of "$H2_INO")" -gt 0 ] || fail "the strip files of a file held open across the MDS crash went when it was unlinked after it"
+[ "$(queue_files)" = 2 ] || fail "the queue holds $(queue_files) files, not the 2 held open"
 touch "$W/held.read"
-wait "$reader" || fail "the file held open across the crashes did not read back right"
+wait "$reader" || fail "the files held open across the crashes did not read back right"
+wait_strips_gone "files held open across the crashes, after their close" "$H_INO" "$H2_INO"
+
+log "d) an MDS start that cannot trust its holds journal (another kernel boot) shows its purge floor"
+lc kill mds >/dev/null
+DEPFS_TEST_BOOT_ID=depfs-test-another-boot lc restart mds >/dev/null
+floor=$(status_json | json_get purge_queue.floor_s)
+[ "$floor" -gt "$(date +%s)" ] || fail "after a machine crash depfs status shows no purge floor (floor_s $floor)"
+depfs status | grep -q '^purge floor: files unlinked now are kept until ' ||
+  fail "depfs status does not say until when unlinked files are kept: $(depfs status | tail -2)"
 
 # ------------------------------------------------------------ e) the end
 log "e) strip files on disk are those of existing or held files; scrub"
 live=$(find "$MNT" -type f -size +0 -printf '%i\n' | sort -u)
-want=$(printf '%s\n' $live "$H_INO" | sort -u)
+want=$(printf '%s\n' $live | sort -u)
 got=$(strip_inos)
 [ "$got" = "$want" ] || fail "strip files of inodes $(comm -13 <(echo "$want") <(echo "$got") | tr '\n' ' ')are not of a file; missing for $(comm -23 <(echo "$want") <(echo "$got") | tr '\n' ' ')"
 cmp "$W/l.ref" "$MNT/l2" || fail "l2 changed"

@@ -23,6 +23,10 @@ typedef struct tmh {
 /* n_servers I/O servers with ids 10, 11, ...; floor_s: the holds' start
  * floor (holds.h; 0: none). The holds table is set on the namespace too. */
 void tmh_up(tmh *h, tms_store *s, unsigned n_servers, uint64_t floor_s);
+/* The same with the daemon's holds table (mds/holds_journal.h): the
+ * previous run's journalled holds loaded, the floor it decides, the
+ * journal on, as a start in kernel boot boot_id. */
+void tmh_up_journal(tmh *h, tms_store *s, unsigned n_servers, const char *boot_id);
 void tmh_down(tmh *h);
 /* The reply's err (0 or a positive errno); the reply in *out when asked
  * (free with mds_result_free). */

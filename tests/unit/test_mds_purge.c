@@ -21,6 +21,7 @@
 #include "mds/cluster.h"
 #include "mds/handlers.h"
 #include "mds/holds.h"
+#include "mds/holds_journal.h"
 #include "mds/namespace.h"
 #include "tests/lib/mds_handlers.h"
 #include "tests/lib/mds_store.h"
@@ -120,8 +121,8 @@ START_TEST(test_holds_table)
     mds_holds *h;
     ck_assert_int_eq(mds_holds_new(MDS_HOLDS_MAX, GRACE_S, 0, &h), 0);
     ck_assert(!mds_holds_held(h, 5, T0));
-    ck_assert(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0));
-    ck_assert(mds_holds_note(h, 5, 2, T0 + 10, false, 0, T0));
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0), 0);
+    ck_assert_int_eq(mds_holds_note(h, 5, 2, T0 + 10, false, 0, T0), 0);
     ck_assert_uint_eq(mds_holds_until(h, 5, T0), T0 + TTL);
     ck_assert(!mds_holds_held(h, 6, T0)); /* per file */
     /* a release drops that client's hold only */
@@ -131,19 +132,19 @@ START_TEST(test_holds_table)
     ck_assert(!mds_holds_held(h, 5, T0));
     ck_assert_uint_eq(mds_holds_count(h), 0);
     /* a hold lives grace_s past its end (the I/O servers' skew) */
-    ck_assert(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0));
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0), 0);
     ck_assert(mds_holds_held(h, 5, T0 + TTL + GRACE_S));
     ck_assert(!mds_holds_held(h, 5, T0 + TTL + GRACE_S + 1));
     ck_assert_uint_eq(mds_holds_count(h), 0); /* and then goes */
     /* renewals only extend */
-    ck_assert(mds_holds_note(h, 7, 1, T0 + TTL, false, 0, T0));
-    ck_assert(mds_holds_note(h, 7, 1, T0 + 5, false, 0, T0));
+    ck_assert_int_eq(mds_holds_note(h, 7, 1, T0 + TTL, false, 0, T0), 0);
+    ck_assert_int_eq(mds_holds_note(h, 7, 1, T0 + 5, false, 0, T0), 0);
     ck_assert_uint_eq(mds_holds_until(h, 7, T0), T0 + TTL);
     ck_assert_uint_eq(mds_holds_count(h), 1);
     /* only_if_held: a file nobody holds any more takes no new hold */
-    ck_assert(!mds_holds_note(h, 8, 3, T0 + TTL, true, 0, T0));
+    ck_assert_int_eq(mds_holds_note(h, 8, 3, T0 + TTL, true, 0, T0), -ENOENT);
     ck_assert(!mds_holds_held(h, 8, T0));
-    ck_assert(mds_holds_note(h, 7, 3, T0 + 2 * TTL, true, 0, T0)); /* 7 is held: joins */
+    ck_assert_int_eq(mds_holds_note(h, 7, 3, T0 + 2 * TTL, true, 0, T0), 0); /* 7 is held: joins */
     ck_assert_uint_eq(mds_holds_until_max(h, T0), T0 + 2 * TTL);
     /* expired holds go as their bucket is walked */
     ck_assert(!mds_holds_held(h, 7, T0 + 3 * TTL));
@@ -166,8 +167,8 @@ START_TEST(test_holds_floors)
      * the holds of then): an unlinked file no recorded hold keeps takes no
      * new one, one whose entry keeps it does */
     ck_assert(!mds_holds_held_since_start(h, 42, T0));
-    ck_assert(!mds_holds_note(h, 42, 1, T0 + 5, true, 0, T0));
-    ck_assert(mds_holds_note(h, 42, 1, T0 + 5, true, T0 + 1, T0));
+    ck_assert_int_eq(mds_holds_note(h, 42, 1, T0 + 5, true, 0, T0), -ENOENT);
+    ck_assert_int_eq(mds_holds_note(h, 42, 1, T0 + 5, true, T0 + 1, T0), 0);
     ck_assert(mds_holds_held_since_start(h, 42, T0));
     ck_assert(!mds_holds_held(h, 42, T0 + TTL + GRACE_S + 1));
     mds_holds_free(h);
@@ -176,19 +177,108 @@ START_TEST(test_holds_floors)
     ck_assert_int_eq(mds_holds_new(FEW_HOLDS, GRACE_S, 0, &h), 0);
     ck_assert_uint_eq(mds_holds_floor(h, T0), 0);
     for (unsigned i = 0; i < FEW_HOLDS; i++)
-        ck_assert(mds_holds_note(h, 100 + i, 1, T0 + 10, false, 0, T0));
+        ck_assert_int_eq(mds_holds_note(h, 100 + i, 1, T0 + 10, false, 0, T0), 0);
     ck_assert_uint_eq(mds_holds_count(h), FEW_HOLDS);
     ck_assert(!mds_holds_held(h, 200, T0));
-    ck_assert(mds_holds_note(h, 200, 1, T0 + TTL, false, 0, T0));
+    ck_assert_int_eq(mds_holds_note(h, 200, 1, T0 + TTL, false, 0, T0), 0);
     ck_assert_uint_eq(mds_holds_count(h), FEW_HOLDS);
     ck_assert(mds_holds_held(h, 200, T0 + TTL)); /* by the floor */
     ck_assert(mds_holds_held(h, 999, T0 + TTL)); /* and so is every file */
     ck_assert_uint_eq(mds_holds_floor(h, T0), T0 + TTL + GRACE_S);
     ck_assert(mds_holds_held_since_start(h, 999, T0 + TTL));
-    ck_assert(mds_holds_note(h, 999, 2, T0 + TTL, true, 0, T0)); /* may be held: may join */
+    ck_assert_int_eq(mds_holds_note(h, 999, 2, T0 + TTL, true, 0, T0), 0); /* may be held: may join */
     /* expired entries make room again */
-    ck_assert(mds_holds_note(h, 300, 1, T0 + 3 * TTL, false, 0, T0 + 2 * TTL));
+    ck_assert_int_eq(mds_holds_note(h, 300, 1, T0 + 3 * TTL, false, 0, T0 + 2 * TTL), 0);
     ck_assert_uint_eq(mds_holds_count(h), 1);
+    mds_holds_free(h);
+}
+END_TEST
+
+/* A journal for the table alone: what it was told; fail makes puts fail. */
+typedef struct fake_journal {
+    unsigned puts, floors, drops;
+    uint64_t last_until, last_floor;
+    bool last_writer, fail;
+} fake_journal;
+
+static int fj_put(void *arg, uint64_t ino, uint64_t client, uint64_t until_s, bool writer)
+{
+    fake_journal *j = arg;
+    (void)ino;
+    (void)client;
+    if (j->fail)
+        return -EIO;
+    j->puts++;
+    j->last_until = until_s;
+    j->last_writer = writer;
+    return 0;
+}
+
+static int fj_put_floor(void *arg, uint64_t until_s)
+{
+    fake_journal *j = arg;
+    if (j->fail)
+        return -EIO;
+    j->floors++;
+    j->last_floor = until_s;
+    return 0;
+}
+
+static void fj_drop(void *arg, uint64_t ino, uint64_t client)
+{
+    (void)ino;
+    (void)client;
+    ((fake_journal *)arg)->drops++;
+}
+
+START_TEST(test_holds_journal_calls)
+{
+    mds_holds *h;
+    fake_journal j = { 0 };
+    ck_assert_int_eq(mds_holds_new(FEW_HOLDS, GRACE_S, T0 + 5, &h), 0);
+    mds_holds_set_journal(h, &(mds_holds_journal){ .put = fj_put, .put_floor = fj_put_floor,
+                                                   .drop = fj_drop, .arg = &j });
+    /* a new hold, a longer one and a writer's mark are journalled first */
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0), 0);
+    ck_assert_uint_eq(j.puts, 1);
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + 10, false, 0, T0), 0); /* shorter: nothing */
+    ck_assert_uint_eq(j.puts, 1);
+    ck_assert_int_eq(mds_holds_mark_writer(h, 5, 1, T0), 0);
+    ck_assert(j.last_writer);
+    ck_assert_uint_eq(j.last_until, T0 + TTL);
+    ck_assert_int_eq(mds_holds_mark_writer(h, 5, 1, T0), 0); /* already: nothing */
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + 2 * TTL, false, 0, T0), 0);
+    ck_assert_uint_eq(j.puts, 3);
+    ck_assert(j.last_writer); /* the mark stays in the record */
+    /* a journal that fails fails the note, and the table keeps nothing new */
+    j.fail = true;
+    ck_assert_int_eq(mds_holds_note(h, 6, 1, T0 + TTL, false, 0, T0), -EIO);
+    ck_assert(!mds_holds_held_since_start(h, 6, T0));
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + 3 * TTL, false, 0, T0), -EIO);
+    ck_assert_uint_eq(mds_holds_until(h, 5, T0), T0 + 2 * TTL);
+    ck_assert_int_eq(mds_holds_note(h, 7, 2, T0 + TTL, false, 0, T0), -EIO);
+    j.fail = false;
+    ck_assert_int_eq(mds_holds_note(h, 7, 2, T0 + TTL, false, 0, T0), 0);
+    j.fail = true;
+    ck_assert_int_eq(mds_holds_mark_writer(h, 7, 2, T0), -EIO);
+    ck_assert(!mds_holds_other_writer(h, 7, 1, T0 + 5 + GRACE_S + 1)); /* not marked */
+    j.fail = false;
+    /* a release is dropped from the journal */
+    mds_holds_release(h, 7, 2);
+    ck_assert_uint_eq(j.drops, 1);
+    mds_holds_release(h, 7, 2); /* none left: nothing */
+    ck_assert_uint_eq(j.drops, 1);
+    /* a full table journals its floor, the later of it and the start's */
+    for (unsigned i = 0; i < FEW_HOLDS; i++)
+        mds_holds_note(h, 100 + i, 1, T0 + 1, false, 0, T0);
+    ck_assert_uint_eq(j.floors, 1);
+    ck_assert_uint_eq(j.last_floor, T0 + 5);
+    j.fail = true;
+    ck_assert_int_eq(mds_holds_note(h, 200, 1, T0 + TTL, false, 0, T0), -EIO);
+    ck_assert_uint_eq(mds_holds_floor(h, T0), T0 + 5 + GRACE_S); /* not raised */
+    j.fail = false;
+    ck_assert_int_eq(mds_holds_note(h, 200, 1, T0 + TTL, false, 0, T0), 0);
+    ck_assert_uint_eq(j.last_floor, T0 + TTL);
     mds_holds_free(h);
 }
 END_TEST
@@ -309,30 +399,38 @@ END_TEST
 START_TEST(test_queue_records_holds)
 {
     mds_holds *h;
+    mds_holds_prev prev;
     scan_col c = { 0 };
-    uint64_t last, until;
-    bool eof, known;
+    uint64_t last;
+    bool eof;
     uint64_t now = (uint64_t)time(NULL);
-    /* a new namespace: no hold was ever given */
-    ck_assert_int_eq(mds_ns_take_holds_until(ns, &until, &known, why), 0);
-    ck_assert(known);
-    ck_assert_uint_eq(until, 0);
-    /* taken away: a crash after this start is not a clean stop */
-    ck_assert_int_eq(mds_ns_take_holds_until(ns, &until, &known, why), 0);
-    ck_assert(!known);
+    /* a new namespace: no hold was ever given, none journalled */
+    ck_assert_int_eq(mds_ns_holds_begin(ns, "boot-a", &prev, why), 0);
+    ck_assert(prev.clean && !prev.journalled);
+    ck_assert_uint_eq(prev.until_s, 0);
+    /* a run that journals: taken away, a crash after this start is not a
+     * clean stop; its boot and floor are recorded */
+    ck_assert_int_eq(mds_ns_holds_commit_start(ns, "boot-a", now + 5, why), 0);
+    ck_assert_int_eq(mds_ns_holds_begin(ns, "boot-a", &prev, why), 0);
+    ck_assert(!prev.clean && prev.journalled && prev.same_boot);
+    ck_assert_uint_eq(prev.floor_s, now + 5);
+    ck_assert_int_eq(mds_ns_holds_begin(ns, "boot-b", &prev, why), 0);
+    ck_assert(prev.journalled && !prev.same_boot);
+    ck_assert_int_eq(mds_ns_holds_begin(ns, "", &prev, why), 0);
+    ck_assert(!prev.same_boot); /* an unknown boot is never the same */
     ck_assert_int_eq(mds_ns_put_holds_until(ns, now + TTL, why), 0);
     store_close();
     store_open();
-    ck_assert_int_eq(mds_ns_take_holds_until(ns, &until, &known, why), 0);
-    ck_assert(known);
-    ck_assert_uint_eq(until, now + TTL);
+    ck_assert_int_eq(mds_ns_holds_begin(ns, "boot-b", &prev, why), 0);
+    ck_assert(prev.clean && prev.journalled && !prev.same_boot);
+    ck_assert_uint_eq(prev.until_s, now + TTL);
 
     /* the entry records the file's holds when its last link goes */
     ck_assert_int_eq(mds_holds_new(MDS_HOLDS_MAX, GRACE_S, 0, &h), 0);
     mds_ns_set_holds(ns, h);
     uint64_t f = new_file("held", 10);
     uint64_t g = new_file("free", 10);
-    ck_assert(mds_holds_note(h, f, 1, now + TTL, false, 0, now));
+    ck_assert_int_eq(mds_holds_note(h, f, 1, now + TTL, false, 0, now), 0);
     unlink_name("held");
     unlink_name("free");
     ck_assert_int_eq(mds_ns_purge_scan(ns, 0, 0, collect, &c, &last, &eof, why), 0);
@@ -530,12 +628,108 @@ START_TEST(test_handlers_restart_floor)
 }
 END_TEST
 
+/* The daemon's holds table over restarts (mds/holds_journal.h): a crash
+ * of the MDS process under the same kernel boot forgets no hold, so no
+ * floor is raised and a file no handle holds goes at once; another boot
+ * (the machine crashed) raises it. */
+static void note_loaded(void *arg, uint64_t ino, uint64_t client, uint64_t until_s, bool writer)
+{
+    ck_assert_uint_eq(client, 1);
+    ck_assert(writer);
+    ck_assert_uint_gt(until_s, 0);
+    *(uint64_t *)arg = ino;
+}
+
+static void handlers_up_boot(const char *boot_id)
+{
+    tmh_up_journal(&hh, &store, 2, boot_id);
+}
+
+static void crash_and_restart(const char *boot_id)
+{
+    handlers_down(); /* no clean stop record: a crash */
+    store_close();
+    store_open();
+    handlers_up_boot(boot_id);
+}
+
+START_TEST(test_handlers_journal_restart)
+{
+    uint64_t f, g, w, x, first = 0, loaded_ino = 0;
+    uint64_t now = (uint64_t)time(NULL);
+    handlers_up_boot("boot-a");
+    ck_assert_uint_eq(mds_holds_floor(hh.ctx.holds, now), 0); /* a new namespace */
+    ck_assert_int_eq(create_as(7, "f", &f), 0); /* held open by 7 */
+    ck_assert_int_eq(create_as(7, "g", &g), 0);
+    ck_assert_int_eq(by_ino(DEPFS__MDS_OP__MDS_RELEASE, 7, g, false), 0); /* closed */
+    ck_assert_int_eq(create_as(8, "w", &w), 0); /* open for writing by 8 */
+
+    crash_and_restart("boot-a");
+    ck_assert_uint_eq(mds_holds_floor(hh.ctx.holds, now), 0);
+    ck_assert_uint_eq(mds_holds_count(hh.ctx.holds), 2); /* f by 7, w by 8 */
+    /* unlinked after the crash: the closed file goes at once, the open
+     * one stays until its handle closes */
+    unlink_name("g");
+    ck_assert_uint_eq(list(&first), 1);
+    ck_assert_uint_eq(first, g);
+    ck_assert_uint_eq(done(g), 1);
+    unlink_name("f");
+    ck_assert_uint_eq(list(&first), 0);
+    ck_assert_uint_eq(done(f), 0);
+    ck_assert_int_eq(by_ino(DEPFS__MDS_OP__MDS_RELEASE, 7, f, false), 0);
+    ck_assert_uint_eq(list(&first), 1);
+    ck_assert_uint_eq(done(f), 1);
+    /* the writer's hold is known as a writer's (a migrate's swap waits) */
+    ck_assert(mds_holds_other_writer(hh.ctx.holds, w, 9, now));
+    ck_assert(!mds_holds_other_writer(hh.ctx.holds, w, 8, now));
+    /* released holds stay released over a crash */
+    ck_assert_int_eq(by_ino(DEPFS__MDS_OP__MDS_RELEASE, 8, w, false), 0);
+    crash_and_restart("boot-a");
+    ck_assert_uint_eq(mds_holds_count(hh.ctx.holds), 0);
+
+    /* the machine crashed (another boot): holds may be lost, every file
+     * waits a capability's life */
+    ck_assert_int_eq(create_as(7, "x", &x), 0);
+    ck_assert_int_eq(by_ino(DEPFS__MDS_OP__MDS_RELEASE, 7, x, false), 0);
+    crash_and_restart("boot-b");
+    ck_assert_uint_ge(mds_holds_floor(hh.ctx.holds, now), now + TTL);
+    unlink_name("x");
+    ck_assert_uint_eq(list(&first), 0);
+    ck_assert_uint_eq(done(x), 0);
+    /* and that floor outlives a clean stop and another crash of this run */
+    uint64_t floor_b = mds_holds_floor(hh.ctx.holds, now);
+    crash_and_restart("boot-b");
+    ck_assert_uint_eq(mds_holds_floor(hh.ctx.holds, now), floor_b);
+    handlers_down();
+    ck_assert_int_eq(mds_ns_put_holds_until(ns, now, why), 0);
+    store_close();
+    store_open();
+    handlers_up_boot("boot-c");
+    ck_assert_uint_eq(mds_holds_floor(hh.ctx.holds, now), floor_b);
+    handlers_down();
+
+    /* records of expired holds are dropped at a start, live ones loaded */
+    ck_assert_int_eq(mds_ns_hold_put(ns, 77, 1, now - 10 * TTL, false), 0);
+    ck_assert_int_eq(mds_ns_hold_put(ns, 78, 1, now + TTL, true), 0);
+    unsigned loaded, dropped;
+    ck_assert_int_eq(mds_ns_holds_load(ns, now, GRACE_S, note_loaded, &loaded_ino, &loaded, &dropped,
+                                       why), 0);
+    ck_assert_uint_eq(loaded, 1);
+    ck_assert_uint_eq(dropped, 1);
+    ck_assert_uint_eq(loaded_ino, 78);
+    ck_assert_int_eq(mds_ns_holds_load(ns, now, GRACE_S, note_loaded, &loaded_ino, &loaded, &dropped,
+                                       why), 0);
+    ck_assert_uint_eq(dropped, 0);
+}
+END_TEST
+
 static Suite *purge_suite(void)
 {
     Suite *s = suite_create("mds_purge");
     TCase *tc = tcase_create("holds");
     tcase_add_test(tc, test_holds_table);
     tcase_add_test(tc, test_holds_floors);
+    tcase_add_test(tc, test_holds_journal_calls);
     suite_add_tcase(s, tc);
     tc = tcase_create("queue");
     tcase_add_checked_fixture(tc, setup, teardown);
@@ -545,6 +739,7 @@ static Suite *purge_suite(void)
     tcase_add_test(tc, test_queue_records_holds);
     tcase_add_test(tc, test_handlers_hold_and_purge);
     tcase_add_test(tc, test_handlers_restart_floor);
+    tcase_add_test(tc, test_handlers_journal_restart);
     suite_add_tcase(s, tc);
     return s;
 }
