@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <linux/fuse.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,8 +275,17 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
         conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
     if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
         conn->want |= FUSE_CAP_PARALLEL_DIROPS;
-    log_info("fuse connection: protocol %u.%u, max_write %u, max_readahead %u",
-             conn->proto_major, conn->proto_minor, conn->max_write, conn->max_readahead);
+    /* READDIRPLUS (op_readdirplus) for a listing's first page, and for the
+     * next ones once its names are looked at (ls -l, find, du): the
+     * kernel's adaptive mode, so a plain ls does not load attributes */
+    if (conn->capable & FUSE_CAP_READDIRPLUS)
+        conn->want |= FUSE_CAP_READDIRPLUS;
+    if (conn->capable & FUSE_CAP_READDIRPLUS_AUTO)
+        conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
+    log_info("fuse connection: protocol %u.%u, max_write %u, max_readahead %u, readdirplus %s",
+             conn->proto_major, conn->proto_minor, conn->max_write, conn->max_readahead,
+             !(conn->want & FUSE_CAP_READDIRPLUS) ? "off"
+             : (conn->want & FUSE_CAP_READDIRPLUS_AUTO) ? "adaptive" : "always");
 }
 
 /* ------------------------------------------------------------- namespace */
@@ -824,6 +834,79 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     free(rs.buf);
 }
 
+/* READDIRPLUS: one page of entries with their attributes, each taken as a
+ * lookup by the kernel (libdepfs counted it: depfs_readdir_plus), so that
+ * ls -l, find and du need no LOOKUP per name. The page is sized to the
+ * kernel's buffer (an entry takes at least DFUSE_DIRENTPLUS_MIN bytes) so
+ * the MDS loads no attributes that would not fit. */
+#define DFUSE_DIRENTPLUS_MIN (FUSE_NAME_OFFSET_DIRENTPLUS + sizeof(uint64_t)) /* a 1-byte name */
+
+typedef struct readdirplus_state {
+    fuse_req_t req;
+    dfuse_ctx *ctx;
+    char *buf;
+    size_t size, used;
+    uint64_t *counted; /* inodes taken with attributes: a lookup each */
+    size_t n_counted, max_counted;
+} readdirplus_state;
+
+static int readdirplus_add(void *arg, const char *name, uint64_t ino, mode_t type, uint64_t cookie,
+                           const struct stat *st)
+{
+    readdirplus_state *rs = arg;
+    struct fuse_entry_param e;
+    if (st) {
+        struct stat copy = *st;
+        fill_entry(rs->ctx, &e, &copy);
+        if (e.ino == 0 || rs->n_counted == rs->max_counted)
+            return 1; /* cannot be a lookup: the kernel asks again from here */
+    } else { /* a name without attributes: no lookup (nodeid 0) */
+        memset(&e, 0, sizeof(e));
+        e.attr.st_ino = (ino_t)ino;
+        e.attr.st_mode = (type & S_IFMT) ? (type & S_IFMT) : (mode_t)DTTOIF(type);
+    }
+    size_t need = fuse_add_direntry_plus(rs->req, rs->buf + rs->used, rs->size - rs->used, name, &e,
+                                         (off_t)cookie);
+    if (need > rs->size - rs->used)
+        return 1; /* full: the kernel comes back with the last cookie */
+    rs->used += need;
+    if (st)
+        rs->counted[rs->n_counted++] = e.ino;
+    return 0;
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi)
+{
+    act_for(req);
+    (void)fi;
+    readdirplus_state rs = {.req = req, .ctx = req_ctx(req)};
+    if (off < 0) {
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    rs.size = size < DFUSE_MAX_READDIR_BYTES ? size : DFUSE_MAX_READDIR_BYTES;
+    rs.max_counted = rs.size / DFUSE_DIRENTPLUS_MIN + 1;
+    rs.buf = malloc(rs.size ? rs.size : 1);
+    rs.counted = calloc(rs.max_counted, sizeof(*rs.counted));
+    if (!rs.buf || !rs.counted) {
+        free(rs.buf);
+        free(rs.counted);
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    int rc = depfs_readdir_plus(rs.ctx->fs, ino, (uint64_t)off, (uint32_t)rs.max_counted,
+                                readdirplus_add, &rs);
+    if (rc < 0 && rs.used == 0) {
+        reply_status(req, rc);
+    } else if (fuse_reply_buf(req, rs.buf, rs.used) != 0) {
+        for (size_t i = 0; i < rs.n_counted; i++) /* the kernel took none of them */
+            entry_not_taken(req, rs.counted[i]);
+    }
+    free(rs.buf);
+    free(rs.counted);
+}
+
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)ino;
@@ -961,6 +1044,7 @@ const struct fuse_lowlevel_ops dfuse_ops = {
     .fallocate = op_fallocate,
     .opendir = op_opendir,
     .readdir = op_readdir,
+    .readdirplus = op_readdirplus,
     .releasedir = op_releasedir,
     .fsyncdir = op_fsyncdir,
     .statfs = op_statfs,

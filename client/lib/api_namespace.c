@@ -425,6 +425,17 @@ int depfs_rename(depfs_t *fs, uint64_t parent, const char *name, uint64_t new_pa
 
 /* The MDS lists "." (cookie 1) and ".." (cookie 2) itself; its cookies are
  * handed through unchanged. */
+/* Whether entry d of a page asked from cookie breaks the MDS's order
+ * (each entry's cookie past the last, and one the kernel can take as an
+ * offset): the error is set. */
+static bool cookie_out_of_order(const Depfs__Dirent *d, uint64_t cookie)
+{
+    if (d->cookie > cookie && d->cookie <= (uint64_t)INT64_MAX)
+        return false;
+    dc_set_error("readdir: MDS cookie %llu out of order", (unsigned long long)d->cookie);
+    return true;
+}
+
 int depfs_readdir(depfs_t *fs, uint64_t ino, uint64_t cookie, depfs_dirent_fn fn, void *arg)
 {
     for (;;) {
@@ -437,8 +448,7 @@ int depfs_readdir(depfs_t *fs, uint64_t ino, uint64_t cookie, depfs_dirent_fn fn
         bool stop = false;
         for (size_t i = 0; i < rep->n_entries && !stop; i++) {
             const Depfs__Dirent *d = rep->entries[i];
-            if (d->cookie <= cookie || d->cookie > (uint64_t)INT64_MAX) {
-                dc_set_error("readdir: MDS cookie %llu out of order", (unsigned long long)d->cookie);
+            if (cookie_out_of_order(d, cookie)) {
                 free_rep(rep);
                 return -EPROTO;
             }
@@ -450,6 +460,43 @@ int depfs_readdir(depfs_t *fs, uint64_t ino, uint64_t cookie, depfs_dirent_fn fn
         if (stop || eof)
             return 0;
     }
+}
+
+int depfs_readdir_plus(depfs_t *fs, uint64_t ino, uint64_t cookie, uint32_t max_entries,
+                       depfs_dirent_plus_fn fn, void *arg)
+{
+    Depfs__MdsReply *rep = NULL;
+    uint64_t from = cookie, gen = dc_sa_gen(fs), asked_ms = dc_now_ms();
+    if (max_entries == 0 || max_entries > DC_SA_PAGE_ENTRIES)
+        max_entries = DC_SA_PAGE_ENTRIES;
+    int rc = readdir_page(fs, ino, cookie, max_entries, true, &rep);
+    if (rc < 0) {
+        free_rep(rep);
+        return rc;
+    }
+    for (size_t i = 0; i < rep->n_entries; i++) {
+        const Depfs__Dirent *d = rep->entries[i];
+        if (cookie_out_of_order(d, cookie)) {
+            rc = -EPROTO;
+            break;
+        }
+        cookie = d->cookie;
+        /* attributes only as a lookup would give them: not of "." and ".."
+         * (the kernel resolves those), and of the entry's own inode */
+        const Depfs__Attr *a = d->attr;
+        bool plus = a && a->ino == d->ino && strcmp(d->name, ".") != 0 && strcmp(d->name, "..") != 0;
+        struct stat st;
+        if (plus)
+            dc_attr_layout_to_stat(fs, a, d->layout, &st);
+        if (fn(arg, d->name, d->ino, (mode_t)(d->mode & S_IFMT), d->cookie, plus ? &st : NULL) != 0)
+            break;
+        if (plus)
+            dc_handle_counted(fs, a);
+    }
+    if (rc == 0)
+        dc_sa_offer(fs, ino, from, gen, asked_ms, rep);
+    free_rep(rep);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- statfs */

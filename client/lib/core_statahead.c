@@ -225,7 +225,11 @@ static int dir_reserve(dc_sa_dir *d, uint32_t more)
         dir_empty(d); /* a directory larger than what is kept: start over */
     if (d->n + more <= d->cap)
         return 0;
-    uint32_t cap = d->n + more;
+    /* doubling: small pages (dc_sa_offer's) do not copy the entries each */
+    uint32_t cap = d->cap * 2 > d->n + more ? d->cap * 2 : d->n + more;
+    if (cap > DC_SA_MAX_ENTRIES)
+        cap = DC_SA_MAX_ENTRIES;
+    assert(d->n + more <= cap);
     dc_sa_entry *ents = realloc(d->ents, cap * sizeof(*ents));
     if (!ents)
         return -ENOMEM;
@@ -353,19 +357,15 @@ static void log_replay(dc_statahead *sa, uint64_t gen)
     }
 }
 
-void dc_sa_keep(depfs_t *fs, uint64_t parent, uint64_t gen, uint64_t asked_ms,
-                const Depfs__MdsReply *rep)
+/* Under lock: keeps page rep (asked at asked_ms, the changes up to gen
+ * seen) in d, less what the changes since dropped. */
+static void keep_page(dc_statahead *sa, dc_sa_dir *d, uint64_t gen, uint64_t asked_ms,
+                      const Depfs__MdsReply *rep)
 {
-    dc_statahead *sa = &fs->statahead;
-    pthread_mutex_lock(&sa->lock);
-    dc_sa_dir *d = dir_find(sa, parent);
-    if (!d) /* not possible while filling: slots being filled are not taken */
-        goto out;
-    d->filling = false;
     if (!rep || rep->err != 0 || rep->n_entries > DC_SA_PAGE_ENTRIES || !log_covers(sa, gen))
-        goto out;
+        return;
     if (dir_reserve(d, (uint32_t)rep->n_entries) < 0)
-        goto out;
+        return;
     for (size_t i = 0; i < rep->n_entries; i++) {
         dir_add(d, rep->entries[i], asked_ms);
         if (rep->entries[i]->cookie > d->next_cookie)
@@ -374,6 +374,52 @@ void dc_sa_keep(depfs_t *fs, uint64_t parent, uint64_t gen, uint64_t asked_ms,
     d->eof = rep->has_eof && rep->eof;
     sa->pages++;
     log_replay(sa, gen); /* what changed while the page was on its way */
+}
+
+void dc_sa_keep(depfs_t *fs, uint64_t parent, uint64_t gen, uint64_t asked_ms,
+                const Depfs__MdsReply *rep)
+{
+    dc_statahead *sa = &fs->statahead;
+    pthread_mutex_lock(&sa->lock);
+    dc_sa_dir *d = dir_find(sa, parent);
+    if (d) { /* always there while filling: slots being filled are not taken */
+        d->filling = false;
+        keep_page(sa, d, gen, asked_ms, rep);
+    }
+    pthread_mutex_unlock(&sa->lock);
+}
+
+uint64_t dc_sa_gen(depfs_t *fs)
+{
+    dc_statahead *sa = &fs->statahead;
+    pthread_mutex_lock(&sa->lock);
+    uint64_t gen = sa->gen;
+    pthread_mutex_unlock(&sa->lock);
+    return gen;
+}
+
+void dc_sa_offer(depfs_t *fs, uint64_t parent, uint64_t from, uint64_t gen, uint64_t asked_ms,
+                 const Depfs__MdsReply *rep)
+{
+    dc_statahead *sa = &fs->statahead;
+    if (sa->max_age_ms == 0)
+        return;
+    uint64_t now = dc_now_ms();
+    pthread_mutex_lock(&sa->lock);
+    dc_sa_dir *d = dir_get(sa, parent, now);
+    if (!d || d->filling)
+        goto out;
+    bool young = d->n > 0 && now - d->started_ms < sa->max_age_ms;
+    if (from == 0) { /* a listing from its start: the pages kept start over */
+        dir_empty(d);
+        d->next_cookie = 0;
+        d->eof = false;
+        d->started_ms = asked_ms;
+    } else if (!young || d->eof || from != d->next_cookie) {
+        goto out; /* not what follows the pages kept */
+    }
+    d->used_ms = now;
+    keep_page(sa, d, gen, asked_ms, rep);
 out:
     pthread_mutex_unlock(&sa->lock);
 }

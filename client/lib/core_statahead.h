@@ -121,6 +121,18 @@ bool dc_sa_missed(struct depfs *fs, uint64_t parent, uint64_t *cookie, uint64_t 
  * the changes since gen dropped. */
 void dc_sa_keep(struct depfs *fs, uint64_t parent, uint64_t gen, uint64_t asked_ms,
                 const Depfs__MdsReply *rep);
+/* Where the change log stands: taken before a page the caller fetches on
+ * its own (dc_sa_offer). */
+uint64_t dc_sa_gen(struct depfs *fs);
+/* A page of parent from cookie `from` with its entries' attributes that
+ * the caller fetched for itself (depfs_readdir_plus, FUSE's READDIRPLUS),
+ * asked at asked_ms with the changes up to gen seen: kept as statahead's
+ * when it starts the directory's listing (from 0: what is kept starts
+ * over) or continues the pages kept, young, and none is being fetched; so
+ * what the caller asks next of those names (ls -l's getxattr) is answered
+ * here as after lookups. Else nothing. */
+void dc_sa_offer(struct depfs *fs, uint64_t parent, uint64_t from, uint64_t gen, uint64_t asked_ms,
+                 const Depfs__MdsReply *rep);
 /* After every MDS call of this client (core_mds.c): drops what op may
  * have changed (see above). rep NULL: the call failed in transit. */
 void dc_sa_after_call(struct depfs *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req,

@@ -154,6 +154,20 @@ int depfs_rename(depfs_t *fs, uint64_t parent, const char *name, uint64_t new_pa
 typedef int (*depfs_dirent_fn)(void *arg, const char *name, uint64_t ino, mode_t type,
                                uint64_t cookie);
 int depfs_readdir(depfs_t *fs, uint64_t ino, uint64_t cookie, depfs_dirent_fn fn, void *arg);
+/* One page of depfs_readdir (at most max_entries entries; 0: the most the
+ * library asks at once) with each entry's attributes in *st, for a caller
+ * that caches them as lookups (FUSE's READDIRPLUS). st is NULL for "."
+ * and "..", and for every entry when the caller may not search the
+ * directory (the MDS gives none then, as a lookup would fail). With
+ * depfs_options.count_lookups, an entry with attributes that fn took
+ * (returned 0) counts one lookup of its inode, as depfs_lookup does; fn
+ * returns non-zero for an entry it did not take, which ends the page. The
+ * page also answers statahead (depfs_options.statahead_ms) as one fetched
+ * for lookups would. The directory's end: no entry after cookie. */
+typedef int (*depfs_dirent_plus_fn)(void *arg, const char *name, uint64_t ino, mode_t type,
+                                    uint64_t cookie, const struct stat *st);
+int depfs_readdir_plus(depfs_t *fs, uint64_t ino, uint64_t cookie, uint32_t max_entries,
+                       depfs_dirent_plus_fn fn, void *arg);
 
 int depfs_statfs(depfs_t *fs, struct statvfs *st);
 

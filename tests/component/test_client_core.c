@@ -513,6 +513,103 @@ START_TEST(test_statahead_random_lookups)
 }
 END_TEST
 
+/* What depfs_readdir_plus gave: entries with and without attributes. */
+#define RP_PAGE 7u /* entries asked per page: several pages of SA_FILES */
+typedef struct rp_col {
+    unsigned n, with, stop_at;
+    uint64_t last_cookie;
+    char names[SA_FILES + 2][16];
+    struct stat st[SA_FILES + 2];
+    bool has_st[SA_FILES + 2];
+} rp_col;
+
+static int rp_take(void *arg, const char *name, uint64_t ino, mode_t type, uint64_t cookie,
+                   const struct stat *st)
+{
+    rp_col *c = arg;
+    if (c->stop_at && c->n == c->stop_at)
+        return 1; /* not taken: the next page starts with it */
+    ck_assert_uint_lt(c->n, SA_FILES + 2);
+    ck_assert_uint_ne(ino, 0);
+    ck_assert(cookie > c->last_cookie);
+    snprintf(c->names[c->n], sizeof c->names[0], "%s", name);
+    c->has_st[c->n] = st != NULL;
+    if (st) {
+        ck_assert_uint_eq(st->st_ino, ino);
+        ck_assert_uint_eq(st->st_mode & S_IFMT, type);
+        c->st[c->n] = *st;
+        c->with++;
+    }
+    c->last_cookie = cookie;
+    c->n++;
+    return 0;
+}
+
+/* A whole listing page by page (max entries each): what a FUSE
+ * READDIRPLUS sequence gets. */
+static void rp_list(depfs_t *fs, uint64_t d, uint32_t max, rp_col *c)
+{
+    for (unsigned pages = 0; pages <= SA_FILES + 2; pages++) {
+        unsigned before = c->n;
+        ck_assert_int_eq(depfs_readdir_plus(fs, d, c->last_cookie, max, rp_take, c), 0);
+        ck_assert_uint_le(c->n - before, max);
+        if (c->n == before)
+            return;
+    }
+    ck_abort_msg("readdir_plus did not end");
+}
+
+/* READDIRPLUS (depfs-fuse's op_readdirplus): every name with the
+ * attributes a lookup would give (none for "." and ".."), in pages of at
+ * most the entries asked for; an entry not taken starts the next page;
+ * and the pages answer statahead's getxattr as lookups' pages do. */
+START_TEST(test_readdir_plus)
+{
+    depfs_t *fs = mount_statahead(SA_KEEP_MS), *other = mount_fs();
+    uint64_t ino[SA_FILES];
+    char v[8];
+    struct stat want;
+    uint64_t d = sa_files(other, "plus", ino);
+    write_ok(other, ino[2], 4000);
+    ck_assert_int_eq(depfs_setxattr(other, ino[3], "security.t", "v", 1, 0), 0);
+    rp_col c = { 0 };
+    rp_list(fs, d, RP_PAGE, &c);
+    ck_assert_uint_eq(c.n, SA_FILES + 2);
+    ck_assert_uint_eq(c.with, SA_FILES);
+    for (unsigned i = 0; i < c.n; i++) {
+        bool dot = !strcmp(c.names[i], ".") || !strcmp(c.names[i], "..");
+        ck_assert_msg(c.has_st[i] == !dot, "%s: attributes %d", c.names[i], c.has_st[i]);
+        if (dot)
+            continue;
+        ck_assert_int_eq(depfs_getattr(other, c.st[i].st_ino, &want), 0);
+        ck_assert_uint_eq(c.st[i].st_mode, want.st_mode);
+        ck_assert_uint_eq(c.st[i].st_size, want.st_size);
+        ck_assert_uint_eq(c.st[i].st_nlink, want.st_nlink);
+        ck_assert_uint_eq(c.st[i].st_blocks, want.st_blocks);
+        ck_assert_uint_eq(c.st[i].st_blksize, want.st_blksize);
+    }
+    /* its pages answer getxattr (ls -l's security.selinux) as statahead's */
+    uint64_t answered = fs->statahead.xattrs_answered;
+    for (unsigned i = 0; i < SA_FILES; i++)
+        if (i != 3)
+            ck_assert_int_eq(depfs_getxattr(fs, ino[i], "security.selinux", v, sizeof v), -ENODATA);
+    ck_assert_uint_eq(fs->statahead.xattrs_answered - answered, SA_FILES - 1);
+    ck_assert_int_eq(depfs_getxattr(fs, ino[3], "security.t", v, sizeof v), 1);
+
+    /* an entry the caller did not take comes first in the next page */
+    rp_col s = {.stop_at = 3};
+    ck_assert_int_eq(depfs_readdir_plus(fs, d, 0, RP_PAGE, rp_take, &s), 0);
+    ck_assert_uint_eq(s.n, 3);
+    s.stop_at = 0;
+    rp_list(fs, d, RP_PAGE, &s);
+    ck_assert_uint_eq(s.n, SA_FILES + 2);
+    for (unsigned i = 0; i < s.n; i++)
+        ck_assert_str_eq(s.names[i], c.names[i]);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
 START_TEST(test_rename_link_unlink)
 {
     depfs_t *fs = mount_fs();
@@ -1133,6 +1230,7 @@ static Suite *core_suite(void)
     tcase_add_test(sa, test_statahead_page_across_changes);
     tcase_add_test(sa, test_statahead_random_lookups);
     tcase_add_test(sa, test_statahead_no_xattrs);
+    tcase_add_test(sa, test_readdir_plus);
     suite_add_tcase(s, sa);
     return s;
 }
