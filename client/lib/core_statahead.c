@@ -460,10 +460,21 @@ void dc_sa_after_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req
                       const Depfs__MdsReply *rep)
 {
     dc_statahead *sa = &fs->statahead;
-    if (sa->max_age_ms == 0 || op_keeps_all(op, req))
+    /* an inode named by number that is gone (ENOENT), unlinked (nlink 0)
+     * or replaced at its name (ESTALE: another client's migrate): what is
+     * kept of it is stale, and the lookup the caller does next (the
+     * kernel's re-lookup of the name) must reach the MDS */
+    bool stale = rep && req->has_ino &&
+                 (rep->err == ESTALE || rep->err == ENOENT || (rep->attr && rep->attr->nlink == 0));
+    bool keeps_all = op_keeps_all(op, req);
+    if (sa->max_age_ms == 0 || (keeps_all && !stale))
         return;
     pthread_mutex_lock(&sa->lock);
     sa->gen++;
+    if (keeps_all) {
+        drop(sa, DC_SA_DROP_INO, req->ino, NULL);
+        goto out;
+    }
     if (!op_changes_named(op)) {
         drop(sa, DC_SA_DROP_ALL, 0, NULL);
         goto out;

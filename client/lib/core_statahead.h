@@ -15,6 +15,9 @@
  *    drops everything. A page fetched across a change has the changes
  *    made meanwhile dropped from it too (the change log), or is not kept
  *    when more came than the log holds;
+ *  - an inode the MDS says is gone, unlinked or replaced at its name
+ *    (ESTALE: another client's migrate gave the name to a copy) is
+ *    dropped, so the re-lookup that follows reaches the MDS;
  *  - a regular file open here gets its size and mtime from this client's
  *    own writes (dc_attr_layout_to_stat), as every stat does;
  *  - names never answered from here are asked of the MDS as before: no

@@ -513,6 +513,42 @@ START_TEST(test_statahead_random_lookups)
 }
 END_TEST
 
+/* Another client's migrate gives a name to a copy: an open of the old
+ * inode is ESTALE, and the lookup of the name that follows (the kernel's
+ * re-lookup) finds the copy, not what a page kept of the old inode. Before
+ * the ESTALE dropped it, the page answered the old inode again, and every
+ * retry of the open was ESTALE until the page aged out. */
+START_TEST(test_statahead_after_migrate)
+{
+    depfs_t *fs = mount_statahead(SA_KEEP_MS), *other = mount_fs();
+    char name[32];
+    struct stat st;
+    uint64_t ino[SA_FILES], version = 0;
+    uint64_t d = sa_files(other, "statahead_m", ino);
+    for (unsigned i = 0; i < SA_FILES; i++) {
+        snprintf(name, sizeof name, "f%u", i);
+        ck_assert_int_eq(depfs_lookup(fs, d, name, &st), 0);
+    }
+    ck_assert_uint_eq(fs->statahead.pages, 1);
+    ck_assert_int_eq(depfs_lookup(fs, d, "f9", &st), 0);
+    ck_assert_uint_eq(st.st_ino, ino[9]);
+    depfs_fh_t *copy = NULL, *fh = NULL;
+    ck_assert_int_eq(depfs_data_version(other, ino[9], &version), 0);
+    ck_assert_int_eq(depfs_create(other, d, NULL, 0644, O_RDWR | O_TMPFILE, NULL, NULL, NULL, &copy),
+                     0);
+    ck_assert_int_eq(depfs_migrate_swap(other, d, "f9", ino[9], depfs_fh_ino(copy), version, NULL),
+                     0);
+    ck_assert_int_eq(depfs_close(copy), 0);
+    ck_assert_int_eq(depfs_open_ino(fs, ino[9], O_RDONLY, &fh), -ESTALE);
+    ck_assert_int_eq(depfs_lookup(fs, d, "f9", &st), 0);
+    ck_assert_uint_ne(st.st_ino, ino[9]);
+    ck_assert_int_eq(depfs_open_ino(fs, st.st_ino, O_RDONLY, &fh), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
 /* What depfs_readdir_plus gave: entries with and without attributes. */
 #define RP_PAGE 7u /* entries asked per page: several pages of SA_FILES */
 typedef struct rp_col {
@@ -1231,6 +1267,7 @@ static Suite *core_suite(void)
     tcase_add_test(sa, test_statahead_random_lookups);
     tcase_add_test(sa, test_statahead_no_xattrs);
     tcase_add_test(sa, test_readdir_plus);
+    tcase_add_test(sa, test_statahead_after_migrate);
     suite_add_tcase(s, sa);
     return s;
 }
