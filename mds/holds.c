@@ -103,6 +103,8 @@ static hold *walk_bucket(mds_holds *h, unsigned b, uint64_t ino, uint64_t client
         hold *e = *pp;
         if (!live(h, e->until_s, now_s)) {
             *pp = e->next;
+            if (h->journal.drop) /* a client that never released: bounded records */
+                h->journal.drop(h->journal.arg, e->ino, e->client);
             free(e);
             assert(h->count > 0);
             h->count--;

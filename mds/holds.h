@@ -52,10 +52,10 @@ void mds_holds_free(mds_holds *h);
  *        as it was, so the journal holds at least what the table does;
  *   put_floor: the later of the table's floors (start, overflow) is
  *        until_s now, the overflow floor having risen (likewise);
- *   drop: (ino, client) was released; best effort (a record left behind
- *        only holds its file until it expires).
- * Holds that expire are not dropped one by one (records of them are
- * taken away at the next start). NULL: no journal (the default). */
+ *   drop: (ino, client) was released, or expired and left the table;
+ *        best effort (a record left behind only holds its file until it
+ *        expires, and goes at the next start).
+ * NULL: no journal (the default). */
 typedef struct mds_holds_journal {
     int (*put)(void *arg, uint64_t ino, uint64_t client, uint64_t until_s, bool writer);
     int (*put_floor)(void *arg, uint64_t until_s);

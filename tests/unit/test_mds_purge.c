@@ -268,6 +268,10 @@ START_TEST(test_holds_journal_calls)
     ck_assert_uint_eq(j.drops, 1);
     mds_holds_release(h, 7, 2); /* none left: nothing */
     ck_assert_uint_eq(j.drops, 1);
+    /* an expired hold leaves the journal as it leaves the table */
+    ck_assert_int_eq(mds_holds_note(h, 8, 2, T0 + 1, false, 0, T0), 0);
+    ck_assert(!mds_holds_held_since_start(h, 8, T0 + 2 + GRACE_S));
+    ck_assert_uint_eq(j.drops, 2);
     /* a full table journals its floor, the later of it and the start's */
     for (unsigned i = 0; i < FEW_HOLDS; i++)
         mds_holds_note(h, 100 + i, 1, T0 + 1, false, 0, T0);
