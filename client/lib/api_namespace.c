@@ -423,8 +423,6 @@ int depfs_rename(depfs_t *fs, uint64_t parent, const char *name, uint64_t new_pa
 /* --------------------------------------------------------------- readdir */
 
 
-/* The MDS lists "." (cookie 1) and ".." (cookie 2) itself; its cookies are
- * handed through unchanged. */
 /* Whether entry d of a page asked from cookie breaks the MDS's order
  * (each entry's cookie past the last, and one the kernel can take as an
  * offset): the error is set. */
@@ -436,6 +434,8 @@ static bool cookie_out_of_order(const Depfs__Dirent *d, uint64_t cookie)
     return true;
 }
 
+/* The MDS lists "." (cookie 1) and ".." (cookie 2) itself; its cookies are
+ * handed through unchanged. */
 int depfs_readdir(depfs_t *fs, uint64_t ino, uint64_t cookie, depfs_dirent_fn fn, void *arg)
 {
     for (;;) {
