@@ -87,7 +87,8 @@ static uint64_t start_floor(const mds_holds_prev *prev, uint64_t now_s, const ch
         return prev->floor_s;
     }
     if (prev->clean) {
-        *why = prev->until_s ? "stopped cleanly, before the holds journal" : "a new namespace";
+        *why = prev->until_s ? "stopped cleanly, before the holds journal"
+                             : "a new namespace, or stopped cleanly holding nothing";
         return prev->until_s > prev->floor_s ? prev->until_s : prev->floor_s;
     }
     *why = prev->journalled ? "crashed under another kernel boot: its journal may have lost holds"
@@ -112,8 +113,15 @@ int mds_holds_open(mds_ns *ns, const char *boot_id, uint64_t now_s, mds_holds **
     }
     rc = mds_ns_holds_load(ns, now_s, AUTH_CAP_SKEW_S, load_one, &(loading){ h, now_s }, &loaded,
                            &dropped, why);
+    /* more journalled holds than the table keeps raised its overflow floor
+     * (holds.h): the floor record keeps that too */
+    uint64_t record_s = floor_s;
+    if (rc == 0 && mds_holds_count(h) >= MDS_HOLDS_MAX) {
+        uint64_t until_s = mds_holds_until_max(h, now_s);
+        record_s = until_s > record_s ? until_s : record_s;
+    }
     if (rc == 0)
-        rc = mds_ns_holds_commit_start(ns, boot_id, floor_s, why);
+        rc = mds_ns_holds_commit_start(ns, boot_id, record_s, why);
     if (rc < 0) {
         mds_holds_free(h);
         return rc;

@@ -727,6 +727,26 @@ START_TEST(test_handlers_journal_restart)
 }
 END_TEST
 
+/* More journalled holds than the table keeps: the one that does not fit
+ * raises the overflow floor at the start, and the floor record keeps it
+ * for the start after (a crash of this run must not forget it). */
+START_TEST(test_holds_journal_overflow)
+{
+    mds_holds *h;
+    mds_holds_prev prev;
+    uint64_t now = (uint64_t)time(NULL);
+    for (uint64_t i = 0; i <= MDS_HOLDS_MAX; i++)
+        ck_assert_int_eq(mds_ns_hold_put(ns, 1000 + i, 1, now + TTL, false), 0);
+    ck_assert_int_eq(mds_holds_open(ns, "boot-a", now, &h, why), 0);
+    ck_assert_uint_eq(mds_holds_count(h), MDS_HOLDS_MAX);
+    ck_assert_uint_eq(mds_holds_floor(h, now), now + TTL + AUTH_CAP_SKEW_S);
+    mds_holds_free(h);
+    ck_assert_int_eq(mds_ns_holds_begin(ns, "boot-a", &prev, why), 0);
+    ck_assert(prev.journalled && prev.same_boot);
+    ck_assert_uint_eq(prev.floor_s, now + TTL);
+}
+END_TEST
+
 static Suite *purge_suite(void)
 {
     Suite *s = suite_create("mds_purge");
@@ -744,6 +764,7 @@ static Suite *purge_suite(void)
     tcase_add_test(tc, test_handlers_hold_and_purge);
     tcase_add_test(tc, test_handlers_restart_floor);
     tcase_add_test(tc, test_handlers_journal_restart);
+    tcase_add_test(tc, test_holds_journal_overflow);
     suite_add_tcase(s, tc);
     return s;
 }
