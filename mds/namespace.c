@@ -413,7 +413,7 @@ static int choose_layout(mds_ns *ns, const mds_new *nw, const mds_inode *parent,
 
 /* --------------------------------------------------------------- open/close */
 
-static int load_counter(mds_ns *ns, const char *name, uint64_t *v)
+int ns_load_counter(mds_ns *ns, const char *name, uint64_t *v)
 {
     uint8_t key[MDS_KEY_MAX];
     void *val = NULL;
@@ -421,9 +421,9 @@ static int load_counter(mds_ns *ns, const char *name, uint64_t *v)
     int rc = kv_get(ns->kv, key, mds_key_counter(key, name), &val, &vlen);
     if (rc < 0)
         return rc;
-    if (vlen != 8) {
+    if (vlen != sizeof(uint64_t)) {
         free(val);
-        return -EIO;
+        return -EBADMSG;
     }
     *v = mds_get_u64le(val);
     free(val);
@@ -477,7 +477,7 @@ static int create_root(mds_ns *ns, char *why)
  * before any tag bound to it is given. */
 static int load_namespace_id(mds_ns *ns, char *why)
 {
-    int rc = load_counter(ns, MDS_COUNTER_NAMESPACE_ID, &ns->id);
+    int rc = ns_load_counter(ns, MDS_COUNTER_NAMESPACE_ID, &ns->id);
     if (rc == 0 && ns->id != 0)
         return 0;
     if (rc != -ENOENT)
@@ -495,15 +495,15 @@ static int load_namespace_id(mds_ns *ns, char *why)
 
 static int load_counters(mds_ns *ns, char *why)
 {
-    if (load_counter(ns, MDS_COUNTER_NEXT_INO, &ns->next_ino) < 0 ||
-        load_counter(ns, MDS_COUNTER_NEXT_CLIENT, &ns->next_client) < 0 ||
-        load_counter(ns, MDS_COUNTER_INODES, &ns->inodes) < 0 ||
-        load_counter(ns, MDS_COUNTER_LOGICAL_BYTES, &ns->logical_bytes) < 0)
+    if (ns_load_counter(ns, MDS_COUNTER_NEXT_INO, &ns->next_ino) < 0 ||
+        ns_load_counter(ns, MDS_COUNTER_NEXT_CLIENT, &ns->next_client) < 0 ||
+        ns_load_counter(ns, MDS_COUNTER_INODES, &ns->inodes) < 0 ||
+        ns_load_counter(ns, MDS_COUNTER_LOGICAL_BYTES, &ns->logical_bytes) < 0)
         return ns_fail(why, EIO, "store has a root inode but missing or corrupt counters");
     /* stores from before the purge queue have neither (and no queue) */
-    int rc = load_counter(ns, MDS_COUNTER_PURGE_FILES, &ns->purge_files);
+    int rc = ns_load_counter(ns, MDS_COUNTER_PURGE_FILES, &ns->purge_files);
     if (rc == 0)
-        rc = load_counter(ns, MDS_COUNTER_PURGE_BYTES, &ns->purge_bytes);
+        rc = ns_load_counter(ns, MDS_COUNTER_PURGE_BYTES, &ns->purge_bytes);
     if (rc == -ENOENT)
         ns->purge_files = ns->purge_bytes = 0;
     else if (rc < 0)

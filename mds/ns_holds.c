@@ -62,29 +62,17 @@ int mds_ns_hold_put_floor(mds_ns *ns, uint64_t until_s)
     return commit_nosync(ns, b);
 }
 
-/* Counter `name` as a u64: 0 and *found, or 0 and !*found when absent or
+/* Counter `name`: 0 and *found, or 0 and !*found when absent or
  * unreadable (logged: taken as absent, the safe reading for each caller),
  * -EIO on a store error. */
 static int get_u64_record(mds_ns *ns, const char *name, uint64_t *v, bool *found)
 {
-    uint8_t key[MDS_KEY_MAX];
-    void *val = NULL;
-    size_t vlen = 0;
     *v = 0;
-    *found = false;
-    int rc = kv_get(ns->kv, key, mds_key_counter(key, name), &val, &vlen);
-    if (rc == -ENOENT)
-        return 0;
-    if (rc < 0)
-        return rc;
-    if (vlen == sizeof(uint64_t)) {
-        *v = mds_get_u64le(val);
-        *found = true;
-    } else {
-        log_warn("the %s record is %zu bytes, not %zu: taken as absent", name, vlen, sizeof(uint64_t));
-    }
-    free(val);
-    return 0;
+    int rc = ns_load_counter(ns, name, v);
+    *found = rc == 0;
+    if (rc == -EBADMSG)
+        log_warn("the %s record is not a u64: taken as absent", name);
+    return rc == 0 || rc == -ENOENT || rc == -EBADMSG ? 0 : rc;
 }
 
 int mds_ns_holds_begin(mds_ns *ns, const char *boot_id, mds_holds_prev *prev, char *why)

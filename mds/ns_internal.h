@@ -40,6 +40,9 @@ int ns_settle(mds_ns *ns, int rc, char *why);
 /* Sets why (may be NULL) and returns -err. */
 int ns_fail(char *why, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Counter `name` (store_keys.h 'C'): 0, -ENOENT (absent), -EBADMSG (not
+ * a u64), -EIO (store error). */
+int ns_load_counter(mds_ns *ns, const char *name, uint64_t *v);
 int ns_load_inode(mds_ns *ns, uint64_t ino, mds_inode *out, char *why);
 void ns_put_inode(ns_txn *t, const mds_inode *in);
 /* 0 for a usable entry name, else -EINVAL/-ENAMETOOLONG with why. */
