@@ -786,6 +786,13 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     fuse_reply_open(req, fi);
 }
 
+/* An entry's type bits: S_IF* bits, or DT_* values should the library
+ * send those. */
+static mode_t dirent_mode(mode_t type)
+{
+    return (type & S_IFMT) ? (type & S_IFMT) : (mode_t)DTTOIF(type);
+}
+
 typedef struct readdir_state {
     fuse_req_t req;
     char *buf;
@@ -799,8 +806,7 @@ static int readdir_add(void *arg, const char *name, uint64_t ino, mode_t type, u
     struct stat st;
     memset(&st, 0, sizeof(st));
     st.st_ino = (ino_t)ino;
-    /* accept S_IF* bits, or DT_* values should the library send those */
-    st.st_mode = (type & S_IFMT) ? (type & S_IFMT) : (mode_t)DTTOIF(type);
+    st.st_mode = dirent_mode(type);
     size_t need = fuse_add_direntry(rs->req, rs->buf + rs->used, rs->size - rs->used, name, &st,
                                     (off_t)cookie);
     if (need > rs->size - rs->used)
@@ -863,7 +869,7 @@ static int readdirplus_add(void *arg, const char *name, uint64_t ino, mode_t typ
     } else { /* a name without attributes: no lookup (nodeid 0) */
         memset(&e, 0, sizeof(e));
         e.attr.st_ino = (ino_t)ino;
-        e.attr.st_mode = (type & S_IFMT) ? (type & S_IFMT) : (mode_t)DTTOIF(type);
+        e.attr.st_mode = dirent_mode(type);
     }
     size_t need = fuse_add_direntry_plus(rs->req, rs->buf + rs->used, rs->size - rs->used, name, &e,
                                          (off_t)cookie);
