@@ -166,6 +166,20 @@ static bool dc_dcache_sequential(dc_dcache *dc, const depfs_fh_t *fh, uint64_t t
     return seq;
 }
 
+/* True when fh has a fill in flight besides the round's own `own` ones
+ * (claimed FILLING slots): another read of the handle is fetching now. */
+static bool dc_dcache_others_filling(dc_dcache *dc, const depfs_fh_t *fh, unsigned own)
+{
+    unsigned filling = 0;
+    pthread_mutex_lock(&dc->lock);
+    for (unsigned i = 0; i < dc->nslots; i++)
+        if (dc->slot[i].state == DC_DSLOT_FILLING && dc->slot[i].owner == fh)
+            filling++;
+    pthread_mutex_unlock(&dc->lock);
+    assert(filling >= own);
+    return filling > own;
+}
+
 bool dc_stripe_lost(const layout *lay, uint64_t s, uint32_t bad)
 {
     for (unsigned u = 0; u < lay->k; u++)
@@ -174,20 +188,25 @@ bool dc_stripe_lost(const layout *lay, uint64_t s, uint32_t bad)
     return false;
 }
 
-/* A handle filling stripes in order also fills the next DC_DCACHE_AHEAD
- * stripes with lost data units in the same fetch (one LOCK+READ and one
- * UNLOCK per server for all of them: after the bytes, the request count
- * was the degraded path's main cost), as long as they lie in the file and
- * are not cached or being filled. Stripes whose lost units are all parity
- * (at most n-k in a row) are skipped. `last` is the round's last stripe, a
- * FILL; next[] and ahead[] (empty pieces) receive the extra ones. Returns
+/* A handle filling stripes in order, one read at a time, also fills the
+ * next DC_DCACHE_AHEAD stripes with lost data units in the same fetch (one
+ * LOCK+READ and one UNLOCK per server for all of them: after the bytes, the
+ * request count was the degraded path's main cost), as long as they lie in
+ * the file and are not cached or being filled. Stripes whose lost units are
+ * all parity (at most n-k in a row) are skipped. A handle with another
+ * fill in flight reads in parallel already (the kernel's read-ahead
+ * requests through FUSE): fetching ahead would take the stripes the next
+ * requests are about to fetch and make them wait for this one, so it
+ * fetches none. `last` is the round's last stripe, a FILL, and the round
+ * claimed `own` FILL slots; next[] and ahead[] (empty pieces) receive the
+ * extra ones. Returns
  * how many. */
 unsigned dc_dcache_ahead(dc_dcache *dc, const layout *lay, const depfs_fh_t *fh,
                                 uint64_t size, uint32_t bad, const dc_dstripe *last,
-                                dc_dstripe *next, dc_rstripe *ahead)
+                                unsigned own, dc_dstripe *next, dc_rstripe *ahead)
 {
     uint64_t t = last->rs->pc.stripe, sb = layout_stripe_bytes(lay), gap = lay->n - lay->k;
-    if (!dc_dcache_sequential(dc, fh, t, gap, t + 1))
+    if (!dc_dcache_sequential(dc, fh, t, gap, t + 1) || dc_dcache_others_filling(dc, fh, own))
         return 0;
     unsigned added = 0;
     uint64_t end = t + 1;

@@ -11,7 +11,7 @@
  * wanted data units are decoded. A piece spanning at least half a unit's
  * columns of a stripe with lost data units (touching a lost unit or not)
  * instead decodes the whole stripe, with the next few when the handle reads
- * in order, into the inode's degraded stripe cache, which serves the
+ * in order one read at a time, into the inode's degraded stripe cache, which serves the
  * handle's other reads of those stripes (see "degraded stripe cache"
  * below: FUSE requests do not end at stripe edges).
  * Read-ahead: per inode, a window of whole stripes (DC_RA_STRIPES, at most
@@ -245,7 +245,8 @@ static int dc_degraded_batch(depfs_t *fs, dc_inode *in, dc_dcache *dc, dc_dstrip
 
 /* Read the degraded stripes (ascending) of one round by decoding: cached
  * slots first, then one fetch of every stripe to decode (and the next ones
- * when the handle reads in order: ds has room for DC_DCACHE_AHEAD more),
+ * when the handle reads in order, one read at a time: ds has room for
+ * DC_DCACHE_AHEAD more),
  * then the stripes other reads of this handle were filling. */
 static int dc_read_degraded(depfs_t *fs, dc_inode *in, const depfs_fh_t *fh, uint64_t size,
                             dc_dstripe *ds, unsigned nd, uint32_t bad)
@@ -263,8 +264,12 @@ static int dc_read_degraded(depfs_t *fs, dc_inode *in, const depfs_fh_t *fh, uin
         }
     }
     dc_rstripe ahead[DC_DCACHE_AHEAD];
-    if (ds[nd - 1].mode == DC_D_FILL)
-        nd += dc_dcache_ahead(dc, lay, fh, size, bad, &ds[nd - 1], &ds[nd], ahead);
+    if (ds[nd - 1].mode == DC_D_FILL) {
+        unsigned own = 0;
+        for (unsigned i = 0; i < nd; i++)
+            own += ds[i].mode == DC_D_FILL;
+        nd += dc_dcache_ahead(dc, lay, fh, size, bad, &ds[nd - 1], own, &ds[nd], ahead);
+    }
     /* compact the stripes to fetch to the front, keeping their order */
     unsigned nf = 0;
     for (unsigned i = 0; i < nd; i++) {

@@ -47,7 +47,8 @@ typedef struct dc_dstripe {
 #define DC_DCACHE_SLOTS 16u
 #define DC_DCACHE_BYTES_MAX (16u << 20)
 #define DC_DCACHE_TTL_MS 1000u
-/* Stripes a handle filling in order fetches beyond the one it needs. */
+/* Stripes a handle filling in order, one read at a time, fetches beyond
+ * the ones it needs. */
 #define DC_DCACHE_AHEAD 3u
 
 enum dc_dslot_state { DC_DSLOT_EMPTY, DC_DSLOT_FILLING, DC_DSLOT_READY };
@@ -89,9 +90,10 @@ enum dc_dmode dc_dcache_acquire(dc_dcache *dc, const layout *lay, const depfs_fh
                                        dc_dstripe *d, bool wait);
 /* A fill finished (ok: its bytes are in the slot). */
 void dc_dcache_publish(dc_dcache *dc, dc_dstripe *d, bool ok);
-/* Stripes to fill along with `last` (eng_dcache.c). */
+/* Stripes to fill along with `last`, the last of a round that claimed
+ * `own` FILL slots (eng_dcache.c). */
 unsigned dc_dcache_ahead(dc_dcache *dc, const layout *lay, const depfs_fh_t *fh,
                                 uint64_t size, uint32_t bad, const dc_dstripe *last,
-                                dc_dstripe *next, dc_rstripe *ahead);
+                                unsigned own, dc_dstripe *next, dc_rstripe *ahead);
 
 #endif
