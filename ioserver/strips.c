@@ -40,6 +40,11 @@
 #define CSUM_REGION_LOCKS 256u
 /* Blocks checked or written per step (bounds the buffers of one step). */
 #define CSUM_STEP_BLOCKS 256u
+/* An extent of a write this long streams (a client writing whole stripes
+ * out of its write-behind, a rebuild): its bytes start for the disk at
+ * once (start_writeback). A set of random 4 KiB writes sent together is
+ * many extents far below it, however many bytes they add up to. */
+#define IOS_WRITEBACK_MIN_BYTES (256u << 10)
 
 typedef struct fd_entry {
     uint64_t file_id;
@@ -843,6 +848,22 @@ static int write_extent(ios_strips *s, const fd_entry *e, const ios_extent *x, c
     return write_checked(s, e, x->offset, x->length, buf, w, ent, edges);
 }
 
+/* The long extents of a write start on their way to the disk now
+ * (SYNC_FILE_RANGE_WRITE: nothing waits for them), so the disk writes while
+ * the stream goes on. Left in the page cache they would all wait for the
+ * fsync that ends the stream (the kernel's flusher starts only at 10% of
+ * memory dirty, or after 30 s), and the fsync would wait for every one of
+ * them while the CPUs idle. Short extents stay in the page cache, which
+ * absorbs rewrites of hot blocks. Advisory only: an I/O error of this
+ * writeback is kept by the file and reported by the next fdatasync. */
+static void start_writeback(int fd, const ios_extent *ext, size_t n_ext)
+{
+    for (size_t i = 0; i < n_ext; i++)
+        if (ext[i].length >= IOS_WRITEBACK_MIN_BYTES)
+            (void)sync_file_range(fd, (off_t)ext[i].offset, (off_t)ext[i].length,
+                                  SYNC_FILE_RANGE_WRITE);
+}
+
 int ios_strips_write(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
                      const uint8_t *buf, uint32_t su, const ios_block_crcs *want)
 {
@@ -872,6 +893,8 @@ int ios_strips_write(ios_strips *s, uint64_t file_id, const ios_extent *ext, siz
             rc = pwrite_full(e->fd, buf, ext[i].length, ext[i].offset);
         buf += ext[i].length;
     }
+    if (rc == 0)
+        start_writeback(e->fd, ext, n_ext);
     free(edges);
     free(ent);
     fd_put(s, e);

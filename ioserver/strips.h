@@ -71,7 +71,9 @@ typedef struct ios_block_crcs {
  * checksums, every piece is checked against them before it is stored (a
  * whole block's CRC is then the checksum stored for it), and a mismatch
  * fails the write with -EIO (logged): the bytes changed after the client
- * made them, in this server's memory or on the way past the frame check. */
+ * made them, in this server's memory or on the way past the frame check.
+ * A long extent's bytes start for the disk at once (strips.c:
+ * start_writeback); durable only after ios_strips_fsync, as ever. */
 int ios_strips_write(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
                      const uint8_t *buf, uint32_t su, const ios_block_crcs *want);
 /* Sets the strip file's length; an absent file stays absent. */
