@@ -199,8 +199,7 @@ bool dc_stripe_lost(const layout *lay, uint64_t s, uint32_t bad)
  * requests are about to fetch and make them wait for this one, so it
  * fetches none. `last` is the round's last stripe, a FILL, and the round
  * claimed `own` FILL slots; next[] and ahead[] (empty pieces) receive the
- * extra ones. Returns
- * how many. */
+ * extra ones. Returns how many. */
 unsigned dc_dcache_ahead(dc_dcache *dc, const layout *lay, const depfs_fh_t *fh,
                                 uint64_t size, uint32_t bad, const dc_dstripe *last,
                                 unsigned own, dc_dstripe *next, dc_rstripe *ahead)

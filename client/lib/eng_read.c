@@ -11,9 +11,9 @@
  * wanted data units are decoded. A piece spanning at least half a unit's
  * columns of a stripe with lost data units (touching a lost unit or not)
  * instead decodes the whole stripe, with the next few when the handle reads
- * in order one read at a time, into the inode's degraded stripe cache, which serves the
- * handle's other reads of those stripes (see "degraded stripe cache"
- * below: FUSE requests do not end at stripe edges).
+ * in order one read at a time, into the inode's degraded stripe cache,
+ * which serves the handle's other reads of those stripes (see "degraded
+ * stripe cache" below: FUSE requests do not end at stripe edges).
  * Read-ahead: per inode, a window of whole stripes (DC_RA_STRIPES, at most
  * DC_RA_BYTES_MAX) read in one round over all servers when a handle reads
  * sequentially in small reads (< DC_RA_READ_BYTES_MAX), or forward with one
@@ -246,8 +246,8 @@ static int dc_degraded_batch(depfs_t *fs, dc_inode *in, dc_dcache *dc, dc_dstrip
 /* Read the degraded stripes (ascending) of one round by decoding: cached
  * slots first, then one fetch of every stripe to decode (and the next ones
  * when the handle reads in order, one read at a time: ds has room for
- * DC_DCACHE_AHEAD more),
- * then the stripes other reads of this handle were filling. */
+ * DC_DCACHE_AHEAD more), then the stripes other reads of this handle were
+ * filling. */
 static int dc_read_degraded(depfs_t *fs, dc_inode *in, const depfs_fh_t *fh, uint64_t size,
                             dc_dstripe *ds, unsigned nd, uint32_t bad)
 {
