@@ -328,6 +328,14 @@ static void io_seeds(const char *dir)
     add(&s, DEPFS__IO_OP__IO_WRITE, &r.q.base, bulk, BULK_BYTES);
     r.q.has_stripe_unit = 0;
     add(&s, DEPFS__IO_OP__IO_READ, &r.q.base, NULL, 0);
+    Depfs__DataUnits du = DEPFS__DATA_UNITS__INIT; /* a fault-free reader's */
+    du.n = 8;
+    du.k = 6;
+    du.position = 2;
+    r.q.data_units = &du;
+    r.q.has_stripe_unit = 1;
+    add(&s, DEPFS__IO_OP__IO_READ, &r.q.base, NULL, 0);
+    r.q.data_units = NULL;
     io_init(&r, FID);
     add(&s, DEPFS__IO_OP__IO_STAT, &r.q.base, NULL, 0);
     r.q.has_local_size = 1;

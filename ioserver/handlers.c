@@ -196,6 +196,17 @@ static void count_retry(ios_ctx *c, const Depfs__IoRequest *q)
 }
 
 /* ------------------------------------------------------------------- ops */
+/* The units a READ wants (IoRequest.data_units, which req_check bounded):
+ * NULL for every unit. */
+static const ios_data_units *data_units_of(const Depfs__IoRequest *q, ios_data_units *du)
+{
+    if (!q->data_units)
+        return NULL;
+    *du = (ios_data_units){.n = q->data_units->n, .k = q->data_units->k,
+                           .pos = q->data_units->position, .su = q->stripe_unit};
+    return du;
+}
+
 static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     extents ex;
@@ -228,10 +239,12 @@ static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
             rc = fail(res, -ENOMEM, "out of memory for %" PRIu64 " bytes", ex.total_bytes);
             goto out;
         }
+        ios_data_units du;
         rc = q->has_unverified && q->unverified
                  ? ios_strips_read_unverified(c->strips, q->file_id, ex.v, ex.n, res->bulk,
                                               &res->bulk_crc)
-                 : ios_strips_read(c->strips, q->file_id, ex.v, ex.n, res->bulk, &res->bulk_crc);
+                 : ios_strips_read(c->strips, q->file_id, ex.v, ex.n, res->bulk, &res->bulk_crc,
+                                   data_units_of(q, &du));
         if (rc) {
             fail(res, rc, "read failed: %s", strerror(-rc));
             goto out;

@@ -138,6 +138,23 @@ static int check_extents_range(uint16_t type, const Depfs__IoRequest *q, char *w
     return 0;
 }
 
+/* READ data_units: a position in an n@k layout, whose stripe unit the
+ * request gives (the read-ahead computes which units are data from them). */
+static int check_data_units(uint16_t type, const Depfs__IoRequest *q, char *why, size_t why_len)
+{
+    const Depfs__DataUnits *d = q->data_units;
+    if (!d)
+        return 0;
+    if (type != DEPFS__IO_OP__IO_READ)
+        return refuse(EINVAL, why, why_len, "data_units is for a READ");
+    if (!q->has_stripe_unit || q->stripe_unit == 0)
+        return refuse(EINVAL, why, why_len, "data_units without a stripe_unit");
+    if (d->n < 1 || d->n > LAYOUT_MAX_N || d->k < 1 || d->k > d->n || d->position >= d->n)
+        return refuse(EINVAL, why, why_len, "data_units: position %u of %u@%u is in no layout",
+                      d->position, d->n, d->k);
+    return 0;
+}
+
 /* The bytes a READ returns or a WRITE carries. */
 static int check_bulk(const ios_ctx *c, uint16_t type, uint64_t total, size_t bulk_len,
                       char *why, size_t why_len)
@@ -260,6 +277,8 @@ int ios_req_check(const ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, co
         rc = check_extents_range(type, q, why, why_len);
     if (rc == 0)
         rc = check_block_crcs(type, q, why, why_len);
+    if (rc == 0)
+        rc = check_data_units(type, q, why, why_len);
     if (rc == 0)
         rc = check_servers(c, type, q, why, why_len);
     return rc;

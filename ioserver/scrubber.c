@@ -107,7 +107,7 @@ static int scrub_read(ios_scrubber *sc, uint64_t file_id, uint64_t off, uint64_t
 {
     assert(len <= IOS_SCRUB_CHUNK_BYTES); /* sc->buf's size */
     ios_extent e = { .offset = off, .length = len };
-    return ios_strips_read(sc->strips, file_id, &e, 1, sc->buf, NULL);
+    return ios_strips_read(sc->strips, file_id, &e, 1, sc->buf, NULL, NULL);
 }
 
 /* A chunk that failed: which probe pieces are damaged. */

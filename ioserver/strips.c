@@ -14,6 +14,7 @@
 #include "strip_csum.h"
 #include "strips.h"
 #include "strip_extents.h"
+#include "strip_readahead.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -53,6 +54,7 @@ typedef struct fd_entry {
     ios_csum_hdr csum;             /* its header, with cfd >= 0 */
     unsigned refs;
     bool dead;                     /* removed from the hash; close at refs 0 */
+    ios_ra_file ra;                /* its readers' streams, under ios_strips.mu */
     struct fd_entry *hnext;        /* hash chain */
     struct fd_entry *prev, *next;  /* LRU list, most recent first */
 } fd_entry;
@@ -306,6 +308,9 @@ static int fd_get(ios_strips *s, uint64_t file_id, bool create, uint32_t su, fd_
         free(n);
         return rc;
     }
+    /* the kernel's read-ahead would read the parity units between the data
+     * units a fault-free reader wants: ours reads those only (read_ahead) */
+    (void)posix_fadvise(n->fd, 0, 0, POSIX_FADV_RANDOM);
     n->file_id = file_id;
     n->refs = 1;
 
@@ -655,8 +660,38 @@ static int read_checked(ios_strips *s, const fd_entry *e, uint64_t off, uint64_t
     return 0;
 }
 
+/* Starts the disk reads of a request's extents together (one at a time
+ * they would wait for each other), and of what its stream reads next
+ * (strip_readahead.h). Advisory: a failed hint only leaves the reads to
+ * wait. */
+static void read_ahead(ios_strips *s, fd_entry *e, const ios_extent *ext, size_t n_ext,
+                       const ios_data_units *want)
+{
+    uint64_t first = UINT64_MAX, end = 0;
+    for (size_t i = 0; i < n_ext; i++) {
+        if (ext[i].length == 0)
+            continue;
+        if (n_ext > 1)
+            (void)posix_fadvise(e->fd, (off_t)ext[i].offset, (off_t)ext[i].length,
+                                POSIX_FADV_WILLNEED);
+        if (ext[i].offset < first)
+            first = ext[i].offset;
+        if (ext[i].offset + ext[i].length > end)
+            end = ext[i].offset + ext[i].length;
+    }
+    if (first >= end)
+        return;
+    ios_extent next[IOS_RA_MAX_RANGES];
+    pthread_mutex_lock(&s->mu);
+    size_t n = ios_ra_plan(&e->ra, want, first, end, next);
+    pthread_mutex_unlock(&s->mu);
+    for (size_t i = 0; i < n; i++)
+        (void)posix_fadvise(e->fd, (off_t)next[i].offset, (off_t)next[i].length,
+                            POSIX_FADV_WILLNEED);
+}
+
 static int read_extents(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
-                        uint8_t *buf, uint32_t *crc, bool verify)
+                        uint8_t *buf, uint32_t *crc, bool verify, const ios_data_units *want)
 {
     if (crc != NULL)
         *crc = 0;
@@ -681,6 +716,8 @@ static int read_extents(ios_strips *s, uint64_t file_id, const ios_extent *ext, 
         if (!bounce || !ent)
             rc = -ENOMEM;
     }
+    if (rc == 0)
+        read_ahead(s, e, ext, n_ext, want);
     for (size_t i = 0; i < n_ext && rc == 0; i++) {
         if (checked) {
             rc = read_checked(s, e, ext[i].offset, ext[i].length, buf, bounce, ent, crc);
@@ -698,15 +735,15 @@ static int read_extents(ios_strips *s, uint64_t file_id, const ios_extent *ext, 
 }
 
 int ios_strips_read(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
-                    uint8_t *buf, uint32_t *crc)
+                    uint8_t *buf, uint32_t *crc, const ios_data_units *want)
 {
-    return read_extents(s, file_id, ext, n_ext, buf, crc, true);
+    return read_extents(s, file_id, ext, n_ext, buf, crc, true, want);
 }
 
 int ios_strips_read_unverified(ios_strips *s, uint64_t file_id, const ios_extent *ext,
                                size_t n_ext, uint8_t *buf, uint32_t *crc)
 {
-    return read_extents(s, file_id, ext, n_ext, buf, crc, false);
+    return read_extents(s, file_id, ext, n_ext, buf, crc, false, NULL);
 }
 
 /* ------------------------------------------------------ checked writes */

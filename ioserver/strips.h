@@ -46,13 +46,23 @@ uint64_t ios_strips_max_local_bytes(const ios_strips *s);
 /* The strip file name (relative to DATADIR/strips) of file_id. */
 void ios_strip_name(uint64_t file_id, char out[IOS_STRIP_NAME_LEN]);
 
+/* Which units of a strip file a reader wants, when it wants only the data
+ * units of its layout (a fault-free read, IoRequest.data_units): the
+ * layout's n and k, this server's position in it and the stripe unit. */
+typedef struct ios_data_units {
+    uint32_t n, k, pos, su;
+} ios_data_units;
+
 /* Reads the extents into buf, one after another (buf holds the sum of the
  * extent lengths). crc (may be NULL) gets the CRC32C of the bytes read,
  * made from the checksums they were verified against wherever whole
  * blocks were read: the reply carries it, so the client checks the bytes
- * it receives against what was stored, without a second pass here. */
+ * it receives against what was stored, without a second pass here.
+ * The extents' disk reads start together, and a sequential reader's next
+ * units are read ahead (strip_readahead.h): only the ones `want` names
+ * (NULL: every unit). */
 int ios_strips_read(ios_strips *s, uint64_t file_id, const ios_extent *ext, size_t n_ext,
-                    uint8_t *buf, uint32_t *crc);
+                    uint8_t *buf, uint32_t *crc, const ios_data_units *want);
 /* ios_strips_read without checking the blocks against their checksums (the
  * bytes as stored; crc made from them): for units an interrupted write left
  * in doubt, whose blocks may have been cut between bytes and checksum. */

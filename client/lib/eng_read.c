@@ -3,7 +3,9 @@
  *
  * Fault-free: per round of stripes, one vectored IO_READ per server naming
  * exactly the data bytes wanted; the reply bulk lands straight in the
- * caller's buffer (resp_iov). No parity is read, nothing is decoded.
+ * caller's buffer (resp_iov). No parity is read, nothing is decoded, and
+ * the requests say so (data_only): the server then reads none of its
+ * parity units ahead either (ioserver/strip_readahead.h).
  * Degraded: stripes whose wanted data sit on a server known down skip that
  * first pass (and ones whose server fails in it are redone): they are read
  * as the same byte range of any k surviving units, under the stripe locks
@@ -332,8 +334,10 @@ static void dc_build_reads(const layout *lay, dc_rstripe *rs, unsigned nst, uint
             if (!dc_piece_unit_range(lay, &r->pc, u, &a, &b))
                 continue;
             unsigned pos = layout_unit_pos(lay, r->pc.stripe, u);
-            if (!reqs[pos].active)
+            if (!reqs[pos].active) {
                 dc_req_init(&reqs[pos], lay, pos, DEPFS__IO_OP__IO_READ);
+                reqs[pos].data_only = true;
+            }
             uint8_t *dest = r->dest + ((uint64_t)u * lay->su + a - r->pc.off_in_stripe);
             int rc = dc_req_add(&reqs[pos], layout_local_offset(lay, r->pc.stripe) + a, b - a, dest);
             assert(rc == 0);

@@ -26,6 +26,8 @@ void dc_req_init(dc_req *r, const layout *lay, unsigned pos, uint16_t op)
     r->pos = pos;
     r->server_id = lay->servers[pos];
     r->op = op;
+    r->n = lay->n;
+    r->k = lay->k;
     r->su = lay->su;
     r->client_io_idle_ms = UINT32_MAX;
 }
@@ -129,6 +131,7 @@ static void dc_req_check(const dc_req *r)
 typedef struct dc_pending {
     Depfs__Extent *ext_ptrs[DC_REQ_MAX_EXTENTS];
     Depfs__IoRequest msg;
+    Depfs__DataUnits data_units; /* READ with data_only: msg.data_units */
     uint32_t *block_crcs;     /* WRITE: the CRC of each piece (block_crc.h), made once */
     size_t n_block_crcs;
     uint32_t crc_block;       /* WRITE: the block size they are cut at */
@@ -233,6 +236,16 @@ static void dc_build_msg(const dc_req *r, uint64_t ino, uint64_t epoch, dc_pendi
     if (r->background) {
         m->has_background = true;
         m->background = true;
+    }
+    if (r->data_only) {
+        assert(r->op == DEPFS__IO_OP__IO_READ && r->su != 0);
+        depfs__data_units__init(&p->data_units);
+        p->data_units.n = r->n;
+        p->data_units.k = r->k;
+        p->data_units.position = r->pos;
+        m->data_units = &p->data_units;
+        m->has_stripe_unit = true;
+        m->stripe_unit = r->su;
     }
     if (r->has_local_size) {
         m->has_local_size = true;

@@ -43,7 +43,8 @@ typedef struct dc_req {
     unsigned pos;                 /* position in the layout's servers[] */
     uint32_t server_id;
     uint16_t op;                  /* DEPFS__IO_OP__* */
-    uint32_t su;                  /* the layout's stripe unit (WRITE) */
+    uint32_t n, k;                /* the layout's n@k (data_only) */
+    uint32_t su;                  /* the layout's stripe unit (WRITE, data_only) */
     size_t n_ext;
     Depfs__Extent ext[DC_REQ_MAX_EXTENTS];
     int n_iov;
@@ -55,6 +56,9 @@ typedef struct dc_req {
     bool unlock, sync, ignore_locks;
     bool unverified;              /* READ (recovery, with ignore_locks): blocks as
                                    * stored, not checked (IoRequest.unverified) */
+    bool data_only;               /* READ of data units only (a fault-free read):
+                                   * the server reads ahead none of its parity
+                                   * units (IoRequest.data_units) */
     bool keep_down;               /* WRITE naming servers that missed a change
                                    * (their dirty records): sent even when some
                                    * are up again, unlike a plan made without

@@ -3,8 +3,8 @@
  * and the IoOp handlers (ioserver/handlers.c) driven through ios_process
  * with real protobuf-c headers: extents, zero fill, truncate, remove, names
  * from the id only, the descriptor cache bound, early writeback of large
- * writes, lock-on-read, unlock-on-write, dirty records, rebuild state, and
- * bad requests. */
+ * writes, the server's read-ahead of a fault-free reader, lock-on-read,
+ * unlock-on-write, dirty records, rebuild state, and bad requests. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -87,12 +88,12 @@ START_TEST(write_read_extents)
     fill(w, sizeof(w), 1);
     ios_extent ext[3] = { { 0, SU_BYTES }, { 5 * SU_BYTES, SU_BYTES }, { 2 * SU_BYTES + 100, SU_BYTES } };
     ck_assert_int_eq(ios_strips_write(st, FILE_X, ext, 3, w, 0, NULL), 0);
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, ext, 3, r, NULL), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, ext, 3, r, NULL, NULL), 0);
     ck_assert_mem_eq(r, w, sizeof(w));
     /* read back in another order and cut: bytes land where asked */
     ios_extent back[2] = { { 5 * SU_BYTES + 10, 20 }, { 0, 5 } };
     uint8_t r2[25];
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, back, 2, r2, NULL), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, back, 2, r2, NULL, NULL), 0);
     ck_assert_mem_eq(r2, w + SU_BYTES + 10, 20);
     ck_assert_mem_eq(r2 + 20, w, 5);
     uint64_t size;
@@ -109,7 +110,7 @@ START_TEST(zero_fill_past_eof_and_absent)
     ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w, 0, NULL), 0);
     memset(r, 0xee, sizeof(r));
     ios_extent across = { 50, 250 }; /* 50 bytes of data, then 200 past EOF */
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, &across, 1, r, NULL), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &across, 1, r, NULL, NULL), 0);
     ck_assert_mem_eq(r, w + 50, 50);
     ck_assert(all_zero(r + 50, 200));
     /* a hole in the middle reads as zeros too */
@@ -117,12 +118,12 @@ START_TEST(zero_fill_past_eof_and_absent)
     ck_assert_int_eq(ios_strips_write(st, FILE_X, &far, 1, w, 0, NULL), 0);
     ios_extent hole = { 200, 300 };
     memset(r, 0xee, sizeof(r));
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, &hole, 1, r, NULL), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &hole, 1, r, NULL, NULL), 0);
     ck_assert(all_zero(r, 300));
     /* an absent file reads as zeros and is not created */
     memset(r, 0xee, sizeof(r));
     ios_extent e2 = { 12345, 300 };
-    ck_assert_int_eq(ios_strips_read(st, 77, &e2, 1, r, NULL), 0);
+    ck_assert_int_eq(ios_strips_read(st, 77, &e2, 1, r, NULL, NULL), 0);
     ck_assert(all_zero(r, 300));
     ck_assert(!strip_exists(77));
 }
@@ -138,7 +139,7 @@ START_TEST(truncate_strip)
     uint64_t size;
     ck_assert_int_eq(ios_strips_size(st, FILE_X, &size), 0);
     ck_assert_uint_eq(size, SU_BYTES + 10);
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r, NULL), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r, NULL, NULL), 0);
     ck_assert_mem_eq(r, w, SU_BYTES + 10);
     ck_assert(all_zero(r + SU_BYTES + 10, SU_BYTES - 10));
     /* growing is sparse and reads zeros */
@@ -162,14 +163,14 @@ START_TEST(remove_strip)
     ck_assert(strip_exists(FILE_X));
     ck_assert_int_eq(ios_strips_remove(st, FILE_X), 0);
     ck_assert(!strip_exists(FILE_X));
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r, NULL), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r, NULL, NULL), 0);
     ck_assert(all_zero(r, sizeof(r)));
     ck_assert_int_eq(ios_strips_remove(st, FILE_X), 0); /* absent is fine */
     ck_assert_int_eq(ios_strips_fsync(st, FILE_X), 0);
     /* a later write starts a fresh file, not the unlinked one */
     ck_assert_int_eq(ios_strips_write(st, FILE_X, &e, 1, w, 0, NULL), 0);
     ck_assert(strip_exists(FILE_X));
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r, NULL), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &e, 1, r, NULL, NULL), 0);
     ck_assert_mem_eq(r, w, sizeof(w));
 }
 END_TEST
@@ -286,7 +287,7 @@ START_TEST(fd_cache_is_bounded)
     }
     for (unsigned id = 1; id <= 10; id++) {
         fill(w, sizeof(w), id);
-        ck_assert_int_eq(ios_strips_read(small, id, &e, 1, r, NULL), 0);
+        ck_assert_int_eq(ios_strips_read(small, id, &e, 1, r, NULL, NULL), 0);
         ck_assert_mem_eq(r, w, sizeof(w));
     }
     ck_assert_uint_le(ios_strips_cached(small), 2);
@@ -397,8 +398,96 @@ START_TEST(large_writes_start_writeback)
     ck_assert_int_eq(ios_strips_fsync(st, FILE_X), 0);
     uint8_t *r = malloc(STREAM_BYTES);
     ck_assert_ptr_nonnull(r);
-    ck_assert_int_eq(ios_strips_read(st, FILE_X, &big, 1, r, NULL), 0);
+    ck_assert_int_eq(ios_strips_read(st, FILE_X, &big, 1, r, NULL, NULL), 0);
     ck_assert_int_eq(memcmp(w, r, STREAM_BYTES), 0);
+    free(r);
+    free(w);
+}
+END_TEST
+
+/* The server's read-ahead (strip_readahead.h) of a fault-free reader: an
+ * 8@6 strip file at position 0 (stripe s is parity there when s % 8 is 1
+ * or 2), its pages dropped from the page cache, read a data unit at a time
+ * from the start as a client does (IoRequest.data_units). The data units
+ * after those read are then read ahead, and no parity unit is in the page
+ * cache: the kernel's read-ahead would have read the parity units between
+ * the data units. */
+#define RA_N 8u
+#define RA_K 6u
+#define RA_SU (64u << 10)
+#define RA_STRIPES 256u     /* a 16 MiB strip file */
+#define RA_READ_STRIPES 16u /* read from the start */
+#define RA_WAIT_MS 2000u    /* for the read-ahead's pages to be in the cache */
+
+static bool ra_data_unit(uint64_t stripe)
+{
+    const layout l = { .n = RA_N, .k = RA_K, .su = RA_SU };
+    return layout_pos_unit(&l, stripe, 0) < RA_K;
+}
+
+/* Pages of the strip file's data (or parity) units in the page cache, in
+ * stripes [from, to): mincore(2) on a mapping, which reads nothing in. */
+static uint64_t ra_cached_pages(int fd, bool data, uint64_t from, uint64_t to)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    size_t len = (size_t)RA_STRIPES * RA_SU, pages = len / (size_t)page;
+    void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    ck_assert_ptr_ne(map, MAP_FAILED);
+    unsigned char *vec = malloc(pages);
+    ck_assert_ptr_nonnull(vec);
+    ck_assert_int_eq(mincore(map, len, vec), 0);
+    uint64_t n = 0;
+    for (size_t p = 0; p < pages; p++) {
+        uint64_t stripe = (uint64_t)p * (uint64_t)page / RA_SU;
+        if (stripe >= from && stripe < to && ra_data_unit(stripe) == data && (vec[p] & 1))
+            n++;
+    }
+    free(vec);
+    munmap(map, len);
+    return n;
+}
+
+START_TEST(sequential_data_reads_read_ahead_no_parity)
+{
+    size_t len = (size_t)RA_STRIPES * RA_SU;
+    uint8_t *w = malloc(len);
+    ck_assert_ptr_nonnull(w);
+    fill(w, len, 11);
+    ios_extent all = { 0, len };
+    ck_assert_int_eq(ios_strips_write(st, FILE_X, &all, 1, w, RA_SU, NULL), 0);
+    ck_assert_int_eq(ios_strips_fsync(st, FILE_X), 0);
+    char name[IOS_STRIP_NAME_LEN], path[PATH_MAX];
+    ios_strip_name(FILE_X, name);
+    snprintf(path, sizeof(path), "%s/%s/%s", tmpdir, IOS_STRIPS_SUBDIR, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    if (ra_cached_pages(fd, true, 0, RA_STRIPES) + ra_cached_pages(fd, false, 0, RA_STRIPES)) {
+        fprintf(stderr, "sequential_data_reads_read_ahead_no_parity: SKIPPED, the pages of "
+                        "%s stay in memory (tmpfs?): nothing to read ahead\n", path);
+        close(fd);
+        free(w);
+        return;
+    }
+    const ios_data_units want = { .n = RA_N, .k = RA_K, .pos = 0, .su = RA_SU };
+    uint8_t *r = malloc(RA_SU);
+    ck_assert_ptr_nonnull(r);
+    for (uint64_t s = 0; s < RA_READ_STRIPES; s++) {
+        if (!ra_data_unit(s))
+            continue;
+        ios_extent unit = { s * RA_SU, RA_SU };
+        ck_assert_int_eq(ios_strips_read(st, FILE_X, &unit, 1, r, NULL, &want), 0);
+        ck_assert_int_eq(memcmp(r, w + unit.offset, RA_SU), 0);
+    }
+    uint64_t ahead = 0;
+    for (unsigned waited = 0; ahead == 0 && waited < RA_WAIT_MS; waited += 10) {
+        ahead = ra_cached_pages(fd, true, RA_READ_STRIPES, RA_STRIPES);
+        if (ahead == 0)
+            usleep(10 * 1000);
+    }
+    ck_assert_uint_gt(ahead, 0);
+    ck_assert_uint_eq(ra_cached_pages(fd, false, 0, RA_STRIPES), 0);
+    close(fd);
     free(r);
     free(w);
 }
@@ -417,8 +506,8 @@ static void *par_worker(void *arg)
     for (int i = 0; i < PAR_ROUNDS; i++) {
         fill(w, sizeof(w), (unsigned)(id + (uint64_t)i));
         ios_extent e = { (uint64_t)(i % 7) * sizeof(w), sizeof(w) };
-        if (ios_strips_write(par_st, id, &e, 1, w, 0, NULL) || ios_strips_read(par_st, id, &e, 1, r, NULL) ||
-            memcmp(w, r, sizeof(w)) != 0)
+        if (ios_strips_write(par_st, id, &e, 1, w, 0, NULL) ||
+            ios_strips_read(par_st, id, &e, 1, r, NULL, NULL) || memcmp(w, r, sizeof(w)) != 0)
             return (void *)1;
         if (ios_strips_remove(par_st, 5) != 0)
             return (void *)1;
@@ -939,6 +1028,28 @@ START_TEST(h_bad_requests)
     r.q.has_local_size = true;
     r.q.local_size = 1;
     ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_DIRTY, NULL, 0), EINVAL);
+    /* data_units: on a write, without a stripe unit, in no layout */
+    Depfs__DataUnits du = DEPFS__DATA_UNITS__INIT;
+    du.n = 8;
+    du.k = 6;
+    du.position = 7;
+    req_init(&r, FILE_X);
+    req_extent(&r, 0, 8);
+    r.q.data_units = &du;
+    r.q.has_stripe_unit = true;
+    r.q.stripe_unit = SU_BYTES;
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_WRITE, w, 8), EINVAL);
+    r.q.has_stripe_unit = false;
+    ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_READ, NULL, 0), EINVAL);
+    r.q.has_stripe_unit = true;
+    const uint32_t bad_units[][3] = { { 8, 6, 8 }, { 8, 9, 0 }, { 8, 0, 0 }, { 0, 0, 0 },
+                                      { LAYOUT_MAX_N + 1, 6, 0 } };
+    for (size_t i = 0; i < sizeof(bad_units) / sizeof(bad_units[0]); i++) {
+        du.n = bad_units[i][0];
+        du.k = bad_units[i][1];
+        du.position = bad_units[i][2];
+        ck_assert_int_eq(run_free(&r, DEPFS__IO_OP__IO_READ, NULL, 0), EINVAL);
+    }
     /* garbage header */
     ios_result res;
     const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff, 0x0f, 0x08 };
@@ -967,6 +1078,7 @@ int main(void)
     tcase_add_test(tc, fd_cache_is_bounded);
     tcase_add_test(tc, usage_and_fsync);
     tcase_add_test(tc, large_writes_start_writeback);
+    tcase_add_test(tc, sequential_data_reads_read_ahead_no_parity);
     tcase_add_test(tc, parallel_files);
     tcase_add_test(tc, state_and_dirty_records_persist);
     tcase_add_test(tc, dirty_record_added_after_claim_survives_clear);

@@ -89,7 +89,7 @@ static int get(uint64_t id, uint64_t off, uint8_t *b, uint64_t len)
 {
     ios_extent e = {off, len};
     uint32_t crc = 0xdeadbeefu;
-    int rc = ios_strips_read(st, id, &e, 1, b, &crc);
+    int rc = ios_strips_read(st, id, &e, 1, b, &crc, NULL);
     if (rc == 0)
         ck_assert_uint_eq(crc, crc32c(0, b, len));
     return rc;
@@ -370,7 +370,7 @@ START_TEST(truncation_never_looks_like_damage)
     void *done = (void *)-1;
     while (pthread_tryjoin_np(t, &done) != 0 && reads < 100000) {
         ios_extent e = {0, sizeof r};
-        damaged += ios_strips_read(st, FILE_B, &e, 1, r, NULL) == -EBADMSG;
+        damaged += ios_strips_read(st, FILE_B, &e, 1, r, NULL, NULL) == -EBADMSG;
         reads++;
     }
     if (done == (void *)-1)
