@@ -30,36 +30,59 @@ static uint64_t window_cap(const ios_ra_stream *st)
                    (uint64_t)(IOS_RA_MAX_RANGES - 1) * st->units.n * st->units.su);
 }
 
-/* Whether a read of [first, end) is near where st has got to. */
-static bool continues(const ios_ra_stream *st, const ios_data_units *want, uint64_t first,
-                      uint64_t end)
+/* Where a data-unit reader that has read up to `at` reads next: at, or
+ * past the parity units that follow it when it ends a unit. */
+static uint64_t data_resume(const ios_data_units *want, uint64_t at)
+{
+    if (at % want->su != 0)
+        return at;
+    const layout l = {.n = want->n, .k = want->k, .su = want->su};
+    uint64_t stripe = at / want->su;
+    for (unsigned i = 0; i < want->n - want->k && layout_pos_unit(&l, stripe, want->pos) >= want->k;
+         i++)
+        stripe++;
+    return stripe * want->su;
+}
+
+/* Whether a read starting at first continues st: a read exactly where it
+ * ended (or past the parity units after that), as random reads almost
+ * never do; and once it is sequential, a read within IOS_RA_REORDER times
+ * its last read's length of where it has got to (parallel requests, ranks
+ * taking turns and a degraded reader's fills arrive out of order; a random
+ * read that lands there shrinks that reach to its own length). */
+static bool continues(const ios_ra_stream *st, const ios_data_units *want, uint64_t first)
 {
     if (st->used == 0)
         return false;
-    uint64_t tol = max_u64(IOS_RA_MIN_BYTES, st->window) + parity_gap(want);
-    return first <= st->next + tol && end + tol >= st->next;
+    if (first == st->next || (want && first == data_resume(want, st->next)))
+        return true;
+    if (st->window == 0)
+        return false;
+    uint64_t reach = min_u64(IOS_RA_REORDER * st->span, st->window);
+    return first <= st->next + reach + parity_gap(want) && first + reach >= st->next;
 }
 
 /* The stream a read continues (the most recent of several), else NULL. */
-static ios_ra_stream *find_stream(ios_ra_file *f, const ios_data_units *want, uint64_t first,
-                                  uint64_t end)
+static ios_ra_stream *find_stream(ios_ra_file *f, const ios_data_units *want, uint64_t first)
 {
     ios_ra_stream *best = NULL;
     for (unsigned i = 0; i < IOS_RA_STREAMS; i++)
-        if (continues(&f->s[i], want, first, end) && (!best || f->s[i].used > best->used))
+        if (continues(&f->s[i], want, first) && (!best || f->s[i].used > best->used))
             best = &f->s[i];
     return best;
 }
 
 /* The stream used longest ago (a free one first), made a new stream of a
- * read ending at end. */
-static ios_ra_stream *take_stream(ios_ra_file *f, const ios_data_units *want, uint64_t end)
+ * read of [first, end). */
+static ios_ra_stream *take_stream(ios_ra_file *f, const ios_data_units *want, uint64_t first,
+                                  uint64_t end)
 {
     ios_ra_stream *st = &f->s[0];
     for (unsigned i = 1; i < IOS_RA_STREAMS; i++)
         if (f->s[i].used < st->used)
             st = &f->s[i];
-    *st = (ios_ra_stream){.next = end, .ahead = end, .has_units = want != NULL};
+    *st = (ios_ra_stream){.next = end, .ahead = end, .span = end - first,
+                          .has_units = want != NULL};
     if (want)
         st->units = *want;
     return st;
@@ -104,15 +127,16 @@ size_t ios_ra_plan(ios_ra_file *f, const ios_data_units *want, uint64_t first, u
     assert(!want || (want->n > 0 && want->k > 0 && want->k <= want->n && want->pos < want->n &&
                      want->su > 0));
     f->clock++;
-    ios_ra_stream *st = find_stream(f, want, first, end);
+    ios_ra_stream *st = find_stream(f, want, first);
     if (!st) {
-        st = take_stream(f, want, end);
+        st = take_stream(f, want, first, end);
         st->used = f->clock;
         if (first != 0)
             return 0; /* not (yet) sequential: nothing ahead */
     } else {
         st->used = f->clock;
         st->next = max_u64(st->next, end);
+        st->span = end - first;
         st->has_units = st->has_units && want != NULL;
     }
     uint64_t cap = window_cap(st);

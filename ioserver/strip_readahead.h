@@ -8,12 +8,15 @@
  * what a disk-bound read lost. So strip files are opened with the kernel's
  * read-ahead off (POSIX_FADV_RANDOM), and this module plans the server's
  * own, for the streams of each strip file:
- *  - a read near where a stream has got to (within its window, or
- *    IOS_RA_MIN_BYTES, plus the parity units a data-unit reader skips)
- *    continues that stream; a read at the file's start begins one; any
- *    other read takes over the stream used longest ago and reads nothing
- *    ahead (random readers). IOS_RA_STREAMS per file: readers of different
- *    regions of one file (MPI ranks, a rebuild beside a client) keep theirs;
+ *  - a read where a stream ended (or past the parity units a data-unit
+ *    reader skips after that) continues it, and so, once it is sequential,
+ *    does a read within IOS_RA_REORDER times its last read's length of
+ *    where it has got to (parallel requests arrive out of order); a read at
+ *    the file's start begins a
+ *    stream; any other read takes over the stream used longest ago and
+ *    reads nothing ahead (random readers). IOS_RA_STREAMS per file: readers
+ *    of different regions of one file (MPI ranks, a rebuild beside a
+ *    client) keep theirs;
  *  - a stream's window starts at twice its first read (at least
  *    IOS_RA_MIN_BYTES), doubles with each read up to IOS_RA_MAX_BYTES, and
  *    is read ahead (POSIX_FADV_WILLNEED: the kernel starts the disk reads,
@@ -36,6 +39,7 @@
 #define IOS_RA_MIN_BYTES (256u << 10) /* a stream's first window, at least */
 #define IOS_RA_MAX_BYTES (8u << 20)   /* a stream's window, at most */
 #define IOS_RA_STREAMS 4u             /* per strip file */
+#define IOS_RA_REORDER 4u             /* reads out of order by this many lengths continue */
 /* Ranges one plan names at most (su 512 would cut a window of data units
  * into thousands): a data-unit reader's window is capped to fit. */
 #define IOS_RA_MAX_RANGES 64u
@@ -43,6 +47,7 @@
 typedef struct ios_ra_stream {
     uint64_t used;       /* when a read last continued it (0: free) */
     uint64_t next;       /* where its reads have got to */
+    uint64_t span;       /* the length of the last read it took */
     uint64_t ahead;      /* read ahead up to here */
     uint64_t window;     /* 0: not sequential (yet) */
     ios_data_units units;/* what its readers want, with has_units */

@@ -2,7 +2,9 @@
  * (ioserver/strip_readahead.c): a fault-free reader gets its data units
  * read ahead and never a parity unit, over random layouts; a reader of
  * every unit gets one contiguous range; windows double up to their cap;
- * random reads read nothing ahead; readers of different regions of one
+ * random reads, reads close together but never where another ended, and
+ * random reads around the head of a sequential stream read nothing ahead;
+ * readers of different regions of one
  * file keep their own streams; no plan while half a window is ahead. */
 #include <check.h>
 #include <stdbool.h>
@@ -141,6 +143,43 @@ START_TEST(random_reads_read_nothing_ahead)
 }
 END_TEST
 
+/* Reads close together but none where another ended (a random reader of
+ * a small region) read nothing ahead: only a read where a stream ended
+ * makes it sequential. */
+START_TEST(near_but_not_sequential_reads_read_nothing_ahead)
+{
+    ios_ra_file f = { 0 };
+    ios_extent out[IOS_RA_MAX_RANGES];
+    const uint64_t piece = 4096;
+    const unsigned order[] = { 3, 7, 1, 5, 9, 12, 10, 14, 2, 6, 11, 15, 4, 8, 13, 16 };
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+        uint64_t at = 2 * order[i] * piece; /* never where a read ended */
+        ck_assert_uint_eq(ios_ra_plan(&f, NULL, at, at + piece, out), 0);
+    }
+}
+END_TEST
+
+/* Random reads within the window of a sequential stream (a random reader
+ * after a sequential one, in one file), none where one ended nor within
+ * IOS_RA_REORDER lengths of the stream's last read of where it has got
+ * to: none continues it, and none reads anything ahead. */
+START_TEST(random_reads_near_a_stream_read_nothing_ahead)
+{
+    ios_ra_file f = { 0 };
+    ios_extent out[IOS_RA_MAX_RANGES];
+    const uint64_t piece = 64u << 10, small = 4096;
+    for (uint64_t at = 0; at < 16 * piece; at += piece)
+        ios_ra_plan(&f, NULL, at, at + piece, out);
+    uint64_t head = 16 * piece;
+    unsigned plans = 0;
+    for (uint64_t i = 1; i <= 32; i++) { /* within its window, none where one ended */
+        uint64_t at = head + ((i * 37) % 63 + 1) * (IOS_RA_MAX_BYTES / 64) + small;
+        plans += ios_ra_plan(&f, NULL, at, at + small, out) > 0;
+    }
+    ck_assert_uint_eq(plans, 0);
+}
+END_TEST
+
 /* Two readers of different regions of one file, taking turns (MPI ranks
  * with a region each): both streams grow and both read ahead. */
 START_TEST(interleaved_readers_keep_their_streams)
@@ -212,6 +251,8 @@ int main(void)
     tcase_add_test(tc, every_unit_reader_reads_ahead_contiguously);
     tcase_add_test(tc, window_doubles_to_its_cap);
     tcase_add_test(tc, random_reads_read_nothing_ahead);
+    tcase_add_test(tc, near_but_not_sequential_reads_read_nothing_ahead);
+    tcase_add_test(tc, random_reads_near_a_stream_read_nothing_ahead);
     tcase_add_test(tc, interleaved_readers_keep_their_streams);
     tcase_add_test(tc, an_every_unit_read_widens_the_stream);
     tcase_add_test(tc, no_plan_while_half_the_window_is_ahead);
