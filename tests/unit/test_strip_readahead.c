@@ -65,8 +65,9 @@ START_TEST(data_reader_reads_ahead_data_units_only)
                                   "%u@%u pos %u su %u: data unit %llu skipped", u.n, u.k,
                                   u.pos, u.su, (unsigned long long)a);
                 for (uint64_t b = out[j].offset; b < out[j].offset + out[j].length; b += u.su)
-                    ck_assert_msg(is_data(&u, b / u.su), "%u@%u pos %u: parity unit %llu read ahead",
-                                  u.n, u.k, u.pos, (unsigned long long)(b / u.su));
+                    ck_assert_msg(is_data(&u, b / u.su),
+                                  "%u@%u pos %u: parity unit %llu read ahead", u.n, u.k, u.pos,
+                                  (unsigned long long)(b / u.su));
                 planned_to = out[j].offset + out[j].length;
                 planned_units += out[j].length / u.su;
             }
