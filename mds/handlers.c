@@ -232,7 +232,8 @@ static int note_hold(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b, c
     }
     uint64_t until_s = now_s + AUTH_CAP_TTL_S;
     int rc = mds_holds_note(c->holds, in->ino, hold_client(q, b), until_s, in->nlink == 0, recorded_s,
-                            now_s);
+                            now_s, &b->rep.hold_gen);
+    b->rep.has_hold_gen = rc == 0;
     if (rc == 0)
         return in->nlink == 0 ? mds_ns_purge_hold(c->ns, in->ino, until_s, false, b->why) : 0;
     if (rc == -ENOENT)
@@ -802,7 +803,8 @@ static int op_migrate_swap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf
 /* --------------------------------------------------------- purge queue */
 
 /* MDS_RELEASE: the client's last handle of ino closed (the client as
- * dispatch found it: a user gives back only its own ticket's holds). */
+ * dispatch found it: a user gives back only its own ticket's holds),
+ * unless the client opened it again since (holds.h: hold_gen). */
 static int op_release(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
     NEED(q->has_ino, "ino");
@@ -811,7 +813,8 @@ static int op_release(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     uint64_t now_s = (uint64_t)time(NULL);
     if (!c->holds)
         return 0;
-    mds_holds_release(c->holds, q->ino, hold_client(q, b));
+    mds_holds_release(c->holds, q->ino, hold_client(q, b),
+                      q->has_hold_gen ? q->hold_gen : MDS_HOLD_GEN_ANY);
     if (mds_ns_getattr(c->ns, q->ino, &in, NULL) < 0 || in.nlink != 0 ||
         mds_holds_held(c->holds, q->ino, now_s))
         return 0;

@@ -7,16 +7,19 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "ino_hash.h"
 #include "log.h"
 
 #define HOLDS_BUCKETS (1u << 14)
 #define HOLDS_FULL_LOG_PERIOD_MS 60000u /* "table full" at most once a minute */
+#define NS_PER_S 1000000000ull
 
 typedef struct hold {
     struct hold *next;
     uint64_t ino, client, until_s;
+    uint64_t gen; /* of the latest open (mds_holds_note with gen); 0: reloaded */
     bool writer; /* the client opened ino for writing (or said nothing of its access) */
 } hold;
 
@@ -27,6 +30,7 @@ struct mds_holds {
     uint64_t start_floor_s;    /* holds.h: the previous run's */
     uint64_t overflow_floor_s; /* holds.h: holds a full table did not keep */
     mds_holds_journal journal; /* .put NULL: none */
+    uint64_t last_gen;         /* the latest generation given */
     hold *buckets[HOLDS_BUCKETS];
 };
 
@@ -57,6 +61,9 @@ int mds_holds_new(unsigned max_entries, uint64_t grace_s, uint64_t start_floor_s
     h->max = max_entries;
     h->grace_s = grace_s;
     h->start_floor_s = start_floor_s;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    h->last_gen = (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
     *out = h;
     return 0;
 }
@@ -148,7 +155,7 @@ static int raise_overflow(mds_holds *h, uint64_t until_s)
 }
 
 int mds_holds_note(mds_holds *h, uint64_t ino, uint64_t client, uint64_t until_s, bool only_if_held,
-                   uint64_t recorded_until_s, uint64_t now_s)
+                   uint64_t recorded_until_s, uint64_t now_s, uint64_t *gen)
 {
     int rc = 0;
     uint64_t held_until;
@@ -184,16 +191,23 @@ int mds_holds_note(mds_holds *h, uint64_t ino, uint64_t client, uint64_t until_s
     h->buckets[b] = e;
     h->count++;
 out:
+    if (rc == 0 && gen != NULL) {
+        *gen = ++h->last_gen; /* a full table's floor keeps no entry to carry it */
+        if (e)
+            e->gen = *gen;
+    }
     pthread_mutex_unlock(&h->m);
     return rc;
 }
 
-void mds_holds_release(mds_holds *h, uint64_t ino, uint64_t client)
+void mds_holds_release(mds_holds *h, uint64_t ino, uint64_t client, uint64_t gen)
 {
     pthread_mutex_lock(&h->m);
     for (hold **pp = &h->buckets[bucket_of(ino)]; *pp; pp = &(*pp)->next) {
         hold *e = *pp;
         if (e->ino == ino && e->client == client) {
+            if (e->gen > gen)
+                break; /* a later open holds it */
             *pp = e->next;
             free(e);
             assert(h->count > 0);

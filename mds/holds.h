@@ -64,13 +64,17 @@ typedef struct mds_holds_journal {
 } mds_holds_journal;
 void mds_holds_set_journal(mds_holds *h, const mds_holds_journal *j);
 
-/* Client's hold of ino lasts at least until until_s: 0. With only_if_held
+/* Client's hold of ino lasts at least until until_s: 0. With gen, the
+ * hold gets a new generation, later than any this table gave before, also
+ * before a restart (they start at the wall clock in nanoseconds), and
+ * *gen is it; without (the journal's reload), a new hold has generation 0
+ * and a kept one keeps its own. With only_if_held
  * (an unlinked file), a file that neither a hold since the start, the
  * overflow floor nor recorded_until_s (what its queue entry recorded)
  * keeps is purgeable, its strip files may be going: it gets no new hold,
  * -ENOENT. The journal's error when it could not write the hold. */
 int mds_holds_note(mds_holds *h, uint64_t ino, uint64_t client, uint64_t until_s, bool only_if_held,
-                   uint64_t recorded_until_s, uint64_t now_s);
+                   uint64_t recorded_until_s, uint64_t now_s, uint64_t *gen);
 /* Client's live hold of ino (noted just before) is for writing: it stays
  * a writer's until released or expired: 0. No hold: nothing, 0. The
  * journal's error when it could not write the mark. */
@@ -82,8 +86,12 @@ bool mds_holds_other_writer(mds_holds *h, uint64_t ino, uint64_t client, uint64_
 /* Whether client itself has a live hold of ino (floors do not count: they
  * say someone may hold it, not who). */
 bool mds_holds_client_holds(mds_holds *h, uint64_t ino, uint64_t client, uint64_t now_s);
-/* Client holds no handle of ino any more (its last close). */
-void mds_holds_release(mds_holds *h, uint64_t ino, uint64_t client);
+/* Client holds no handle of ino any more (its last close): its hold goes
+ * if its generation is at most gen, the newest the client was given (a
+ * newer one is an open that raced that close and still holds the file);
+ * MDS_HOLD_GEN_ANY: in any case (clients from before generations). */
+#define MDS_HOLD_GEN_ANY UINT64_MAX
+void mds_holds_release(mds_holds *h, uint64_t ino, uint64_t client, uint64_t gen);
 /* Whether any hold of ino or a floor is live at now_s (within grace). */
 bool mds_holds_held(mds_holds *h, uint64_t ino, uint64_t now_s);
 /* The same without the start floor: what keeps a queued file whose entry

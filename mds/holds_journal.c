@@ -74,7 +74,7 @@ typedef struct loading {
 static void load_one(void *arg, uint64_t ino, uint64_t client, uint64_t until_s, bool writer)
 {
     loading *l = arg;
-    if (mds_holds_note(l->h, ino, client, until_s, false, 0, l->now_s) == 0 && writer)
+    if (mds_holds_note(l->h, ino, client, until_s, false, 0, l->now_s, NULL) == 0 && writer)
         mds_holds_mark_writer(l->h, ino, client, l->now_s);
 }
 

@@ -46,6 +46,7 @@ static int open_finish(depfs_t *fs, const Depfs__MdsReply *rep, int flags, depfs
         free(fh);
         return -ENOMEM;
     }
+    dc_inode_note_hold(in, rep);
     /* what its I/O shows the servers */
     dc_cap_take(fs, in->ino, rep, (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC));
     fh->fs = fs;

@@ -61,6 +61,10 @@ typedef struct dc_inode {
     struct dc_wb *wb;         /* write-behind state (eng_wb.c) */
     struct dc_ra *ra;         /* read-ahead window and degraded stripe cache (eng_read.c) */
     struct dc_inode *next;    /* hash chain in depfs.inodes */
+    bool held;                /* opened: the MDS holds it for this client until
+                               * its last close here gives the hold back */
+    uint64_t hold_gen;        /* the newest generation of that hold an open
+                               * of it here was given (0: none said) */
     bool has_writer;          /* writer is set: a handle wrote here */
     depfs_cred writer;        /* the opener of the handle that wrote last:
                                * depfs_unmount's write-back of a file still
@@ -81,6 +85,8 @@ typedef struct dc_cap {
                                * (a migrate waits for writers, mds/holds.h) */
     uint64_t expires_s;       /* wall clock */
     uint64_t renew_after_s;   /* a renewal failed: not tried again before */
+    uint64_t hold_gen;        /* the newest generation of the MDS's hold the
+                               * open and its renewals were given (0: none) */
     uint8_t bytes[AUTH_CAP_BYTES]; /* as the MDS issued it */
 } dc_cap;
 #define DC_CAPS_SLOTS_MIN 1024u /* the table's first size (a power of two); it
@@ -224,14 +230,16 @@ int dc_mds_call_ticketed(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *
  * key, auth off, need 0). 0, or -errno (EACCES: the MDS refused).
  * A client that needs none still keeps the MDS's hold on the files it
  * uses (mds/holds.h): take notes the open's, get renews it at half life.
- * release: the last handle of ino here closed (MDS_RELEASE). take's
+ * release: the last handle of ino here closed (MDS_RELEASE of a hold of
+ * generation at most hold_gen, or of the entry's if newer: a later open of
+ * ino here, racing that close, keeps the hold its reply made). take's
  * entry stays until release, however many files are open (the table
  * grows). init/destroy: the table, at mount and unmount. */
 int dc_caps_init(depfs_t *fs);
 void dc_caps_destroy(depfs_t *fs);
 void dc_cap_take(depfs_t *fs, uint64_t ino, const Depfs__MdsReply *rep, bool for_write);
 int dc_cap_get(depfs_t *fs, uint64_t ino, uint32_t need, dc_cap *out);
-void dc_cap_release(depfs_t *fs, uint64_t ino);
+void dc_cap_release(depfs_t *fs, uint64_t ino, uint64_t hold_gen);
 
 /* Connection to an I/O server, connecting on demand; NULL when the server
  * is marked failed in the status vector or cannot be reached (then it is
@@ -257,6 +265,9 @@ bool dc_server_marked_only(depfs_t *fs, uint32_t id);
  * caller read from the MDS; put drops a ref and frees at zero (after
  * fs->inode_released). */
 dc_inode *dc_inode_get(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t mds_size);
+/* An open of in (MDS_OPEN or MDS_CREATE reply rep) holds it here: its last
+ * close gives the hold back, with the newest generation opens gave it. */
+void dc_inode_note_hold(dc_inode *in, const Depfs__MdsReply *rep);
 dc_inode *dc_inode_find(depfs_t *fs, uint64_t ino); /* no ref change; NULL if not open */
 void dc_inode_put(depfs_t *fs, dc_inode *in);
 /* Tell the MDS the size this client grew the file to (MDS_EXTEND), if
@@ -406,7 +417,8 @@ typedef enum {
     DC_PAUSE_BEFORE_DIRTY,
     DC_PAUSE_DEGRADED_LOCKED,
     DC_PAUSE_REBUILD_HELD,
-    DC_PAUSE_ORPHAN_WRITE
+    DC_PAUSE_ORPHAN_WRITE,
+    DC_PAUSE_BEFORE_RELEASE
 } dc_pause_point;
 typedef struct dc_test_hooks {
     bool no_locks;            /* DEPFS_TEST_NO_LOCKS=1: writes take no stripe locks */

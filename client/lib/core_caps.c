@@ -188,6 +188,7 @@ static bool cap_from_reply(uint64_t ino, const Depfs__MdsReply *rep, dc_cap *out
     out->ino = ino;
     out->rights = c.rights;
     out->expires_s = c.expires_s;
+    out->hold_gen = rep->has_hold_gen ? rep->hold_gen : 0;
     memcpy(out->bytes, rep->capability.data, AUTH_CAP_BYTES);
     return true;
 }
@@ -206,19 +207,23 @@ static void store(depfs_t *fs, const dc_cap *c, bool open_here, bool for_write)
         bool writes = (open_here && for_write) || (same && e->open_for_write);
         bool keep_old = same && e->expires_s > now + DC_CAP_RENEW_LEFT_S &&
                         !auth_cap_covers(c->rights, e->rights);
+        uint64_t gen = same && e->hold_gen > c->hold_gen ? e->hold_gen : c->hold_gen;
         if (!keep_old)
             *e = *c;
         e->open_here = pinned;
         e->open_for_write = writes;
+        e->hold_gen = gen;
     }
     pthread_mutex_unlock(&fs->caps_lock);
 }
 
 /* The MDS's hold of ino by a client that needs no capabilities: an entry
  * with no rights, expiring with the hold. */
-static void store_hold(depfs_t *fs, uint64_t ino, uint64_t now, bool open_here, bool for_write)
+static void store_hold(depfs_t *fs, uint64_t ino, uint64_t now, const Depfs__MdsReply *rep,
+                       bool open_here, bool for_write)
 {
-    dc_cap c = { .ino = ino, .expires_s = now + AUTH_CAP_TTL_S };
+    dc_cap c = { .ino = ino, .expires_s = now + AUTH_CAP_TTL_S,
+                 .hold_gen = rep && rep->has_hold_gen ? rep->hold_gen : 0 };
     store(fs, &c, open_here, for_write);
 }
 
@@ -226,18 +231,20 @@ void dc_cap_take(depfs_t *fs, uint64_t ino, const Depfs__MdsReply *rep, bool for
 {
     dc_cap c;
     if (!caps_wanted(fs))
-        store_hold(fs, ino, now_s(), true, for_write); /* the open's hold */
+        store_hold(fs, ino, now_s(), rep, true, for_write); /* the open's hold */
     else if (cap_from_reply(ino, rep, &c))
         store(fs, &c, true, for_write);
 }
 
-void dc_cap_release(depfs_t *fs, uint64_t ino)
+void dc_cap_release(depfs_t *fs, uint64_t ino, uint64_t hold_gen)
 {
     Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
     Depfs__MdsReply *rep = NULL;
     bool holds_only = !caps_wanted(fs);
     pthread_mutex_lock(&fs->caps_lock);
     dc_cap *e = slot_find(fs, ino);
+    if (e && e->hold_gen > hold_gen) /* a renewal's */
+        hold_gen = e->hold_gen;
     if (e && holds_only) /* the hold's entry: no renewals any more */
         memset(e, 0, sizeof(*e));
     else if (e) /* a capability stays cached, evictable */
@@ -245,6 +252,9 @@ void dc_cap_release(depfs_t *fs, uint64_t ino)
     pthread_mutex_unlock(&fs->caps_lock);
     req.has_ino = true;
     req.ino = ino;
+    req.has_hold_gen = hold_gen != 0; /* else an MDS from before generations */
+    req.hold_gen = hold_gen;
+    dc_test_pause(DC_PAUSE_BEFORE_RELEASE);
     int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_RELEASE, &req, &rep);
     if (rc < 0) /* the hold then ends with its life (mds/holds.h) */
         log_debug("libdepfs: releasing inode %llu at the MDS: %s", (unsigned long long)ino,
@@ -313,12 +323,12 @@ static void renew_hold(depfs_t *fs, uint64_t ino)
     req.has_flags = true; /* the access of the handles open here */
     req.flags = writes ? O_WRONLY : O_RDONLY;
     int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_OPEN, &req, &rep);
+    if (rc == 0)
+        store_hold(fs, ino, now, rep, false, false);
     if (rep)
         depfs__mds_reply__free_unpacked(rep, NULL);
-    if (rc == 0) {
-        store_hold(fs, ino, now, false, false);
+    if (rc == 0)
         return;
-    }
     log_warn("libdepfs: cannot renew the MDS's hold of inode %llu: %s (%s)", (unsigned long long)ino,
              strerror(-rc), depfs_last_error());
     renew_failed(fs, ino, now);

@@ -67,6 +67,15 @@ out:
     return in;
 }
 
+void dc_inode_note_hold(dc_inode *in, const Depfs__MdsReply *rep)
+{
+    pthread_mutex_lock(&in->lock);
+    in->held = true;
+    if (rep->has_hold_gen && rep->hold_gen > in->hold_gen)
+        in->hold_gen = rep->hold_gen;
+    pthread_mutex_unlock(&in->lock);
+}
+
 static size_t bucket_len(const dc_inode *in)
 {
     size_t n = 0;
@@ -133,12 +142,14 @@ static void unlink_locked(depfs_t *fs, dc_inode *in)
 
 void dc_inode_free(depfs_t *fs, dc_inode *in)
 {
-    uint64_t ino = in->ino;
+    uint64_t ino = in->ino, hold_gen = in->hold_gen;
+    bool held = in->held; /* else a truncate's inode of a file not open here */
     if (fs->inode_released)
         fs->inode_released(fs, in);
     pthread_mutex_destroy(&in->lock);
     free(in);
-    dc_cap_release(fs, ino); /* after the last flush: no handle here uses it */
+    if (held) /* after the last flush: no handle here uses it */
+        dc_cap_release(fs, ino, hold_gen);
     dc_handle_unpin(fs, ino); /* after its last request (MDS_RELEASE) */
 }
 

@@ -31,7 +31,10 @@
  *                                             no batch started yet;
  *                             orphan_write    an orphan lock's repair has read
  *                                             and recomputed a batch's units in
- *                                             doubt, their writes not yet sent.
+ *                                             doubt, their writes not yet sent;
+ *                             before_release  a last close here has dropped
+ *                                             the file's inode, its hold not
+ *                                             yet given back (MDS_RELEASE).
  *   DEPFS_TEST_PAUSE_MS=N   the pause lasts N ms instead (then the writer
  *                           goes on: a slow writer rather than a dead one).
  * These exist only in test builds (make hooks: -DDEPFS_TEST_HOOKS, in
@@ -78,6 +81,8 @@ static void dc_test_hooks_read(void)
         dc_hooks.pause = DC_PAUSE_REBUILD_HELD;
     else if (dc_env_is("DEPFS_TEST_PAUSE", "orphan_write"))
         dc_hooks.pause = DC_PAUSE_ORPHAN_WRITE;
+    else if (dc_env_is("DEPFS_TEST_PAUSE", "before_release"))
+        dc_hooks.pause = DC_PAUSE_BEFORE_RELEASE;
     else
         dc_hooks.pause = DC_PAUSE_NONE;
     const char *ms = getenv("DEPFS_TEST_PAUSE_MS");
@@ -111,6 +116,7 @@ static const char *dc_pause_name(dc_pause_point p)
     case DC_PAUSE_DEGRADED_LOCKED: return "degraded_locked";
     case DC_PAUSE_REBUILD_HELD: return "rebuild_held";
     case DC_PAUSE_ORPHAN_WRITE: return "orphan_write";
+    case DC_PAUSE_BEFORE_RELEASE: return "before_release";
     default: return "none";
     }
 }

@@ -369,16 +369,16 @@ START_TEST(test_holds_writers)
 {
     mds_holds *h;
     ck_assert_int_eq(mds_holds_new(MDS_HOLDS_MAX, GRACE_S, 0, &h), 0);
-    mds_holds_note(h, 5, OTHER, T0 + TTL, false, 0, T0);
+    mds_holds_note(h, 5, OTHER, T0 + TTL, false, 0, T0, NULL);
     ck_assert(!mds_holds_other_writer(h, 5, ME, T0)); /* a reader */
     mds_holds_mark_writer(h, 5, OTHER, T0);
     ck_assert(mds_holds_other_writer(h, 5, ME, T0));
     ck_assert(!mds_holds_other_writer(h, 5, OTHER, T0)); /* its own */
     ck_assert(!mds_holds_other_writer(h, 6, ME, T0));
     ck_assert(!mds_holds_other_writer(h, 5, ME, T0 + TTL + GRACE_S + 1)); /* expired */
-    mds_holds_note(h, 5, OTHER, T0 + TTL, false, 0, T0);
+    mds_holds_note(h, 5, OTHER, T0 + TTL, false, 0, T0, NULL);
     mds_holds_mark_writer(h, 5, OTHER, T0);
-    mds_holds_release(h, 5, OTHER);
+    mds_holds_release(h, 5, OTHER, MDS_HOLD_GEN_ANY);
     ck_assert(!mds_holds_other_writer(h, 5, ME, T0));
     mds_holds_mark_writer(h, 5, OTHER, T0); /* no hold: nothing */
     ck_assert(!mds_holds_other_writer(h, 5, ME, T0));

@@ -116,35 +116,71 @@ static int collect(void *arg, const mds_inode *in, uint64_t held_until_s)
 
 /* ------------------------------------------------------------ holds table */
 
+/* A release carries the newest generation its client was given for the
+ * file: an open of it since (a reopen racing the last close) keeps the
+ * hold; generations only grow, also across a new table (a restart); a
+ * hold the journal reloaded (generation 0) goes at any release. */
+START_TEST(test_holds_generations)
+{
+    mds_holds *h;
+    uint64_t g1 = 0, g2 = 0, g3 = 0;
+    ck_assert_int_eq(mds_holds_new(MDS_HOLDS_MAX, GRACE_S, 0, &h), 0);
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0, &g1), 0);
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0, &g2), 0);
+    ck_assert_uint_gt(g2, g1);
+    mds_holds_release(h, 5, 1, g1); /* the close of the first open: late */
+    ck_assert(mds_holds_held(h, 5, T0));
+    mds_holds_release(h, 5, 2, g2); /* another client's: not its hold */
+    ck_assert(mds_holds_held(h, 5, T0));
+    mds_holds_release(h, 5, 1, g2);
+    ck_assert(!mds_holds_held(h, 5, T0));
+    ck_assert_int_eq(mds_holds_note(h, 6, 1, T0 + TTL, false, 0, T0, NULL), 0); /* reloaded */
+    mds_holds_release(h, 6, 1, g1);
+    ck_assert(!mds_holds_held(h, 6, T0));
+    ck_assert_int_eq(mds_holds_note(h, 7, 1, T0 + TTL, false, 0, T0, &g3), 0);
+    mds_holds_release(h, 7, 1, MDS_HOLD_GEN_ANY); /* a client from before generations */
+    ck_assert(!mds_holds_held(h, 7, T0));
+    ck_assert_uint_eq(mds_holds_count(h), 0);
+    mds_holds_free(h);
+    ck_assert_int_eq(mds_holds_new(MDS_HOLDS_MAX, GRACE_S, 0, &h), 0); /* a restart */
+    uint64_t g4 = 0;
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0, &g4), 0);
+    ck_assert_uint_gt(g4, g3);
+    mds_holds_release(h, 5, 1, g3); /* from before the restart: the reopen since holds */
+    ck_assert(mds_holds_held(h, 5, T0));
+    mds_holds_free(h);
+}
+END_TEST
+
 START_TEST(test_holds_table)
 {
     mds_holds *h;
     ck_assert_int_eq(mds_holds_new(MDS_HOLDS_MAX, GRACE_S, 0, &h), 0);
     ck_assert(!mds_holds_held(h, 5, T0));
-    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0), 0);
-    ck_assert_int_eq(mds_holds_note(h, 5, 2, T0 + 10, false, 0, T0), 0);
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0, NULL), 0);
+    ck_assert_int_eq(mds_holds_note(h, 5, 2, T0 + 10, false, 0, T0, NULL), 0);
     ck_assert_uint_eq(mds_holds_until(h, 5, T0), T0 + TTL);
     ck_assert(!mds_holds_held(h, 6, T0)); /* per file */
     /* a release drops that client's hold only */
-    mds_holds_release(h, 5, 1);
+    mds_holds_release(h, 5, 1, MDS_HOLD_GEN_ANY);
     ck_assert_uint_eq(mds_holds_until(h, 5, T0), T0 + 10);
-    mds_holds_release(h, 5, 2);
+    mds_holds_release(h, 5, 2, MDS_HOLD_GEN_ANY);
     ck_assert(!mds_holds_held(h, 5, T0));
     ck_assert_uint_eq(mds_holds_count(h), 0);
     /* a hold lives grace_s past its end (the I/O servers' skew) */
-    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0), 0);
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0, NULL), 0);
     ck_assert(mds_holds_held(h, 5, T0 + TTL + GRACE_S));
     ck_assert(!mds_holds_held(h, 5, T0 + TTL + GRACE_S + 1));
     ck_assert_uint_eq(mds_holds_count(h), 0); /* and then goes */
     /* renewals only extend */
-    ck_assert_int_eq(mds_holds_note(h, 7, 1, T0 + TTL, false, 0, T0), 0);
-    ck_assert_int_eq(mds_holds_note(h, 7, 1, T0 + 5, false, 0, T0), 0);
+    ck_assert_int_eq(mds_holds_note(h, 7, 1, T0 + TTL, false, 0, T0, NULL), 0);
+    ck_assert_int_eq(mds_holds_note(h, 7, 1, T0 + 5, false, 0, T0, NULL), 0);
     ck_assert_uint_eq(mds_holds_until(h, 7, T0), T0 + TTL);
     ck_assert_uint_eq(mds_holds_count(h), 1);
     /* only_if_held: a file nobody holds any more takes no new hold */
-    ck_assert_int_eq(mds_holds_note(h, 8, 3, T0 + TTL, true, 0, T0), -ENOENT);
+    ck_assert_int_eq(mds_holds_note(h, 8, 3, T0 + TTL, true, 0, T0, NULL), -ENOENT);
     ck_assert(!mds_holds_held(h, 8, T0));
-    ck_assert_int_eq(mds_holds_note(h, 7, 3, T0 + 2 * TTL, true, 0, T0), 0); /* 7 is held: joins */
+    ck_assert_int_eq(mds_holds_note(h, 7, 3, T0 + 2 * TTL, true, 0, T0, NULL), 0); /* 7 is held: joins */
     ck_assert_uint_eq(mds_holds_until_max(h, T0), T0 + 2 * TTL);
     /* expired holds go as their bucket is walked */
     ck_assert(!mds_holds_held(h, 7, T0 + 3 * TTL));
@@ -167,8 +203,8 @@ START_TEST(test_holds_floors)
      * the holds of then): an unlinked file no recorded hold keeps takes no
      * new one, one whose entry keeps it does */
     ck_assert(!mds_holds_held_since_start(h, 42, T0));
-    ck_assert_int_eq(mds_holds_note(h, 42, 1, T0 + 5, true, 0, T0), -ENOENT);
-    ck_assert_int_eq(mds_holds_note(h, 42, 1, T0 + 5, true, T0 + 1, T0), 0);
+    ck_assert_int_eq(mds_holds_note(h, 42, 1, T0 + 5, true, 0, T0, NULL), -ENOENT);
+    ck_assert_int_eq(mds_holds_note(h, 42, 1, T0 + 5, true, T0 + 1, T0, NULL), 0);
     ck_assert(mds_holds_held_since_start(h, 42, T0));
     ck_assert(!mds_holds_held(h, 42, T0 + TTL + GRACE_S + 1));
     mds_holds_free(h);
@@ -177,18 +213,18 @@ START_TEST(test_holds_floors)
     ck_assert_int_eq(mds_holds_new(FEW_HOLDS, GRACE_S, 0, &h), 0);
     ck_assert_uint_eq(mds_holds_floor(h, T0), 0);
     for (unsigned i = 0; i < FEW_HOLDS; i++)
-        ck_assert_int_eq(mds_holds_note(h, 100 + i, 1, T0 + 10, false, 0, T0), 0);
+        ck_assert_int_eq(mds_holds_note(h, 100 + i, 1, T0 + 10, false, 0, T0, NULL), 0);
     ck_assert_uint_eq(mds_holds_count(h), FEW_HOLDS);
     ck_assert(!mds_holds_held(h, 200, T0));
-    ck_assert_int_eq(mds_holds_note(h, 200, 1, T0 + TTL, false, 0, T0), 0);
+    ck_assert_int_eq(mds_holds_note(h, 200, 1, T0 + TTL, false, 0, T0, NULL), 0);
     ck_assert_uint_eq(mds_holds_count(h), FEW_HOLDS);
     ck_assert(mds_holds_held(h, 200, T0 + TTL)); /* by the floor */
     ck_assert(mds_holds_held(h, 999, T0 + TTL)); /* and so is every file */
     ck_assert_uint_eq(mds_holds_floor(h, T0), T0 + TTL + GRACE_S);
     ck_assert(mds_holds_held_since_start(h, 999, T0 + TTL));
-    ck_assert_int_eq(mds_holds_note(h, 999, 2, T0 + TTL, true, 0, T0), 0); /* may be held: may join */
+    ck_assert_int_eq(mds_holds_note(h, 999, 2, T0 + TTL, true, 0, T0, NULL), 0); /* may be held: may join */
     /* expired entries make room again */
-    ck_assert_int_eq(mds_holds_note(h, 300, 1, T0 + 3 * TTL, false, 0, T0 + 2 * TTL), 0);
+    ck_assert_int_eq(mds_holds_note(h, 300, 1, T0 + 3 * TTL, false, 0, T0 + 2 * TTL, NULL), 0);
     ck_assert_uint_eq(mds_holds_count(h), 1);
     mds_holds_free(h);
 }
@@ -239,49 +275,49 @@ START_TEST(test_holds_journal_calls)
     mds_holds_set_journal(h, &(mds_holds_journal){ .put = fj_put, .put_floor = fj_put_floor,
                                                    .drop = fj_drop, .arg = &j });
     /* a new hold, a longer one and a writer's mark are journalled first */
-    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0), 0);
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + TTL, false, 0, T0, NULL), 0);
     ck_assert_uint_eq(j.puts, 1);
-    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + 10, false, 0, T0), 0); /* shorter: nothing */
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + 10, false, 0, T0, NULL), 0); /* shorter: nothing */
     ck_assert_uint_eq(j.puts, 1);
     ck_assert_int_eq(mds_holds_mark_writer(h, 5, 1, T0), 0);
     ck_assert(j.last_writer);
     ck_assert_uint_eq(j.last_until, T0 + TTL);
     ck_assert_int_eq(mds_holds_mark_writer(h, 5, 1, T0), 0); /* already: nothing */
-    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + 2 * TTL, false, 0, T0), 0);
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + 2 * TTL, false, 0, T0, NULL), 0);
     ck_assert_uint_eq(j.puts, 3);
     ck_assert(j.last_writer); /* the mark stays in the record */
     /* a journal that fails fails the note, and the table keeps nothing new */
     j.fail = true;
-    ck_assert_int_eq(mds_holds_note(h, 6, 1, T0 + TTL, false, 0, T0), -EIO);
+    ck_assert_int_eq(mds_holds_note(h, 6, 1, T0 + TTL, false, 0, T0, NULL), -EIO);
     ck_assert(!mds_holds_held_since_start(h, 6, T0));
-    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + 3 * TTL, false, 0, T0), -EIO);
+    ck_assert_int_eq(mds_holds_note(h, 5, 1, T0 + 3 * TTL, false, 0, T0, NULL), -EIO);
     ck_assert_uint_eq(mds_holds_until(h, 5, T0), T0 + 2 * TTL);
-    ck_assert_int_eq(mds_holds_note(h, 7, 2, T0 + TTL, false, 0, T0), -EIO);
+    ck_assert_int_eq(mds_holds_note(h, 7, 2, T0 + TTL, false, 0, T0, NULL), -EIO);
     j.fail = false;
-    ck_assert_int_eq(mds_holds_note(h, 7, 2, T0 + TTL, false, 0, T0), 0);
+    ck_assert_int_eq(mds_holds_note(h, 7, 2, T0 + TTL, false, 0, T0, NULL), 0);
     j.fail = true;
     ck_assert_int_eq(mds_holds_mark_writer(h, 7, 2, T0), -EIO);
     ck_assert(!mds_holds_other_writer(h, 7, 1, T0 + 5 + GRACE_S + 1)); /* not marked */
     j.fail = false;
     /* a release is dropped from the journal */
-    mds_holds_release(h, 7, 2);
+    mds_holds_release(h, 7, 2, MDS_HOLD_GEN_ANY);
     ck_assert_uint_eq(j.drops, 1);
-    mds_holds_release(h, 7, 2); /* none left: nothing */
+    mds_holds_release(h, 7, 2, MDS_HOLD_GEN_ANY); /* none left: nothing */
     ck_assert_uint_eq(j.drops, 1);
     /* an expired hold leaves the journal as it leaves the table */
-    ck_assert_int_eq(mds_holds_note(h, 8, 2, T0 + 1, false, 0, T0), 0);
+    ck_assert_int_eq(mds_holds_note(h, 8, 2, T0 + 1, false, 0, T0, NULL), 0);
     ck_assert(!mds_holds_held_since_start(h, 8, T0 + 2 + GRACE_S));
     ck_assert_uint_eq(j.drops, 2);
     /* a full table journals its floor, the later of it and the start's */
     for (unsigned i = 0; i < FEW_HOLDS; i++)
-        mds_holds_note(h, 100 + i, 1, T0 + 1, false, 0, T0);
+        mds_holds_note(h, 100 + i, 1, T0 + 1, false, 0, T0, NULL);
     ck_assert_uint_eq(j.floors, 1);
     ck_assert_uint_eq(j.last_floor, T0 + 5);
     j.fail = true;
-    ck_assert_int_eq(mds_holds_note(h, 200, 1, T0 + TTL, false, 0, T0), -EIO);
+    ck_assert_int_eq(mds_holds_note(h, 200, 1, T0 + TTL, false, 0, T0, NULL), -EIO);
     ck_assert_uint_eq(mds_holds_floor(h, T0), T0 + 5 + GRACE_S); /* not raised */
     j.fail = false;
-    ck_assert_int_eq(mds_holds_note(h, 200, 1, T0 + TTL, false, 0, T0), 0);
+    ck_assert_int_eq(mds_holds_note(h, 200, 1, T0 + TTL, false, 0, T0, NULL), 0);
     ck_assert_uint_eq(j.last_floor, T0 + TTL);
     mds_holds_free(h);
 }
@@ -434,7 +470,7 @@ START_TEST(test_queue_records_holds)
     mds_ns_set_holds(ns, h);
     uint64_t f = new_file("held", 10);
     uint64_t g = new_file("free", 10);
-    ck_assert_int_eq(mds_holds_note(h, f, 1, now + TTL, false, 0, now), 0);
+    ck_assert_int_eq(mds_holds_note(h, f, 1, now + TTL, false, 0, now, NULL), 0);
     unlink_name("held");
     unlink_name("free");
     ck_assert_int_eq(mds_ns_purge_scan(ns, 0, 0, collect, &c, &last, &eof, why), 0);
@@ -752,6 +788,7 @@ static Suite *purge_suite(void)
     Suite *s = suite_create("mds_purge");
     TCase *tc = tcase_create("holds");
     tcase_add_test(tc, test_holds_table);
+    tcase_add_test(tc, test_holds_generations);
     tcase_add_test(tc, test_holds_floors);
     tcase_add_test(tc, test_holds_journal_calls);
     suite_add_tcase(s, tc);
