@@ -21,6 +21,15 @@ struct timespec clock_deadline_after_ms(uint64_t ms)
                               .tv_nsec = (long)(ns % CLOCK_NS_PER_S) };
 }
 
+void clock_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
 void clock_sleep_ms(uint64_t ms)
 {
     struct timespec ts = { .tv_sec = (time_t)(ms / CLOCK_MS_PER_S),

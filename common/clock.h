@@ -8,6 +8,7 @@
  * values only make sense as differences within one process. */
 #ifndef DEPFS_CLOCK_H
 #define DEPFS_CLOCK_H
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -23,6 +24,8 @@ int64_t clock_real_ns(void);
 /* The CLOCK_MONOTONIC instant ms from now, for pthread_cond_timedwait on a
  * condition variable created with pthread_condattr_setclock(CLOCK_MONOTONIC). */
 struct timespec clock_deadline_after_ms(uint64_t ms);
+/* Initialises cv for such waits (CLOCK_MONOTONIC). */
+void clock_cond_init(pthread_cond_t *cv);
 /* Sleeps ms, resuming after signals. */
 void clock_sleep_ms(uint64_t ms);
 

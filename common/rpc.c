@@ -27,16 +27,6 @@ _Static_assert((1u << RPC_SLOT_BITS) == RPC_MAX_INFLIGHT, "req_id slot bits matc
 
 /* ================================================================ common */
 
-static void cond_init_monotonic(pthread_cond_t *cv)
-{
-    pthread_condattr_t ca;
-
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &ca);
-    pthread_condattr_destroy(&ca);
-}
-
 int rpc__iov_total(const struct iovec *iov, int cnt, uint64_t max_bytes, uint64_t *total)
 {
     uint64_t sum = 0;
@@ -418,7 +408,7 @@ static rpc_call *call_new(uint16_t type, const struct iovec *resp_iov, int resp_
         call->resp_iov[i] = resp_iov[i];
         call->resp_cap += resp_iov[i].iov_len;
     }
-    cond_init_monotonic(&call->cv);
+    clock_cond_init(&call->cv);
     return call;
 }
 

@@ -462,17 +462,13 @@ static const struct xport_ops rdma_ops = {
 static rdma_xport *rdma_conn_new(void)
 {
     rdma_xport *c = calloc(1, sizeof(*c));
-    pthread_condattr_t ca;
 
     if (!c)
         return NULL;
     c->base.ops = &rdma_ops;
     c->credits = RDMA_SLOTS;
     pthread_mutex_init(&c->m, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&c->cv);
     return c;
 }
 

@@ -237,11 +237,7 @@ int ios_scrubber_start(ios_strips *s, uint32_t rate, ios_client_io *client_io,
     sc->st.rate = rate;
     sc->client_io = client_io;
     pthread_mutex_init(&sc->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&sc->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&sc->cv);
     if (rate > 0) {
         sc->buf = malloc(IOS_SCRUB_CHUNK_BYTES);
         int rc = sc->buf ? -pthread_create(&sc->th, NULL, scrub_main, sc) : -ENOMEM;

@@ -348,12 +348,8 @@ int rec_init(rec_ctx *c, const depfs_config *cfg, bool once)
     c->servers = calloc(cfg->n_ioservers ? cfg->n_ioservers : 1, sizeof(*c->servers));
     if (!c->servers)
         return -ENOMEM;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cond, &ca);
-    pthread_cond_init(&c->repair_cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&c->cond);
+    clock_cond_init(&c->repair_cond);
     pthread_mutex_init(&c->mu, NULL);
     for (unsigned i = 0; i < cfg->n_ioservers; i++) {
         rec_server *s = &c->servers[i];
