@@ -45,6 +45,7 @@
 #define WIRE_PURGE_LIST_MAX 256u    /* purge queue entries in one MDS_PURGE_LIST reply
                                      * (a larger max_entries is cut to this) and in
                                      * one MDS_PURGE_DONE */
+#define WIRE_MDS_RELEASES_MAX 64u   /* holds one MDS_RELEASE gives back */
 #define WIRE_OWNER_NONE UINT32_MAX  /* (uid_t)-1: "unchanged" to chown, never an owner */
 #define WIRE_RDEV_MAX UINT32_MAX    /* a device number on the mount: 12-bit major, 20-bit minor */
 #define WIRE_PERM_BITS 07777u       /* permission, set-id and sticky bits of a mode */

@@ -198,14 +198,25 @@ static void mds_seeds(const char *dir)
     add(&s, DEPFS__MDS_OP__MDS_REMOVEXATTR, &q.base, NULL, 0);
     save(dir, "mds", "xattrs", &s);
 
-    /* the purge queue: a file created and unlinked, its hold given back,
-     * listed and dropped, as a client and depfs-recovery do */
+    /* the purge queue: a file created and unlinked, its hold given back
+     * (alone, then in a batch with a generation), listed and dropped, as
+     * a client and depfs-recovery do */
     s.len = 0;
     mds_named(&s, DEPFS__MDS_OP__MDS_CREATE, ROOT, "q", 0100644);
     q = mreq();
     q.has_ino = q.has_client_id = 1;
     q.ino = FIRST_INO;
     q.client_id = 1;
+    add(&s, DEPFS__MDS_OP__MDS_RELEASE, &q.base, NULL, 0);
+    Depfs__HoldRelease rel = DEPFS__HOLD_RELEASE__INIT, *rels[] = { &rel };
+    rel.ino = FIRST_INO;
+    rel.has_hold_gen = 1;
+    rel.hold_gen = 1;
+    q = mreq();
+    q.has_client_id = 1;
+    q.client_id = 1;
+    q.n_releases = 1;
+    q.releases = rels;
     add(&s, DEPFS__MDS_OP__MDS_RELEASE, &q.base, NULL, 0);
     mds_named(&s, DEPFS__MDS_OP__MDS_UNLINK, ROOT, "q", 0);
     mds_ino(&s, DEPFS__MDS_OP__MDS_GETATTR, FIRST_INO);

@@ -802,25 +802,42 @@ static int op_migrate_swap(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf
 
 /* --------------------------------------------------------- purge queue */
 
-/* MDS_RELEASE: the client's last handle of ino closed (the client as
- * dispatch found it: a user gives back only its own ticket's holds),
- * unless the client opened it again since (holds.h: hold_gen). */
-static int op_release(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+/* The client's hold of ino goes unless a later open of it made a newer
+ * one than gen (holds.h); an unlinked file's last hold going clears its
+ * queue entry's record of holds too. */
+static int release_one(mds_ctx *c, uint64_t client, uint64_t ino, uint64_t gen, mds_reply_buf *b)
 {
-    NEED(q->has_ino, "ino");
-    NEED(q->has_client_id, "client_id");
     mds_inode in;
     uint64_t now_s = (uint64_t)time(NULL);
+    mds_holds_release(c->holds, ino, client, gen);
+    if (mds_ns_getattr(c->ns, ino, &in, NULL) < 0 || in.nlink != 0 ||
+        mds_holds_held(c->holds, ino, now_s))
+        return 0;
+    int rc = mds_ns_purge_hold(c->ns, ino, 0, true, b->why);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+/* MDS_RELEASE: the client's last handle of ino, or of each file of a
+ * batch, closed (the client as dispatch found it: a user gives back only
+ * its own ticket's holds), unless it opened the file again since. A batch
+ * goes on past an item that fails (a store error) and answers the last. */
+static int op_release(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    NEED(q->has_ino || q->n_releases > 0, "ino");
+    NEED(q->has_client_id, "client_id");
     if (!c->holds)
         return 0;
-    mds_holds_release(c->holds, q->ino, hold_client(q, b),
-                      q->has_hold_gen ? q->hold_gen : MDS_HOLD_GEN_ANY);
-    if (mds_ns_getattr(c->ns, q->ino, &in, NULL) < 0 || in.nlink != 0 ||
-        mds_holds_held(c->holds, q->ino, now_s))
-        return 0;
-    /* an unlinked file's last hold went: its entry's record of holds too */
-    int rc = mds_ns_purge_hold(c->ns, q->ino, 0, true, b->why);
-    return rc == -ENOENT ? 0 : rc;
+    uint64_t client = hold_client(q, b);
+    if (q->has_ino)
+        return release_one(c, client, q->ino, q->has_hold_gen ? q->hold_gen : MDS_HOLD_GEN_ANY, b);
+    int err = 0;
+    for (size_t i = 0; i < q->n_releases; i++) {
+        const Depfs__HoldRelease *r = q->releases[i];
+        int rc = release_one(c, client, r->ino, r->has_hold_gen ? r->hold_gen : MDS_HOLD_GEN_ANY, b);
+        if (rc < 0)
+            err = rc;
+    }
+    return err;
 }
 
 typedef struct purge_walk {

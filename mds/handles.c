@@ -108,5 +108,12 @@ int mds_handles_check(const mds_handles *h, const auth_identity *who, const Depf
         if (rc < 0)
             return rc;
     }
+    for (size_t i = 0; i < q->n_releases; i++) {
+        const Depfs__HoldRelease *r = q->releases[i];
+        named_ino one = { "releases.ino", true, r->ino, r->has_ino_tag, r->ino_tag };
+        int rc = check_one(h, who, &one, why, why_len);
+        if (rc < 0)
+            return rc;
+    }
     return 0;
 }

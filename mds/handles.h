@@ -34,7 +34,8 @@
  * the role (authz.h) and bounds (req_check.h) checks, over every
  * inode-number field PRESENT in the request, whichever op carries it (so
  * the rule cannot read a request differently from the handler): ino,
- * parent, new_parent, migrate_ino, each with its *_tag; the root inode
+ * parent, new_parent, migrate_ino, each with its *_tag, and the ino of
+ * every item of releases with the item's ino_tag; the root inode
  * (MDS_ROOT_INO) needs none. purge_inos (inode numbers without tags) is
  * refused from such callers (authz.h already keeps MDS_PURGE_DONE, the op
  * that reads it, to the cluster key's holders). Exempt: the cluster key's

@@ -7,14 +7,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "clock.h"
 #include "ino_hash.h"
 #include "log.h"
 
 #define HOLDS_BUCKETS (1u << 14)
 #define HOLDS_FULL_LOG_PERIOD_MS 60000u /* "table full" at most once a minute */
-#define NS_PER_S 1000000000ull
 
 typedef struct hold {
     struct hold *next;
@@ -61,9 +60,7 @@ int mds_holds_new(unsigned max_entries, uint64_t grace_s, uint64_t start_floor_s
     h->max = max_entries;
     h->grace_s = grace_s;
     h->start_floor_s = start_floor_s;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    h->last_gen = (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+    h->last_gen = (uint64_t)clock_real_ns();
     *out = h;
     return 0;
 }

@@ -105,6 +105,11 @@ static int check_counts(uint16_t type, const Depfs__MdsRequest *q, char *why, si
     if (q->n_purge_inos > WIRE_PURGE_LIST_MAX)
         return refuse(E2BIG, why, why_len, "%zu purge_inos > max %u", q->n_purge_inos,
                       WIRE_PURGE_LIST_MAX);
+    if (q->n_releases > WIRE_MDS_RELEASES_MAX)
+        return refuse(E2BIG, why, why_len, "%zu releases > max %u", q->n_releases,
+                      WIRE_MDS_RELEASES_MAX);
+    if (q->n_releases > 0 && (type != DEPFS__MDS_OP__MDS_RELEASE || q->has_ino))
+        return refuse(EINVAL, why, why_len, "releases: for MDS_RELEASE without an ino only");
     if (type == DEPFS__MDS_OP__MDS_CREATE && q->has_flags &&
         (q->flags & ~MDS_CREATE_FLAGS_KNOWN))
         return refuse(EINVAL, why, why_len, "create: unknown flags 0x%x", q->flags);

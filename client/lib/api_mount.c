@@ -131,14 +131,18 @@ static depfs_t *fs_alloc(void)
     pthread_mutex_init(&fs->codecs_lock, NULL);
     pthread_mutex_init(&fs->retired_lock, NULL);
     pthread_mutex_init(&fs->keeper_lock, NULL);
+    pthread_mutex_init(&fs->releases_lock, NULL);
     pthread_mutex_init(&fs->pace_lock, NULL);
     pthread_mutex_init(&fs->dirattr_lock, NULL);
     pthread_cond_init(&fs->keeper_wake, NULL);
+    clock_cond_init(&fs->releases_wake); /* its batches wait clock_deadline_after_ms */
+    pthread_cond_init(&fs->releases_sent, NULL);
     atomic_init(&fs->next_op_id, 0);
     atomic_init(&fs->cluster_refresh_ms, 0);
     atomic_init(&fs->cluster_epoch, 0);
     atomic_init(&fs->mark_recheck_ms, 0);
     atomic_init(&fs->dirattr_gen, 0);
+    atomic_init(&fs->releases_batches, 0);
     dc_sa_init(&fs->statahead, 0); /* on at mount, when asked for */
     return fs;
 }
@@ -182,10 +186,13 @@ static void fs_free(depfs_t *fs)
     pthread_mutex_destroy(&fs->codecs_lock);
     pthread_mutex_destroy(&fs->retired_lock);
     pthread_mutex_destroy(&fs->keeper_lock);
+    pthread_mutex_destroy(&fs->releases_lock);
     pthread_mutex_destroy(&fs->pace_lock);
     pthread_mutex_destroy(&fs->dirattr_lock);
     dc_sa_destroy(&fs->statahead);
     pthread_cond_destroy(&fs->keeper_wake);
+    pthread_cond_destroy(&fs->releases_wake);
+    pthread_cond_destroy(&fs->releases_sent);
     dc_handles_destroy(&fs->handles);
     free(fs);
 }
@@ -228,8 +235,12 @@ int depfs_mount(const depfs_options *opt, depfs_t **out)
     if (rc < 0)
         goto fail;
     rc = dc_keeper_start(fs);
-    if (rc < 0)
+    if (rc == 0)
+        rc = dc_releases_start(fs);
+    if (rc < 0) {
+        dc_keeper_stop(fs);
         goto fail;
+    }
     log_info("libdepfs: mounted %s as client %llu (%u I/O servers, default %u@%u@%u)",
              fs->cfg.mds_address, (unsigned long long)fs->client_id, fs->nservers, fs->default_n,
              fs->default_k, fs->default_su);
@@ -276,5 +287,6 @@ void depfs_unmount(depfs_t *fs)
         unmount_write_back(fs, in);
         dc_inode_free(fs, in);
     }
+    dc_releases_stop(fs); /* sends the holds still queued */
     fs_free(fs);
 }

@@ -22,6 +22,7 @@
 #include "core_pace.h"
 #include "core_statahead.h"
 #include "rpc.h"
+#include "wire_check.h"
 
 /* One I/O server as this client sees it. */
 typedef struct dc_server {
@@ -97,6 +98,14 @@ typedef struct dc_cap {
                                       * here may lose its entry (logged) */
 #define DC_CAPS_PROBE 8u
 
+/* A hold of a file closed here, queued to go back to the MDS
+ * (core_releases.c), and how long closes may gather into one batch. */
+typedef struct dc_release {
+    uint64_t ino;
+    uint64_t hold_gen; /* the newest generation this client was given; 0: none */
+} dc_release;
+#define DC_RELEASE_DELAY_MS 50u
+
 /* A directory's attributes as this client's own change left them
  * (core_dirattr.c); ino 0: an empty slot. */
 typedef struct dc_dirattr {
@@ -147,6 +156,17 @@ struct depfs {
     /* every rebuild this client runs keeps to one pace (core_pace.h) */
     pthread_mutex_t pace_lock;
     dc_pace pace;
+    /* the releaser (core_releases.c): holds of files closed here, queued
+     * to be given back to the MDS together */
+    pthread_mutex_t releases_lock;
+    pthread_cond_t releases_wake;  /* the releaser: a batch begins, is full, or stop */
+    pthread_cond_t releases_sent;  /* a batch was sent (releases_in_flight down) */
+    dc_release releases[WIRE_MDS_RELEASES_MAX];
+    unsigned n_releases;
+    unsigned releases_in_flight;   /* batches taken, not yet answered */
+    _Atomic uint64_t releases_batches; /* MDS_RELEASE requests sent (tests, logs) */
+    bool releases_stop, releases_running;
+    pthread_t releaser;
     /* the keeper (core_keeper.c): renews the holds of files open here */
     pthread_mutex_t keeper_lock;
     pthread_cond_t keeper_wake;
@@ -361,6 +381,16 @@ int dc_keeper_start(depfs_t *fs);
 void dc_keeper_stop(depfs_t *fs);
 /* One round of the keeper, for tests: the count of files it looked at. */
 size_t dc_keeper_pass(depfs_t *fs);
+/* The releaser (core_releases.c): queue gives the MDS's hold of ino back
+ * (the last close here; hold_gen: the newest generation this client was
+ * given for it, 0 none) within DC_RELEASE_DELAY_MS, in one MDS_RELEASE
+ * with the others queued by then, and unpins ino's handle tag after it
+ * (at once when the releaser is not running). Started by depfs_mount;
+ * stopped by depfs_unmount after the last inode went, sending what is
+ * queued. */
+void dc_release_queue(depfs_t *fs, uint64_t ino, uint64_t hold_gen);
+int dc_releases_start(depfs_t *fs);
+void dc_releases_stop(depfs_t *fs);
 /* Attr (+ layout) of a reply as a stat, with this client's uncommitted size
  * and mtime when the inode is open here. */
 void dc_reply_to_stat(depfs_t *fs, const Depfs__MdsReply *rep, struct stat *st);

@@ -33,8 +33,9 @@
  * second half at the next request (MDS_OPEN with renew_hold), or by the
  * keeper (core_keeper.c) when no request comes: an idle handle keeps its
  * file as long as it is open. The last
- * close here gives the hold back (MDS_RELEASE) and drops the entry, so
- * the file's strip files may go at once; files not open here (scrub,
+ * close here gives the hold back (MDS_RELEASE, batched by the releaser,
+ * core_releases.c) and drops the entry, so the file's strip files may go
+ * soon after; files not open here (scrub,
  * repairs, the purge drainer) have no entry and hold nothing. */
 #include <errno.h>
 #include <fcntl.h>
@@ -238,8 +239,6 @@ void dc_cap_take(depfs_t *fs, uint64_t ino, const Depfs__MdsReply *rep, bool for
 
 void dc_cap_release(depfs_t *fs, uint64_t ino, uint64_t hold_gen)
 {
-    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
-    Depfs__MdsReply *rep = NULL;
     bool holds_only = !caps_wanted(fs);
     pthread_mutex_lock(&fs->caps_lock);
     dc_cap *e = slot_find(fs, ino);
@@ -250,17 +249,7 @@ void dc_cap_release(depfs_t *fs, uint64_t ino, uint64_t hold_gen)
     else if (e) /* a capability stays cached, evictable */
         e->open_here = e->open_for_write = false;
     pthread_mutex_unlock(&fs->caps_lock);
-    req.has_ino = true;
-    req.ino = ino;
-    req.has_hold_gen = hold_gen != 0; /* else an MDS from before generations */
-    req.hold_gen = hold_gen;
-    dc_test_pause(DC_PAUSE_BEFORE_RELEASE);
-    int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_RELEASE, &req, &rep);
-    if (rc < 0) /* the hold then ends with its life (mds/holds.h) */
-        log_debug("libdepfs: releasing inode %llu at the MDS: %s", (unsigned long long)ino,
-                  strerror(-rc));
-    if (rep)
-        depfs__mds_reply__free_unpacked(rep, NULL);
+    dc_release_queue(fs, ino, hold_gen);
 }
 
 /* A renewal of ino's capability failed: hold off the next one. */

@@ -78,7 +78,9 @@ void dc_handles_destroy(dc_handles *h);
 /* The tags of every Attr and tagged Dirent of a successful reply. */
 void dc_handles_learn_reply(dc_handles *h, const Depfs__MdsReply *rep);
 /* Sets the tag of every inode-number field present in r (ino, parent,
- * new_parent, migrate_ino) other than root_ino whose tag is known. */
+ * new_parent, migrate_ino, each releases item's ino: those items are the
+ * caller's and get their tags in place) other than root_ino whose tag is
+ * known. */
 void dc_handles_tag_request(dc_handles *h, Depfs__MdsRequest *r, uint64_t root_ino);
 
 void dc_handles_learn(dc_handles *h, uint64_t ino, uint64_t tag);

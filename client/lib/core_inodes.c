@@ -149,8 +149,9 @@ void dc_inode_free(depfs_t *fs, dc_inode *in)
     pthread_mutex_destroy(&in->lock);
     free(in);
     if (held) /* after the last flush: no handle here uses it */
-        dc_cap_release(fs, ino, hold_gen);
-    dc_handle_unpin(fs, ino); /* after its last request (MDS_RELEASE) */
+        dc_cap_release(fs, ino, hold_gen); /* unpins ino once its release is sent */
+    else
+        dc_handle_unpin(fs, ino);
 }
 
 void dc_inode_put(depfs_t *fs, dc_inode *in)

@@ -100,13 +100,22 @@ int depfs_server_rejoin(depfs_t *fs, uint32_t server_id, depfs_progress_fn fn, v
  * the MDS in one commit (MDS_PURGE_DONE). A file a server could not remove
  * for (down, refused) stays queued for a later pass. *cursor moves on (0
  * again at the queue's end: rep->eof). Admin only. 0, or -errno when the
- * MDS could not list or drop. */
+ * MDS could not list or drop. The holds of files closed here go back
+ * first (depfs_release_holds), so the pass sees this client's closes. */
 typedef struct depfs_purge_report {
     unsigned listed, purged, failed; /* entries listed, dropped, left queued */
     uint64_t bytes;                  /* sizes of the files whose strip files went */
     bool eof;                        /* the pass reached the queue's end */
 } depfs_purge_report;
 int depfs_purge_pass(depfs_t *fs, unsigned max_files, uint64_t *cursor, depfs_purge_report *rep);
+
+/* The MDS's holds of the files closed here go back now: each last close
+ * queues its file's and they otherwise go together within about 50 ms
+ * (client/lib/core_releases.c), so a file unlinked after its close may
+ * wait that long for its purge. Returns once every hold queued before
+ * the call has been sent and answered (or failed: it then ends with its
+ * life). Also done by depfs_unmount. */
+void depfs_release_holds(depfs_t *fs);
 
 /* Every regular file whose layout includes server_id, for reconstruction:
  * calls fn(arg, ino, size) for each (hard links once); stops on non-zero. */

@@ -75,6 +75,7 @@ int depfs_purge_pass(depfs_t *fs, unsigned max_files, uint64_t *cursor, depfs_pu
     memset(rep, 0, sizeof(*rep));
     if (max_files > WIRE_PURGE_LIST_MAX)
         max_files = WIRE_PURGE_LIST_MAX;
+    depfs_release_holds(fs);
     int rc = purge_list(fs, max_files, *cursor, &r);
     if (rc < 0)
         goto out;

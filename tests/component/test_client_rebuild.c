@@ -311,6 +311,8 @@ START_TEST(test_rebuild_migrated_away)
     ck_assert_int_eq(depfs_read(old, got, size + 64, 0), (ssize_t)size);
     ck_assert(memcmp(got, model, size) == 0);
     ck_assert_int_eq(depfs_close(old), 0); /* its last handle: the hold goes */
+    depfs_release_holds(fs); /* now, and the first rebuild's too */
+    depfs_release_holds(rfs);
     rc = depfs_rebuild_file(rfs, ino, S, NULL, NULL);
     ck_assert_msg(rc == -ENOENT, "rebuild of a migrated-away file nobody holds: %d (%s)", rc,
                   depfs_last_error());

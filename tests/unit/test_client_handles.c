@@ -92,6 +92,16 @@ START_TEST(test_requests_and_replies)
     none.ino = 5; /* not present: no tag */
     dc_handles_tag_request(&h, &none, ROOT);
     ck_assert(!none.has_ino_tag);
+    /* the holds of a release batch, each with its own tag, in place */
+    Depfs__HoldRelease r6 = DEPFS__HOLD_RELEASE__INIT, r8 = DEPFS__HOLD_RELEASE__INIT;
+    Depfs__HoldRelease *items[] = { &r6, &r8 };
+    Depfs__MdsRequest rel = DEPFS__MDS_REQUEST__INIT;
+    r6.ino = 6, r8.ino = 8;
+    rel.n_releases = 2;
+    rel.releases = items;
+    dc_handles_tag_request(&h, &rel, ROOT);
+    ck_assert(r6.has_ino_tag && r6.ino_tag == tag_for(6));
+    ck_assert(!r8.has_ino_tag); /* unknown */
 }
 END_TEST
 

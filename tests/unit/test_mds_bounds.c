@@ -191,6 +191,27 @@ START_TEST(test_modes_owners_devices)
     q.n_purge_inos = WIRE_PURGE_LIST_MAX;
     ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_PURGE_DONE, &q, NULL), 0);
     ck_assert_int_eq(mds_ns_getattr(ns, 1, &(mds_inode){ 0 }, NULL), 0); /* root untouched */
+    /* a release batch holds at most WIRE_MDS_RELEASES_MAX holds, on
+     * MDS_RELEASE without an ino only */
+    static Depfs__HoldRelease items[WIRE_MDS_RELEASES_MAX + 1];
+    static Depfs__HoldRelease *ptrs[WIRE_MDS_RELEASES_MAX + 1];
+    for (unsigned i = 0; i <= WIRE_MDS_RELEASES_MAX; i++) {
+        depfs__hold_release__init(&items[i]);
+        items[i].ino = 1000 + i; /* holds nobody has: nothing to drop */
+        ptrs[i] = &items[i];
+    }
+    q = (Depfs__MdsRequest)DEPFS__MDS_REQUEST__INIT;
+    q.has_client_id = true;
+    q.client_id = 7;
+    q.releases = ptrs;
+    q.n_releases = WIRE_MDS_RELEASES_MAX + 1;
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_RELEASE, &q, NULL), E2BIG);
+    q.n_releases = WIRE_MDS_RELEASES_MAX;
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_RELEASE, &q, NULL), 0);
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_GETATTR, &q, NULL), EINVAL);
+    q.has_ino = true;
+    q.ino = 1;
+    ck_assert_int_eq(send_msg(DEPFS__MDS_OP__MDS_RELEASE, &q, NULL), EINVAL);
 }
 END_TEST
 

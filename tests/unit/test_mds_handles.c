@@ -253,6 +253,23 @@ START_TEST(test_check_fields)
     r.purge_inos = purge;
     ck_assert_int_eq(check(&h, &bob, &r), -EACCES);
     ck_assert_int_eq(check(&h, &cluster, &r), 0);
+
+    /* the holds a batch gives back: each inode with its own tag */
+    Depfs__HoldRelease a = DEPFS__HOLD_RELEASE__INIT, b = DEPFS__HOLD_RELEASE__INIT;
+    Depfs__HoldRelease *items[] = { &a, &b };
+    Depfs__MdsRequest rel = DEPFS__MDS_REQUEST__INIT;
+    a.ino = ino;
+    b.ino = ino + 1;
+    rel.n_releases = 2;
+    rel.releases = items;
+    ck_assert_int_eq(check(&h, &bob, &rel), -EACCES);
+    ck_assert_int_eq(check(&h, &cluster, &rel), 0);
+    a.has_ino_tag = b.has_ino_tag = true;
+    a.ino_tag = mds_handle_tag(&h, ino);
+    b.ino_tag = mds_handle_tag(&h, ino); /* the first one's */
+    ck_assert_int_eq(check(&h, &bob, &rel), -EACCES);
+    b.ino_tag = mds_handle_tag(&h, ino + 1);
+    ck_assert_int_eq(check(&h, &bob, &rel), 0);
 }
 END_TEST
 

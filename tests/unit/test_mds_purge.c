@@ -629,6 +629,68 @@ START_TEST(test_handlers_hold_and_purge)
 }
 END_TEST
 
+/* MDS_OPEN of ino for client (a reader's open): its reply's hold_gen. */
+static uint64_t open_gen(uint64_t client, uint64_t ino)
+{
+    Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
+    mds_result *r;
+    q.has_client_id = q.has_ino = q.has_flags = true;
+    q.client_id = client;
+    q.ino = ino;
+    q.flags = O_RDONLY;
+    ck_assert_int_eq(req(DEPFS__MDS_OP__MDS_OPEN, &q, &r), 0);
+    ck_assert(mds_result_reply(r)->has_hold_gen);
+    uint64_t gen = mds_result_reply(r)->hold_gen;
+    mds_result_free(r);
+    return gen;
+}
+
+/* One MDS_RELEASE of client giving back the holds of inos[i] at gens[i]. */
+static int release_batch(uint64_t client, const uint64_t *inos, const uint64_t *gens, size_t n)
+{
+    Depfs__HoldRelease items[4], *ptrs[4];
+    ck_assert_uint_le(n, 4);
+    Depfs__MdsRequest q = DEPFS__MDS_REQUEST__INIT;
+    q.has_client_id = true;
+    q.client_id = client;
+    for (size_t i = 0; i < n; i++) {
+        depfs__hold_release__init(&items[i]);
+        items[i].ino = inos[i];
+        items[i].has_hold_gen = true;
+        items[i].hold_gen = gens[i];
+        ptrs[i] = &items[i];
+    }
+    q.n_releases = n;
+    q.releases = ptrs;
+    return req(DEPFS__MDS_OP__MDS_RELEASE, &q, NULL);
+}
+
+/* Opens answer a newer hold generation each time; a batch gives several
+ * holds back at once, each only if no later open of it made a newer one
+ * (a reopen racing the last close keeps the file). */
+START_TEST(test_handlers_release_batch)
+{
+    uint64_t f, g, first = 0;
+    handlers_up(0);
+    ck_assert_int_eq(create_as(7, "f", &f), 0);
+    ck_assert_int_eq(create_as(7, "g", &g), 0);
+    uint64_t f1 = open_gen(7, f), g1 = open_gen(7, g);
+    uint64_t f2 = open_gen(7, f); /* f opened again before its release */
+    ck_assert_uint_gt(f2, f1);
+    unlink_name("f");
+    unlink_name("g");
+    ck_assert_uint_eq(list(&first), 0);
+    uint64_t inos[] = { f, g }, late[] = { f1, g1 };
+    ck_assert_int_eq(release_batch(7, inos, late, 2), 0);
+    ck_assert_uint_eq(list(&first), 1); /* g went; f's reopen holds it */
+    ck_assert_uint_eq(first, g);
+    uint64_t newest[] = { f2 };
+    ck_assert_int_eq(release_batch(7, inos, newest, 1), 0);
+    ck_assert_uint_eq(list(&first), 2);
+    handlers_down();
+}
+END_TEST
+
 START_TEST(test_handlers_restart_floor)
 {
     uint64_t f, first = 0;
@@ -799,6 +861,7 @@ static Suite *purge_suite(void)
     tcase_add_test(tc, test_queue_scan_and_persist);
     tcase_add_test(tc, test_queue_records_holds);
     tcase_add_test(tc, test_handlers_hold_and_purge);
+    tcase_add_test(tc, test_handlers_release_batch);
     tcase_add_test(tc, test_handlers_restart_floor);
     tcase_add_test(tc, test_handlers_journal_restart);
     tcase_add_test(tc, test_holds_journal_overflow);
