@@ -250,9 +250,10 @@ int dc_mds_call_ticketed(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *
  * key, auth off, need 0). 0, or -errno (EACCES: the MDS refused).
  * A client that needs none still keeps the MDS's hold on the files it
  * uses (mds/holds.h): take notes the open's, get renews it at half life.
- * release: the last handle of ino here closed (MDS_RELEASE of a hold of
- * generation at most hold_gen, or of the entry's if newer: a later open of
- * ino here, racing that close, keeps the hold its reply made). take's
+ * release: the last handle of ino here closed: the entry lets go and the
+ * hold is queued to go back (dc_release_queue) with the newer of hold_gen
+ * and the entry's generation (a later open of ino here, racing that close,
+ * keeps the hold its reply made). take's
  * entry stays until release, however many files are open (the table
  * grows). init/destroy: the table, at mount and unmount. */
 int dc_caps_init(depfs_t *fs);

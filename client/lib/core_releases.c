@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "clock.h"
-
 #include "core.h"
 #include "log.h"
 
