@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core.h"
+#include "depfs_admin.h"
 
 int depfs_data_version(depfs_t *fs, uint64_t ino, uint64_t *out)
 {
@@ -38,6 +39,7 @@ int depfs_migrate_swap(depfs_t *fs, uint64_t parent, const char *name, uint64_t 
     req.ino = ino;
     req.migrate_ino = copy_ino;
     req.data_version = data_version;
+    depfs_release_holds(fs); /* the source may be one closed here (depfs_admin.h) */
     int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_MIGRATE_SWAP, &req, &rep);
     if (rc == 0 && !rep->attr) {
         dc_set_error("MDS_MIGRATE_SWAP: reply without attributes");

@@ -385,6 +385,7 @@ int depfs_unlink(depfs_t *fs, uint64_t parent, const char *name)
     req.has_parent = 1;
     req.parent = parent;
     req.name = (char *)name;
+    depfs_release_holds(fs); /* the file may be one closed here (depfs_admin.h) */
     return call_plain(fs, DEPFS__MDS_OP__MDS_UNLINK, &req); /* strip files: the purge queue */
 }
 
@@ -417,6 +418,7 @@ int depfs_rename(depfs_t *fs, uint64_t parent, const char *name, uint64_t new_pa
     req.new_name = (char *)new_name;
     req.has_flags = 1;
     req.flags = flags;
+    depfs_release_holds(fs); /* the file may be one closed here (depfs_admin.h) */
     return call_plain(fs, DEPFS__MDS_OP__MDS_RENAME, &req); /* a replaced file: the purge queue */
 }
 

@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "core.h"
+#include "depfs_admin.h"
 #include "log.h"
 
 /* Sends batch[0..n) as one MDS_RELEASE, then lets go of their tags. */

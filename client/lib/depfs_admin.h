@@ -111,10 +111,13 @@ int depfs_purge_pass(depfs_t *fs, unsigned max_files, uint64_t *cursor, depfs_pu
 
 /* The MDS's holds of the files closed here go back now: each last close
  * queues its file's and they otherwise go together within about 50 ms
- * (client/lib/core_releases.c), so a file unlinked after its close may
- * wait that long for its purge. Returns once every hold queued before
+ * (client/lib/core_releases.c). Returns once every hold queued before
  * the call has been sent and answered (or failed: it then ends with its
- * life). Also done by depfs_unmount. */
+ * life). Done first by whatever may take a file's last link here
+ * (unlink, a rename over a file, a migrate swap): the file may be one
+ * closed here, and a client that died right after would otherwise leave
+ * it held, its strip files kept, until the hold expires. Also done by
+ * depfs_unmount and a purge pass. */
 void depfs_release_holds(depfs_t *fs);
 
 /* Every regular file whose layout includes server_id, for reconstruction:

@@ -1062,29 +1062,20 @@ static void hold_age(depfs_t *fs, uint64_t ino, uint64_t expires_s)
     pthread_mutex_unlock(&fs->caps_lock);
 }
 
-/* Purge passes by fs until n files went in all, within a bound. */
-#define RELEASE_WAIT_MS 5000u
-static void purge_expect(depfs_t *fs, unsigned n)
+/* One purge pass by fs: how many files it purged (none failing). */
+static unsigned purge_once(depfs_t *fs)
 {
-    unsigned listed = 0;
-    uint64_t cursor = 0, t0 = clock_now_ms();
+    uint64_t cursor = 0;
     depfs_purge_report rep;
-    while (listed < n) {
-        ck_assert_msg(clock_now_ms() - t0 < RELEASE_WAIT_MS, "%u of %u closed files purged "
-                      "in %u ms", listed, n, RELEASE_WAIT_MS);
-        ck_assert_int_eq(depfs_purge_pass(fs, WIRE_PURGE_LIST_MAX, &cursor, &rep), 0);
-        ck_assert_uint_eq(rep.failed, 0);
-        listed += rep.purged;
-        if (rep.purged == 0)
-            clock_sleep_ms(DC_RELEASE_DELAY_MS);
-    }
-    ck_assert_uint_eq(listed, n);
+    ck_assert_int_eq(depfs_purge_pass(fs, WIRE_PURGE_LIST_MAX, &cursor, &rep), 0);
+    ck_assert_uint_eq(rep.failed, 0);
+    return rep.purged;
 }
 
-/* Last closes give the holds back together, soon after, without a round
- * trip each: files closed and unlinked by one client are purgeable by
- * another within a bound, from far fewer MDS_RELEASE requests than closes;
- * depfs_release_holds sends what is queued at once. */
+/* Last closes give the holds back together, without a round trip each;
+ * an unlink here sends what is queued first, so the files this client
+ * closed and then unlinked are purgeable at once (a client killed right
+ * after leaves none held); depfs_release_holds sends the queue at once. */
 START_TEST(test_releases_batched)
 {
     enum { NF = 200 };
@@ -1101,22 +1092,28 @@ START_TEST(test_releases_batched)
         ck_assert_int_eq(depfs_open(fs, name, O_CREAT | O_RDWR, 0644, &fh), 0);
         ck_assert_int_eq(depfs_write(fh, name, sizeof name, 0), (ssize_t)sizeof name);
         ck_assert_int_eq(depfs_close(fh), 0);
+    }
+    for (unsigned i = 0; i < NF; i++) {
+        snprintf(name, sizeof name, "/rel/f%u", i);
         ck_assert_int_eq(depfs_unlink_path(fs, name), 0);
     }
-    purge_expect(other, NF);
     uint64_t batches = atomic_load(&fs->releases_batches) - before;
     ck_assert_msg(batches > 0 && batches <= NF / 2, "%llu MDS_RELEASE for %u closes",
                   (unsigned long long)batches, NF);
-    /* at once when asked */
+    ck_assert_uint_eq(purge_once(other), NF);
+    /* closed and unlinked here at once: purgeable at once (the unlink sent
+     * the queue, well within the releaser's delay) */
     depfs_fh_t *fh;
+    ck_assert_int_eq(depfs_open(fs, "/rel/last", O_CREAT | O_RDWR, 0644, &fh), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(depfs_unlink_path(fs, "/rel/last"), 0);
+    ck_assert_uint_eq(purge_once(other), 1);
+    /* unlinked by another client: purgeable once this one sends its queue */
     ck_assert_int_eq(depfs_open(fs, "/rel/now", O_CREAT | O_RDWR, 0644, &fh), 0);
     ck_assert_int_eq(depfs_close(fh), 0);
-    ck_assert_int_eq(depfs_unlink_path(fs, "/rel/now"), 0);
+    ck_assert_int_eq(depfs_unlink_path(other, "/rel/now"), 0);
     depfs_release_holds(fs);
-    uint64_t cursor = 0;
-    depfs_purge_report rep;
-    ck_assert_int_eq(depfs_purge_pass(other, WIRE_PURGE_LIST_MAX, &cursor, &rep), 0);
-    ck_assert_uint_eq(rep.purged, 1);
+    ck_assert_uint_eq(purge_once(other), 1);
     depfs_unmount(other);
     depfs_unmount(fs);
 }
