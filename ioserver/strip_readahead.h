@@ -12,11 +12,10 @@
  *    reader skips after that) continues it, and so, once it is sequential,
  *    does a read within IOS_RA_REORDER times its last read's length of
  *    where it has got to (parallel requests arrive out of order); a read at
- *    the file's start begins a
- *    stream; any other read takes over the stream used longest ago and
- *    reads nothing ahead (random readers). IOS_RA_STREAMS per file: readers
- *    of different regions of one file (MPI ranks, a rebuild beside a
- *    client) keep theirs;
+ *    the file's start begins a stream; any other read takes over the
+ *    stream used longest ago and reads nothing ahead (random readers).
+ *    IOS_RA_STREAMS per file: readers of different regions of one file
+ *    (MPI ranks, a rebuild beside a client) keep theirs;
  *  - a stream's window starts at twice its first read (at least
  *    IOS_RA_MIN_BYTES), doubles with each read up to IOS_RA_MAX_BYTES, and
  *    is read ahead (POSIX_FADV_WILLNEED: the kernel starts the disk reads,

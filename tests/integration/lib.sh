@@ -396,6 +396,14 @@ wait_state() {
   done
 }
 io_dir() { awk -v id="$1" '$1 == "ioserver" && $3 == id {print $5}' "$CONF"; }
+# strips_of INO...: strip files and their checksum sidecars of these inodes
+# on every server
+strips_of() {
+  local id
+  for id in $(awk '$1 == "ioserver" {print $3}' "$CONF"); do
+    ls "$(io_dir "$id")/strips/"
+  done | sed 's/\.crc$//' | grep -cxF -f <(printf '%016x\n' "$@") || true
+}
 # strip_of PATH STRIPE UNIT -> "server strip-file local-offset": where unit
 # UNIT of stripe STRIPE of a file lies on disk (units rotate: unit u of
 # stripe s is at layout position (u + s) mod n, at local offset s * su).

@@ -25,7 +25,7 @@ DEPFS_TEST_PAUSE=before_release DEPFS_TEST_PAUSE_MS=$PAUSE_MS \
   { grep -E "WARN|ERR" "$DEPFS_STATE/holdrace.err" | tail -5; fail "an open handle lost its file to the purge (see above)"; }
 grep -q "DEPFS_TEST_PAUSE reached: before_release" "$DEPFS_STATE/holdrace.err" || fail "the close never paused"
 deadline=$((SECONDS + $(tscale "$PURGE_BOUND_S")))
-until [ "$(find ${dirs//,/ } -maxdepth 1 -name "$(printf '%016x' "$ino")*" | wc -l)" -eq 0 ]; do
+until [ "$(strips_of "$ino")" -eq 0 ]; do
   [ "$SECONDS" -lt "$deadline" ] || fail "inode $ino's strip files stayed after its last close"
   sleep 0.5
 done

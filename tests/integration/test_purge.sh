@@ -38,10 +38,6 @@ strip_names() {
   local id
   for id in $SERVERS; do ls "$(io_dir "$id")/strips/"; done | sed 's/\.crc$//'
 }
-# strips_of INO...: strip files and their checksum sidecars of these inodes, all servers
-strips_of() {
-  strip_names | grep -cxF -f <(printf '%016x\n' "$@") || true
-}
 # strip_inos: the inode (decimal) of every strip file on every server, sorted, unique
 strip_inos() {
   strip_names | sort -u | while read -r hex; do echo $((16#$hex)); done | sort -u

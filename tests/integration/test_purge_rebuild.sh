@@ -22,15 +22,6 @@ PURGE_BOUND_S=15    # strip files gone after the rebuild: a pass or two, loaded 
 REBUILD_WAIT_S=60
 W="$DEPFS_STATE/work"; mkdir -p "$W"
 
-# strips_of INO: strip files and checksum sidecars of INO on every server
-strips_of() {
-  local id hex n=0
-  hex=$(printf '%016x' "$1")
-  for id in $(awk '$1 == "ioserver" {print $3}' "$CONF"); do
-    n=$((n + $(find "$(io_dir "$id")/strips" -maxdepth 1 -name "$hex*" | wc -l)))
-  done
-  echo "$n"
-}
 
 head -c 3000000 /dev/urandom > "$MNT/race"
 sync "$MNT/race"
