@@ -3,6 +3,7 @@
  * --unique-dir (mdtest's -u) each in a directory of its own.
  *
  *   mdtest_lite DIR [--procs P] [--files F] [--unique-dir] [--drop-caches]
+ *               [--durable]
  *
  * The shared directory is DIR/mdtest_lite.PID (made and removed here); with
  * --unique-dir, process R works in DIR/mdtest_lite.PID/d.R instead, made
@@ -13,6 +14,11 @@
  * unlink(2). With --drop-caches (root only) the kernel's dentry and inode
  * caches are dropped before the stat and remove phases, so every operation
  * reaches the file system daemon instead of the FUSE attribute cache.
+ * With --durable each create and remove is made durable before the next,
+ * as a local file system needs to be told: a create is followed by an
+ * fsync of the new file and of its directory, a remove by an fsync of the
+ * directory (DePFS's creates and removes are durable when they return, so
+ * this is the reference that promises what DePFS does).
  *
  * Output: one line per phase, "PHASE OPS_PER_S", e.g. "create 1234.5". */
 #include <errno.h>
@@ -53,6 +59,7 @@ struct mdt_args {
     unsigned procs, files;
     bool unique_dir; /* one directory per process (mdtest -u) */
     bool drop_caches;
+    bool durable;    /* fsync what a create or remove changed before the next */
 };
 
 static double now_s(void)
@@ -62,23 +69,34 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / MDT_NS_PER_S;
 }
 
-static int file_op(enum mdt_phase phase, const char *path)
+/* One operation on path; dir_fd >= 0 (--durable): its directory, synced
+ * after a create (with the new file) or a remove. 0 or an errno. */
+static int file_op(enum mdt_phase phase, const char *path, int dir_fd)
 {
     struct stat st;
-    int fd;
+    int fd, err = 0;
     switch (phase) {
     case PHASE_CREATE:
         fd = open(path, O_CREAT | O_EXCL | O_WRONLY, MDT_FILE_MODE);
-        if (fd < 0 || close(fd) != 0)
+        if (fd < 0)
             return errno;
-        return 0;
+        if (dir_fd >= 0 && fsync(fd) != 0)
+            err = errno;
+        if (close(fd) != 0 && !err)
+            err = errno;
+        break;
     case PHASE_STAT:
         return stat(path, &st) != 0 ? errno : 0;
     case PHASE_REMOVE:
-        return unlink(path) != 0 ? errno : 0;
+        if (unlink(path) != 0)
+            return errno;
+        break;
     default:
         return EINVAL;
     }
+    if (!err && dir_fd >= 0 && fsync(dir_fd) != 0)
+        err = errno;
+    return err;
 }
 
 /* The directory process RANK works in: the shared one, or its own below it.
@@ -95,14 +113,16 @@ static void worker(const struct mdt_args *a, const char *shared_dir, unsigned ra
                    struct mdt_shared *sh)
 {
     char dir[PATH_MAX], path[PATH_MAX];
-    int dir_err = rank_dir(a, shared_dir, rank, dir, sizeof(dir));
+    int dir_err = rank_dir(a, shared_dir, rank, dir, sizeof(dir)), dir_fd = -1;
+    if (!dir_err && a->durable && (dir_fd = open(dir, O_RDONLY | O_DIRECTORY)) < 0)
+        dir_err = errno;
     for (int phase = 0; phase < PHASE_COUNT; phase++) {
         pthread_barrier_wait(&sh->barrier); /* start */
         for (unsigned i = 0; i < a->files && !sh->failed; i++) {
             int err = dir_err ? dir_err : ENAMETOOLONG;
             if (!dir_err &&
                 (size_t)snprintf(path, sizeof(path), "%s/f.%u.%u", dir, rank, i) < sizeof(path))
-                err = file_op((enum mdt_phase)phase, path);
+                err = file_op((enum mdt_phase)phase, path, dir_fd);
             if (err) {
                 fprintf(stderr, "mdtest_lite: %s %s: %s\n", phase_names[phase], path,
                         strerror(err));
@@ -111,6 +131,8 @@ static void worker(const struct mdt_args *a, const char *shared_dir, unsigned ra
         }
         pthread_barrier_wait(&sh->barrier); /* end */
     }
+    if (dir_fd >= 0)
+        close(dir_fd);
     _exit(sh->failed ? 1 : 0);
 }
 
@@ -259,6 +281,8 @@ int main(int argc, char **argv)
             a.unique_dir = true;
         } else if (strcmp(argv[i], "--drop-caches") == 0) {
             a.drop_caches = true;
+        } else if (strcmp(argv[i], "--durable") == 0) {
+            a.durable = true;
         } else if (argv[i][0] != '-' && !a.dir) {
             a.dir = argv[i];
         } else {
@@ -269,6 +293,7 @@ int main(int argc, char **argv)
         goto usage;
     return run(&a);
 usage:
-    fprintf(stderr, "usage: mdtest_lite DIR [--procs P] [--files F] [--unique-dir] [--drop-caches]\n");
+    fprintf(stderr, "usage: mdtest_lite DIR [--procs P] [--files F] [--unique-dir] [--drop-caches] "
+                    "[--durable]\n");
     return 2;
 }

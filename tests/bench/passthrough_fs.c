@@ -13,7 +13,7 @@
  * *at() calls, or through /proc/self/fd/N where no *at() form exists.
  * Covers what benchmarks and ordinary tools use: lookup, getattr, setattr,
  * create/open/read/write/flush/fsync/release, mkdir, unlink, rmdir, rename,
- * symlink, readlink, link, readdir, statfs. No xattrs (ENOSYS).
+ * symlink, readlink, link, readdir, fsyncdir, statfs. No xattrs (ENOSYS).
  *
  * It is also the fault campaign's slow disk (an I/O server's data dir
  * mounted through it): after SIGUSR1 every read, write and fsync waits
@@ -548,6 +548,18 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
     fuse_reply_err(req, 0);
 }
 
+/* An fsync of the directory itself (the durable reference of run-bench's
+ * metadata rows syncs each create and remove with it). */
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+    (void)ino;
+    const pt_dir *d = (const pt_dir *)(uintptr_t)fi->fh;
+    slow_wait();
+    int fd = dirfd(d->dp);
+    int rc = datasync ? fdatasync(fd) : fsync(fd);
+    fuse_reply_err(req, rc != 0 ? errno : 0);
+}
+
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
     struct statvfs sv;
@@ -581,6 +593,7 @@ static const struct fuse_lowlevel_ops pt_ops = {
     .opendir = op_opendir,
     .readdir = op_readdir,
     .releasedir = op_releasedir,
+    .fsyncdir = op_fsyncdir,
     .statfs = op_statfs,
 };
 
