@@ -41,7 +41,9 @@
  * IO_TRUNCATE  file_id, local_size: the strip file's new length (absent
  *              files stay absent).
  * IO_REMOVE    file_id: unlink the strip file, drop its locks.
- * IO_FSYNC     file_id: fdatasync.
+ * IO_FSYNC     file_id: fdatasync -> alloc_bytes, local_size as IO_EXTENTS
+ *              gives them (not while REBUILDING/RECONSTRUCTING), so that
+ *              an fsync's size commit needs no IO_EXTENTS round.
  * IO_EXTENTS   file_id [, one extent, stripe_unit] -> alloc_bytes (the strip
  *              file's st_blocks x 512), local_size; with the extent (a
  *              range of whole stripe units) data_extents: where the strip
@@ -451,11 +453,20 @@ static int do_remove(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
     return 0;
 }
 
+/* IO_FSYNC, and after it the strip file's allocation (do_extents says
+ * why a server that is not serving reads tells none). */
 static int do_fsync(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     int rc = ios_strips_fsync(c->strips, q->file_id);
     if (rc)
         return fail(res, rc, "fdatasync failed: %s", strerror(-rc));
+    if (ios_state_refuses_reads(ios_state_get(c->state)))
+        return 0;
+    ios_data_map none = { .max = 0 };
+    Depfs__IoReply *r = &res->reply;
+    if (ios_strips_data_map(c->strips, q->file_id, 0, 0, 0, &none, &r->alloc_bytes,
+                            &r->local_size) == 0)
+        r->has_alloc_bytes = r->has_local_size = 1;
     return 0;
 }
 

@@ -73,22 +73,28 @@ ssize_t depfs_write(depfs_fh_t *fh, const void *buf, size_t len, uint64_t off)
     return (ssize_t)len;
 }
 
-/* depfs_flush, and depfs_fsync's first half: advance, to move the
- * handle's error mark past what it reports (engines.h dc_wb_flush). */
-static int flush_fh(depfs_fh_t *fh, bool advance)
+/* depfs_flush, and with sync depfs_fsync: the handle's buffered writes go
+ * out (sync also moves its error mark past what it reports, engines.h
+ * dc_wb_flush, and makes every strip file durable), then the size is
+ * committed at the MDS after them. The allocation after the writes rides
+ * on the size commit (st_blocks): an fsync's IO_FSYNC replies carry it; a
+ * flush asks the n servers in one parallel round, only when there were
+ * writes. Not measured (a server down): the MDS keeps its last figure. */
+static int flush_fh(depfs_fh_t *fh, bool sync)
 {
     if (fh == NULL || fh->inode == NULL)
         return -EBADF;
+    dc_inode *in = fh->inode;
     dc_acting saved;
     dc_act_push(&fh->cred, &saved); /* the size update is the opener's */
-    int rc = dc_data_flush(fh->fs, fh->inode, &fh->wb_err_mark, advance);
-    /* the allocation after the writes rides on the size commit (st_blocks);
-     * one parallel round to the n servers, only when there were writes.
-     * Not measured (a server down): the MDS keeps its last figure. */
-    uint64_t alloc_bytes;
-    bool measured = rc == 0 && dc_inode_size_dirty(fh->inode) &&
-                    dc_data_alloc(fh->fs, fh->inode, &alloc_bytes) == 0;
-    int rc2 = dc_inode_commit_size(fh->fs, fh->inode, measured ? &alloc_bytes : NULL);
+    int rc = dc_data_flush(fh->fs, in, &fh->wb_err_mark, sync);
+    uint64_t alloc_bytes = 0;
+    bool measured = false;
+    if (rc == 0 && sync)
+        rc = dc_data_fsync(fh->fs, in, &measured, &alloc_bytes);
+    if (rc == 0 && !measured && dc_inode_size_dirty(in))
+        measured = dc_data_alloc(fh->fs, in, &alloc_bytes) == 0;
+    int rc2 = dc_inode_commit_size(fh->fs, in, measured ? &alloc_bytes : NULL);
     dc_act_pop(&saved);
     return rc < 0 ? rc : rc2;
 }
@@ -116,8 +122,5 @@ int depfs_lseek(depfs_fh_t *fh, uint64_t off, int whence, uint64_t *out)
 
 int depfs_fsync(depfs_fh_t *fh)
 {
-    int rc = flush_fh(fh, true);
-    if (rc < 0)
-        return rc;
-    return dc_data_fsync(fh->fs, fh->inode);
+    return flush_fh(fh, true);
 }

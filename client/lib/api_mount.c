@@ -143,6 +143,7 @@ static depfs_t *fs_alloc(void)
     atomic_init(&fs->mark_recheck_ms, 0);
     atomic_init(&fs->dirattr_gen, 0);
     atomic_init(&fs->releases_batches, 0);
+    atomic_init(&fs->alloc_rounds, 0);
     dc_sa_init(&fs->statahead, 0); /* on at mount, when asked for */
     return fs;
 }

@@ -135,6 +135,8 @@ struct depfs {
     uint32_t default_su;
     bool ignore_locks;
     _Atomic uint64_t next_op_id;  /* lock owner op ids */
+    _Atomic uint64_t alloc_rounds; /* IO_EXTENTS rounds sent to measure a
+                                    * file's allocation (eng_extents.c: tests) */
     pthread_mutex_t inodes_lock;
     dc_inode *inodes[DC_INODE_BUCKETS];
     pthread_mutex_t codecs_lock;

@@ -188,14 +188,13 @@ int dc_data_alloc(depfs_t *fs, const dc_inode *in, uint64_t *alloc_bytes)
     if (rc == 0)
         dc_ctl_run(fs, v, lay->n);
     uint64_t sum = 0;
+    if (rc == 0)
+        atomic_fetch_add(&fs->alloc_rounds, 1);
     for (unsigned p = 0; rc == 0 && p < lay->n; p++) {
-        const Depfs__IoReply *r = v[p].rep;
-        if (v[p].rc < 0 || r == NULL || !r->has_alloc_bytes)
-            rc = v[p].rc < 0 ? v[p].rc : -EPROTO;
-        else if (r->alloc_bytes > WIRE_ALLOC_BYTES_MAX - sum)
-            rc = -EPROTO; /* more than a layout's strips can hold */
-        else
-            sum += r->alloc_bytes;
+        if (v[p].rc < 0)
+            rc = v[p].rc;
+        else if (!dc_alloc_add(&sum, v[p].rep))
+            rc = -EPROTO;
     }
     dc_ctl_free(v, lay->n); /* replies of ctls never run are NULL */
     if (rc == 0)

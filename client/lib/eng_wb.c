@@ -682,27 +682,39 @@ void dc_wb_release(dc_inode *in)
 
 /* ------------------------------------------------------------ durability */
 
-int dc_data_fsync(depfs_t *fs, dc_inode *in)
+int dc_data_fsync(depfs_t *fs, dc_inode *in, bool *measured, uint64_t *alloc_bytes)
 {
     const layout *lay = &in->lay;
+    *measured = false;
     dc_req *reqs = calloc(lay->n, sizeof *reqs);
     if (reqs == NULL)
         return -ENOMEM;
-    for (unsigned p = 0; p < lay->n; p++)
+    for (unsigned p = 0; p < lay->n; p++) {
         dc_req_init(&reqs[p], lay, p, DEPFS__IO_OP__IO_FSYNC);
+        reqs[p].keep_reply = true; /* its alloc_bytes */
+    }
     dc_io_run(fs, in->ino, reqs, lay->n);
     int rc = 0;
     unsigned down = 0;
+    uint64_t sum = 0;
+    bool all = true;
     for (unsigned p = 0; p < lay->n; p++) {
         if (reqs[p].result == DC_ERR_DOWN)
             down++;
         else if (reqs[p].result < 0 && reqs[p].result != -ENOENT && rc == 0)
             rc = reqs[p].result;
+        if (reqs[p].result != 0 || !dc_alloc_add(&sum, reqs[p].reply))
+            all = false;
+        dc_req_free_reply(&reqs[p]);
     }
     if (rc == 0 && down > lay->n - lay->k)
         rc = -EIO;
     if (rc < 0)
         dc_set_error("fsync of inode %llu failed: %s", (unsigned long long)in->ino, strerror(-rc));
+    else if (all) {
+        *measured = true;
+        *alloc_bytes = sum;
+    }
     free(reqs);
     return rc;
 }

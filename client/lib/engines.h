@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include "io_fanout.h"
 #include "eng_extent_map.h"
+#include "wire_check.h"
 
 /* Write [off, off+len) through the stripe-lock protocol (no write-behind,
  * no size update). */
@@ -75,8 +76,11 @@ int dc_data_truncate(depfs_t *fs, dc_inode *in, uint64_t old_size, uint64_t new_
  * RECONSTRUCTING server too (no handle may use the file: nothing it holds
  * of it is wanted); the others count as down without being asked. */
 int dc_data_remove(depfs_t *fs, uint64_t ino, const layout *lay, uint32_t reach);
-/* fsync every strip file of the file on its servers. */
-int dc_data_fsync(depfs_t *fs, dc_inode *in);
+/* fsync every strip file of the file on its servers. *measured says
+ * whether their replies also gave the bytes the strip files occupy
+ * (*alloc_bytes, as dc_data_alloc measures them): only when every server
+ * answered with it (none down, none rebuilding, none from before it). */
+int dc_data_fsync(depfs_t *fs, dc_inode *in, bool *measured, uint64_t *alloc_bytes);
 
 /* eng_extents.c (issue 14). The first offset >= off of the file (of
  * size bytes, write-behind flushed by the caller) that is data
@@ -96,6 +100,16 @@ void dc_extents_reply(const Depfs__IoReply *r, uint32_t su, uint64_t from, uint6
  * parity units, not the checksum sidecars): 0, or an error when any
  * server is down or does not answer (a partial sum would under-report). */
 int dc_data_alloc(depfs_t *fs, const dc_inode *in, uint64_t *alloc_bytes);
+/* Adds one server's reported allocation (IO_EXTENTS, IO_FSYNC) to *sum:
+ * false, leaving *sum, when the reply names none or more than a layout's
+ * strip files can hold (a hostile or broken server): no measurement. */
+static inline bool dc_alloc_add(uint64_t *sum, const Depfs__IoReply *r)
+{
+    if (r == NULL || !r->has_alloc_bytes || r->alloc_bytes > WIRE_ALLOC_BYTES_MAX - *sum)
+        return false;
+    *sum += r->alloc_bytes;
+    return true;
+}
 
 /* Truncate an inode (held by the caller) whose MDS size was mds_size to
  * new_size: flush, data side, MDS size, local size. */

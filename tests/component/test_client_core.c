@@ -1119,6 +1119,41 @@ START_TEST(test_releases_batched)
 }
 END_TEST
 
+/* An fsync commits the size with the allocation its IO_FSYNC replies
+ * carry (st_blocks), with no IO_EXTENTS round of its own: there was one
+ * per fsync after writes. Another client sees st_blocks cover the data
+ * after each fsync; a flush still measures with a round. */
+START_TEST(test_fsync_reports_allocation)
+{
+    enum { CHUNK = 4 * 2 * 4096 }; /* 4 stripes of 4@2@4k */
+    static uint8_t buf[CHUNK];
+    memset(buf, 0x5a, sizeof buf);
+    depfs_t *fs = mount_fs(), *other = mount_fs();
+    depfs_fh_t *fh;
+    struct stat st;
+    ck_assert_int_eq(depfs_open(fs, "depfs@4@2@4k:/fsync_alloc", O_CREAT | O_RDWR, 0644, &fh), 0);
+    uint64_t ino = depfs_fh_ino(fh), rounds = atomic_load(&fs->alloc_rounds);
+    for (unsigned i = 1; i <= 3; i++) {
+        ck_assert_int_eq(depfs_write(fh, buf, CHUNK, (uint64_t)(i - 1) * CHUNK), CHUNK);
+        ck_assert_int_eq(depfs_fsync(fh), 0);
+        ck_assert_int_eq(depfs_getattr(other, ino, &st), 0);
+        ck_assert_uint_eq((uint64_t)st.st_size, (uint64_t)i * CHUNK);
+        ck_assert_uint_eq((uint64_t)st.st_blocks, (uint64_t)i * CHUNK / 512); /* data's share */
+    }
+    uint64_t sent = atomic_load(&fs->alloc_rounds) - rounds;
+    ck_assert_uint_eq(sent, 0);
+    ck_assert_int_eq(depfs_write(fh, buf, CHUNK, 3 * CHUNK), CHUNK);
+    ck_assert_int_eq(depfs_flush(fh), 0);
+    sent = atomic_load(&fs->alloc_rounds) - rounds;
+    ck_assert_uint_eq(sent, 1);
+    ck_assert_int_eq(depfs_getattr(other, ino, &st), 0);
+    ck_assert_uint_eq((uint64_t)st.st_blocks, 4u * CHUNK / 512);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
 START_TEST(test_keeper_renews_idle_holds)
 {
     depfs_t *fs = mount_fs(), *other = mount_fs();
@@ -1311,6 +1346,7 @@ static Suite *core_suite(void)
     tcase_add_test(tc, test_setattr_and_open_sizes);
     tcase_add_test(tc, test_unlink_while_open);
     tcase_add_test(tc, test_releases_batched);
+    tcase_add_test(tc, test_fsync_reports_allocation);
     tcase_add_test(tc, test_keeper_renews_idle_holds);
     tcase_add_test(tc, test_many_open_files_keep_their_holds);
     tcase_add_test(tc, test_mount_default_layout);
