@@ -185,11 +185,11 @@ int dc_data_alloc(depfs_t *fs, const dc_inode *in, uint64_t *alloc_bytes)
         dc_ctl_init(&v[p], lay->servers[p], DEPFS__IO_OP__IO_EXTENTS, in->ino);
     uint32_t down = dc_down_mask(fs, lay);
     int rc = down ? -EHOSTDOWN : 0; /* a partial sum would under-report */
-    if (rc == 0)
+    if (rc == 0) {
         dc_ctl_run(fs, v, lay->n);
-    uint64_t sum = 0;
-    if (rc == 0)
         atomic_fetch_add(&fs->alloc_rounds, 1);
+    }
+    uint64_t sum = 0;
     for (unsigned p = 0; rc == 0 && p < lay->n; p++) {
         if (v[p].rc < 0)
             rc = v[p].rc;

@@ -396,13 +396,18 @@ wait_state() {
   done
 }
 io_dir() { awk -v id="$1" '$1 == "ioserver" && $3 == id {print $5}' "$CONF"; }
-# strips_of INO...: strip files and their checksum sidecars of these inodes
-# on every server
-strips_of() {
+# strip_names: every strip file and checksum sidecar on every server, as
+# the 16-hex-digit inode it belongs to (one line each)
+strip_names() {
   local id
   for id in $(awk '$1 == "ioserver" {print $3}' "$CONF"); do
     ls "$(io_dir "$id")/strips/"
-  done | sed 's/\.crc$//' | grep -cxF -f <(printf '%016x\n' "$@") || true
+  done | sed 's/\.crc$//'
+}
+# strips_of INO...: how many strip files and checksum sidecars of these
+# inodes there are on every server
+strips_of() {
+  strip_names | grep -cxF -f <(printf '%016x\n' "$@") || true
 }
 # strip_of PATH STRIPE UNIT -> "server strip-file local-offset": where unit
 # UNIT of stripe STRIPE of a file lies on disk (units rotate: unit u of

@@ -29,15 +29,8 @@ PURGE_BOUND_S=15   # the purger runs every second (REC_PURGE_IDLE_MS): a pass or
 OPEN_CHECK_S=3     # more than two purger passes: a held file must outlive them
 MANY=600           # files unlinked at once for the crash part (several passes of 64)
 W="$DEPFS_STATE/work"; mkdir -p "$W"
-SERVERS=$(awk '$1 == "ioserver" {print $3}' "$CONF")
 PYLIB="$TOP/tests/integration"
 
-# strip_names: every strip file and checksum sidecar on every server, as the
-# inode it belongs to (hex), one line each
-strip_names() {
-  local id
-  for id in $SERVERS; do ls "$(io_dir "$id")/strips/"; done | sed 's/\.crc$//'
-}
 # strip_inos: the inode (decimal) of every strip file on every server, sorted, unique
 strip_inos() {
   strip_names | sort -u | while read -r hex; do echo $((16#$hex)); done | sort -u

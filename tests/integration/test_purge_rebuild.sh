@@ -22,7 +22,6 @@ PURGE_BOUND_S=15    # strip files gone after the rebuild: a pass or two, loaded 
 REBUILD_WAIT_S=60
 W="$DEPFS_STATE/work"; mkdir -p "$W"
 
-
 head -c 3000000 /dev/urandom > "$MNT/race"
 sync "$MNT/race"
 ino=$(stat -c %i "$MNT/race")
