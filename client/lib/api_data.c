@@ -64,6 +64,8 @@ ssize_t depfs_write(depfs_fh_t *fh, const void *buf, size_t len, uint64_t off)
     pthread_mutex_lock(&in->lock);
     if (off + len > in->size)
         in->size = off + len;
+    if (off + len > in->written_end)
+        in->written_end = off + len;
     in->size_dirty = true;
     in->size_gen++;
     in->mtime_ns = clock_real_ns();

@@ -199,6 +199,7 @@ static int stat_times_ns(const struct stat *st, unsigned to_set, Depfs__Attr *a)
 static int setattr_size(depfs_t *fs, uint64_t ino, uint64_t new_size)
 {
     Depfs__MdsReply *rep = NULL;
+    uint64_t gen = dc_inode_size_gen(fs, ino);
     int rc = dc_getattr_rep(fs, ino, &rep);
     if (rc < 0)
         goto out;
@@ -215,7 +216,7 @@ static int setattr_size(depfs_t *fs, uint64_t ino, uint64_t new_size)
     }
     layout lay;
     dc_layout_from_pb(rep->layout, &lay);
-    dc_inode *in = dc_inode_get(fs, ino, &lay, rep->attr->size); /* temporary if not open */
+    dc_inode *in = dc_inode_get(fs, ino, &lay, rep->attr->size, gen); /* temporary if not open */
     if (!in) {
         rc = -ENOMEM;
         goto out;

@@ -22,7 +22,8 @@ static void free_rep(Depfs__MdsReply *rep)
 
 
 /* An open handle on the file described by rep (attr + layout). */
-static int open_finish(depfs_t *fs, const Depfs__MdsReply *rep, int flags, depfs_fh_t **out)
+static int open_finish(depfs_t *fs, const Depfs__MdsReply *rep, int flags, uint64_t gen,
+                       depfs_fh_t **out)
 {
     *out = NULL;
     if (!rep->attr || !rep->layout) {
@@ -41,7 +42,7 @@ static int open_finish(depfs_t *fs, const Depfs__MdsReply *rep, int flags, depfs
         dc_set_error("out of memory");
         return -ENOMEM;
     }
-    dc_inode *in = dc_inode_get(fs, rep->attr->ino, &lay, rep->attr->size);
+    dc_inode *in = dc_inode_get(fs, rep->attr->ino, &lay, rep->attr->size, gen);
     if (!in) {
         free(fh);
         return -ENOMEM;
@@ -132,7 +133,7 @@ int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, in
         rc = S_ISDIR(rep->attr->mode) ? -EISDIR : -EEXIST;
     }
     if (rc == 0) /* O_TMPFILE carries O_DIRECTORY: not the handle's business */
-        rc = open_finish(fs, rep, unlinked ? flags & ~O_TMPFILE : flags, fh);
+        rc = open_finish(fs, rep, unlinked ? flags & ~O_TMPFILE : flags, DC_SIZE_GEN_UNKNOWN, fh);
     if (rc == 0)
         dc_reply_to_stat(fs, rep, st);
     if (rc == 0 && !unlinked) /* the FUSE kernel holds the node it returns */
@@ -164,6 +165,7 @@ int depfs_open_ino(depfs_t *fs, uint64_t ino, int flags, depfs_fh_t **fh)
 {
     *fh = NULL;
     Depfs__MdsReply *rep = NULL;
+    uint64_t gen = dc_inode_size_gen(fs, ino);
     int rc = open_rep(fs, ino, flags, &rep);
     if (rc < 0)
         goto out;
@@ -182,7 +184,7 @@ int depfs_open_ino(depfs_t *fs, uint64_t ino, int flags, depfs_fh_t **fh)
         rc = -ENOTDIR;
     }
     if (rc == 0)
-        rc = open_finish(fs, rep, flags, fh);
+        rc = open_finish(fs, rep, flags, gen, fh);
 out:
     free_rep(rep);
     return rc;
@@ -197,13 +199,14 @@ int dc_open_held(depfs_t *fs, uint64_t ino, depfs_fh_t **fh)
     req.ino = ino;
     req.has_flags = true; /* a reader's hold */
     req.flags = O_RDONLY;
+    uint64_t gen = dc_inode_size_gen(fs, ino);
     int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_OPEN, &req, &rep);
     if (rc == 0 && (!rep->attr || !S_ISREG(rep->attr->mode))) {
         dc_set_error("inode %llu is not a regular file", (unsigned long long)ino);
         rc = -EINVAL;
     }
     if (rc == 0)
-        rc = open_finish(fs, rep, O_RDONLY, fh);
+        rc = open_finish(fs, rep, O_RDONLY, gen, fh);
     free_rep(rep);
     return rc;
 }

@@ -50,8 +50,13 @@ typedef struct dc_inode {
     uint64_t ino;
     layout lay;
     pthread_mutex_t lock;     /* guards everything below */
-    uint64_t size;            /* this client's view: MDS size at open, grown by writes */
-    bool size_dirty;          /* grown/changed locally, not yet told to the MDS */
+    uint64_t size;            /* this client's view: the MDS's latest size, raised
+                               * to written_end while size_dirty */
+    bool size_dirty;          /* written here, not yet told to the MDS */
+    uint64_t written_end;     /* while size_dirty: the end of the furthest byte
+                               * written here since the last commit, what the
+                               * commit extends the file to (never the view:
+                               * another client may have cut the file since) */
     uint64_t size_gen;        /* bumped on every local change of size or size_dirty:
                                * an MDS size is adopted only if none happened
                                * while the getattr was in flight */
@@ -285,25 +290,33 @@ bool dc_server_is_down_write(depfs_t *fs, uint32_t id);
 bool dc_server_marked_only(depfs_t *fs, uint32_t id);
 
 /* Inode table: get creates the entry (refs+1) from the layout and size the
- * caller read from the MDS; put drops a ref and frees at zero (after
- * fs->inode_released). */
-dc_inode *dc_inode_get(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t mds_size);
+ * caller read from the MDS, or takes a ref on the one open here and gives
+ * it the view that size makes (as dc_inode_adopt_mds_size, gen from
+ * dc_inode_size_gen before the call); put drops a ref and frees at zero
+ * (after fs->inode_released). */
+dc_inode *dc_inode_get(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t mds_size,
+                       uint64_t gen);
 /* An open of in (MDS_OPEN or MDS_CREATE reply rep) holds it here: its last
  * close gives the hold back, with the newest generation opens gave it. */
 void dc_inode_note_hold(dc_inode *in, const Depfs__MdsReply *rep);
 dc_inode *dc_inode_find(depfs_t *fs, uint64_t ino); /* no ref change; NULL if not open */
 void dc_inode_put(depfs_t *fs, dc_inode *in);
-/* Tell the MDS the size this client grew the file to (MDS_EXTEND), if
- * dirty, with the strip files' allocation measured after the writes
- * (alloc_bytes; NULL: not measured, the MDS keeps its figure). */
+/* Tell the MDS where this client's writes end (MDS_EXTEND: the file grows
+ * to there, never shrinks), if dirty, with the strip files' allocation
+ * measured after the writes (alloc_bytes; NULL: not measured, the MDS keeps
+ * its figure); the view then takes the size the MDS answers. */
 int dc_inode_commit_size(depfs_t *fs, dc_inode *in, const uint64_t *alloc_bytes);
 /* Whether the inode has writes the MDS has not been told of. */
 bool dc_inode_size_dirty(dc_inode *in);
-/* Client view of an open file's size after an MDS getattr: while the inode
- * is not dirty the MDS size is authoritative (another client may have grown
- * or truncated the file), unless a local size change raced with the call
- * (gen from dc_inode_size_gen before it). No-op for inodes not open here. */
+/* Client view of an open file's size after an MDS answer: the MDS size is
+ * authoritative (another client may have grown or truncated the file),
+ * raised only to where this client's uncommitted writes end, unless a local
+ * size change raced with the call (gen from dc_inode_size_gen before it).
+ * No-op for inodes not open here. */
 uint64_t dc_inode_size_gen(depfs_t *fs, uint64_t ino);
+/* A gen no inode has (the inode was not known before the call: a create
+ * that found the file open here keeps the view it had). */
+#define DC_SIZE_GEN_UNKNOWN UINT64_MAX
 void dc_inode_adopt_mds_size(depfs_t *fs, uint64_t ino, uint64_t gen, uint64_t mds_size);
 
 /* core_dirattr.c: dc_dirattr_gen before an MDS call, then
@@ -362,7 +375,8 @@ dc_inode *dc_inode_hold(depfs_t *fs, uint64_t ino);
 /* An explicit mtime is being set on ino: writes made here before it no
  * longer decide the file's mtime (cp -a, tar x: write, then utimens). */
 void dc_inode_forget_mtime(depfs_t *fs, uint64_t ino);
-/* Size (and, when uncommitted, mtime; else 0) of an inode open here. */
+/* For an inode open here with writes not yet committed: where they end and
+ * their mtime (false: none, or not open here). What raises an MDS answer. */
 bool dc_inode_local_size(depfs_t *fs, uint64_t ino, uint64_t *size, int64_t *mtime_ns);
 /* Unmount: every inode taken out of the table, chained by `next`; each is
  * then freed with dc_inode_free. */

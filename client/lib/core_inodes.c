@@ -35,7 +35,16 @@ dc_inode *dc_inode_find(depfs_t *fs, uint64_t ino)
     return in;
 }
 
-dc_inode *dc_inode_get(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t mds_size)
+/* The view an MDS answer gives: its size, raised to where this client's
+ * uncommitted writes end (never to an older view: another client may have
+ * cut the file since). in->lock held. */
+static void view_from_mds_locked(dc_inode *in, uint64_t mds_size)
+{
+    in->size = in->size_dirty && in->written_end > mds_size ? in->written_end : mds_size;
+}
+
+dc_inode *dc_inode_get(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t mds_size,
+                       uint64_t gen)
 {
     assert(lay);
     pthread_mutex_lock(&fs->inodes_lock);
@@ -43,8 +52,8 @@ dc_inode *dc_inode_get(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t md
     if (in) {
         pthread_mutex_lock(&in->lock);
         in->refs++;
-        if (mds_size > in->size)
-            in->size = mds_size;
+        if (in->size_gen == gen)
+            view_from_mds_locked(in, mds_size);
         pthread_mutex_unlock(&in->lock);
         goto out;
     }
@@ -121,10 +130,10 @@ bool dc_inode_local_size(depfs_t *fs, uint64_t ino, uint64_t *size, int64_t *mti
     dc_inode *in = find_locked(fs, ino);
     if (in) {
         pthread_mutex_lock(&in->lock);
-        *size = in->size;
-        *mtime_ns = in->size_dirty ? in->mtime_ns : 0;
+        found = in->size_dirty;
+        *size = in->written_end;
+        *mtime_ns = in->mtime_ns;
         pthread_mutex_unlock(&in->lock);
-        found = true;
     }
     pthread_mutex_unlock(&fs->inodes_lock);
     return found;
@@ -193,8 +202,8 @@ void dc_inode_adopt_mds_size(depfs_t *fs, uint64_t ino, uint64_t gen, uint64_t m
     dc_inode *in = find_locked(fs, ino);
     if (in) {
         pthread_mutex_lock(&in->lock);
-        if (!in->size_dirty && in->size_gen == gen)
-            in->size = mds_size;
+        if (in->size_gen == gen)
+            view_from_mds_locked(in, mds_size);
         pthread_mutex_unlock(&in->lock);
     }
     pthread_mutex_unlock(&fs->inodes_lock);
@@ -224,7 +233,7 @@ int dc_inode_commit_size(depfs_t *fs, dc_inode *in, const uint64_t *alloc_bytes)
 {
     pthread_mutex_lock(&in->lock);
     bool dirty = in->size_dirty;
-    uint64_t size = in->size;
+    uint64_t end = in->written_end, gen = in->size_gen;
     int64_t mtime_ns = in->mtime_ns; /* 0: a time set since the writes stands */
     pthread_mutex_unlock(&in->lock);
     if (!dirty)
@@ -234,24 +243,27 @@ int dc_inode_commit_size(depfs_t *fs, dc_inode *in, const uint64_t *alloc_bytes)
     req.has_ino = 1;
     req.ino = in->ino;
     req.has_size = 1;
-    req.size = size;
+    req.size = end;
     req.has_mtime_ns = mtime_ns != 0;
     req.mtime_ns = mtime_ns;
     req.has_alloc_bytes = alloc_bytes != NULL;
     req.alloc_bytes = alloc_bytes ? *alloc_bytes : 0;
     Depfs__MdsReply *rep = NULL;
     int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_EXTEND, &req, &rep);
+    if (rc == 0) {
+        pthread_mutex_lock(&in->lock);
+        if (in->size_gen == gen) { /* else written or cut here meanwhile: stays dirty */
+            in->size_dirty = false;
+            in->written_end = 0;
+            in->size_gen++;
+            if (rep->attr)
+                in->size = rep->attr->size;
+        }
+        pthread_mutex_unlock(&in->lock);
+    }
     if (rep)
         depfs__mds_reply__free_unpacked(rep, NULL);
-    if (rc < 0)
-        return rc;
-    pthread_mutex_lock(&in->lock);
-    if (in->size == size) {
-        in->size_dirty = false; /* else it grew again meanwhile: stays dirty */
-        in->size_gen++;
-    }
-    pthread_mutex_unlock(&in->lock);
-    return 0;
+    return rc;
 }
 
 dc_inode *dc_inodes_detach_all(depfs_t *fs)

@@ -192,6 +192,7 @@ int dc_truncate(depfs_t *fs, dc_inode *in, uint64_t mds_size, uint64_t new_size)
     pthread_mutex_lock(&in->lock);
     in->size = new_size;
     in->size_dirty = false;
+    in->written_end = 0;
     in->size_gen++;
     pthread_mutex_unlock(&in->lock);
     return 0;

@@ -944,6 +944,7 @@ START_TEST(test_setattr_and_open_sizes)
     dc_inode *ino = fh->inode;
     pthread_mutex_lock(&ino->lock);
     ino->size = 5000;
+    ino->written_end = 5000;
     ino->size_dirty = true;
     ino->mtime_ns = 0;
     pthread_mutex_unlock(&ino->lock);
@@ -1038,6 +1039,63 @@ START_TEST(test_unlink_while_open)
 }
 END_TEST
 
+
+/* What a client's size view holds when another client truncates a file it
+ * has open: the end of its own uncommitted writes, never the size it saw
+ * before. Its size commit extends the file to where it wrote, not to its
+ * old view (which would bring the cut bytes back as zeros); its reopen,
+ * stat and lookup of the file show the truncated size. */
+static void fill_range(uint8_t *buf, size_t len, uint8_t c) { memset(buf, c, len); }
+
+START_TEST(test_size_view_after_truncate_elsewhere)
+{
+    enum { OLD = 100000, CUT = 10000, AT = 50000, LEN = 1000, CUT2 = 5000 };
+    static uint8_t buf[OLD], back[OLD];
+    depfs_t *a = mount_fs(), *b = mount_fs();
+    depfs_fh_t *keep, *fh;
+    struct stat st, in;
+    ck_assert_int_eq(depfs_open(a, "depfs@3@2@4k:/szview", O_CREAT | O_RDWR, 0644, &keep), 0);
+    uint64_t ino = depfs_fh_ino(keep);
+    fill_range(buf, OLD, 'a');
+    ck_assert_int_eq(depfs_write(keep, buf, OLD, 0), OLD);
+    ck_assert_int_eq(depfs_flush(keep), 0); /* size OLD at the MDS; keep stays open */
+
+    /* a writes inside its old view (buffered) while b cuts the file */
+    ck_assert_int_eq(depfs_open_ino(a, ino, O_RDWR, &fh), 0);
+    fill_range(buf, LEN, 'b');
+    ck_assert_int_eq(depfs_write(fh, buf, LEN, AT), LEN);
+    memset(&in, 0, sizeof in);
+    in.st_size = CUT;
+    ck_assert_int_eq(depfs_setattr(b, ino, &in, DEPFS_SET_SIZE, &st), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(depfs_getattr(b, ino, &st), 0);
+    ck_assert_int_eq(st.st_size, AT + LEN); /* not OLD */
+    ck_assert_int_eq(depfs_open_ino(b, ino, O_RDONLY, &fh), 0);
+    ck_assert_int_eq(depfs_read(fh, back, OLD, 0), AT + LEN);
+    for (unsigned i = 0; i < AT + LEN; i++) {
+        uint8_t want = i < CUT ? 'a' : i < AT ? 0 : 'b';
+        ck_assert_msg(back[i] == want, "byte %u: %u, want %u", i, back[i], want);
+    }
+    ck_assert_int_eq(depfs_close(fh), 0);
+
+    /* b cuts again; a (its inode still open here, clean) reopens, stats and
+     * looks the file up: the cut size everywhere, nothing read beyond it */
+    in.st_size = CUT2;
+    ck_assert_int_eq(depfs_setattr(b, ino, &in, DEPFS_SET_SIZE, &st), 0);
+    ck_assert_int_eq(depfs_lookup(a, DEPFS_ROOT_INO, "szview", &st), 0);
+    ck_assert_int_eq(st.st_size, CUT2);
+    ck_assert_int_eq(depfs_open_ino(a, ino, O_RDONLY, &fh), 0);
+    ck_assert_int_eq(depfs_fstat(fh, &st), 0);
+    ck_assert_int_eq(st.st_size, CUT2);
+    ck_assert_int_eq(depfs_read(fh, back, OLD, 0), CUT2);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(depfs_close(keep), 0);
+    ck_assert_int_eq(depfs_getattr(b, ino, &st), 0);
+    ck_assert_int_eq(st.st_size, CUT2); /* keep's close commits nothing */
+    depfs_unmount(b);
+    depfs_unmount(a);
+}
+END_TEST
 
 /* The keeper renews the MDS's hold of a file open here that no request
  * touches (an idle handle of a file unlinked meanwhile keeps its data),
@@ -1345,6 +1403,7 @@ static Suite *core_suite(void)
     tcase_add_test(tc, test_labels);
     tcase_add_test(tc, test_setattr_and_open_sizes);
     tcase_add_test(tc, test_unlink_while_open);
+    tcase_add_test(tc, test_size_view_after_truncate_elsewhere);
     tcase_add_test(tc, test_releases_batched);
     tcase_add_test(tc, test_fsync_reports_allocation);
     tcase_add_test(tc, test_keeper_renews_idle_holds);
