@@ -36,10 +36,10 @@
 #define DFUSE_MAX_XATTR_BYTES (64u * 1024u)     /* XATTR_SIZE_MAX */
 #define DFUSE_MAX_XATTR_LIST_BYTES (64u * 1024u)
 #define DFUSE_MAX_ERRNO 4095
-/* A directory's attributes from this client's own change in it answer the
- * kernel's question that follows the change (the caller's next operation),
- * not a later one. */
-#define DFUSE_DIR_ATTR_MAX_AGE_MS 100u
+/* Attributes a reply brought (a directory's from this client's own change
+ * in it, a file's from its open) answer the kernel's question that follows
+ * (the caller's next operation), not a later one. */
+#define DFUSE_KEPT_ATTR_MAX_AGE_MS 100u
 #define DFUSE_CAPS_XATTR "security.capability"
 #define DFUSE_INVAL_ATTR_ONLY (-1) /* notify_inval_inode offset: attributes, no pages */
 /* Kernel read-ahead and async direct I/O requests in flight at once (the
@@ -319,13 +319,14 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
     fuse_reply_none(req);
 }
 
-/* How old a directory's attributes from this client's own change in it
- * may be when the kernel asks for them (depfs_dir_attr_take): the
- * mount's attr_timeout (0: never), at most DFUSE_DIR_ATTR_MAX_AGE_MS. */
-static unsigned dir_attr_max_age_ms(const dfuse_ctx *ctx)
+/* How old attributes a reply brought may be when the kernel asks for them
+ * right after (a directory's from this client's own change in it,
+ * depfs_dir_attr_take; a file's from its open, depfs_open_attr_take):
+ * the mount's attr_timeout (0: never), at most DFUSE_KEPT_ATTR_MAX_AGE_MS. */
+static unsigned kept_attr_max_age_ms(const dfuse_ctx *ctx)
 {
     double ms = ctx->attr_timeout_s * DFUSE_MS_PER_S;
-    return ms < DFUSE_DIR_ATTR_MAX_AGE_MS ? (unsigned)ms : DFUSE_DIR_ATTR_MAX_AGE_MS;
+    return ms < DFUSE_KEPT_ATTR_MAX_AGE_MS ? (unsigned)ms : DFUSE_KEPT_ATTR_MAX_AGE_MS;
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -334,8 +335,13 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     struct stat st;
     depfs_fh_t *fh = fi_fh(fi);
     /* right after a create or remove in a directory the kernel asks for it
-     * again (default_permissions): that change's reply brought it */
-    if (!fh && depfs_dir_attr_take(ctx->fs, ino, dir_attr_max_age_ms(ctx), &st) == 0) {
+     * again (default_permissions): that change's reply brought it; right
+     * after an open (forget_attrs_at_open) the open's reply did */
+    if (!fh && depfs_dir_attr_take(ctx->fs, ino, kept_attr_max_age_ms(ctx), &st) == 0) {
+        reply_attr(req, &st);
+        return;
+    }
+    if (depfs_open_attr_take(ctx->fs, ino, kept_attr_max_age_ms(ctx), &st) == 0) {
         reply_attr(req, &st);
         return;
     }
@@ -587,6 +593,20 @@ static int kill_setid_if_asked(fuse_req_t req, fuse_ino_t ino)
     return 0;
 }
 
+/* Close-to-open (README "Consistency"): another client may have grown or
+ * cut the file since the kernel cached its attributes, which it keeps for up
+ * to attr_timeout and from which it takes the size it reads to and fstat
+ * shows. The open itself asked the MDS, so make the kernel ask too before
+ * it next uses them (attributes only: keep_cache is off, the pages go
+ * anyway). */
+static void forget_attrs_at_open(dfuse_ctx *ctx, fuse_ino_t ino)
+{
+    int rc = fuse_lowlevel_notify_inval_inode(ctx->se, ino, DFUSE_INVAL_ATTR_ONLY, 0);
+    if (rc != 0 && rc != -ENOENT)
+        log_warn("inode %llu: cannot make the kernel forget its attributes at open: %s",
+                 (unsigned long long)ino, strerror(-rc));
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     act_for(req);
@@ -599,6 +619,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         reply_status(req, rc);
         return;
     }
+    forget_attrs_at_open(ctx, ino);
     set_open_info(fi, fh);
     if (fuse_reply_open(req, fi) != 0)
         depfs_close(fh);

@@ -1,5 +1,6 @@
 /* api_open.c - libdepfs entry points: file handles. create (with a requested layout),
- * open by inode (O_TRUNC), a recovery client's hold of an inode
+ * open by inode (O_TRUNC; the attributes its reply gave, for the question
+ * after it), a recovery client's hold of an inode
  * (dc_open_held), close (flush, then drop the inode), fstat,
  * ftruncate (the truncate sequence itself is the truncate engine
  * dc_truncate: flush, data side, MDS size, local size). O_APPEND is honoured by
@@ -161,11 +162,18 @@ static int open_rep(depfs_t *fs, uint64_t ino, int flags, Depfs__MdsReply **rep)
     return rc;
 }
 
+int depfs_open_attr_take(depfs_t *fs, uint64_t ino, unsigned max_age_ms, struct stat *st)
+{
+    if (!fs || !st || ino == 0)
+        return -EINVAL;
+    return dc_inode_open_attr_take(fs, ino, max_age_ms, st);
+}
+
 int depfs_open_ino(depfs_t *fs, uint64_t ino, int flags, depfs_fh_t **fh)
 {
     *fh = NULL;
     Depfs__MdsReply *rep = NULL;
-    uint64_t gen = dc_inode_size_gen(fs, ino);
+    uint64_t gen = dc_inode_size_gen(fs, ino), dir_gen = dc_dirattr_gen(fs);
     int rc = open_rep(fs, ino, flags, &rep);
     if (rc < 0)
         goto out;
@@ -185,6 +193,11 @@ int depfs_open_ino(depfs_t *fs, uint64_t ino, int flags, depfs_fh_t **fh)
     }
     if (rc == 0)
         rc = open_finish(fs, rep, flags, gen, fh);
+    if (rc == 0) { /* for the kernel's question after it (an O_TRUNC moved size_gen past gen) */
+        struct stat st;
+        dc_reply_to_stat(fs, rep, &st);
+        dc_inode_open_attr_keep((*fh)->inode, &st, dir_gen, gen);
+    }
 out:
     free_rep(rep);
     return rc;

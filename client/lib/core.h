@@ -75,6 +75,14 @@ typedef struct dc_inode {
     depfs_cred writer;        /* the opener of the handle that wrote last:
                                * depfs_unmount's write-back of a file still
                                * open acts for it, as that handle's flush would */
+    /* What the last depfs_open_ino's MDS reply said of the file, for the
+     * question the FUSE kernel asks right after that open
+     * (depfs_open_attr_take); given out once. */
+    bool open_attr_kept;
+    struct stat open_attr;
+    uint64_t open_attr_ms;    /* dc_now_ms() when kept */
+    uint64_t open_dir_gen;    /* fs->dirattr_gen before the open's call */
+    uint64_t open_size_gen;   /* size_gen before it */
 } dc_inode;
 
 #define DC_INODE_BUCKETS 1024u
@@ -317,6 +325,12 @@ uint64_t dc_inode_size_gen(depfs_t *fs, uint64_t ino);
 /* A gen no inode has (the inode was not known before the call: a create
  * that found the file open here keeps the view it had). */
 #define DC_SIZE_GEN_UNKNOWN UINT64_MAX
+/* An open's attributes (st, from its MDS reply; dir_gen and size_gen read
+ * before the call) kept for the question after it; taken once, if at most
+ * max_age_ms old and neither gen has moved since: 0, else -ENOENT. */
+void dc_inode_open_attr_keep(dc_inode *in, const struct stat *st, uint64_t dir_gen,
+                             uint64_t size_gen);
+int dc_inode_open_attr_take(depfs_t *fs, uint64_t ino, unsigned max_age_ms, struct stat *st);
 void dc_inode_adopt_mds_size(depfs_t *fs, uint64_t ino, uint64_t gen, uint64_t mds_size);
 
 /* core_dirattr.c: dc_dirattr_gen before an MDS call, then

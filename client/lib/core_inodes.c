@@ -221,6 +221,38 @@ void dc_inode_forget_mtime(depfs_t *fs, uint64_t ino)
     pthread_mutex_unlock(&fs->inodes_lock);
 }
 
+void dc_inode_open_attr_keep(dc_inode *in, const struct stat *st, uint64_t dir_gen,
+                             uint64_t size_gen)
+{
+    pthread_mutex_lock(&in->lock);
+    in->open_attr = *st;
+    in->open_attr_ms = dc_now_ms();
+    in->open_dir_gen = dir_gen;
+    in->open_size_gen = size_gen;
+    in->open_attr_kept = true;
+    pthread_mutex_unlock(&in->lock);
+}
+
+int dc_inode_open_attr_take(depfs_t *fs, uint64_t ino, unsigned max_age_ms, struct stat *st)
+{
+    int rc = -ENOENT;
+    uint64_t dir_gen = dc_dirattr_gen(fs);
+    pthread_mutex_lock(&fs->inodes_lock);
+    dc_inode *in = find_locked(fs, ino);
+    if (in) {
+        pthread_mutex_lock(&in->lock);
+        if (in->open_attr_kept && dc_now_ms() - in->open_attr_ms <= max_age_ms &&
+            in->open_dir_gen == dir_gen && in->open_size_gen == in->size_gen) {
+            *st = in->open_attr;
+            rc = 0;
+        }
+        in->open_attr_kept = false; /* once: the question after the open */
+        pthread_mutex_unlock(&in->lock);
+    }
+    pthread_mutex_unlock(&fs->inodes_lock);
+    return rc;
+}
+
 bool dc_inode_size_dirty(dc_inode *in)
 {
     pthread_mutex_lock(&in->lock);

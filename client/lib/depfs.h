@@ -120,6 +120,13 @@ int depfs_getattr(depfs_t *fs, uint64_t ino, struct stat *st);
  * through FUSE, asks for a directory's attributes right after changing
  * it. 0, -ENOENT (nothing kept: ask depfs_getattr), -EINVAL. */
 int depfs_dir_attr_take(depfs_t *fs, uint64_t ino, unsigned max_age_ms, struct stat *st);
+/* The attributes the MDS gave this client's last depfs_open_ino of file
+ * ino (still open here), if that was at most max_age_ms ago and this client
+ * has changed neither the file's size nor anything else since (writes,
+ * truncates, setattrs, renames...); given out once. For a caller that,
+ * like the kernel through FUSE, asks for a file's attributes right after
+ * opening it. 0, -ENOENT (nothing kept: ask depfs_getattr), -EINVAL. */
+int depfs_open_attr_take(depfs_t *fs, uint64_t ino, unsigned max_age_ms, struct stat *st);
 /* to_set: DEPFS_SET_* bits; values from `in`. Size changes truncate data.
  * DEPFS_SET_CTIME takes no value: the MDS sets ctime to its now at every
  * change (in->st_ctim is not read). */

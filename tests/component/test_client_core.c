@@ -1097,6 +1097,59 @@ START_TEST(test_size_view_after_truncate_elsewhere)
 }
 END_TEST
 
+/* The attributes an open's reply gave answer the one question that
+ * follows it (the FUSE kernel's, after depfs-fuse made it forget what it
+ * had cached), and only while this client changed nothing since. */
+START_TEST(test_open_attr_answers_once)
+{
+    enum { LEN = 3000, AGE_MS = 60000, STALE_US = 2000 };
+    static uint8_t buf[LEN];
+    depfs_t *fs = mount_fs(), *other = mount_fs();
+    depfs_fh_t *fh;
+    struct stat st, in;
+    ck_assert_int_eq(depfs_open(other, "/oattr", O_CREAT | O_RDWR, 0644, &fh), 0);
+    uint64_t ino = depfs_fh_ino(fh);
+    ck_assert_int_eq(depfs_write(fh, buf, LEN, 0), LEN);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(depfs_open_attr_take(fs, ino, AGE_MS, &st), -ENOENT); /* not open */
+
+    ck_assert_int_eq(depfs_open_ino(fs, ino, O_RDWR, &fh), 0);
+    ck_assert_int_eq(depfs_open_attr_take(fs, ino, AGE_MS, &st), 0);
+    ck_assert_int_eq(st.st_size, LEN);
+    ck_assert(S_ISREG(st.st_mode));
+    ck_assert_int_eq(depfs_open_attr_take(fs, ino, AGE_MS, &st), -ENOENT); /* once */
+    ck_assert_int_eq(depfs_close(fh), 0);
+
+    /* a write here since the open: the reply's size is not the file's */
+    ck_assert_int_eq(depfs_open_ino(fs, ino, O_RDWR, &fh), 0);
+    ck_assert_int_eq(depfs_write(fh, buf, LEN, LEN), LEN);
+    ck_assert_int_eq(depfs_open_attr_take(fs, ino, AGE_MS, &st), -ENOENT);
+    ck_assert_int_eq(depfs_close(fh), 0);
+
+    /* a change of its attributes here since the open */
+    ck_assert_int_eq(depfs_open_ino(fs, ino, O_RDONLY, &fh), 0);
+    memset(&in, 0, sizeof in);
+    in.st_mode = 0600;
+    ck_assert_int_eq(depfs_setattr(fs, ino, &in, DEPFS_SET_MODE, &st), 0);
+    ck_assert_int_eq(depfs_open_attr_take(fs, ino, AGE_MS, &st), -ENOENT);
+    ck_assert_int_eq(depfs_close(fh), 0);
+
+    /* too old for the taker's bound; an O_TRUNC open's size is 0 */
+    ck_assert_int_eq(depfs_open_ino(fs, ino, O_RDONLY, &fh), 0);
+    usleep(STALE_US);
+    ck_assert_int_eq(depfs_open_attr_take(fs, ino, 0, &st), -ENOENT);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(depfs_open_ino(fs, ino, O_RDWR | O_TRUNC, &fh), 0);
+    ck_assert_int_eq(depfs_open_attr_take(fs, ino, AGE_MS, &st), -ENOENT);
+    ck_assert_int_eq(depfs_fstat(fh, &st), 0);
+    ck_assert_int_eq(st.st_size, 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_int_eq(depfs_open_attr_take(fs, 0, AGE_MS, &st), -EINVAL);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
 /* The keeper renews the MDS's hold of a file open here that no request
  * touches (an idle handle of a file unlinked meanwhile keeps its data),
  * once it is in its second half, and only while the file is open. */
@@ -1404,6 +1457,7 @@ static Suite *core_suite(void)
     tcase_add_test(tc, test_setattr_and_open_sizes);
     tcase_add_test(tc, test_unlink_while_open);
     tcase_add_test(tc, test_size_view_after_truncate_elsewhere);
+    tcase_add_test(tc, test_open_attr_answers_once);
     tcase_add_test(tc, test_releases_batched);
     tcase_add_test(tc, test_fsync_reports_allocation);
     tcase_add_test(tc, test_keeper_renews_idle_holds);

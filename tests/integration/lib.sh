@@ -200,7 +200,23 @@ fuse_strace_stop() {
 }
 # A test's second FUSE mount (depfs-fuse at $M2, pid M2_PID), unmounted
 # here or at the test's end, before the cluster goes down.
+# mount_m2 CONF LOG [VAR=VALUE...]: mounts it with that config (the
+# environment assignments go to depfs-fuse), its output in LOG.
 M2_PID=
+M2_WAIT_TENTHS=100
+mount_m2() {
+  local conf=$1 m2log=$2
+  shift 2
+  mkdir -p "$M2"
+  env "$@" "$DEPFS_BIN_DIR/depfs-fuse" "$M2" -f -o "config=$conf" </dev/null >"$m2log" 2>&1 &
+  M2_PID=$!
+  for ((i = 0; i < M2_WAIT_TENTHS; i++)); do
+    mountpoint -q "$M2" && return 0
+    kill -0 "$M2_PID" 2>/dev/null || fail "the second depfs-fuse exited: $(tail -n 5 "$m2log")"
+    sleep 0.1
+  done
+  fail "the second depfs-fuse did not mount at $M2"
+}
 umount_m2() {
   [ -n "$M2_PID" ] || return 0
   fusermount3 -u "$M2" 2>/dev/null || umount -l "$M2" 2>/dev/null || true

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# test_close_to_open - what README "Consistency" promises between two mounts
+# (two clients): once a writer has closed, a later open anywhere sees the
+# size and bytes it left, however recently the reader's kernel cached the
+# file's attributes (attr_timeout, 1 s). Each case has the reader stat the
+# file first (its kernel now holds the old size), the writer change it and
+# close, and the reader open at once:
+#   grown by a write, grown by a truncate, cut by a truncate (read and
+#   fstat), then a seeded run of random writes and truncates, each side in
+#   turn, every step checked against a model of the file.
+# Ends with a clean scrub.
+source "$(dirname "$0")/lib.sh"
+
+M2="$DEPFS_STATE/mnt2"
+STEPS=60
+SEED=34
+
+cluster_up --servers 4 --fresh
+mount_m2 "$CONF" "$DEPFS_STATE/logs/fuse2.log"
+mkdir "$MNT/c2o"
+setfattr -n user.depfs.layout -v 4@2@64k "$MNT/c2o"
+
+python3 - "$MNT/c2o" "$M2/c2o" "$STEPS" "$SEED" <<'PY' || fail "a reader saw a stale size or stale bytes after the writer's close"
+import os, random, sys
+a, b, steps, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+bad = 0
+
+def check(what, got, want):
+    global bad
+    if got != want:
+        bad += 1
+        n = min(len(got), len(want))
+        at = next((i for i in range(n) if got[i] != want[i]), n)
+        print(f"FAIL {what}: {len(got)} bytes read, {len(want)} expected, first difference at {at}")
+
+def read_all(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+def fstat_size(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+# the fixed cases: the reader's kernel caches the old size first
+f = "fixed"
+with open(f"{a}/{f}", "wb") as w:
+    w.write(b"x" * 1000)
+os.stat(f"{b}/{f}")
+with open(f"{a}/{f}", "r+b") as w:
+    w.seek(300000)
+    w.write(b"y" * 100)
+check("grown by a write", read_all(f"{b}/{f}"), b"x" * 1000 + bytes(299000) + b"y" * 100)
+os.stat(f"{b}/{f}")
+os.truncate(f"{a}/{f}", 500000)
+check("grown by a truncate", read_all(f"{b}/{f}"), b"x" * 1000 + bytes(299000) + b"y" * 100 + bytes(199900))
+os.stat(f"{b}/{f}")
+os.truncate(f"{a}/{f}", 700)
+size = fstat_size(f"{b}/{f}")
+if size != 700:
+    bad += 1
+    print(f"FAIL cut by a truncate: fstat says {size}, not 700")
+check("cut by a truncate", read_all(f"{b}/{f}"), b"x" * 700)
+
+# random writes and truncates, each side in turn, checked from the other
+rng = random.Random(seed)
+model = bytearray()
+f = "random"
+open(f"{a}/{f}", "wb").close()
+limit = 3 << 20
+for step in range(steps):
+    side, other = (a, b) if step % 2 == 0 else (b, a)
+    os.stat(f"{other}/{f}")
+    fd = os.open(f"{side}/{f}", os.O_RDWR)
+    for _ in range(rng.randint(1, 3)):
+        if rng.random() < 0.7:
+            off = rng.randrange(limit)
+            data = bytes([rng.randrange(1, 256)]) * rng.choice((1, 100, 4096, 65536, 200000))
+            os.pwrite(fd, data, off)
+            model.extend(bytes(max(0, off - len(model))))
+            model[off:off + len(data)] = data
+        else:
+            size = rng.randrange(limit)
+            os.ftruncate(fd, size)
+            del model[size:]
+            model.extend(bytes(size - len(model)))
+    os.close(fd)
+    check(f"random step {step}", read_all(f"{other}/{f}"), bytes(model))
+    if bad:
+        break
+sys.exit(1 if bad else 0)
+PY
+
+scrub_clean
+log "PASS"
