@@ -41,16 +41,7 @@ mkdir "$MNT/pub" && chmod 1777 "$MNT/pub"
 log "a depfs-fuse proved by MUNGE (root on a client node: it acts for its callers)"
 sed "s|^cluster_key = .*|cluster_key = $DEPFS_STATE/no-such.key|" "$CONF" >"$DEPFS_STATE/munge.conf"
 chmod o+r "$DEPFS_STATE/munge.conf"
-mkdir -p "$M2"
-"$DEPFS_BIN_DIR/depfs-fuse" "$M2" -f -o "config=$DEPFS_STATE/munge.conf" \
-  </dev/null >"$DEPFS_STATE/logs/fuse-munge.log" 2>&1 &
-M2_PID=$!
-for _ in $(seq 100); do
-  mountpoint -q "$M2" && break
-  kill -0 "$M2_PID" 2>/dev/null || fail "the MUNGE depfs-fuse exited: $(tail -5 "$DEPFS_STATE/logs/fuse-munge.log")"
-  sleep 0.1
-done
-mountpoint -q "$M2" || fail "the MUNGE depfs-fuse did not mount"
+mount_m2 "$DEPFS_STATE/munge.conf" "$DEPFS_STATE/logs/fuse-munge.log"
 
 log "user A's private tree, through that mount"
 as_a "mkdir '$M2/pub/a' && chmod 700 '$M2/pub/a' && echo 'for A only' >'$M2/pub/a/secret' &&

@@ -18,7 +18,6 @@ source "$(dirname "$0")/lib.sh"
 
 NOBODY_ID=65534
 WRITES=50
-MOUNT_WAIT_TENTHS=100
 M2="$DEPFS_STATE/mnt-debug"
 M2_LOG="$DEPFS_STATE/logs/fuse-debug.log"
 
@@ -103,16 +102,7 @@ getfattr --absolute-names -n security.capability "$MNT/lay/child" >/dev/null 2>&
   fail "security.capability reads back"
 
 log "security.capability lookups seen by a second client (debug log)"
-mkdir -p "$M2"
-DEPFS_LOG_LEVEL=debug "$DEPFS_BIN_DIR/depfs-fuse" "$M2" -f -o "config=$CONF" \
-  </dev/null >"$M2_LOG" 2>&1 &
-M2_PID=$!
-for ((i = 0; i < MOUNT_WAIT_TENTHS; i++)); do
-  mountpoint -q "$M2" && break
-  kill -0 "$M2_PID" 2>/dev/null || fail "the debug client exited"
-  sleep 0.1
-done
-mountpoint -q "$M2" || fail "the debug client did not mount"
+mount_m2 "$CONF" "$M2_LOG" DEPFS_LOG_LEVEL=debug
 if grep -q 'did not offer FUSE_HANDLE_KILLPRIV_V2' "$M2_LOG"; then
   log "SKIP lookup count: this kernel ($(uname -r)) does not offer FUSE_HANDLE_KILLPRIV_V2,"
   log "     so it asks for security.capability before every write; nothing to check"
