@@ -478,7 +478,8 @@ static int op_open(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     if (q->has_renew_hold && q->renew_hold)
         return renew_hold(c, q, b);
     NEED(q->has_flags, "flags");
-    int rc = mds_ns_open_file(c->ns, &b->caller, q->ino, q->flags, &in, b->why);
+    int rc = mds_ns_open_file(c->ns, &b->caller, q->ino, q->flags, q->has_linked && q->linked,
+                              &in, b->why);
     if (rc == 0)
         rc = note_hold(c, q, b, &in);
     if (rc == 0 && (cap_rights_of(q->flags) & AUTH_CAP_WRITE))

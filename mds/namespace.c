@@ -608,23 +608,26 @@ int mds_ns_getattr(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
  * (mds/holds.h, marked by the handler) while its handle is open, and by
  * the data version its size commits (MDS_EXTEND, every flush after
  * writes) and size changes bump once it wrote. */
-static int grant_open(const mds_inode *in, char *why)
+static int grant_open(const mds_inode *in, bool linked, char *why)
 {
     if (S_ISREG(in->mode) && in->migrated_away)
         return ns_fail(why, ESTALE, "inode %llu was replaced by its migrated copy: look the name "
                        "up again", (unsigned long long)in->ino);
+    if (S_ISREG(in->mode) && linked && in->nlink == 0)
+        return ns_fail(why, ESTALE, "inode %llu has no name any more: look the name up again",
+                       (unsigned long long)in->ino);
     return 0;
 }
 
-int mds_ns_open_file(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t flags, mds_inode *out,
-                char *why)
+int mds_ns_open_file(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t flags, bool linked,
+                     mds_inode *out, char *why)
 {
     pthread_rwlock_rdlock(&ns->lock);
     int rc = ns_load_inode(ns, ino, out, why);
     if (rc == 0 && who && S_ISREG(out->mode))
         rc = perm_open(who, out, flags, why);
     if (rc == 0)
-        rc = grant_open(out, why);
+        rc = grant_open(out, linked, why);
     pthread_rwlock_unlock(&ns->lock);
     return rc;
 }
@@ -670,7 +673,7 @@ static int create_existing(mds_ns *ns, const mds_caller *who, uint64_t ino, uint
     if (rc == 0 && who && S_ISREG(out->mode))
         rc = perm_open(who, out, open_flags, why);
     if (rc == 0)
-        rc = grant_open(out, why);
+        rc = grant_open(out, true, why); /* found by its name */
     return rc;
 }
 

@@ -125,9 +125,10 @@ int mds_ns_lookup(mds_ns *ns, const mds_caller *who, uint64_t parent, const char
 int mds_ns_getattr(mds_ns *ns, uint64_t ino, mds_inode *out, char *why);
 /* An open of a regular file for flags (O_ACCMODE, O_TRUNC): its attributes
  * once who may (other types: their attributes, unchecked; the client
- * refuses to open them). */
-int mds_ns_open_file(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t flags, mds_inode *out,
-                char *why);
+ * refuses to open them). linked: the caller reached ino through a name;
+ * a regular file without one now is -ESTALE (look the name up again). */
+int mds_ns_open_file(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t flags, bool linked,
+                     mds_inode *out, char *why);
 int mds_ns_setattr(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t mask, const mds_setattr_in *in,
                    mds_inode *out, char *why);
 /* flags: O_EXCL: EEXIST if present; else an existing regular file is

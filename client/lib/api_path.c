@@ -17,7 +17,8 @@
 
 #define DC_MAX_SYMLINKS 40u    /* as Linux's MAXSYMLINKS */
 #define DC_WALK_MAX_DEPTH 512u /* directories deep; PATH_MAX/2 bounds it too */
-#define DC_OPEN_ATTEMPTS 2u    /* create lost a race with another creator: open again */
+#define DC_OPEN_ATTEMPTS 2u    /* create lost a race with another creator, or the name
+                                * went to another file: walk and open again */
 
 enum walk_flags {
     WALK_FOLLOW_LAST = 1u, /* a symlink as the last component is followed */
@@ -228,7 +229,10 @@ int depfs_open(depfs_t *fs, const char *path, int flags, mode_t mode, depfs_fh_t
                 dc_set_error("'%s' is a symbolic link (O_NOFOLLOW)", lab.path);
                 return -ELOOP;
             }
-            return depfs_open_ino(fs, w.ino, flags & ~(O_CREAT | O_EXCL), fh);
+            rc = depfs_open_ino(fs, w.ino, flags & ~(O_CREAT | O_EXCL), fh);
+            if (rc != -ESTALE)
+                return rc;
+            continue; /* the name went to another file meanwhile: walk again */
         }
         if (rc != -ENOENT || !(flags & O_CREAT) || !w.missing_last)
             return rc;

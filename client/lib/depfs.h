@@ -195,7 +195,10 @@ int depfs_get_layout(depfs_t *fs, uint64_t ino, depfs_layout_info *out);
 int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, int flags,
                  const depfs_cred *cr, const depfs_layout_info *want, struct stat *st,
                  depfs_fh_t **fh);
-/* flags: O_RDONLY/O_WRONLY/O_RDWR, O_TRUNC, O_APPEND, O_DIRECT, O_SYNC. */
+/* flags: O_RDONLY/O_WRONLY/O_RDWR, O_TRUNC, O_APPEND, O_DIRECT, O_SYNC.
+ * Unless a handle of ino is open in this client, ino is taken to have come
+ * from a name: a file that has lost all its names since is -ESTALE (look
+ * the name up again). */
 int depfs_open_ino(depfs_t *fs, uint64_t ino, int flags, depfs_fh_t **fh);
 
 /* ------------------------------------------------------- file data (fh) */

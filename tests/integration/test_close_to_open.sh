@@ -6,8 +6,11 @@
 # file first (its kernel now holds the old size), the writer change it and
 # close, and the reader open at once:
 #   grown by a write, grown by a truncate, cut by a truncate (read and
-#   fstat), then a seeded run of random writes and truncates, each side in
-#   turn, every step checked against a model of the file.
+#   fstat), replaced by a rename, unlinked and created again (the reader's
+#   kernel still maps the name to the old file: the open of the old file
+#   is refused with ESTALE and the kernel looks the name up again), then a
+#   seeded run of random writes and truncates, each side in turn, every
+#   step checked against a model of the file.
 # Ends with a clean scrub.
 source "$(dirname "$0")/lib.sh"
 
@@ -63,6 +66,20 @@ if size != 700:
     bad += 1
     print(f"FAIL cut by a truncate: fstat says {size}, not 700")
 check("cut by a truncate", read_all(f"{b}/{f}"), b"x" * 700)
+
+# the name given to another file: renamed over (a checkpoint published by
+# rename), then unlinked and created again; the writer's release of the
+# old file may still be on its way (the MDS keeps an unlinked file open)
+with open(f"{a}/{f}.new", "wb") as w:
+    w.write(b"r" * 5000)
+os.stat(f"{b}/{f}")
+os.rename(f"{a}/{f}.new", f"{a}/{f}")
+check("replaced by a rename", read_all(f"{b}/{f}"), b"r" * 5000)
+os.stat(f"{b}/{f}")
+os.unlink(f"{a}/{f}")
+with open(f"{a}/{f}", "wb") as w:
+    w.write(b"u" * 6000)
+check("unlinked and created again", read_all(f"{b}/{f}"), b"u" * 6000)
 
 # random writes and truncates, each side in turn, checked from the other
 rng = random.Random(seed)
