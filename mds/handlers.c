@@ -141,6 +141,8 @@ static void attr_from(Depfs__Attr *a, const mds_inode *in, const mds_handles *h)
     a->ctime_ns = in->ctime_ns;
     a->has_data_version = S_ISREG(in->mode);
     a->data_version = in->data_version;
+    a->has_name_gen = !S_ISDIR(in->mode);
+    a->name_gen = in->name_gen;
 }
 
 static void fill_attr(mds_reply_buf *b, const mds_inode *in)
@@ -478,8 +480,9 @@ static int op_open(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
     if (q->has_renew_hold && q->renew_hold)
         return renew_hold(c, q, b);
     NEED(q->has_flags, "flags");
-    int rc = mds_ns_open_file(c->ns, &b->caller, q->ino, q->flags, q->has_linked && q->linked,
-                              &in, b->why);
+    mds_open_name on = { .linked = q->has_linked && q->linked, .has_name_gen = q->has_name_gen,
+                         .name_gen = q->name_gen };
+    int rc = mds_ns_open_file(c->ns, &b->caller, q->ino, q->flags, &on, &in, b->why);
     if (rc == 0)
         rc = note_hold(c, q, b, &in);
     if (rc == 0 && (cap_rights_of(q->flags) & AUTH_CAP_WRITE))

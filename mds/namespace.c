@@ -345,6 +345,7 @@ int ns_drop_link(ns_txn *t, mds_inode *in, int64_t now, mds_removed *rm)
 {
     assert(!S_ISDIR(in->mode) && in->nlink > 0);
     in->nlink--;
+    in->name_gen++; /* the name an opener looked up may be the one going */
     in->ctime_ns = now;
     if (in->nlink > 0) {
         ns_put_inode(t, in);
@@ -608,26 +609,31 @@ int mds_ns_getattr(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
  * (mds/holds.h, marked by the handler) while its handle is open, and by
  * the data version its size commits (MDS_EXTEND, every flush after
  * writes) and size changes bump once it wrote. */
-static int grant_open(const mds_inode *in, bool linked, char *why)
+static int grant_open(const mds_inode *in, const mds_open_name *on, char *why)
 {
     if (S_ISREG(in->mode) && in->migrated_away)
         return ns_fail(why, ESTALE, "inode %llu was replaced by its migrated copy: look the name "
                        "up again", (unsigned long long)in->ino);
-    if (S_ISREG(in->mode) && linked && in->nlink == 0)
+    if (!S_ISREG(in->mode) || !on->linked)
+        return 0;
+    if (in->nlink == 0)
         return ns_fail(why, ESTALE, "inode %llu has no name any more: look the name up again",
                        (unsigned long long)in->ino);
+    if (on->has_name_gen && on->name_gen != in->name_gen)
+        return ns_fail(why, ESTALE, "a name of inode %llu went or moved since it was looked up: "
+                       "look the name up again", (unsigned long long)in->ino);
     return 0;
 }
 
-int mds_ns_open_file(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t flags, bool linked,
-                     mds_inode *out, char *why)
+int mds_ns_open_file(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t flags,
+                     const mds_open_name *on, mds_inode *out, char *why)
 {
     pthread_rwlock_rdlock(&ns->lock);
     int rc = ns_load_inode(ns, ino, out, why);
     if (rc == 0 && who && S_ISREG(out->mode))
         rc = perm_open(who, out, flags, why);
     if (rc == 0)
-        rc = grant_open(out, linked, why);
+        rc = grant_open(out, on, why);
     pthread_rwlock_unlock(&ns->lock);
     return rc;
 }
@@ -673,7 +679,7 @@ static int create_existing(mds_ns *ns, const mds_caller *who, uint64_t ino, uint
     if (rc == 0 && who && S_ISREG(out->mode))
         rc = perm_open(who, out, open_flags, why);
     if (rc == 0)
-        rc = grant_open(out, true, why); /* found by its name */
+        rc = grant_open(out, &(mds_open_name){ .linked = true }, why); /* found by its name */
     return rc;
 }
 
@@ -1031,6 +1037,7 @@ static int rename_apply(ns_txn *t, rn_ctx *c, const char *sname, const char *dna
         if (S_ISDIR(c->dst.mode))
             move_dir_links(&c->dst, c->dpar, c->spar);
         c->dst.ctime_ns = now;
+        c->dst.name_gen++;
         ns_put_inode(t, &c->dst);
     } else {
         del_dirent(t, c->spar->ino, sname, c->sseq);
@@ -1048,6 +1055,7 @@ static int rename_apply(ns_txn *t, rn_ctx *c, const char *sname, const char *dna
             move_dir_links(&c->src, c->spar, c->dpar);
     }
     c->src.ctime_ns = now;
+    c->src.name_gen++; /* its old name is gone */
     ns_put_inode(t, &c->src);
     c->spar->mtime_ns = c->spar->ctime_ns = now;
     c->dpar->mtime_ns = c->dpar->ctime_ns = now;

@@ -123,12 +123,20 @@ typedef int (*mds_dirent_attr_fn)(void *arg, const char *name, size_t name_len, 
 
 int mds_ns_lookup(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, mds_inode *out, char *why);
 int mds_ns_getattr(mds_ns *ns, uint64_t ino, mds_inode *out, char *why);
+/* How an opener reached the inode: through a name (linked), looked up
+ * when the inode's name_gen was name_gen (if has_name_gen). */
+typedef struct mds_open_name {
+    bool linked;
+    bool has_name_gen;
+    uint64_t name_gen;
+} mds_open_name;
 /* An open of a regular file for flags (O_ACCMODE, O_TRUNC): its attributes
  * once who may (other types: their attributes, unchecked; the client
- * refuses to open them). linked: the caller reached ino through a name;
- * a regular file without one now is -ESTALE (look the name up again). */
-int mds_ns_open_file(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t flags, bool linked,
-                     mds_inode *out, char *why);
+ * refuses to open them). An opener that came through a name (on->linked)
+ * is told -ESTALE (look the name up again) for a regular file that has no
+ * name now or whose names changed since it looked it up (name_gen). */
+int mds_ns_open_file(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t flags,
+                     const mds_open_name *on, mds_inode *out, char *why);
 int mds_ns_setattr(mds_ns *ns, const mds_caller *who, uint64_t ino, uint32_t mask, const mds_setattr_in *in,
                    mds_inode *out, char *why);
 /* flags: O_EXCL: EEXIST if present; else an existing regular file is

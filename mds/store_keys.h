@@ -92,6 +92,11 @@ typedef struct mds_inode {
     bool migrated_away;   /* regular files: replaced at its name by a copy
                            * (MDS_MIGRATE_SWAP): held handles keep using it, a
                            * new open is told to look the name up again */
+    uint64_t name_gen;    /* non-directories: bumped whenever a name of it goes
+                           * or moves (unlink, rename of it or over it), so an
+                           * open through a name looked up before is told to
+                           * look it up again (proto Attr.name_gen; 0 in
+                           * records from before) */
 } mds_inode;
 
 /* Version 1 records may end after the servers (written before the flags
@@ -105,10 +110,13 @@ typedef struct mds_inode {
  * alloc_bytes when both are there); records without it read as 0 */
 #define MDS_INODE_FLAG_DATA_VERSION 4u
 #define MDS_INODE_FLAG_MIGRATED_AWAY 8u
+/* with MDS_INODE_FLAG_NAME_GEN a u64 name_gen follows (last); records
+ * without it read as 0 */
+#define MDS_INODE_FLAG_NAME_GEN 16u
 #define MDS_INODE_FLAGS_KNOWN                                                                 \
     (MDS_INODE_FLAG_MAY_HAVE_DATA | MDS_INODE_FLAG_ALLOC_KNOWN | MDS_INODE_FLAG_DATA_VERSION | \
-     MDS_INODE_FLAG_MIGRATED_AWAY)
-#define MDS_INODE_REC_MAX (1u + 4u * 4u + 8u * 2u + 8u * 3u + 8u * 2u + 4u * 3u + 4u * 5u + 4u * LAYOUT_MAX_N + 4u + 8u + 8u)
+     MDS_INODE_FLAG_MIGRATED_AWAY | MDS_INODE_FLAG_NAME_GEN)
+#define MDS_INODE_REC_MAX (1u + 4u * 4u + 8u * 2u + 8u * 3u + 8u * 2u + 4u * 3u + 4u * 5u + 4u * LAYOUT_MAX_N + 4u + 8u + 8u + 8u)
 
 size_t mds_inode_encode(const mds_inode *in, uint8_t out[MDS_INODE_REC_MAX]);
 /* 0, or -EIO for a record that is short, too long or of an unknown version. */

@@ -148,17 +148,20 @@ static depfs_t *fs_alloc(void)
     return fs;
 }
 
-/* The inode handle tags: only a user proved by MUNGE needs them. */
+/* The inode table (core_handles.h): its tags only a user proved by MUNGE
+ * needs; the kernel's lookups (and their name generations) a mount that
+ * counts them. */
 static int handles_init(depfs_t *fs, const depfs_options *opt)
 {
     fs->count_lookups = opt ? opt->count_lookups : false;
-    if (fs->mds_creds.method != AUTH_METHOD_MUNGE)
+    bool tags = fs->mds_creds.method == AUTH_METHOD_MUNGE;
+    if (!tags && !fs->count_lookups)
         return 0;
     if (dc_handles_init(&fs->handles, DC_HANDLES_MAX) < 0) {
         dc_set_error("out of memory for the inode handle table");
         return -ENOMEM;
     }
-    fs->handles_on = true;
+    fs->handles_on = tags;
     return 0;
 }
 

@@ -148,7 +148,9 @@ int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, in
 /* MDS_OPEN: attributes and layout once the MDS let the caller open it
  * with flags (one round trip, as the getattr it replaces). Without a
  * handle of it open here the caller reached it through a name: one that
- * lost its names since (unlinked, or another file renamed over it) is
+ * lost its names since (unlinked, or another file renamed over it), or
+ * whose names changed since the FUSE kernel was given the name it opens
+ * through (renamed away: the name generation that lookup gave), is
  * -ESTALE, so that the name is looked up again (close-to-open). With one,
  * it may be a reopen of that handle's file (/proc/PID/fd/N, O_TMPFILE),
  * which works as on a local file system. */
@@ -161,6 +163,8 @@ static int open_rep(depfs_t *fs, uint64_t ino, int flags, Depfs__MdsReply **rep)
     req.flags = (uint32_t)flags & (O_ACCMODE | O_TRUNC);
     req.has_linked = 1;
     req.linked = dc_inode_find(fs, ino) == NULL;
+    req.has_name_gen = req.linked && fs->count_lookups &&
+                       dc_handles_name_gen(&fs->handles, ino, &req.name_gen);
     int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_OPEN, &req, rep);
     if (rc == 0 && !(*rep)->attr) {
         dc_set_error("MDS open reply without attributes");

@@ -191,8 +191,9 @@ struct depfs {
     pthread_mutex_t dirattr_lock;
     _Atomic uint64_t dirattr_gen; /* bumped by every other directory change */
     dc_dirattr dirattr[DC_DIRATTR_SLOTS];
-    /* inode handle tags (core_handles.h), kept only for a user proved by
-     * MUNGE (the cluster key's holders and auth off need none): set at
+    /* the inode table (core_handles.h): its handle tags kept only for a
+     * user proved by MUNGE (handles_on; the cluster key's holders and auth
+     * off need none), the kernel's lookups with count_lookups; set at
      * mount, as the MDS credentials are */
     bool handles_on;
     bool count_lookups;       /* depfs_options.count_lookups */

@@ -217,8 +217,8 @@ bool dc_handles_get(dc_handles *h, uint64_t ino, uint64_t *tag)
 /* n more (add) or fewer lookups, and/or one more or fewer open, of ino
  * (tag: its tag as a reply just gave it, NULL: none): each count
  * saturates (held for good then), never goes below 0. */
-static void change_pins(dc_handles *h, uint64_t ino, const uint64_t *tag, bool add,
-                        uint64_t lookups, bool open)
+static void change_pins(dc_handles *h, uint64_t ino, const uint64_t *tag, const uint64_t *name_gen,
+                        bool add, uint64_t lookups, bool open)
 {
     if (ino == 0 || (lookups == 0 && !open))
         return;
@@ -240,29 +240,48 @@ static void change_pins(dc_handles *h, uint64_t ino, const uint64_t *tag, bool a
             e->tag = *tag;
             e->has_tag = true;
         }
+        if (name_gen) {
+            e->name_gen = *name_gen;
+            e->has_name_gen = true;
+        }
         repinned(h, i, was);
     }
     pthread_mutex_unlock(&h->lock);
 }
 
-void dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, uint64_t n)
+void dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, const uint64_t *name_gen,
+                     uint64_t n)
 {
-    change_pins(h, ino, tag, true, n, false);
+    change_pins(h, ino, tag, name_gen, true, n, false);
 }
 
 void dc_handles_forget(dc_handles *h, uint64_t ino, uint64_t n)
 {
-    change_pins(h, ino, NULL, false, n, false);
+    change_pins(h, ino, NULL, NULL, false, n, false);
 }
 
 void dc_handles_pin(dc_handles *h, uint64_t ino)
 {
-    change_pins(h, ino, NULL, true, 0, true);
+    change_pins(h, ino, NULL, NULL, true, 0, true);
 }
 
 void dc_handles_unpin(dc_handles *h, uint64_t ino)
 {
-    change_pins(h, ino, NULL, false, 0, true);
+    change_pins(h, ino, NULL, NULL, false, 0, true);
+}
+
+bool dc_handles_name_gen(dc_handles *h, uint64_t ino, uint64_t *name_gen)
+{
+    pthread_mutex_lock(&h->lock);
+    uint32_t i = find(h, ino);
+    bool found = false;
+    if (i != 0) {
+        const dc_handle *e = at(h, i - 1);
+        found = e->nlookup > 0 && e->has_name_gen;
+        *name_gen = e->name_gen;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return found;
 }
 
 void dc_handles_counts(dc_handles *h, uint32_t *count, uint32_t *pinned)

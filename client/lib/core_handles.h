@@ -1,5 +1,9 @@
 /* core_handles.h - libdepfs core: the inode handle tags this client was
- * given (mds/handles.h, README "Inode handles"). A user proved by MUNGE
+ * given (mds/handles.h, README "Inode handles"), and the name generation
+ * (Attr.name_gen) of the inodes the FUSE kernel holds as that lookup gave
+ * it, which an open through a name the kernel cached shows the MDS (a name
+ * another client moved or removed since is then refused: ESTALE, look it
+ * up again). A user proved by MUNGE
  * reaches an inode by number only with the tag the MDS sent with it (in an
  * Attr: lookup, create, getattr...; in a Dirent: a readdir of a directory
  * it may search). The table maps ino -> tag; it is filled from every MDS
@@ -33,8 +37,8 @@
 #include <stdint.h>
 #include "depfs.pb-c.h"
 
-/* Unpinned entries a mount keeps: 2^20. An entry is 32 bytes, so a full
- * table is 32 MB (plus the buckets, 4 MB), less than the kernel spends on
+/* Unpinned entries a mount keeps: 2^20. An entry is 40 bytes, so a full
+ * table is 40 MB (plus the buckets, 4 MB), less than the kernel spends on
  * caching as many inodes, and reached only by a client that met a
  * million inodes without going back to them: the CLI's walks (ls, rm -r,
  * scrub, migrate) keep the entries of a listing of up to about as many
@@ -52,10 +56,12 @@
 typedef struct dc_handle {
     uint64_t ino;     /* 0: a free entry */
     uint64_t tag;     /* when has_tag */
+    uint64_t name_gen; /* when has_name_gen: from the last lookup the kernel was given */
     uint32_t next;    /* next entry of its bucket or of the free list (index + 1; 0: none) */
     uint32_t nlookup; /* lookups the FUSE kernel holds (saturates: then held for good) */
     uint16_t opens;   /* dc_inodes of ino open here (saturates likewise) */
     bool has_tag;     /* false: pinned before the tag was learned */
+    bool has_name_gen;
     bool referenced;  /* used since the clock hand last passed */
 } dc_handle;
 
@@ -86,9 +92,13 @@ void dc_handles_tag_request(dc_handles *h, Depfs__MdsRequest *r, uint64_t root_i
 void dc_handles_learn(dc_handles *h, uint64_t ino, uint64_t tag);
 /* true and *tag when ino's tag is known. */
 bool dc_handles_get(dc_handles *h, uint64_t ino, uint64_t *tag);
-/* The FUSE kernel holds n more lookups of ino (whose tag the reply that
- * made it hold them gave: tag, NULL when none) / gives n back. */
-void dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, uint64_t n);
+/* The FUSE kernel holds n more lookups of ino (whose tag and name
+ * generation the reply that made it hold them gave: tag, name_gen, NULL
+ * when none) / gives n back. */
+void dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, const uint64_t *name_gen,
+                     uint64_t n);
+/* true and *name_gen when the kernel holds ino from a reply that gave it. */
+bool dc_handles_name_gen(dc_handles *h, uint64_t ino, uint64_t *name_gen);
 void dc_handles_forget(dc_handles *h, uint64_t ino, uint64_t n);
 /* A dc_inode of ino came / went. */
 void dc_handles_pin(dc_handles *h, uint64_t ino);

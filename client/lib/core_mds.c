@@ -132,25 +132,26 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
 
 void dc_handle_counted(depfs_t *fs, const Depfs__Attr *a)
 {
-    if (fs->handles_on && fs->count_lookups)
-        dc_handles_hold(&fs->handles, a->ino, a->has_tag ? &a->tag : NULL, 1);
+    if (fs->count_lookups)
+        dc_handles_hold(&fs->handles, a->ino, a->has_tag ? &a->tag : NULL,
+                        a->has_name_gen ? &a->name_gen : NULL, 1);
 }
 
 void dc_handle_pin(depfs_t *fs, uint64_t ino)
 {
-    if (fs->handles_on)
+    if (fs->handles_on || fs->count_lookups)
         dc_handles_pin(&fs->handles, ino);
 }
 
 void dc_handle_unpin(depfs_t *fs, uint64_t ino)
 {
-    if (fs->handles_on)
+    if (fs->handles_on || fs->count_lookups)
         dc_handles_unpin(&fs->handles, ino);
 }
 
 void depfs_forget(depfs_t *fs, uint64_t ino, uint64_t nlookup)
 {
-    if (fs && fs->handles_on && fs->count_lookups)
+    if (fs && fs->count_lookups)
         dc_handles_forget(&fs->handles, ino, nlookup);
 }
 

@@ -6,9 +6,11 @@
 # file first (its kernel now holds the old size), the writer change it and
 # close, and the reader open at once:
 #   grown by a write, grown by a truncate, cut by a truncate (read and
-#   fstat), replaced by a rename, unlinked and created again (the reader's
-#   kernel still maps the name to the old file: the open of the old file
-#   is refused with ESTALE and the kernel looks the name up again), then a
+#   fstat), replaced by a rename, unlinked and created again, rotated
+#   (the old file renamed away, the new one renamed in), and a create
+#   through a name renamed away (the reader's kernel still maps the name
+#   to the old file: the MDS refuses that open with ESTALE and the kernel
+#   looks the name up again; the moved file is left alone), then a
 #   seeded run of random writes and truncates, each side in turn, every
 #   step checked against a model of the file.
 # Ends with a clean scrub.
@@ -80,6 +82,23 @@ os.unlink(f"{a}/{f}")
 with open(f"{a}/{f}", "wb") as w:
     w.write(b"u" * 6000)
 check("unlinked and created again", read_all(f"{b}/{f}"), b"u" * 6000)
+
+# the old file keeps another name (a rotation: mv ckpt ckpt.old, then the
+# new one is renamed in); and a create through the cached name after the
+# file was renamed away must make a new file, not truncate the moved one
+with open(f"{a}/{f}.new", "wb") as w:
+    w.write(b"n" * 7000)
+os.stat(f"{b}/{f}")
+os.rename(f"{a}/{f}", f"{a}/{f}.old")
+os.rename(f"{a}/{f}.new", f"{a}/{f}")
+check("rotated: the new file", read_all(f"{b}/{f}"), b"n" * 7000)
+check("rotated: the old one", read_all(f"{b}/{f}.old"), b"u" * 6000)
+os.stat(f"{b}/{f}")
+os.rename(f"{a}/{f}", f"{a}/kept")
+with open(f"{b}/{f}", "wb") as w:
+    w.write(b"c" * 10)
+check("created through a name renamed away: the new file", read_all(f"{a}/{f}"), b"c" * 10)
+check("created through a name renamed away: the moved one", read_all(f"{a}/kept"), b"n" * 7000)
 
 # random writes and truncates, each side in turn, checked from the other
 rng = random.Random(seed)

@@ -125,7 +125,7 @@ START_TEST(test_held_and_open_stay)
 {
     for (unsigned i = 0; i < HELD; i++) {
         dc_handles_learn(&h, i + 2, tag_for(i + 2));
-        dc_handles_hold(&h, i + 2, NULL, 1 + i); /* the kernel's lookups */
+        dc_handles_hold(&h, i + 2, NULL, NULL, 1 + i); /* the kernel's lookups */
         dc_handles_learn(&h, i + 100, tag_for(i + 100));
         dc_handles_pin(&h, i + 100);        /* open here */
     }
@@ -166,13 +166,13 @@ START_TEST(test_untagged_pins)
     uint32_t nlookup, count, pinned;
     uint16_t opens;
     /* held before its tag came (a mount without tags, or a reply raced) */
-    dc_handles_hold(&h, 42, NULL, 2);
+    dc_handles_hold(&h, 42, NULL, NULL, 2);
     ck_assert(!known(42));
     dc_handles_learn(&h, 42, tag_for(42));
     ck_assert(known(42));
     /* held with the tag its reply gave: known, whatever the clock did */
     uint64_t tag44 = tag_for(44);
-    dc_handles_hold(&h, 44, &tag44, 1);
+    dc_handles_hold(&h, 44, &tag44, NULL, 1);
     ck_assert(known(44));
     dc_handles_forget(&h, 44, 1);
     /* pinned, never tagged: gone when the last pin goes */
@@ -185,6 +185,25 @@ START_TEST(test_untagged_pins)
     dc_handles_counts(&h, &count, &pinned);
     ck_assert_uint_eq(count, 2); /* 42 held, 44 kept (tagged) though no longer held */
     ck_assert_uint_eq(pinned, 1);
+}
+END_TEST
+
+/* The name generation the kernel's latest lookup of an inode gave, while
+ * the kernel holds it. */
+START_TEST(test_name_gen_of_held)
+{
+    uint64_t g = 0, five = 5, seven = 7;
+    ck_assert(!dc_handles_name_gen(&h, 50, &g));
+    dc_handles_hold(&h, 50, NULL, &five, 1);
+    ck_assert(dc_handles_name_gen(&h, 50, &g) && g == 5);
+    dc_handles_hold(&h, 50, NULL, &seven, 1); /* looked up again, after a rename */
+    ck_assert(dc_handles_name_gen(&h, 50, &g) && g == 7);
+    dc_handles_hold(&h, 50, NULL, NULL, 1);   /* a reply without one keeps it */
+    ck_assert(dc_handles_name_gen(&h, 50, &g) && g == 7);
+    dc_handles_pin(&h, 50);
+    dc_handles_forget(&h, 50, 3);             /* the kernel no longer holds it */
+    ck_assert(!dc_handles_name_gen(&h, 50, &g));
+    dc_handles_unpin(&h, 50);
 }
 END_TEST
 
@@ -202,7 +221,7 @@ static void *hammer(void *arg)
             if (dc_handles_get(&h, ino, &tag) && tag != tag_for(ino))
                 return (void *)1;
             break;
-        case 2: dc_handles_hold(&h, ino, &(uint64_t){ tag_for(ino) }, 1); break;
+        case 2: dc_handles_hold(&h, ino, &(uint64_t){ tag_for(ino) }, NULL, 1); break;
         default: dc_handles_forget(&h, ino, 1); break;
         }
     }
@@ -240,6 +259,7 @@ static Suite *handles_suite(void)
     tcase_add_test(tc, test_bound_and_second_chance);
     tcase_add_test(tc, test_held_and_open_stay);
     tcase_add_test(tc, test_untagged_pins);
+    tcase_add_test(tc, test_name_gen_of_held);
     tcase_add_test(tc, test_threads);
     suite_add_tcase(s, tc);
     return s;

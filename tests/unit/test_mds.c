@@ -353,6 +353,56 @@ START_TEST(test_rename_dirs)
 }
 END_TEST
 
+/* An open through a name shows the name generation its lookup gave: a
+ * rename of the file (away from that name), over it or an unlink of one of
+ * its links moves it, and such an open is then told to look the name up
+ * again; a rename elsewhere in the directory, a new link or an open that
+ * did not come through a name (a handle's reopen) is not refused. */
+static int open_via_name(uint64_t ino, uint64_t name_gen)
+{
+    mds_inode in;
+    mds_open_name on = { .linked = true, .has_name_gen = true, .name_gen = name_gen };
+    return mds_ns_open_file(ns, NULL, ino, O_RDONLY, &on, &in, why);
+}
+
+START_TEST(test_name_gen_at_open)
+{
+    mds_removed rm;
+    mds_inode in;
+    uint64_t f = new_file(ROOT, "ckpt");
+    new_file(ROOT, "other");
+    uint64_t g = attr_of(f).name_gen;
+    ck_assert_int_eq(open_via_name(f, g), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "other", ROOT, "other2", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_link(ns, NULL, f, ROOT, "ckpt-link", &in, why), 0);
+    ck_assert_uint_eq(attr_of(f).name_gen, g);
+    ck_assert_int_eq(open_via_name(f, g), 0);
+    /* mv ckpt ckpt.old: the name "ckpt" no longer is this file */
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "ckpt", ROOT, "ckpt.old", 0, &rm, why), 0);
+    ck_assert_int_eq(open_via_name(f, g), -ESTALE);
+    ck_assert_int_eq(mds_ns_open_file(ns, NULL, f, O_RDONLY, &(mds_open_name){ .linked = false },
+                                      &in, why), 0);
+    g = attr_of(f).name_gen; /* looked up again */
+    ck_assert_int_eq(open_via_name(f, g), 0);
+    /* one of its links goes */
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, ROOT, "ckpt-link", &rm, why), 0);
+    ck_assert_int_eq(open_via_name(f, g), -ESTALE);
+    g = attr_of(f).name_gen;
+    /* another file renamed over it: the target's name went */
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "other2", ROOT, "ckpt.old", 0, &rm, why), 0);
+    ck_assert_int_eq(open_via_name(f, g), -ESTALE); /* no name left either */
+    ck_assert_uint_eq(rm.ino, f);
+    purge(f);
+    /* the generation survives a restart (the inode record carries it) */
+    uint64_t o = ino_of(ROOT, "ckpt.old");
+    uint64_t go = attr_of(o).name_gen;
+    ck_assert_uint_gt(go, 0);
+    store_close();
+    store_open();
+    ck_assert_uint_eq(attr_of(o).name_gen, go);
+}
+END_TEST
+
 START_TEST(test_link_unlink)
 {
     mds_inode in;
@@ -1581,6 +1631,7 @@ static Suite *mds_suite(void)
     tcase_add_test(tc, test_rename_files);
     tcase_add_test(tc, test_rename_dirs);
     tcase_add_test(tc, test_link_unlink);
+    tcase_add_test(tc, test_name_gen_at_open);
     tcase_add_test(tc, test_link_permissions);
     tcase_add_test(tc, test_extend_writer);
     tcase_add_test(tc, test_readdir_paging);

@@ -96,6 +96,9 @@ static int swap(const char *name, uint64_t src, uint64_t copy, uint64_t version,
     return mds_ns_migrate_swap(ns, NULL, &in, out, &rm, why);
 }
 
+static const mds_open_name unnamed = { .linked = false };
+static const mds_open_name named_open = { .linked = true };
+
 /* ------------------------------------------------------- inode records */
 
 START_TEST(test_record_data_version)
@@ -131,9 +134,9 @@ START_TEST(test_data_version_bumps)
     mds_inode in;
     uint64_t f = new_source("f"), v = version_of(f);
     ck_assert_uint_gt(v, 0);
-    ck_assert_int_eq(mds_ns_open_file(ns, NULL, f, O_RDONLY, false, &in, why), 0);
-    ck_assert_int_eq(mds_ns_open_file(ns, NULL, f, O_WRONLY, false, &in, why), 0);
-    ck_assert_int_eq(mds_ns_open_file(ns, NULL, f, O_RDWR | O_TRUNC, false, &in, why), 0);
+    ck_assert_int_eq(mds_ns_open_file(ns, NULL, f, O_RDONLY, &unnamed, &in, why), 0);
+    ck_assert_int_eq(mds_ns_open_file(ns, NULL, f, O_WRONLY, &unnamed, &in, why), 0);
+    ck_assert_int_eq(mds_ns_open_file(ns, NULL, f, O_RDWR | O_TRUNC, &unnamed, &in, why), 0);
     ck_assert_uint_eq(in.data_version, v);
     ck_assert_uint_eq(version_of(f), v);
     ck_assert_int_eq(mds_ns_extend(ns, NULL, f, 10, true, 1, NULL, &in, why), 0); /* no growth */
@@ -174,10 +177,10 @@ START_TEST(test_unlinked_create)
     ck_assert_uint_eq(in.nlink, 0);
     /* an opener that came through a name is told to look it up again; one
      * whose own handle holds the file (O_TMPFILE, /proc/PID/fd) opens it */
-    ck_assert_int_eq(mds_ns_open_file(ns, NULL, c, O_RDONLY, true, &in, why), -ESTALE);
-    ck_assert_int_eq(mds_ns_open_file(ns, NULL, c, O_RDONLY, false, &in, why), 0);
+    ck_assert_int_eq(mds_ns_open_file(ns, NULL, c, O_RDONLY, &named_open, &in, why), -ESTALE);
+    ck_assert_int_eq(mds_ns_open_file(ns, NULL, c, O_RDONLY, &unnamed, &in, why), 0);
     uint64_t named = new_source("named");
-    ck_assert_int_eq(mds_ns_open_file(ns, NULL, named, O_RDONLY, true, &in, why), 0);
+    ck_assert_int_eq(mds_ns_open_file(ns, NULL, named, O_RDONLY, &named_open, &in, why), 0);
 }
 END_TEST
 
@@ -227,8 +230,8 @@ START_TEST(test_swap)
     ck_assert_uint_eq(in.nlink, 0);
     ck_assert(in.migrated_away);
     /* a new open of the old inode is told to look the name up again */
-    ck_assert_int_eq(mds_ns_open_file(ns, NULL, f, O_RDONLY, false, &in, why), -ESTALE);
-    ck_assert_int_eq(mds_ns_open_file(ns, NULL, c, O_RDONLY, false, &in, why), 0);
+    ck_assert_int_eq(mds_ns_open_file(ns, NULL, f, O_RDONLY, &unnamed, &in, why), -ESTALE);
+    ck_assert_int_eq(mds_ns_open_file(ns, NULL, c, O_RDONLY, &unnamed, &in, why), 0);
     /* the same swap again (a resent request): the name is the copy's now */
     ck_assert_int_eq(swap("f", f, c, v, &out), -ESTALE);
     /* it survives a restart as it is */
