@@ -589,14 +589,17 @@ static int op_rmdir(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 static int op_rename(mds_ctx *c, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
     mds_removed rm;
+    mds_inode moved;
     NEED(q->has_parent, "parent");
     NEED(q->name, "name");
     NEED(q->has_new_parent, "new_parent");
     NEED(q->new_name, "new_name");
     int rc = mds_ns_rename(c->ns, &b->caller, q->parent, q->name, q->new_parent, q->new_name, q->flags, &rm,
-                           b->why);
+                           &moved, b->why);
     if (rc == 0)
         fill_removed(b, &rm);
+    if (rc == 0 && moved.ino) /* its new name generation, for the renamer's name cache */
+        fill_attr(b, &moved);
     return rc;
 }
 

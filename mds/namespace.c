@@ -1066,13 +1066,15 @@ static int rename_apply(ns_txn *t, rn_ctx *c, const char *sname, const char *dna
 }
 
 int mds_ns_rename(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, uint64_t new_parent,
-                  const char *new_name, unsigned flags, mds_removed *rm, char *why)
+                  const char *new_name, unsigned flags, mds_removed *rm, mds_inode *moved, char *why)
 {
     rn_ctx c;
     ns_txn t;
     int rc;
 
     memset(rm, 0, sizeof(*rm));
+    if (moved)
+        memset(moved, 0, sizeof(*moved));
     memset(&c, 0, sizeof(c));
     if ((flags & ~(MDS_RENAME_NOREPLACE | MDS_RENAME_EXCHANGE)) ||
         flags == (MDS_RENAME_NOREPLACE | MDS_RENAME_EXCHANGE))
@@ -1105,6 +1107,8 @@ int mds_ns_rename(mds_ns *ns, const mds_caller *who, uint64_t parent, const char
     if (rc < 0) {
         memset(rm, 0, sizeof(*rm));
         rc = ns_fail(why, EIO, "store write failed");
+    } else if (moved) {
+        *moved = c.src;
     }
 out:
     pthread_rwlock_unlock(&ns->lock);

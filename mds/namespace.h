@@ -149,8 +149,10 @@ int mds_ns_mkdir(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why);
 int mds_ns_symlink(mds_ns *ns, const mds_new *nw, mds_inode *out, char *why);
 int mds_ns_unlink(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, mds_removed *rm, char *why);
 int mds_ns_rmdir(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, char *why);
+/* moved (NULL: not wanted): the inode that moved, as the rename left it
+ * (ino 0 when nothing moved: both names were one inode's). */
 int mds_ns_rename(mds_ns *ns, const mds_caller *who, uint64_t parent, const char *name, uint64_t new_parent,
-                  const char *new_name, unsigned flags, mds_removed *rm, char *why);
+                  const char *new_name, unsigned flags, mds_removed *rm, mds_inode *moved, char *why);
 int mds_ns_link(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t new_parent, const char *new_name,
                 mds_inode *out, char *why);
 /* Entries with cookie > `cookie` ("." is 1, ".." 2), at most max_entries

@@ -420,7 +420,12 @@ int depfs_rename(depfs_t *fs, uint64_t parent, const char *name, uint64_t new_pa
     req.has_flags = 1;
     req.flags = flags;
     depfs_release_holds(fs); /* the file may be one closed here (depfs_admin.h) */
-    return call_plain(fs, DEPFS__MDS_OP__MDS_RENAME, &req); /* a replaced file: the purge queue */
+    Depfs__MdsReply *rep = NULL;
+    rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_RENAME, &req, &rep); /* a replaced file: the purge queue */
+    if (rc == 0 && rep->attr) /* the moved inode: the caller's name of it is the new one */
+        dc_handle_renamed(fs, rep->attr);
+    free_rep(rep);
+    return rc;
 }
 
 /* --------------------------------------------------------------- readdir */

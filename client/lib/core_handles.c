@@ -270,6 +270,17 @@ void dc_handles_unpin(dc_handles *h, uint64_t ino)
     change_pins(h, ino, NULL, NULL, false, 0, true);
 }
 
+void dc_handles_renamed(dc_handles *h, uint64_t ino, uint64_t name_gen)
+{
+    pthread_mutex_lock(&h->lock);
+    uint32_t i = find(h, ino);
+    if (i != 0 && at(h, i - 1)->nlookup > 0) {
+        at(h, i - 1)->name_gen = name_gen;
+        at(h, i - 1)->has_name_gen = true;
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
 bool dc_handles_name_gen(dc_handles *h, uint64_t ino, uint64_t *name_gen)
 {
     pthread_mutex_lock(&h->lock);

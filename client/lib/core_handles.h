@@ -99,6 +99,9 @@ void dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, const uin
                      uint64_t n);
 /* true and *name_gen when the kernel holds ino from a reply that gave it. */
 bool dc_handles_name_gen(dc_handles *h, uint64_t ino, uint64_t *name_gen);
+/* The kernel's rename through this client moved ino (held): its name is
+ * the new one, of generation name_gen. */
+void dc_handles_renamed(dc_handles *h, uint64_t ino, uint64_t name_gen);
 void dc_handles_forget(dc_handles *h, uint64_t ino, uint64_t n);
 /* A dc_inode of ino came / went. */
 void dc_handles_pin(dc_handles *h, uint64_t ino);

@@ -137,6 +137,12 @@ void dc_handle_counted(depfs_t *fs, const Depfs__Attr *a)
                         a->has_name_gen ? &a->name_gen : NULL, 1);
 }
 
+void dc_handle_renamed(depfs_t *fs, const Depfs__Attr *a)
+{
+    if (fs->count_lookups && a->has_name_gen)
+        dc_handles_renamed(&fs->handles, a->ino, a->name_gen);
+}
+
 void dc_handle_pin(depfs_t *fs, uint64_t ino)
 {
     if (fs->handles_on || fs->count_lookups)

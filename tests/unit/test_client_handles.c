@@ -200,6 +200,10 @@ START_TEST(test_name_gen_of_held)
     ck_assert(dc_handles_name_gen(&h, 50, &g) && g == 7);
     dc_handles_hold(&h, 50, NULL, NULL, 1);   /* a reply without one keeps it */
     ck_assert(dc_handles_name_gen(&h, 50, &g) && g == 7);
+    dc_handles_renamed(&h, 50, 8);            /* the kernel's own rename moved it */
+    ck_assert(dc_handles_name_gen(&h, 50, &g) && g == 8);
+    dc_handles_renamed(&h, 51, 3);            /* not held: nothing to keep */
+    ck_assert(!dc_handles_name_gen(&h, 51, &g));
     dc_handles_pin(&h, 50);
     dc_handles_forget(&h, 50, 3);             /* the kernel no longer holds it */
     ck_assert(!dc_handles_name_gen(&h, 50, &g));

@@ -267,7 +267,7 @@ START_TEST(test_rename_files)
     uint64_t d = new_dir(ROOT, "d");
 
     /* replace: b's last link goes, reply names it with its layout */
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", ROOT, "b", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", ROOT, "b", 0, &rm, NULL, why), 0);
     ck_assert_uint_eq(rm.ino, b);
     ck_assert(rm.has_layout);
     ck_assert_int_eq(memcmp(&rm.lay, &bi.lay, sizeof(bi.lay)), 0);
@@ -276,33 +276,33 @@ START_TEST(test_rename_files)
     ck_assert(rm.queued);
     purge(b);
     /* across directories */
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "b", d, "moved", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "b", d, "moved", 0, &rm, NULL, why), 0);
     ck_assert_uint_eq(rm.ino, 0);
     ck_assert_uint_eq(ino_of(d, "moved"), a);
     ck_assert_uint_eq(ino_of(ROOT, "b"), 0);
     /* missing source */
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "zz", ROOT, "yy", 0, &rm, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "zz", ROOT, "yy", 0, &rm, NULL, why), -ENOENT);
     /* NOREPLACE */
     uint64_t c = new_file(d, "c");
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "moved", d, "c", MDS_RENAME_NOREPLACE, &rm, why), -EEXIST);
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "moved", d, "free", MDS_RENAME_NOREPLACE, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "moved", d, "c", MDS_RENAME_NOREPLACE, &rm, NULL, why), -EEXIST);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "moved", d, "free", MDS_RENAME_NOREPLACE, &rm, NULL, why), 0);
     /* EXCHANGE */
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "c", MDS_RENAME_EXCHANGE, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "c", MDS_RENAME_EXCHANGE, &rm, NULL, why), 0);
     ck_assert_uint_eq(ino_of(d, "free"), c);
     ck_assert_uint_eq(ino_of(d, "c"), a);
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "nothere", MDS_RENAME_EXCHANGE, &rm, why), -ENOENT);
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "c", 3, &rm, why), -EINVAL);
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "c", 4, &rm, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "nothere", MDS_RENAME_EXCHANGE, &rm, NULL, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "c", 3, &rm, NULL, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "c", 4, &rm, NULL, why), -EINVAL);
     /* hard links of the same inode: no-op */
     mds_inode li;
     ck_assert_int_eq(mds_ns_link(ns, NULL, c, d, "c2", &li, why), 0);
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "c2", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "free", d, "c2", 0, &rm, NULL, why), 0);
     ck_assert_uint_eq(ino_of(d, "free"), c);
     ck_assert_uint_eq(ino_of(d, "c2"), c);
     ck_assert_uint_eq(attr_of(c).nlink, 2);
     /* replacing one link of a two-link file: no removal */
     uint64_t e = new_file(d, "e");
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "e", d, "c2", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, d, "e", d, "c2", 0, &rm, NULL, why), 0);
     ck_assert_uint_eq(rm.ino, 0);
     ck_assert_uint_eq(attr_of(c).nlink, 1);
     ck_assert_uint_eq(ino_of(d, "c2"), e);
@@ -320,35 +320,35 @@ START_TEST(test_rename_dirs)
     ck_assert_uint_eq(attr_of(ROOT).nlink, 4);
 
     /* into its own subtree */
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", a1, "x", 0, &rm, why), -EINVAL);
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", a2, "x", 0, &rm, why), -EINVAL);
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", a, "x", 0, &rm, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", a1, "x", 0, &rm, NULL, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", a2, "x", 0, &rm, NULL, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", a, "x", 0, &rm, NULL, why), -EINVAL);
     /* type mismatches */
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", ROOT, "f", 0, &rm, why), -ENOTDIR);
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "f", ROOT, "a", 0, &rm, why), -EISDIR);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", ROOT, "f", 0, &rm, NULL, why), -ENOTDIR);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "f", ROOT, "a", 0, &rm, NULL, why), -EISDIR);
     /* non-empty target dir */
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "b", ROOT, "a", 0, &rm, why), -ENOTEMPTY);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "b", ROOT, "a", 0, &rm, NULL, why), -ENOTEMPTY);
     /* move a1 under b: nlinks and ".." follow */
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, a, "a1", b, "a1", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, a, "a1", b, "a1", 0, &rm, NULL, why), 0);
     ck_assert_uint_eq(attr_of(a).nlink, 2);
     ck_assert_uint_eq(attr_of(b).nlink, 3);
     ck_assert_uint_eq(ino_of(a1, ".."), b);
     ck_assert_uint_eq(ino_of(b, "a1"), a1);
     /* replace an empty dir */
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "b", ROOT, "a", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "b", ROOT, "a", 0, &rm, NULL, why), 0);
     ck_assert_uint_eq(ino_of(ROOT, "a"), b);
     mds_inode gone;
     ck_assert_int_eq(mds_ns_getattr(ns, a, &gone, why), -ENOENT);
     ck_assert_uint_eq(attr_of(ROOT).nlink, 3);
     /* exchange a dir with a file across parents */
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, b, "a1", ROOT, "f", MDS_RENAME_EXCHANGE, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, b, "a1", ROOT, "f", MDS_RENAME_EXCHANGE, &rm, NULL, why), 0);
     ck_assert_uint_eq(ino_of(ROOT, "f"), a1);
     ck_assert_uint_eq(ino_of(b, "a1"), f);
     ck_assert_uint_eq(ino_of(a1, ".."), ROOT);
     ck_assert_uint_eq(attr_of(ROOT).nlink, 4);
     ck_assert_uint_eq(attr_of(b).nlink, 2);
     /* exchange that would put a dir inside itself */
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, a1, "a2", ROOT, "f", MDS_RENAME_EXCHANGE, &rm, why), -EINVAL);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, a1, "a2", ROOT, "f", MDS_RENAME_EXCHANGE, &rm, NULL, why), -EINVAL);
     (void)a2;
 }
 END_TEST
@@ -373,13 +373,17 @@ START_TEST(test_name_gen_at_open)
     new_file(ROOT, "other");
     uint64_t g = attr_of(f).name_gen;
     ck_assert_int_eq(open_via_name(f, g), 0);
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "other", ROOT, "other2", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "other", ROOT, "other2", 0, &rm, NULL, why), 0);
     ck_assert_int_eq(mds_ns_link(ns, NULL, f, ROOT, "ckpt-link", &in, why), 0);
     ck_assert_uint_eq(attr_of(f).name_gen, g);
     ck_assert_int_eq(open_via_name(f, g), 0);
-    /* mv ckpt ckpt.old: the name "ckpt" no longer is this file */
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "ckpt", ROOT, "ckpt.old", 0, &rm, why), 0);
+    /* mv ckpt ckpt.old: the name "ckpt" no longer is this file; the
+     * renamer learns the generation of its new name */
+    mds_inode moved;
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "ckpt", ROOT, "ckpt.old", 0, &rm, &moved, why), 0);
     ck_assert_int_eq(open_via_name(f, g), -ESTALE);
+    ck_assert_uint_eq(moved.ino, f);
+    ck_assert_int_eq(open_via_name(f, moved.name_gen), 0);
     ck_assert_int_eq(mds_ns_open_file(ns, NULL, f, O_RDONLY, &(mds_open_name){ .linked = false },
                                       &in, why), 0);
     g = attr_of(f).name_gen; /* looked up again */
@@ -389,7 +393,7 @@ START_TEST(test_name_gen_at_open)
     ck_assert_int_eq(open_via_name(f, g), -ESTALE);
     g = attr_of(f).name_gen;
     /* another file renamed over it: the target's name went */
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "other2", ROOT, "ckpt.old", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "other2", ROOT, "ckpt.old", 0, &rm, NULL, why), 0);
     ck_assert_int_eq(open_via_name(f, g), -ESTALE); /* no name left either */
     ck_assert_uint_eq(rm.ino, f);
     purge(f);
@@ -1132,7 +1136,7 @@ static void *conc_main(void *p)
         mds_new nw = mk(a->dir, name, 0644);
         if (mds_ns_create(ns, &nw, O_EXCL, &in, w) < 0)
             a->errors++;
-        if (mds_ns_rename(ns, NULL, a->dir, name, a->dir, name2, 0, &rm, w) < 0)
+        if (mds_ns_rename(ns, NULL, a->dir, name, a->dir, name2, 0, &rm, NULL, w) < 0)
             a->errors++;
         if (i % 2 && mds_ns_unlink(ns, NULL, a->dir, name2, &rm, w) < 0)
             a->errors++;
@@ -1340,11 +1344,11 @@ START_TEST(test_may_have_data)
     uint64_t a = new_file(ROOT, "a");
     uint64_t b = new_file(ROOT, "b");
     ck_assert_int_eq(mds_ns_extend(ns, NULL, b, 4096, false, 0, NULL, &in, why), 0);
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", ROOT, "b", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", ROOT, "b", 0, &rm, NULL, why), 0);
     ck_assert_uint_eq(rm.ino, b);
     ck_assert(rm.may_have_data);
     new_file(ROOT, "c");
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "c", ROOT, "b", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "c", ROOT, "b", 0, &rm, NULL, why), 0);
     ck_assert_uint_eq(rm.ino, a);
     ck_assert(!rm.may_have_data);
     /* survives a restart */

@@ -338,7 +338,7 @@ START_TEST(test_queue_unlink_rename_link)
     queue_stats(&qf, &qb);
     ck_assert_uint_eq(qf, 0);
     /* rename over b: b is queued like an unlink */
-    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", ROOT, "b", 0, &rm, why), 0);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "a", ROOT, "b", 0, &rm, NULL, why), 0);
     ck_assert_uint_eq(rm.ino, b);
     ck_assert(rm.queued);
     queue_stats(&qf, &qb);
