@@ -92,11 +92,11 @@ typedef struct mds_inode {
     bool migrated_away;   /* regular files: replaced at its name by a copy
                            * (MDS_MIGRATE_SWAP): held handles keep using it, a
                            * new open is told to look the name up again */
-    uint64_t name_gen;    /* non-directories: bumped whenever a name of it goes
-                           * or moves (unlink, rename of it or over it), so an
-                           * open through a name looked up before is told to
-                           * look it up again (proto Attr.name_gen; 0 in
-                           * records from before) */
+    uint64_t name_gen;    /* bumped whenever a name of it goes or moves (unlink,
+                           * rename of it or over it), so an open of a regular
+                           * file through a name looked up before is told to
+                           * look it up again (proto Attr.name_gen, sent for
+                           * non-directories; 0 in records from before) */
 } mds_inode;
 
 /* Version 1 records may end after the servers (written before the flags

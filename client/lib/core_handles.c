@@ -215,8 +215,9 @@ bool dc_handles_get(dc_handles *h, uint64_t ino, uint64_t *tag)
 }
 
 /* n more (add) or fewer lookups, and/or one more or fewer open, of ino
- * (tag: its tag as a reply just gave it, NULL: none): each count
- * saturates (held for good then), never goes below 0. */
+ * (tag, name_gen: its tag and name generation as a reply just gave them,
+ * NULL: none): each count saturates (held for good then), never goes
+ * below 0. */
 static void change_pins(dc_handles *h, uint64_t ino, const uint64_t *tag, const uint64_t *name_gen,
                         bool add, uint64_t lookups, bool open)
 {
