@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "init_flags.h"
+#include "kernel_names.h"
 #include "label.h"
 #include "log.h"
 #include "ops.h"
@@ -206,6 +207,12 @@ static int make_depfs_options(const dfuse_cmdline *cl, depfs_options *dopt)
     return 0;
 }
 
+/* libdepfs's names_moved hook (kernel_names.h): arg is the dfuse_ctx. */
+static void names_moved(void *arg, uint64_t ino)
+{
+    dfuse_names_moved(((dfuse_ctx *)arg)->names, ino);
+}
+
 static int connect_cluster(const depfs_options *dopt, depfs_t **fs)
 {
     int rc = depfs_mount(dopt, fs);
@@ -245,6 +252,10 @@ static int serve(struct fuse_args *args, const struct fuse_cmdline_opts *copts,
     struct fuse_session *se = NULL;
     int rc = 1;
     bool mounted = false, handlers = false;
+    depfs_options opt = *dopt;
+    opt.names_moved = names_moved;
+    opt.names_moved_arg = &ctx;
+    dopt = &opt;
 
     ctx.attr_timeout_s = cl->attr_timeout_s;
     ctx.entry_timeout_s = cl->entry_timeout_s;
@@ -271,6 +282,11 @@ static int serve(struct fuse_args *args, const struct fuse_cmdline_opts *copts,
     fuse_daemonize(copts->foreground);
     if (!ctx.fs && connect_cluster(dopt, &ctx.fs) != 0)
         goto out;
+    int nrc = dfuse_names_start(se, &ctx.names); /* after the fork: a thread */
+    if (nrc < 0) {
+        log_err("cannot start the thread that drops moved names: %s", strerror(-nrc));
+        goto out;
+    }
     ctx.layout_k = dopt->default_k;
     ctx.layout_su = dopt->default_su;
     dfuse_ctx_init(&ctx);
@@ -286,6 +302,8 @@ out:
         depfs_unmount(ctx.fs); /* flushes whatever the kernel left open */
         ctx.fs = NULL;
     }
+    dfuse_names_stop(ctx.names); /* after the library: its hook names it */
+    ctx.names = NULL;
     if (handlers)
         fuse_remove_signal_handlers(se);
     if (se)

@@ -28,6 +28,7 @@
 
 #include "caller_groups.h"
 #include "init_flags.h"
+#include "kernel_names.h"
 #include "log.h"
 #include "setid.h"
 
@@ -290,6 +291,15 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 /* ------------------------------------------------------------- namespace */
 
+/* The kernel is given name in parent for st's inode: a regular file's is
+ * kept, to be dropped from the kernel once the file's names move
+ * (kernel_names.h). */
+static void note_name(fuse_req_t req, fuse_ino_t parent, const char *name, const struct stat *st)
+{
+    if (S_ISREG(st->st_mode))
+        dfuse_names_given(req_ctx(req)->names, (uint64_t)st->st_ino, (uint64_t)parent, name);
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     act_for(req);
@@ -300,6 +310,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         reply_status(req, rc); /* no negative caching: other clients create */
         return;
     }
+    note_name(req, parent, name, &st);
     reply_entry_aged(req, &st, age_ms);
 }
 
@@ -453,6 +464,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
         reply_status(req, rc);
         return;
     }
+    note_name(req, parent, name, &st);
     reply_entry(req, &st);
 }
 
@@ -491,6 +503,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
         reply_status(req, rc);
         return;
     }
+    note_name(req, newparent, newname, &st);
     reply_entry(req, &st);
 }
 
@@ -558,6 +571,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         rc = -EIO;
         goto fail;
     }
+    note_name(req, parent, name, &st);
     set_open_info(fi, fh);
     if (fuse_reply_create(req, &e, fi) != 0) {
         depfs_close(fh); /* the caller was interrupted: nobody will release */
@@ -612,7 +626,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     act_for(req);
     depfs_fh_t *fh = NULL;
     dfuse_ctx *ctx = req_ctx(req);
-    int rc = kill_setid_if_asked(req, ino);
+    /* the kernel may have come through a name of it being dropped: have it
+     * walk the path again once that is done */
+    int rc = dfuse_names_settle(ctx->names, ino) ? -ESTALE : 0;
+    if (rc == 0)
+        rc = kill_setid_if_asked(req, ino);
     if (rc == 0)
         rc = stale_if_gone(depfs_open_ino(ctx->fs, ino, lib_open_flags(fi->flags), &fh));
     if (rc < 0) {
@@ -871,6 +889,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 typedef struct readdirplus_state {
     fuse_req_t req;
     dfuse_ctx *ctx;
+    uint64_t parent;
     char *buf;
     size_t size, used;
     uint64_t *counted; /* inodes taken with attributes: a lookup each */
@@ -897,8 +916,11 @@ static int readdirplus_add(void *arg, const char *name, uint64_t ino, mode_t typ
     if (need > rs->size - rs->used)
         return 1; /* full: the kernel comes back with the last cookie */
     rs->used += need;
-    if (st)
+    if (st) {
         rs->counted[rs->n_counted++] = e.ino;
+        if (S_ISREG(st->st_mode))
+            dfuse_names_given(rs->ctx->names, e.ino, rs->parent, name);
+    }
     return 0;
 }
 
@@ -907,7 +929,7 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 {
     act_for(req);
     (void)fi;
-    readdirplus_state rs = {.req = req, .ctx = req_ctx(req)};
+    readdirplus_state rs = {.req = req, .ctx = req_ctx(req), .parent = (uint64_t)ino};
     if (off < 0) {
         fuse_reply_err(req, EINVAL);
         return;

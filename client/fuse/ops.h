@@ -27,6 +27,7 @@ typedef struct dfuse_ctx {
     unsigned layout_k;             /* layout= mount option (0: not given) */
     uint32_t layout_su;
     uint32_t default_blksize;      /* st_blksize of dirs etc.; set by init */
+    struct dfuse_names *names;     /* names given to the kernel (kernel_names.h) */
 } dfuse_ctx;
 
 /* The handler table handed to fuse_session_new(). */

@@ -154,6 +154,8 @@ static depfs_t *fs_alloc(void)
 static int handles_init(depfs_t *fs, const depfs_options *opt)
 {
     fs->count_lookups = opt ? opt->count_lookups : false;
+    fs->names_moved = opt && opt->count_lookups ? opt->names_moved : NULL;
+    fs->names_moved_arg = opt ? opt->names_moved_arg : NULL;
     bool tags = fs->mds_creds.method == AUTH_METHOD_MUNGE;
     if (!tags && !fs->count_lookups)
         return 0;

@@ -197,6 +197,8 @@ struct depfs {
      * mount, as the MDS credentials are */
     bool handles_on;
     bool count_lookups;       /* depfs_options.count_lookups */
+    void (*names_moved)(void *arg, uint64_t ino); /* depfs_options.names_moved */
+    void *names_moved_arg;
     dc_handles handles;
     /* directories' entries for lookups (core_statahead.h) */
     dc_statahead statahead;

@@ -217,12 +217,14 @@ bool dc_handles_get(dc_handles *h, uint64_t ino, uint64_t *tag)
 /* n more (add) or fewer lookups, and/or one more or fewer open, of ino
  * (tag, name_gen: its tag and name generation as a reply just gave them,
  * NULL: none): each count saturates (held for good then), never goes
- * below 0. */
-static void change_pins(dc_handles *h, uint64_t ino, const uint64_t *tag, const uint64_t *name_gen,
+ * below 0. true when name_gen replaced another one of an inode the kernel
+ * held before these lookups. */
+static bool change_pins(dc_handles *h, uint64_t ino, const uint64_t *tag, const uint64_t *name_gen,
                         bool add, uint64_t lookups, bool open)
 {
+    bool moved = false;
     if (ino == 0 || (lookups == 0 && !open))
-        return;
+        return moved;
     pthread_mutex_lock(&h->lock);
     uint32_t i = add ? find_or_add(h, ino) : find(h, ino);
     if (i != 0) {
@@ -242,18 +244,20 @@ static void change_pins(dc_handles *h, uint64_t ino, const uint64_t *tag, const 
             e->has_tag = true;
         }
         if (name_gen) {
+            moved = e->has_name_gen && e->name_gen != *name_gen && e->nlookup > lookups;
             e->name_gen = *name_gen;
             e->has_name_gen = true;
         }
         repinned(h, i, was);
     }
     pthread_mutex_unlock(&h->lock);
+    return moved;
 }
 
-void dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, const uint64_t *name_gen,
+bool dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, const uint64_t *name_gen,
                      uint64_t n)
 {
-    change_pins(h, ino, tag, name_gen, true, n, false);
+    return change_pins(h, ino, tag, name_gen, true, n, false);
 }
 
 void dc_handles_forget(dc_handles *h, uint64_t ino, uint64_t n)

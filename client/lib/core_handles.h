@@ -94,8 +94,9 @@ void dc_handles_learn(dc_handles *h, uint64_t ino, uint64_t tag);
 bool dc_handles_get(dc_handles *h, uint64_t ino, uint64_t *tag);
 /* The FUSE kernel holds n more lookups of ino (whose tag and name
  * generation the reply that made it hold them gave: tag, name_gen, NULL
- * when none) / gives n back. */
-void dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, const uint64_t *name_gen,
+ * when none) / gives n back. hold: true when the kernel held ino already
+ * under another name generation (names it has may be stale). */
+bool dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, const uint64_t *name_gen,
                      uint64_t n);
 /* true and *name_gen when the kernel holds ino from a reply that gave it. */
 bool dc_handles_name_gen(dc_handles *h, uint64_t ino, uint64_t *name_gen);

@@ -132,9 +132,11 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
 
 void dc_handle_counted(depfs_t *fs, const Depfs__Attr *a)
 {
-    if (fs->count_lookups)
+    if (fs->count_lookups &&
         dc_handles_hold(&fs->handles, a->ino, a->has_tag ? &a->tag : NULL,
-                        a->has_name_gen ? &a->name_gen : NULL, 1);
+                        a->has_name_gen ? &a->name_gen : NULL, 1) &&
+        fs->names_moved)
+        fs->names_moved(fs->names_moved_arg, a->ino); /* the caller's older names of it */
 }
 
 void dc_handle_renamed(depfs_t *fs, const Depfs__Attr *a)

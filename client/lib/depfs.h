@@ -76,6 +76,13 @@ typedef struct depfs_options {
      * the FUSE kernel does with default_permissions: the page is fetched
      * for whoever's lookup started it. */
     unsigned statahead_ms;
+    /* With count_lookups: called (on the thread of the call whose reply
+     * showed it, before that call returns) when a name of inode ino that
+     * the caller was given before may have gone or moved meanwhile (the
+     * inode's name generation rose), so that the caller drops the names it
+     * handed on (depfs-fuse: the kernel's cached entries). Must not block. */
+    void (*names_moved)(void *arg, uint64_t ino);
+    void *names_moved_arg;
 } depfs_options;
 
 /* ------------------------------------------------------------- lifecycle */

@@ -10,7 +10,9 @@
 #   (the old file renamed away, the new one renamed in), and a create
 #   through a name renamed away (the reader's kernel still maps the name
 #   to the old file: the MDS refuses that open with ESTALE and the kernel
-#   looks the name up again; the moved file is left alone), then a
+#   looks the name up again; the moved file is left alone), also after the
+#   reader's mount saw the file under its new name (depfs-fuse then drops
+#   the kernel's old names of it: kernel_names.h), then a
 #   seeded run of random writes and truncates, each side in turn, every
 #   step checked against a model of the file.
 # Ends with a clean scrub.
@@ -99,6 +101,25 @@ with open(f"{b}/{f}", "wb") as w:
     w.write(b"c" * 10)
 check("created through a name renamed away: the new file", read_all(f"{a}/{f}"), b"c" * 10)
 check("created through a name renamed away: the moved one", read_all(f"{a}/kept"), b"n" * 7000)
+
+# the same after the reader's mount was given the moved file under its new
+# name (a listing, or a lookup of it): its old cached name must not pass
+for seen_as in ("listing", "lookup"):
+    g = f"g-{seen_as}"
+    with open(f"{a}/{g}", "wb") as w:
+        w.write(b"k" * 3000)
+    os.stat(f"{b}/{g}")
+    os.rename(f"{a}/{g}", f"{a}/{g}.moved")
+    if seen_as == "listing":
+        os.listdir(b)
+    else:
+        os.stat(f"{b}/{g}.moved")
+    with open(f"{b}/{g}", "wb") as w:
+        w.write(b"z" * 5)
+    check(f"seen by its new name ({seen_as}), created through the old: the new file",
+          read_all(f"{a}/{g}"), b"z" * 5)
+    check(f"seen by its new name ({seen_as}), created through the old: the moved one",
+          read_all(f"{a}/{g}.moved"), b"k" * 3000)
 
 # random writes and truncates, each side in turn, checked from the other
 rng = random.Random(seed)

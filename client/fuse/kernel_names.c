@@ -1,0 +1,308 @@
+/* kernel_names.c - depfs-fuse: names given to the kernel per inode, and
+ * their drops when a name of the file went or moved (kernel_names.h).
+ *
+ * One mutex guards the table (a hash of inodes, each on an age list, the
+ * oldest forgotten first) and the queue of drops; the drop thread takes a
+ * drop off the queue and tells the kernel without it. An inode whose names
+ * moved is marked (revalidate) until an open of it was answered ESTALE
+ * once: an open's path walk may have taken the old entry just before its
+ * drop, so whether the drop is done says nothing of the open at hand. A
+ * marked inode, or one with drops pending, stays in the table. */
+#define FUSE_USE_VERSION 312
+#include "kernel_names.h"
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+#define NAMES_BUCKETS 4096u
+#define NS_PER_MS 1000000ll
+#define NS_PER_S 1000000000ll
+
+typedef struct kn_name {
+    uint64_t parent;
+    char *name;
+} kn_name;
+
+typedef struct kn_inode {
+    uint64_t ino;
+    unsigned n;                          /* names[0..n) */
+    kn_name names[DFUSE_NAMES_PER_INODE]; /* oldest first */
+    unsigned pending;                    /* its drops not yet told to the kernel */
+    bool revalidate;                     /* names moved: the next open is ESTALE */
+    struct kn_inode *hnext;              /* hash chain */
+    struct kn_inode *older, *newer;      /* age list */
+} kn_inode;
+
+typedef struct kn_drop {
+    uint64_t ino, parent;
+    char *name;
+    struct kn_drop *next;
+} kn_drop;
+
+struct dfuse_names {
+    struct fuse_session *se;
+    pthread_mutex_t mu;
+    pthread_cond_t work;                 /* a drop was queued, or stop */
+    pthread_cond_t done;                 /* a drop was told */
+    kn_inode *buckets[NAMES_BUCKETS];
+    kn_inode *oldest, *newest;
+    unsigned count;
+    kn_drop *head, **tail;
+    bool stop;
+    pthread_t thr;
+};
+
+static unsigned bucket_of(uint64_t ino) { return (unsigned)(ino % NAMES_BUCKETS); }
+
+/* ------------------------------------------------- the table (mu held) */
+
+static kn_inode *find(dfuse_names *n, uint64_t ino)
+{
+    kn_inode *e = n->buckets[bucket_of(ino)];
+    while (e && e->ino != ino)
+        e = e->hnext;
+    return e;
+}
+
+static void age_unlink(dfuse_names *n, kn_inode *e)
+{
+    if (e->older)
+        e->older->newer = e->newer;
+    else
+        n->oldest = e->newer;
+    if (e->newer)
+        e->newer->older = e->older;
+    else
+        n->newest = e->older;
+    e->older = e->newer = NULL;
+}
+
+static void age_push_newest(dfuse_names *n, kn_inode *e)
+{
+    e->older = n->newest;
+    e->newer = NULL;
+    if (n->newest)
+        n->newest->newer = e;
+    else
+        n->oldest = e;
+    n->newest = e;
+}
+
+static void names_clear(kn_inode *e)
+{
+    for (unsigned i = 0; i < e->n; i++)
+        free(e->names[i].name);
+    e->n = 0;
+}
+
+static void remove_inode(dfuse_names *n, kn_inode *e)
+{
+    kn_inode **pp = &n->buckets[bucket_of(e->ino)];
+    while (*pp != e)
+        pp = &(*pp)->hnext;
+    *pp = e->hnext;
+    age_unlink(n, e);
+    names_clear(e);
+    free(e);
+    n->count--;
+}
+
+/* Forgets the oldest inode without drops pending (its names are then not
+ * dropped: the kernel's entries last their entry_timeout). */
+static void make_room(dfuse_names *n)
+{
+    kn_inode *e = n->oldest;
+    while (e && (e->pending > 0 || e->revalidate))
+        e = e->newer;
+    if (e)
+        remove_inode(n, e);
+}
+
+static kn_inode *find_or_add(dfuse_names *n, uint64_t ino)
+{
+    kn_inode *e = find(n, ino);
+    if (e) {
+        age_unlink(n, e);
+        age_push_newest(n, e);
+        return e;
+    }
+    if (n->count >= DFUSE_NAMES_INODES_MAX)
+        make_room(n);
+    e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    e->ino = ino;
+    e->hnext = n->buckets[bucket_of(ino)];
+    n->buckets[bucket_of(ino)] = e;
+    age_push_newest(n, e);
+    n->count++;
+    return e;
+}
+
+/* ------------------------------------------------------------ the API */
+
+void dfuse_names_given(dfuse_names *n, uint64_t ino, uint64_t parent, const char *name)
+{
+    if (!n || ino == 0 || !name)
+        return;
+    char *copy = strdup(name);
+    if (!copy)
+        return; /* not kept: its entry lasts its entry_timeout */
+    pthread_mutex_lock(&n->mu);
+    kn_inode *e = find_or_add(n, ino);
+    if (!e) {
+        pthread_mutex_unlock(&n->mu);
+        free(copy);
+        return;
+    }
+    for (unsigned i = 0; i < e->n; i++) {
+        if (e->names[i].parent == parent && strcmp(e->names[i].name, copy) == 0) {
+            pthread_mutex_unlock(&n->mu);
+            free(copy);
+            return; /* known already */
+        }
+    }
+    if (e->n == DFUSE_NAMES_PER_INODE) { /* the oldest name goes */
+        free(e->names[0].name);
+        memmove(&e->names[0], &e->names[1], sizeof(e->names[0]) * (e->n - 1));
+        e->n--;
+    }
+    e->names[e->n++] = (kn_name){ .parent = parent, .name = copy };
+    pthread_mutex_unlock(&n->mu);
+}
+
+void dfuse_names_moved(dfuse_names *n, uint64_t ino)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&n->mu);
+    kn_inode *e = find(n, ino);
+    for (unsigned i = 0; e && i < e->n; i++) {
+        kn_drop *d = malloc(sizeof(*d));
+        if (!d) {
+            free(e->names[i].name); /* not dropped: lasts its entry_timeout */
+            continue;
+        }
+        *d = (kn_drop){ .ino = ino, .parent = e->names[i].parent, .name = e->names[i].name };
+        *n->tail = d;
+        n->tail = &d->next;
+        e->pending++;
+    }
+    if (e) {
+        e->n = 0; /* the names went with their drops */
+        e->revalidate = true;
+        pthread_cond_signal(&n->work);
+    }
+    pthread_mutex_unlock(&n->mu);
+    log_debug("inode %llu: a name of it went or moved elsewhere: %s", (unsigned long long)ino,
+              e ? "dropping the kernel's names of it" : "no name of it kept here");
+}
+
+bool dfuse_names_settle(dfuse_names *n, uint64_t ino)
+{
+    if (!n)
+        return false;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until); /* pthread_cond_timedwait's clock */
+    int64_t ns = until.tv_nsec + (int64_t)DFUSE_NAMES_WAIT_MS * NS_PER_MS;
+    until.tv_sec += (time_t)(ns / NS_PER_S);
+    until.tv_nsec = (long)(ns % NS_PER_S);
+    pthread_mutex_lock(&n->mu);
+    kn_inode *e = find(n, ino);
+    bool stale = e && e->revalidate;
+    while (stale && e->pending > 0 && !n->stop)
+        if (pthread_cond_timedwait(&n->done, &n->mu, &until) == ETIMEDOUT)
+            break;
+    if (stale)
+        e->revalidate = false;
+    pthread_mutex_unlock(&n->mu);
+    if (stale)
+        log_debug("inode %llu: its names moved elsewhere: open answered ESTALE, the kernel "
+                  "looks the name up again", (unsigned long long)ino);
+    return stale;
+}
+
+/* ----------------------------------------------------- the drop thread */
+
+static void *drop_thread(void *arg)
+{
+    dfuse_names *n = arg;
+    pthread_mutex_lock(&n->mu);
+    for (;;) {
+        while (!n->stop && !n->head)
+            pthread_cond_wait(&n->work, &n->mu);
+        if (n->stop)
+            break;
+        kn_drop *d = n->head;
+        n->head = d->next;
+        if (!n->head)
+            n->tail = &n->head;
+        pthread_mutex_unlock(&n->mu);
+        int rc = fuse_lowlevel_notify_inval_entry(n->se, d->parent, d->name, strlen(d->name));
+        if (rc != 0 && rc != -ENOENT)
+            log_warn("inode %llu: cannot make the kernel drop its name '%s': %s",
+                     (unsigned long long)d->ino, d->name, strerror(-rc));
+        pthread_mutex_lock(&n->mu);
+        kn_inode *e = find(n, d->ino);
+        if (e && e->pending > 0)
+            e->pending--;
+        pthread_cond_broadcast(&n->done);
+        free(d->name);
+        free(d);
+    }
+    pthread_mutex_unlock(&n->mu);
+    return NULL;
+}
+
+int dfuse_names_start(struct fuse_session *se, dfuse_names **out)
+{
+    *out = NULL;
+    dfuse_names *n = calloc(1, sizeof(*n));
+    if (!n)
+        return -ENOMEM;
+    n->se = se;
+    n->tail = &n->head;
+    pthread_mutex_init(&n->mu, NULL);
+    pthread_cond_init(&n->work, NULL);
+    pthread_cond_init(&n->done, NULL);
+    int rc = pthread_create(&n->thr, NULL, drop_thread, n);
+    if (rc != 0) {
+        pthread_cond_destroy(&n->done);
+        pthread_cond_destroy(&n->work);
+        pthread_mutex_destroy(&n->mu);
+        free(n);
+        return -rc;
+    }
+    *out = n;
+    return 0;
+}
+
+void dfuse_names_stop(dfuse_names *n)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&n->mu);
+    n->stop = true;
+    pthread_cond_broadcast(&n->work);
+    pthread_cond_broadcast(&n->done);
+    pthread_mutex_unlock(&n->mu);
+    pthread_join(n->thr, NULL);
+    while (n->head) {
+        kn_drop *d = n->head;
+        n->head = d->next;
+        free(d->name);
+        free(d);
+    }
+    while (n->oldest)
+        remove_inode(n, n->oldest);
+    pthread_cond_destroy(&n->done);
+    pthread_cond_destroy(&n->work);
+    pthread_mutex_destroy(&n->mu);
+    free(n);
+}
