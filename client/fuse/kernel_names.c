@@ -6,8 +6,13 @@
  * drop off the queue and tells the kernel without it. An inode whose names
  * moved is marked (revalidate) until an open of it was answered ESTALE
  * once: an open's path walk may have taken the old entry just before its
- * drop, so whether the drop is done says nothing of the open at hand. A
- * marked inode, or one with drops pending, stays in the table. */
+ * drop, so whether the drop is done says nothing of the open at hand. But
+ * not for the first move shown while the kernel walks the path again after
+ * an ESTALE open of the inode (rewalk, until the next open or
+ * rewalk_until_ms): that walk's own lookup may be what shows it, and a
+ * second ESTALE would reach the caller (the kernel retries once). A marked
+ * inode, one with drops pending or one being walked again stays in the
+ * table. */
 #define FUSE_USE_VERSION 312
 #include "kernel_names.h"
 
@@ -18,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define NAMES_BUCKETS 4096u
@@ -35,6 +41,8 @@ typedef struct kn_inode {
     kn_name names[DFUSE_NAMES_PER_INODE]; /* oldest first */
     unsigned pending;                    /* its drops not yet told to the kernel */
     bool revalidate;                     /* names moved: the next open is ESTALE */
+    bool rewalk;                         /* the kernel walks its path again... */
+    uint64_t rewalk_until_ms;            /* ...at most until then */
     struct kn_inode *hnext;              /* hash chain */
     struct kn_inode *older, *newer;      /* age list */
 } kn_inode;
@@ -117,8 +125,9 @@ static void remove_inode(dfuse_names *n, kn_inode *e)
  * dropped: the kernel's entries last their entry_timeout). */
 static void make_room(dfuse_names *n)
 {
+    uint64_t now = clock_now_ms();
     kn_inode *e = n->oldest;
-    while (e && (e->pending > 0 || e->revalidate))
+    while (e && (e->pending > 0 || e->revalidate || (e->rewalk && now < e->rewalk_until_ms)))
         e = e->newer;
     if (e)
         remove_inode(n, e);
@@ -196,7 +205,10 @@ void dfuse_names_moved(dfuse_names *n, uint64_t ino)
     }
     if (e) {
         e->n = 0; /* the names went with their drops */
-        e->revalidate = true;
+        if (e->rewalk && clock_now_ms() < e->rewalk_until_ms)
+            e->rewalk = false; /* the walk after an ESTALE open showed it */
+        else
+            e->revalidate = true;
         pthread_cond_signal(&n->work);
     }
     pthread_mutex_unlock(&n->mu);
@@ -219,13 +231,31 @@ bool dfuse_names_settle(dfuse_names *n, uint64_t ino)
     while (stale && e->pending > 0 && !n->stop)
         if (pthread_cond_timedwait(&n->done, &n->mu, &until) == ETIMEDOUT)
             break;
-    if (stale)
+    if (stale) {
         e->revalidate = false;
+        e->rewalk = true;
+        e->rewalk_until_ms = clock_now_ms() + DFUSE_NAMES_REWALK_MS;
+    } else if (e) {
+        e->rewalk = false; /* the walk is over: this is its open */
+    }
     pthread_mutex_unlock(&n->mu);
     if (stale)
         log_debug("inode %llu: its names moved elsewhere: open answered ESTALE, the kernel "
                   "looks the name up again", (unsigned long long)ino);
     return stale;
+}
+
+void dfuse_names_rewalk(dfuse_names *n, uint64_t ino)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&n->mu);
+    kn_inode *e = find_or_add(n, ino);
+    if (e) {
+        e->rewalk = true;
+        e->rewalk_until_ms = clock_now_ms() + DFUSE_NAMES_REWALK_MS;
+    }
+    pthread_mutex_unlock(&n->mu);
 }
 
 /* ----------------------------------------------------- the drop thread */

@@ -36,6 +36,10 @@ struct fuse_session;
 #define DFUSE_NAMES_PER_INODE 4u
 #define DFUSE_NAMES_INODES_MAX (1u << 16)
 #define DFUSE_NAMES_WAIT_MS 200u
+/* After an ESTALE open the kernel walks the path again (once): the first
+ * move its lookups show meanwhile (within this bound, before the next
+ * open) does not make the retried open ESTALE again. */
+#define DFUSE_NAMES_REWALK_MS 1000u
 
 typedef struct dfuse_names dfuse_names;
 
@@ -53,5 +57,8 @@ void dfuse_names_moved(dfuse_names *n, uint64_t ino);
  * that was answered ESTALE; else waits for its drops (bounded) and returns
  * true: answer the open ESTALE. */
 bool dfuse_names_settle(dfuse_names *n, uint64_t ino);
+/* An open of ino was answered ESTALE (by the MDS): the kernel walks its
+ * path again now. */
+void dfuse_names_rewalk(dfuse_names *n, uint64_t ino);
 
 #endif

@@ -633,6 +633,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         rc = kill_setid_if_asked(req, ino);
     if (rc == 0)
         rc = stale_if_gone(depfs_open_ino(ctx->fs, ino, lib_open_flags(fi->flags), &fh));
+    if (rc == -ESTALE)
+        dfuse_names_rewalk(ctx->names, ino);
     if (rc < 0) {
         reply_status(req, rc);
         return;
