@@ -15,12 +15,17 @@ import os
 
 
 class _Options(ctypes.Structure):
+    """depfs_options of client/lib/depfs.h, field for field: the library
+    reads every one of them."""
     _fields_ = [("config_path", ctypes.c_char_p),
                 ("default_n", ctypes.c_uint),
                 ("default_k", ctypes.c_uint),
                 ("default_su", ctypes.c_uint32),
                 ("ignore_locks", ctypes.c_bool),
-                ("count_lookups", ctypes.c_bool)]
+                ("count_lookups", ctypes.c_bool),
+                ("statahead_ms", ctypes.c_uint),
+                ("names_moved", ctypes.c_void_p),
+                ("names_moved_arg", ctypes.c_void_p)]
 
 
 def default_lib(top):
