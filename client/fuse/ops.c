@@ -347,7 +347,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     depfs_fh_t *fh = fi_fh(fi);
     /* right after a create or remove in a directory the kernel asks for it
      * again (default_permissions): that change's reply brought it; right
-     * after an open (forget_attrs_at_open) the open's reply did */
+     * after an open (op_open) the open's reply did */
     if (!fh && depfs_dir_attr_take(ctx->fs, ino, kept_attr_max_age_ms(ctx), &st) == 0) {
         reply_attr(req, &st);
         return;
@@ -586,11 +586,20 @@ fail:
     reply_status(req, rc);
 }
 
+/* Makes the kernel forget the attributes it cached for ino (why: for the
+ * log). Only the attributes (offset < 0): no page is touched, so this is
+ * safe while the kernel holds the pages of a write. */
+static void forget_attrs(dfuse_ctx *ctx, fuse_ino_t ino, const char *why)
+{
+    int rc = fuse_lowlevel_notify_inval_inode(ctx->se, ino, DFUSE_INVAL_ATTR_ONLY, 0);
+    if (rc != 0 && rc != -ENOENT)
+        log_warn("inode %llu: cannot make the kernel forget its attributes (%s): %s",
+                 (unsigned long long)ino, why, strerror(-rc));
+}
+
 /* Before a write or O_TRUNC open by a caller without CAP_FSETID (the kernel
  * flags those): clear set-id bits the kernel knows the file has, and make it
- * forget the mode it has cached (these replies carry no attributes). Only
- * the attributes are invalidated (offset < 0): no page is touched, so this
- * is safe while the kernel holds the pages of this write. */
+ * forget the mode it has cached (these replies carry no attributes). */
 static int kill_setid_if_asked(fuse_req_t req, fuse_ino_t ino)
 {
     dfuse_ctx *ctx = req_ctx(req);
@@ -600,25 +609,8 @@ static int kill_setid_if_asked(fuse_req_t req, fuse_ino_t ino)
     int rc = dfuse_setid_kill_ino(ctx->fs, ino);
     if (rc <= 0)
         return rc;
-    int nrc = fuse_lowlevel_notify_inval_inode(ctx->se, ino, DFUSE_INVAL_ATTR_ONLY, 0);
-    if (nrc != 0 && nrc != -ENOENT)
-        log_warn("inode %llu: cannot make the kernel forget its mode: %s",
-                 (unsigned long long)ino, strerror(-nrc));
+    forget_attrs(ctx, ino, "its set-id bits were cleared");
     return 0;
-}
-
-/* Close-to-open (README "Consistency"): another client may have grown or
- * cut the file since the kernel cached its attributes, which it keeps for up
- * to attr_timeout and from which it takes the size it reads to and fstat
- * shows. The open itself asked the MDS, so make the kernel ask too before
- * it next uses them (attributes only: keep_cache is off, the pages go
- * anyway). */
-static void forget_attrs_at_open(dfuse_ctx *ctx, fuse_ino_t ino)
-{
-    int rc = fuse_lowlevel_notify_inval_inode(ctx->se, ino, DFUSE_INVAL_ATTR_ONLY, 0);
-    if (rc != 0 && rc != -ENOENT)
-        log_warn("inode %llu: cannot make the kernel forget its attributes at open: %s",
-                 (unsigned long long)ino, strerror(-rc));
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -639,7 +631,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         reply_status(req, rc);
         return;
     }
-    forget_attrs_at_open(ctx, ino);
+    /* close-to-open (README "Consistency"): another client may have grown or
+     * cut the file since the kernel cached its attributes (it keeps them up
+     * to attr_timeout and reads to and fstat shows their size); the open
+     * asked the MDS, so make the kernel ask too (op_getattr answers that
+     * from the open's reply: depfs_open_attr_take) */
+    forget_attrs(ctx, ino, "open");
     set_open_info(fi, fh);
     if (fuse_reply_open(req, fi) != 0)
         depfs_close(fh);
@@ -920,8 +917,7 @@ static int readdirplus_add(void *arg, const char *name, uint64_t ino, mode_t typ
     rs->used += need;
     if (st) {
         rs->counted[rs->n_counted++] = e.ino;
-        if (S_ISREG(st->st_mode))
-            dfuse_names_given(rs->ctx->names, e.ino, rs->parent, name);
+        note_name(rs->req, rs->parent, name, st);
     }
     return 0;
 }
