@@ -23,22 +23,26 @@
  * not land, and on every other server the stripe holds the writer's new
  * unit or an untouched one (a stale reading lock - a pre-read, a degraded
  * read, a scrub, a rebuild's source, none of which wrote there - leaves
- * its unit as it was: it is taken over and released, nothing more): the units outside the held positions are one consistent
- * codeword (the new one). The repair therefore treats held positions and
- * untrusted ones as erasures, decodes them from the rest and writes the
- * held, trusted ones. With more erasures than n-k it falls back to
- * recomputing parity from the data units (either content of a unit the
- * unacknowledged write touched is allowed), which is only sound when every
- * data unit is trusted. Otherwise (a stale data unit too: two failures on
- * a layout with n-k=1, say) every unit of the stripe is read as it is, and
- * if together they are a codeword the stripe stands as it is: untrusted
- * units were recorded per file, not per stripe, so a unit called stale may
- * be current, and a unit in doubt that missed the write beside units that
- * took it, or a stale one, could only make a codeword by cancelling each
- * other in every parity byte. If they are not, the stripes are left locked and the repair fails
- * loudly (beyond what the units alone can tell). Stale locks of any owner on the range are
- * taken over at once (IO_LOCK take_over_stale), so overlapping orphans of
- * different owners cannot block each other. */
+ * its unit as it was: it is taken over and released, nothing more): the
+ * units outside the held positions are one consistent codeword (the new
+ * one). The repair therefore treats held positions and untrusted ones as
+ * erasures, decodes them from the rest and writes the held, trusted ones.
+ * With more erasures than n-k it falls back to recomputing parity from the
+ * data units (either content of a unit the unacknowledged write touched is
+ * allowed), which is only sound when every data unit is trusted. Otherwise
+ * (a stale data unit too: two failures on a layout with n-k=1, or a write
+ * that landed nowhere while one server was stale) the units are read as
+ * they are - the trusted ones when more than k of them can be checked
+ * against each other, else all n - and if they are one codeword the stripe
+ * stands as it is (a stale unit is then rebuilt by its server's rejoin,
+ * from the dirty record that made it untrusted): units in doubt that
+ * missed the write beside units that took it, or a stale one, could only
+ * make a codeword by cancelling each other in every parity byte, and a
+ * unit called stale may be current (records are per file, not per
+ * stripe). If they are not, the stripes are left locked and the repair
+ * fails loudly (beyond what the units alone can tell). Stale locks of any
+ * owner on the range are taken over at once (IO_LOCK take_over_stale), so
+ * overlapping orphans of different owners cannot block each other. */
 
 typedef struct dc_orphan {
     depfs_t *fs;
@@ -163,44 +167,51 @@ static uint8_t *dc_ob_unit(const dc_orphan *o, const dc_orphan_batch *b, uint64_
     return b->units + ((uint64_t)pos * b->batch + (s - b->first)) * o->t.lay.su;
 }
 
-/* Whether every unit of stripe s, read as checked on every position
- * (stale and in-doubt ones too), is one codeword: 0 if so, -EILSEQ if
- * not, another error if a position is out of reach or a unit unreadable. */
-static int dc_orphan_whole_codeword(dc_orphan *o, uint64_t s)
+/* Whether the units of stripe s on the positions of mask, read as checked
+ * (stale and in-doubt ones too), are one codeword: 0 if so, -EILSEQ if
+ * not, another error if a position is out of reach or a unit unreadable.
+ * The first k of them (in unit order) decide the codeword, the others are
+ * compared with it: mask needs more than k positions, or all n. */
+static int dc_orphan_one_codeword(dc_orphan *o, uint64_t s, uint32_t mask)
 {
     const layout *lay = &o->t.lay;
-    uint32_t all = (lay->n < 32 ? (1u << lay->n) : 0u) - 1u;
-    if ((o->reach & all) != all)
+    assert(dc_popcount32(mask) > lay->k);
+    if ((o->reach & mask) != mask)
         return -EHOSTDOWN;
-    uint8_t *buf = malloc((size_t)(lay->n + lay->n - lay->k) * lay->su);
+    uint8_t *buf = malloc((size_t)2 * lay->n * lay->su);
     if (buf == NULL)
         return -ENOMEM;
     dc_req rd[LAYOUT_MAX_N];
     memset(rd, 0, sizeof rd);
-    uint8_t *units[LAYOUT_MAX_N], *want[LAYOUT_MAX_N];
+    uint8_t *read[LAYOUT_MAX_N], *units[LAYOUT_MAX_N];
+    bool present[LAYOUT_MAX_N], want[LAYOUT_MAX_N];
+    unsigned got = 0;
     for (unsigned u = 0; u < lay->n; u++) {
         unsigned pos = layout_unit_pos(lay, s, u);
-        units[u] = buf + (size_t)u * lay->su;
+        read[u] = buf + (size_t)u * lay->su;
+        want[u] = ((mask >> pos) & 1u) && got >= lay->k;
+        present[u] = ((mask >> pos) & 1u) && got < lay->k;
+        got += present[u];
+        units[u] = present[u] ? read[u] : buf + (size_t)(lay->n + u) * lay->su;
+        if (!((mask >> pos) & 1u))
+            continue;
         dc_req_init(&rd[pos], lay, pos, DEPFS__IO_OP__IO_READ);
         rd[pos].ignore_locks = true; /* ours: we hold the stripe */
         rd[pos].any_state = true;    /* a stale server is REBUILDING */
-        int rc = dc_req_add(&rd[pos], layout_local_offset(lay, s), lay->su, units[u]);
+        int rc = dc_req_add(&rd[pos], layout_local_offset(lay, s), lay->su, read[u]);
         assert(rc == 0);
         (void)rc;
     }
     dc_io_run(o->fs, o->t.ino, rd, lay->n);
     int rc = 0;
     for (unsigned p = 0; p < lay->n && rc == 0; p++)
-        if (rd[p].result != 0)
+        if (rd[p].active && rd[p].result != 0)
             rc = rd[p].result == DC_ERR_DOWN ? -EHOSTDOWN : rd[p].result;
-    if (rc == 0) {
-        for (unsigned j = 0; j < lay->n - lay->k; j++)
-            want[j] = buf + (size_t)(lay->n + j) * lay->su;
-        codec_encode(o->t.cd, lay->su, units, want);
-        for (unsigned j = 0; j < lay->n - lay->k && rc == 0; j++)
-            if (memcmp(want[j], units[lay->k + j], lay->su) != 0)
-                rc = -EILSEQ;
-    }
+    if (rc == 0)
+        rc = codec_decode_want(o->t.cd, lay->su, units, present, want);
+    for (unsigned u = 0; u < lay->n && rc == 0; u++)
+        if (want[u] && memcmp(units[u], read[u], lay->su) != 0)
+            rc = -EILSEQ;
     free(buf);
     return rc;
 }
@@ -230,7 +241,11 @@ static int dc_orphan_plan(dc_orphan *o, dc_orphan_batch *b)
                 parity |= 1u << layout_unit_pos(lay, s, u);
         }
         if ((data & (o->untrusted | (all & ~o->reach))) != 0) {
-            int rc = dc_orphan_whole_codeword(o, s);
+            /* the trusted units alone, when they can be checked (more than
+             * k of them), else every unit as it is */
+            uint32_t trusted = o->reach & ~o->untrusted & all;
+            uint32_t check = dc_popcount32(trusted) > lay->k ? trusted : all;
+            int rc = dc_orphan_one_codeword(o, s, check);
             if (rc < 0) {
                 dc_set_error("orphan repair of inode %llu: stripe %llu has %u units in doubt "
                              "or stale, more than n-k=%u, a stale data unit, and %s: left "
@@ -241,9 +256,10 @@ static int dc_orphan_plan(dc_orphan *o, dc_orphan_batch *b)
                 return -EIO;
             }
             log_info("orphan repair of inode %llu: stripe %llu has %u units in doubt or stale, "
-                     "more than n-k=%u, but all %u of its units are one codeword: kept as it is",
+                     "more than n-k=%u, but %s %u of its units are one codeword: kept as it is",
                      (unsigned long long)o->t.ino, (unsigned long long)s, dc_popcount32(erase),
-                     lay->n - lay->k, lay->n);
+                     lay->n - lay->k, check == all ? "all" : "the trusted",
+                     dc_popcount32(check));
             b->erase[i] = 0;
             b->rewrite[i] = 0;
             continue;

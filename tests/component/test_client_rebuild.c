@@ -15,6 +15,9 @@
  *     match again, frees the stripes, and is idempotent;
  *   - on n-k=1, an orphan's unit in doubt plus an untrusted unit: freed
  *     when all units are one codeword, refused (left locked) when not;
+ *   - a write locked everywhere that landed nowhere beside a stale data
+ *     unit: freed when the trusted units are one codeword, refused when
+ *     one of them took the write;
  *   - a client behind the cluster epoch refreshes and redoes its writes;
  *   - SEEK_DATA/SEEK_HOLE (depfs_lseek) never claim a hole over a unit a
  *     server missed while down (REBUILDING, or UP with dirty records naming
@@ -784,6 +787,66 @@ START_TEST(test_orphan_beyond_n_minus_k_one)
 }
 END_TEST
 
+/* Campaign seed 8201 in miniature: a write locked its stripe on every
+ * server and then stalled (a slow disk) until its locks went stale, having
+ * stored nothing, while server X was stale for the file (dirty records,
+ * its data unit of the stripe old). Every trusted unit held plus X's
+ * untrusted one are more erasures than n-k, and the repair left the stripe
+ * locked for ever, so X's rejoin could not rebuild the file. The trusted
+ * units, more than k of them, are still one codeword: the stripe stands,
+ * and X's rebuild gives back every byte. When one trusted unit took the
+ * write (a server stored it and crashed before its unlock: its lock
+ * intent came back held) they are no codeword, and the repair still
+ * refuses. */
+START_TEST(test_orphan_landed_nowhere)
+{
+    depfs_t *fs = mount_fs();
+    size_t size = 4 * 4 * 4096; /* 4 stripes of 6@4@4k */
+    const uint64_t first = 1, count = 1;
+    for (int one_took_it = 0; one_took_it < 2; one_took_it++) {
+        char label[64], path[32];
+        snprintf(path, sizeof path, "/nowhere-%d", one_took_it);
+        snprintf(label, sizeof label, "depfs@6@4@4k:%s", path);
+        uint8_t *model = calloc(1, size);
+        uint64_t ino = write_file(fs, label, model, 0, size);
+        depfs_layout_info li;
+        layout_of(fs, ino, &li);
+        layout lay = layout_from(&li);
+        unsigned x = layout_unit_server(&lay, first, 0); /* stale data unit */
+        uint8_t zeros[4096];
+        memset(zeros, 0, sizeof zeros);
+        raw_unit_write(x, ino, layout_local_offset(&lay, first), zeros, sizeof zeros);
+        mark_dirty_everywhere_but(&li, ino, x);
+        for (unsigned p = 0; p < li.n; p++)
+            orphan_lock(li.servers[p], ino, first, count);
+        if (one_took_it) {
+            uint8_t fresh[4096];
+            rnd_fill(fresh, sizeof fresh);
+            raw_unit_write(layout_unit_server(&lay, first, 1), ino,
+                           layout_local_offset(&lay, first), fresh, sizeof fresh);
+        }
+        usleep(T_LEASE_WAIT_US);
+        int rc = depfs_repair_orphan_lock(fs, ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP);
+        if (one_took_it) {
+            ck_assert_int_eq(rc, -EIO);
+            ck_assert_msg(strstr(depfs_last_error(), "no codeword") != NULL, "%s",
+                          depfs_last_error());
+        } else {
+            ck_assert_msg(rc == 0, "repair: %s (%s)", strerror(-rc), depfs_last_error());
+            rc = depfs_rebuild_file(fs, ino, x, NULL, NULL);
+            ck_assert_msg(rc == 0, "rebuild: %s (%s)", strerror(-rc), depfs_last_error());
+            check_content(fs, path, model, size);
+            /* writers get the stripe */
+            write_file(fs, path, model, first * 4 * 4096 + 100, 4096);
+            scrub_clean(fs, ino);
+            check_content(fs, path, model, size);
+        }
+        free(model);
+    }
+    depfs_unmount(fs);
+}
+END_TEST
+
 /* Two orphans of different owners on overlapping stripes, held on two
  * different servers, with a write in doubt under one of them (its parity
  * unit was stored, its data unit not): one repair takes both over, the
@@ -1188,6 +1251,7 @@ int main(void)
     suite_add_tcase(s, own_cluster("orphan_stale_server", test_orphan_on_stale_server));
     suite_add_tcase(s, own_cluster("orphans_overlap", test_orphans_overlap));
     suite_add_tcase(s, own_cluster("orphan_beyond_nk1", test_orphan_beyond_n_minus_k_one));
+    suite_add_tcase(s, own_cluster("orphan_landed_nowhere", test_orphan_landed_nowhere));
     suite_add_tcase(s, own_cluster("intents_crash", test_intents_survive_a_crash_of_every_server));
     suite_add_tcase(s, own_cluster("orphan_waits", test_orphan_repair_waits_for_servers));
     suite_add_tcase(s, own_cluster("orphan_tail_lock", test_orphan_tail_lock));
