@@ -235,6 +235,21 @@ int ns_load_dir(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
     return 0;
 }
 
+/* The directory a request names by number (a parent, or the directory
+ * listed). Gone is ESTALE, not ENOENT: the caller holds a stale handle (a
+ * kernel still caches the entry of a directory another client removed,
+ * perhaps made again under the same name), and ESTALE makes the kernel
+ * look the path up again and retry, as NFS's stale file handle does;
+ * ENOENT would say that the name in it does not exist. */
+static int ns_load_named_dir(mds_ns *ns, uint64_t ino, mds_inode *out, char *why)
+{
+    int rc = ns_load_dir(ns, ino, out, why);
+    if (rc == -ENOENT)
+        return ns_fail(why, ESTALE, "directory %llu is gone (removed since it was looked up)",
+                       (unsigned long long)ino);
+    return rc;
+}
+
 int ns_find_dirent(mds_ns *ns, uint64_t parent, const char *name, uint64_t *ino,
                        uint64_t *seq, uint32_t *mode, char *why)
 {
@@ -569,7 +584,7 @@ int mds_ns_lookup(mds_ns *ns, const mds_caller *who, uint64_t parent, const char
     int rc;
 
     pthread_rwlock_rdlock(&ns->lock);
-    rc = ns_load_dir(ns, parent, &dir, why);
+    rc = ns_load_named_dir(ns, parent, &dir, why);
     if (rc == 0 && who)
         rc = perm_lookup(who, &dir, why);
     if (rc < 0)
@@ -697,7 +712,7 @@ static int make_node(mds_ns *ns, const mds_new *nw_in, uint32_t mode, bool retur
         return rc;
 
     pthread_rwlock_wrlock(&ns->lock);
-    rc = ns_load_dir(ns, nw->parent, &parent, why);
+    rc = ns_load_named_dir(ns, nw->parent, &parent, why);
     if (rc == 0 && nw->who)
         rc = perm_lookup(nw->who, &parent, why);
     if (rc < 0)
@@ -832,7 +847,7 @@ int mds_ns_unlink(mds_ns *ns, const mds_caller *who, uint64_t parent, const char
     memset(rm, 0, sizeof(*rm));
 
     pthread_rwlock_wrlock(&ns->lock);
-    rc = ns_load_dir(ns, parent, &dir, why);
+    rc = ns_load_named_dir(ns, parent, &dir, why);
     if (rc == 0)
         rc = ns_find_dirent(ns, parent, name, &ino, &seq, &mode, why);
     if (rc == 0)
@@ -882,7 +897,7 @@ int mds_ns_rmdir(mds_ns *ns, const mds_caller *who, uint64_t parent, const char 
         return rc;
 
     pthread_rwlock_wrlock(&ns->lock);
-    rc = ns_load_dir(ns, parent, &dir, why);
+    rc = ns_load_named_dir(ns, parent, &dir, why);
     if (rc == 0)
         rc = ns_find_dirent(ns, parent, name, &ino, &seq, &mode, why);
     if (rc == 0)
@@ -956,9 +971,9 @@ static int rename_load(mds_ns *ns, rn_ctx *c, uint64_t sp, const char *sname, ui
     uint32_t mode;
     c->spar = &c->spar_buf;
     c->dpar = sp == dp ? &c->spar_buf : &c->dpar_buf;
-    int rc = ns_load_dir(ns, sp, c->spar, why);
+    int rc = ns_load_named_dir(ns, sp, c->spar, why);
     if (rc == 0 && sp != dp)
-        rc = ns_load_dir(ns, dp, c->dpar, why);
+        rc = ns_load_named_dir(ns, dp, c->dpar, why);
     if (rc == 0)
         rc = ns_find_dirent(ns, sp, sname, &ino, &c->sseq, &mode, why);
     if (rc == 0)
@@ -1131,7 +1146,7 @@ int mds_ns_link(mds_ns *ns, const mds_caller *who, uint64_t ino, uint64_t new_pa
     pthread_rwlock_wrlock(&ns->lock);
     rc = ns_load_inode(ns, ino, &in, why);
     if (rc == 0)
-        rc = ns_load_dir(ns, new_parent, &dir, why);
+        rc = ns_load_named_dir(ns, new_parent, &dir, why);
     if (rc == 0 && who)
         rc = perm_link(who, &dir, &in, why);
     if (rc < 0)
@@ -1259,7 +1274,7 @@ static int readdir_sinked(mds_ns *ns, const mds_caller *who, uint64_t ino, uint6
 
     *eof = false;
     pthread_rwlock_rdlock(&ns->lock);
-    rc = ns_load_dir(ns, ino, &dir, why);
+    rc = ns_load_named_dir(ns, ino, &dir, why);
     if (rc == 0 && who)
         rc = perm_readdir(who, &dir, why);
     if (rc < 0)

@@ -206,7 +206,7 @@ START_TEST(test_create_lookup)
     ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &b, why), 0);
     nw.parent = 424242;
     nw.name = "orphan";
-    ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &b, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &b, why), -ESTALE); /* no such parent */
 }
 END_TEST
 
@@ -538,6 +538,44 @@ static unsigned read_all(uint64_t dir, unsigned page, rd_col *c)
     }
     return c->n;
 }
+
+/* A directory removed (and made again under its name) is ESTALE to every
+ * request naming the old one as a parent or listing it: the client holds a
+ * stale handle and must walk the path again. A missing name in a live
+ * directory stays ENOENT. */
+START_TEST(test_gone_parent)
+{
+    uint64_t old = new_dir(ROOT, "d");
+    uint64_t f = new_file(ROOT, "f");
+    ck_assert_int_eq(mds_ns_rmdir(ns, NULL, ROOT, "d", why), 0);
+    uint64_t now = new_dir(ROOT, "d");
+    new_file(now, "x");
+    mds_inode in;
+    mds_removed rm;
+    ck_assert_int_eq(mds_ns_lookup(ns, NULL, now, "nothing", &in, why), -ENOENT);
+    ck_assert_int_eq(mds_ns_lookup(ns, NULL, old, "x", &in, why), -ESTALE);
+    ck_assert_msg(strstr(why, "gone") != NULL, "%s", why);
+    mds_new nw = mk(old, "x", 0644);
+    ck_assert_int_eq(mds_ns_create(ns, &nw, O_EXCL, &in, why), -ESTALE);
+    ck_assert_int_eq(mds_ns_mkdir(ns, &nw, &in, why), -ESTALE);
+    ck_assert_int_eq(mds_ns_mknod(ns, &nw, &in, why), -ESTALE);
+    nw.target = "t";
+    ck_assert_int_eq(mds_ns_symlink(ns, &nw, &in, why), -ESTALE);
+    ck_assert_int_eq(mds_ns_unlink(ns, NULL, old, "x", &rm, why), -ESTALE);
+    ck_assert_int_eq(mds_ns_rmdir(ns, NULL, old, "x", why), -ESTALE);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, old, "x", ROOT, "y", 0, &rm, NULL, why), -ESTALE);
+    ck_assert_int_eq(mds_ns_rename(ns, NULL, ROOT, "f", old, "y", 0, &rm, NULL, why), -ESTALE);
+    ck_assert_int_eq(mds_ns_link(ns, NULL, f, old, "h", &in, why), -ESTALE);
+    rd_col c;
+    memset(&c, 0, sizeof c);
+    bool eof = false;
+    ck_assert_int_eq(mds_ns_readdir(ns, NULL, old, 0, 10, rd_emit, &c, &eof, NULL, why), -ESTALE);
+    /* nothing happened: the new directory holds x alone, f is where it was */
+    ck_assert_uint_eq(ino_of(ROOT, "f"), f);
+    ck_assert_int_eq(mds_ns_lookup(ns, NULL, now, "x", &in, why), 0);
+    ck_assert_uint_eq(attr_of(f).nlink, 1);
+}
+END_TEST
 
 START_TEST(test_readdir_paging)
 {
@@ -1632,6 +1670,7 @@ static Suite *mds_suite(void)
     tcase_add_test(tc, test_alloc_bytes);
     tcase_add_test(tc, test_spread);
     tcase_add_test(tc, test_mkdir_rmdir);
+    tcase_add_test(tc, test_gone_parent);
     tcase_add_test(tc, test_rename_files);
     tcase_add_test(tc, test_rename_dirs);
     tcase_add_test(tc, test_link_unlink);
