@@ -300,6 +300,8 @@ int cli_dir_read(depfs_t *fs, uint64_t ino, cli_dir_list *out)
 {
     memset(out, 0, sizeof(*out));
     int rc = depfs_readdir(fs, ino, 0, collect_dirent, out);
+    if (rc == -ESTALE) /* the directory was removed since it was looked up */
+        rc = -ENOENT;
     if (rc == 0)
         rc = out->err;
     return rc;

@@ -151,6 +151,14 @@ static int walk_step(walker *w, unsigned flags, walk_out *out)
     return 0;
 }
 
+/* ESTALE from a call naming a directory of the path by number: that
+ * directory was removed after the walk passed it (the MDS: a stale
+ * parent). To a caller holding a path, the path does not exist. */
+static int path_gone(int rc)
+{
+    return rc == -ESTALE ? -ENOENT : rc;
+}
+
 static int walk(depfs_t *fs, const char *path, unsigned flags, walk_out *out)
 {
     memset(out, 0, sizeof *out);
@@ -176,7 +184,7 @@ static int walk(depfs_t *fs, const char *path, unsigned flags, walk_out *out)
 out:
     free(w.buf);
     free(w.stack);
-    return rc;
+    return path_gone(rc);
 }
 
 /* Parse a label and check its n against the cluster. */
@@ -236,7 +244,7 @@ int depfs_open(depfs_t *fs, const char *path, int flags, mode_t mode, depfs_fh_t
         }
         if (rc != -ENOENT || !(flags & O_CREAT) || !w.missing_last)
             return rc;
-        rc = open_create(fs, &lab, &w, flags, mode, fh);
+        rc = path_gone(open_create(fs, &lab, &w, flags, mode, fh));
         if (rc != -EEXIST || (flags & O_EXCL))
             return rc; /* else someone created it meanwhile: open it */
     }
@@ -287,7 +295,7 @@ int depfs_mkdir_path(depfs_t *fs, const char *path, mode_t mode)
         return -EEXIST;
     }
     struct stat st;
-    rc = depfs_mkdir(fs, w.parent, w.name, mode, NULL, &st);
+    rc = path_gone(depfs_mkdir(fs, w.parent, w.name, mode, NULL, &st));
     if (rc == 0 && lab.n)
         rc = mkdir_set_layout(fs, (uint64_t)st.st_ino, &lab);
     return rc;
@@ -307,5 +315,5 @@ int depfs_unlink_path(depfs_t *fs, const char *path)
         dc_set_error("'%s' is a directory", lab.path);
         return -EISDIR;
     }
-    return depfs_unlink(fs, w.parent, w.name);
+    return path_gone(depfs_unlink(fs, w.parent, w.name));
 }

@@ -461,18 +461,26 @@ void dc_sa_after_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req
 {
     dc_statahead *sa = &fs->statahead;
     /* an inode named by number that is gone (ENOENT), unlinked (nlink 0)
-     * or replaced at its name (ESTALE: another client's migrate): what is
-     * kept of it is stale, and the lookup the caller does next (the
-     * kernel's re-lookup of the name) must reach the MDS */
-    bool stale = rep && req->has_ino &&
-                 (rep->err == ESTALE || rep->err == ENOENT || (rep->attr && rep->attr->nlink == 0));
+     * or replaced at its name (ESTALE: another client's migrate), or a
+     * parent directory that is gone (ESTALE): what is kept of it is stale,
+     * and the lookup the caller does next (the kernel's re-lookup of the
+     * name) must reach the MDS */
+    bool stale_ino = rep && req->has_ino &&
+                     (rep->err == ESTALE || rep->err == ENOENT ||
+                      (rep->attr && rep->attr->nlink == 0));
+    bool stale_parent = rep && rep->err == ESTALE && (req->has_parent || req->has_new_parent);
     bool keeps_all = op_keeps_all(op, req);
-    if (sa->max_age_ms == 0 || (keeps_all && !stale))
+    if (sa->max_age_ms == 0 || (keeps_all && !stale_ino && !stale_parent))
         return;
     pthread_mutex_lock(&sa->lock);
     sa->gen++;
     if (keeps_all) {
-        drop(sa, DC_SA_DROP_INO, req->ino, NULL);
+        if (stale_ino)
+            drop(sa, DC_SA_DROP_INO, req->ino, NULL);
+        if (stale_parent && req->has_parent)
+            drop(sa, DC_SA_DROP_INO, req->parent, NULL);
+        if (stale_parent && req->has_new_parent)
+            drop(sa, DC_SA_DROP_INO, req->new_parent, NULL);
         goto out;
     }
     if (!op_changes_named(op)) {

@@ -147,6 +147,11 @@ int depfs_open_attr_take(depfs_t *fs, uint64_t ino, unsigned max_age_ms, struct 
 #define DEPFS_SET_MTIME_NOW 256u
 #define DEPFS_SET_CTIME 1024u
 int depfs_setattr(depfs_t *fs, uint64_t ino, const struct stat *in, unsigned to_set, struct stat *out);
+/* The calls below (and depfs_lookup, depfs_create, depfs_readdir and
+ * depfs_readdir_plus) fail -ESTALE when the directory they name by number
+ * (parent, new_parent, the one listed) is gone: removed since it was
+ * looked up, perhaps made again under its name. -ENOENT is about the name
+ * in it. */
 int depfs_mknod(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
                 const depfs_cred *cr, struct stat *st);
 int depfs_mkdir(depfs_t *fs, uint64_t parent, const char *name, mode_t mode,

@@ -144,7 +144,7 @@ int depfs_files_on_server(depfs_t *fs, uint32_t server_id, depfs_file_fn fn, voi
         w.bn = 0;
         w.depth = dir.depth;
         rc = depfs_readdir(fs, dir.ino, 0, dc_walk_collect, &w);
-        if (rc == -ENOENT) /* removed while we walked */
+        if (rc == -ENOENT || rc == -ESTALE) /* removed while we walked */
             rc = 0;
         if (rc == 0)
             rc = w.err;

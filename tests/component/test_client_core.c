@@ -549,6 +549,47 @@ START_TEST(test_statahead_after_migrate)
 }
 END_TEST
 
+/* A directory another client removed and made again while this client's
+ * page of its parent still names the old one: a lookup in the old one is
+ * ESTALE (a stale parent, not a missing name), and the lookup of the
+ * directory's name that follows (the kernel's walk again) must reach the
+ * MDS, not the page; the path API walks to the new one. */
+START_TEST(test_statahead_gone_parent)
+{
+    depfs_t *fs = mount_statahead(SA_KEEP_MS), *other = mount_fs();
+    char name[32];
+    struct stat st;
+    uint64_t top = mkdir_ok(other, DEPFS_ROOT_INO, "statahead_gone");
+    uint64_t sub[SA_FILES];
+    for (unsigned i = 0; i < SA_FILES; i++) {
+        snprintf(name, sizeof name, "g%u", i);
+        sub[i] = mkdir_ok(other, top, name);
+    }
+    create_ok(other, sub[9], "x", NULL);
+    for (unsigned i = 0; i < SA_FILES; i++) {
+        snprintf(name, sizeof name, "g%u", i);
+        ck_assert_int_eq(depfs_lookup(fs, top, name, &st), 0);
+    }
+    ck_assert_uint_eq(fs->statahead.pages, 1);
+    ck_assert_int_eq(depfs_unlink(other, sub[9], "x"), 0);
+    ck_assert_int_eq(depfs_rmdir(other, top, "g9"), 0);
+    uint64_t again = mkdir_ok(other, top, "g9");
+    create_ok(other, again, "y", NULL);
+
+    ck_assert_int_eq(depfs_lookup(fs, sub[9], "y", &st), -ESTALE);
+    ck_assert_int_eq(depfs_lookup(fs, top, "g9", &st), 0);
+    ck_assert_uint_eq(st.st_ino, again);
+    ck_assert_int_eq(depfs_lookup(fs, again, "y", &st), 0);
+    ck_assert_int_eq(depfs_mkdir(fs, sub[9], "z", 0755, NULL, &st), -ESTALE);
+    /* a path names what is there now; a path under a gone one is ENOENT */
+    ck_assert_int_eq(depfs_resolve(fs, "/statahead_gone/g9/y", NULL, &st), 0);
+    ck_assert_int_eq(depfs_rmdir(other, top, "g8"), 0);
+    ck_assert_int_eq(depfs_mkdir_path(fs, "/statahead_gone/g8/z", 0755), -ENOENT);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
 /* What depfs_readdir_plus gave: entries with and without attributes. */
 #define RP_PAGE 7u /* entries asked per page: several pages of SA_FILES */
 typedef struct rp_col {
@@ -1475,6 +1516,7 @@ static Suite *core_suite(void)
     tcase_add_test(sa, test_statahead_no_xattrs);
     tcase_add_test(sa, test_readdir_plus);
     tcase_add_test(sa, test_statahead_after_migrate);
+    tcase_add_test(sa, test_statahead_gone_parent);
     suite_add_tcase(s, sa);
     return s;
 }
