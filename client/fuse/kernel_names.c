@@ -186,13 +186,10 @@ void dfuse_names_given(dfuse_names *n, uint64_t ino, uint64_t parent, const char
     pthread_mutex_unlock(&n->mu);
 }
 
-void dfuse_names_moved(dfuse_names *n, uint64_t ino)
+/* Under mu: queues the drops of every name kept of e (inode ino). */
+static void queue_drops(dfuse_names *n, kn_inode *e, uint64_t ino)
 {
-    if (!n)
-        return;
-    pthread_mutex_lock(&n->mu);
-    kn_inode *e = find(n, ino);
-    for (unsigned i = 0; e && i < e->n; i++) {
+    for (unsigned i = 0; i < e->n; i++) {
         kn_drop *d = malloc(sizeof(*d));
         if (!d) {
             free(e->names[i].name); /* not dropped: lasts its entry_timeout */
@@ -203,16 +200,38 @@ void dfuse_names_moved(dfuse_names *n, uint64_t ino)
         n->tail = &d->next;
         e->pending++;
     }
+    e->n = 0; /* the names went with their drops */
+    pthread_cond_signal(&n->work);
+}
+
+void dfuse_names_moved(dfuse_names *n, uint64_t ino)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&n->mu);
+    kn_inode *e = find(n, ino);
     if (e) {
-        e->n = 0; /* the names went with their drops */
+        queue_drops(n, e, ino);
         if (e->rewalk && clock_now_ms() < e->rewalk_until_ms)
             e->rewalk = false; /* the walk after an ESTALE open showed it */
         else
             e->revalidate = true;
-        pthread_cond_signal(&n->work);
     }
     pthread_mutex_unlock(&n->mu);
     log_debug("inode %llu: a name of it went or moved elsewhere: %s", (unsigned long long)ino,
+              e ? "dropping the kernel's names of it" : "no name of it kept here");
+}
+
+void dfuse_names_gone(dfuse_names *n, uint64_t ino)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&n->mu);
+    kn_inode *e = find(n, ino);
+    if (e)
+        queue_drops(n, e, ino);
+    pthread_mutex_unlock(&n->mu);
+    log_debug("directory %llu is gone: %s", (unsigned long long)ino,
               e ? "dropping the kernel's names of it" : "no name of it kept here");
 }
 

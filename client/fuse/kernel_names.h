@@ -1,6 +1,7 @@
-/* kernel_names.h - depfs-fuse: the names of regular files this mount gave
- * the kernel, per inode, and dropping them from the kernel's cache when a
- * name of the file went or moved elsewhere.
+/* kernel_names.h - depfs-fuse: the names of regular files and directories
+ * this mount gave the kernel, per inode, and dropping them from the
+ * kernel's cache when a name of the file went or moved elsewhere, or the
+ * directory is gone.
  *
  * Why. An open through a name the kernel cached carries the inode's name
  * generation its lookup gave (libdepfs), and the MDS refuses it (ESTALE)
@@ -21,6 +22,14 @@
  * so the kernel walks the path again past the dropped entries, looking
  * each name up (dfuse_names_settle): its walk may have taken an old entry
  * just before the drop.
+ *
+ * A directory another client removed (and perhaps made again under its
+ * name) is ESTALE to every request naming it as a parent (the MDS). The
+ * kernel walks the path again for most of them (open, stat, unlink,
+ * rename...), but not when a create's lookup of the new name is what
+ * failed (mkdir, mknod, symlink: the caller gets ESTALE, as on NFS). Its
+ * names are dropped too, so the kernel's next walk looks the directory up
+ * instead of failing the same way until entry_timeout.
  *
  * Bounded: DFUSE_NAMES_PER_INODE names per inode (the newest), the oldest
  * of DFUSE_NAMES_INODES_MAX inodes forgotten first; a forgotten name is
@@ -48,11 +57,15 @@ typedef struct dfuse_names dfuse_names;
 int dfuse_names_start(struct fuse_session *se, dfuse_names **out);
 /* Stops the thread (queued drops are discarded) and frees everything. */
 void dfuse_names_stop(dfuse_names *n);
-/* The kernel was given name in directory parent for regular file ino. */
+/* The kernel was given name in directory parent for ino (a regular file
+ * or a directory). */
 void dfuse_names_given(dfuse_names *n, uint64_t ino, uint64_t parent, const char *name);
 /* A name of ino went or moved since this mount gave the kernel its names:
  * queue their drops. Never blocks on the kernel. */
 void dfuse_names_moved(dfuse_names *n, uint64_t ino);
+/* Directory ino is gone (a request naming it as a parent was answered
+ * ESTALE): queue the drops of its names. Never blocks on the kernel. */
+void dfuse_names_gone(dfuse_names *n, uint64_t ino);
 /* Before an open of ino: false unless its names moved since the last open
  * that was answered ESTALE; else waits for its drops (bounded) and returns
  * true: answer the open ESTALE. */

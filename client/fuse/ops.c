@@ -85,8 +85,11 @@ static void reply_status(fuse_req_t req, long long ret)
 /* A request by inode number for an inode that is gone, or replaced at its
  * name (unlinked or renamed over elsewhere, `depfs migrate`: ESTALE from
  * the MDS), came through a name the kernel still caches: ESTALE makes the
- * kernel look the name up again and retry (open, stat), as on NFS. */
-static int stale_if_gone(int rc)
+ * kernel look the name up again and retry (open, opendir, stat, chmod and
+ * the other setattrs, readlink, xattrs), as on NFS. (A request naming a
+ * parent directory that is gone gets ESTALE from the MDS itself: there
+ * ENOENT means the name.) */
+static long long stale_if_gone(long long rc)
 {
     return rc == -ENOENT ? -ESTALE : rc;
 }
@@ -291,13 +294,23 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 /* ------------------------------------------------------------- namespace */
 
-/* The kernel is given name in parent for st's inode: a regular file's is
- * kept, to be dropped from the kernel once the file's names move
- * (kernel_names.h). */
+/* The kernel is given name in parent for st's inode: a regular file's or
+ * a directory's is kept, to be dropped from the kernel once the file's
+ * names move or the directory is gone (kernel_names.h). */
 static void note_name(fuse_req_t req, fuse_ino_t parent, const char *name, const struct stat *st)
 {
-    if (S_ISREG(st->st_mode))
+    if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode))
         dfuse_names_given(req_ctx(req)->names, (uint64_t)st->st_ino, (uint64_t)parent, name);
+}
+
+/* The result of a request naming parent as the directory of a name:
+ * ESTALE says the directory is gone (the MDS), and the kernel's names of
+ * it are dropped (kernel_names.h). Returns rc. */
+static long long parent_checked(fuse_req_t req, fuse_ino_t parent, long long rc)
+{
+    if (rc == -ESTALE)
+        dfuse_names_gone(req_ctx(req)->names, (uint64_t)parent);
+    return rc;
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -305,7 +318,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     act_for(req);
     struct stat st;
     unsigned age_ms = 0;
-    int rc = depfs_lookup_aged(req_ctx(req)->fs, parent, name, &st, &age_ms);
+    int rc = (int)parent_checked(req, parent,
+                                 depfs_lookup_aged(req_ctx(req)->fs, parent, name, &st, &age_ms));
     if (rc < 0) {
         reply_status(req, rc); /* no negative caching: other clients create */
         return;
@@ -435,7 +449,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
     }
 out:
     if (rc < 0) {
-        reply_status(req, rc);
+        reply_status(req, stale_if_gone(rc));
         return;
     }
     reply_attr(req, &st);
@@ -447,7 +461,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
     char target[PATH_MAX + 1];
     int rc = depfs_readlink(req_ctx(req)->fs, ino, target, sizeof(target));
     if (rc < 0) {
-        reply_status(req, rc);
+        reply_status(req, stale_if_gone(rc));
         return;
     }
     target[sizeof(target) - 1] = '\0';
@@ -459,7 +473,8 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     depfs_cred cr;
     struct stat st;
     act_for_cred(req, &cr);
-    int rc = depfs_mknod(req_ctx(req)->fs, parent, name, mode, rdev, &cr, &st);
+    int rc = (int)parent_checked(req, parent,
+                                 depfs_mknod(req_ctx(req)->fs, parent, name, mode, rdev, &cr, &st));
     if (rc < 0) {
         reply_status(req, rc);
         return;
@@ -473,11 +488,13 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     depfs_cred cr;
     struct stat st;
     act_for_cred(req, &cr);
-    int rc = depfs_mkdir(req_ctx(req)->fs, parent, name, mode, &cr, &st);
+    int rc = (int)parent_checked(req, parent,
+                                 depfs_mkdir(req_ctx(req)->fs, parent, name, mode, &cr, &st));
     if (rc < 0) {
         reply_status(req, rc);
         return;
     }
+    note_name(req, parent, name, &st);
     reply_entry(req, &st);
 }
 
@@ -486,7 +503,8 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
     depfs_cred cr;
     struct stat st;
     act_for_cred(req, &cr);
-    int rc = depfs_symlink(req_ctx(req)->fs, parent, name, link, &cr, &st);
+    int rc = (int)parent_checked(req, parent,
+                                 depfs_symlink(req_ctx(req)->fs, parent, name, link, &cr, &st));
     if (rc < 0) {
         reply_status(req, rc);
         return;
@@ -498,7 +516,8 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 {
     act_for(req);
     struct stat st;
-    int rc = depfs_link(req_ctx(req)->fs, ino, newparent, newname, &st);
+    int rc = (int)parent_checked(req, newparent,
+                                 depfs_link(req_ctx(req)->fs, ino, newparent, newname, &st));
     if (rc < 0) {
         reply_status(req, rc);
         return;
@@ -510,13 +529,13 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     act_for(req);
-    reply_status(req, depfs_unlink(req_ctx(req)->fs, parent, name));
+    reply_status(req, parent_checked(req, parent, depfs_unlink(req_ctx(req)->fs, parent, name)));
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     act_for(req);
-    reply_status(req, depfs_rmdir(req_ctx(req)->fs, parent, name));
+    reply_status(req, parent_checked(req, parent, depfs_rmdir(req_ctx(req)->fs, parent, name)));
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -527,7 +546,9 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         fuse_reply_err(req, EINVAL); /* RENAME_WHITEOUT: overlayfs only */
         return;
     }
-    reply_status(req, depfs_rename(req_ctx(req)->fs, parent, name, newparent, newname, flags));
+    /* which of the two is gone the error does not say: both names dropped */
+    long long rc = depfs_rename(req_ctx(req)->fs, parent, name, newparent, newname, flags);
+    reply_status(req, parent_checked(req, newparent, parent_checked(req, parent, rc)));
 }
 
 /* ------------------------------------------------------------ open files */
@@ -542,7 +563,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     uint64_t counted = 0; /* the inode whose lookup the library counted */
     act_for_cred(req, &cr);
     int flags = lib_open_flags(fi->flags);
-    int rc = depfs_create(ctx->fs, parent, name, mode, flags, &cr, NULL, &st, &fh);
+    int rc = (int)parent_checked(req, parent,
+                                 depfs_create(ctx->fs, parent, name, mode, flags, &cr, NULL, &st, &fh));
     if (rc == 0)
         counted = (uint64_t)st.st_ino;
     if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
@@ -816,7 +838,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     if (rc == 0 && !S_ISDIR(st.st_mode))
         rc = -ENOTDIR;
     if (rc < 0) {
-        reply_status(req, rc);
+        reply_status(req, stale_if_gone(rc));
         return;
     }
     fi->fh = 0;          /* readdir is stateless: the cookie is the offset */
@@ -993,7 +1015,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
         fuse_reply_err(req, EOPNOTSUPP); /* no file capabilities on DePFS */
         return;
     }
-    reply_status(req, depfs_setxattr(ctx->fs, ino, name, value, size, flags));
+    reply_status(req, stale_if_gone(depfs_setxattr(ctx->fs, ino, name, value, size, flags)));
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
@@ -1010,7 +1032,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
     if (size == 0) {
         ssize_t need = depfs_getxattr(fs, ino, name, NULL, 0);
         if (need < 0)
-            reply_status(req, need);
+            reply_status(req, stale_if_gone(need));
         else
             fuse_reply_xattr(req, (size_t)need);
         return;
@@ -1024,7 +1046,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
     }
     ssize_t n = depfs_getxattr(fs, ino, name, buf, size);
     if (n < 0)
-        reply_status(req, n);
+        reply_status(req, stale_if_gone(n));
     else
         fuse_reply_buf(req, buf, (size_t)n);
     free(buf);
@@ -1037,7 +1059,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
     if (size == 0) {
         ssize_t need = depfs_listxattr(fs, ino, NULL, 0);
         if (need < 0)
-            reply_status(req, need);
+            reply_status(req, stale_if_gone(need));
         else
             fuse_reply_xattr(req, (size_t)need);
         return;
@@ -1051,7 +1073,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
     }
     ssize_t n = depfs_listxattr(fs, ino, buf, size);
     if (n < 0)
-        reply_status(req, n);
+        reply_status(req, stale_if_gone(n));
     else
         fuse_reply_buf(req, buf, (size_t)n);
     free(buf);
@@ -1060,7 +1082,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
     act_for(req);
-    reply_status(req, depfs_removexattr(req_ctx(req)->fs, ino, name));
+    reply_status(req, stale_if_gone(depfs_removexattr(req_ctx(req)->fs, ino, name)));
 }
 
 /* ----------------------------------------------------------------- table */

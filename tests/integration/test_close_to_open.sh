@@ -13,8 +13,11 @@
 #   looks the name up again; the moved file is left alone), also after the
 #   reader's mount saw the file under its new name (depfs-fuse then drops
 #   the kernel's old names of it: kernel_names.h), then a
-#   seeded run of random writes and truncates, each side in turn, every
-#   step checked against a model of the file.
+#   directory removed and made again by the writer (every kind of request
+#   through the reader's old entry of it: ESTALE, and the kernel walks
+#   again; mkdir and symlink may be ESTALE once), then a seeded run of
+#   random writes and truncates, each side in turn, every step checked
+#   against a model of the file.
 # Ends with a clean scrub.
 source "$(dirname "$0")/lib.sh"
 
@@ -28,7 +31,7 @@ mkdir "$MNT/c2o"
 setfattr -n user.depfs.layout -v 4@2@64k "$MNT/c2o"
 
 python3 - "$MNT/c2o" "$M2/c2o" "$STEPS" "$SEED" <<'PY' || fail "a reader saw a stale size or stale bytes after the writer's close"
-import os, random, sys
+import errno, os, random, sys, time
 a, b, steps, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 bad = 0
 
@@ -120,6 +123,77 @@ for seen_as in ("listing", "lookup"):
           read_all(f"{a}/{g}"), b"z" * 5)
     check(f"seen by its new name ({seen_as}), created through the old: the moved one",
           read_all(f"{a}/{g}.moved"), b"k" * 3000)
+
+# a directory the writer removed and made again while the reader's kernel
+# still caches the old one (entry_timeout): requests naming the old one
+# are ESTALE (the MDS), the kernel walks the path again and retries; only
+# a create whose lookup of the new name failed is not retried by the
+# kernel (mkdir, symlink, mknod: ESTALE, as on NFS), and depfs-fuse then
+# drops the old directory's name, so the next try passes
+def replaced_dir(d):
+    os.mkdir(f"{a}/{d}")
+    with open(f"{a}/{d}/x", "w") as w:
+        w.write("x")
+    os.stat(f"{b}/{d}/x")
+    os.unlink(f"{a}/{d}/x")
+    os.rmdir(f"{a}/{d}")
+    os.mkdir(f"{a}/{d}")
+    with open(f"{a}/{d}/y", "w") as w:
+        w.write("y")
+
+def try_dir_op(what, fn, retried_by_kernel):
+    """fn's result, or None after a failure (counted)"""
+    global bad
+    for attempt in range(50):
+        try:
+            got = fn()
+        except OSError as e:
+            if e.errno == errno.ESTALE and not retried_by_kernel and attempt < 49:
+                time.sleep(0.02) # the drop of the old name is on its way
+                continue
+            bad += 1
+            print(f"FAIL replaced directory, {what} (attempt {attempt}): {e}")
+            return None
+        if attempt > 0 and retried_by_kernel:
+            bad += 1
+            print(f"FAIL replaced directory, {what}: passed only at attempt {attempt}")
+        return got
+
+def read_text(path):
+    with open(path) as f:
+        return f.read()
+
+def write_text(path, text):
+    with open(path, "w") as w:
+        w.write(text)
+    return read_text(path)
+
+# (what, the kernel retries it, the reader's request, what the writer sees after)
+dir_cases = [
+    ("create", True, lambda d: write_text(f"{b}/{d}/z", "z"), lambda d, got: read_text(f"{a}/{d}/z") == "z"),
+    ("stat", True, lambda d: os.stat(f"{b}/{d}/y").st_size, lambda d, got: got == 1),
+    ("open", True, lambda d: read_text(f"{b}/{d}/y"), lambda d, got: got == "y"),
+    ("listing", True, lambda d: sorted(os.listdir(f"{b}/{d}")), lambda d, got: got == ["y"]),
+    ("unlink", True, lambda d: os.unlink(f"{b}/{d}/y"), lambda d, got: not os.path.exists(f"{a}/{d}/y")),
+    ("rename", True, lambda d: os.rename(f"{b}/{d}/y", f"{b}/{d}/y2"),
+     lambda d, got: read_text(f"{a}/{d}/y2") == "y"),
+    ("link", True, lambda d: os.link(f"{b}/{d}/y", f"{b}/{d}/h"), lambda d, got: read_text(f"{a}/{d}/h") == "y"),
+    ("chmod", True, lambda d: os.chmod(f"{b}/{d}", 0o700),
+     lambda d, got: (os.stat(f"{b}/{d}").st_mode & 0o777 == 0o700 and
+                     os.stat(f"{b}/{d}").st_ino == os.stat(f"{a}/{d}").st_ino)),
+    ("setxattr", True, lambda d: os.setxattr(f"{b}/{d}", "user.k", b"v"),
+     lambda d, got: os.getxattr(f"{a}/{d}", "user.k") == b"v"),
+    ("mkdir", False, lambda d: os.mkdir(f"{b}/{d}/sub"), lambda d, got: os.path.isdir(f"{a}/{d}/sub")),
+    ("symlink", False, lambda d: os.symlink("y", f"{b}/{d}/s"), lambda d, got: os.readlink(f"{a}/{d}/s") == "y"),
+]
+for i, (what, retried, op, seen) in enumerate(dir_cases):
+    d = f"dir{i}"
+    replaced_dir(d)
+    before = bad
+    got = try_dir_op(what, lambda: op(d), retried)
+    if bad == before and not seen(d, got):
+        bad += 1
+        print(f"FAIL replaced directory, {what}: not as the writer sees the new directory ({got!r})")
 
 # random writes and truncates, each side in turn, checked from the other
 rng = random.Random(seed)
