@@ -735,6 +735,52 @@ START_TEST(test_orphan_on_stale_server)
 }
 END_TEST
 
+/* A file of `size` bytes written through fs with layout spec ("4@3@4k")
+ * as path: its inode, its bytes in *model (calloc'd) and its layout. */
+static uint64_t orphan_case_file(depfs_t *fs, const char *spec, const char *path, size_t size,
+                                 uint8_t **model, depfs_layout_info *li, layout *lay)
+{
+    char label[64];
+    snprintf(label, sizeof label, "depfs@%s:%s", spec, path);
+    *model = calloc(1, size);
+    ck_assert_ptr_nonnull(*model);
+    uint64_t ino = write_file(fs, label, *model, 0, size);
+    layout_of(fs, ino, li);
+    *lay = layout_from(li);
+    return ino;
+}
+
+/* Server x's unit of stripe s holds zeros (behind the code's back). */
+static void unit_zeroed(unsigned x, uint64_t ino, const layout *lay, uint64_t s)
+{
+    uint8_t zeros[4096];
+    ck_assert_uint_eq(lay->su, sizeof zeros);
+    memset(zeros, 0, sizeof zeros);
+    raw_unit_write(x, ino, layout_local_offset(lay, s), zeros, sizeof zeros);
+}
+
+/* The orphan's repair of stripes [first, first+count) refuses: the units
+ * are no codeword, the stripes stay locked. */
+static void repair_refused(depfs_t *fs, uint64_t ino, uint64_t first, uint64_t count)
+{
+    usleep(T_LEASE_WAIT_US); /* the orphan's entries are stale now */
+    int rc = depfs_repair_orphan_lock(fs, ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP);
+    ck_assert_int_eq(rc, -EIO);
+    ck_assert_msg(strstr(depfs_last_error(), "no codeword") != NULL, "%s", depfs_last_error());
+}
+
+/* The orphan's repair passes, and so does the rebuild of stale server x
+ * (as its rejoin does). */
+static void repair_then_rebuild(depfs_t *fs, uint64_t ino, uint64_t first, uint64_t count,
+                                unsigned x)
+{
+    usleep(T_LEASE_WAIT_US);
+    int rc = depfs_repair_orphan_lock(fs, ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP);
+    ck_assert_msg(rc == 0, "repair: %s (%s)", strerror(-rc), depfs_last_error());
+    rc = depfs_rebuild_file(fs, ino, x, NULL, NULL);
+    ck_assert_msg(rc == 0, "rebuild: %s (%s)", strerror(-rc), depfs_last_error());
+}
+
 /* Campaign seed 1109 in miniature: on an n-k=1 layout, a writing orphan
  * held on one server (its unit in doubt) and dirty records naming another
  * (its data unit untrusted) are two erasures, one more than the code
@@ -749,33 +795,22 @@ START_TEST(test_orphan_beyond_n_minus_k_one)
     size_t size = 4 * 3 * 4096; /* 4 stripes of 4@3@4k */
     const uint64_t first = 1, count = 1;
     for (int really_stale = 0; really_stale < 2; really_stale++) {
-        char label[64], path[32];
+        char path[32];
         snprintf(path, sizeof path, "/nk1-%d", really_stale);
-        snprintf(label, sizeof label, "depfs@4@3@4k:%s", path);
-        uint8_t *model = calloc(1, size);
-        uint64_t ino = write_file(fs, label, model, 0, size);
+        uint8_t *model;
         depfs_layout_info li;
-        layout_of(fs, ino, &li);
-        layout lay = layout_from(&li);
+        layout lay;
+        uint64_t ino = orphan_case_file(fs, "4@3@4k", path, size, &model, &li, &lay);
         unsigned x = layout_unit_server(&lay, first, 0); /* untrusted data unit */
         unsigned y = layout_unit_server(&lay, first, 1); /* the orphan's unit in doubt */
-        if (really_stale) {
-            uint8_t zeros[4096];
-            memset(zeros, 0, sizeof zeros);
-            raw_unit_write(x, ino, layout_local_offset(&lay, first), zeros, sizeof zeros);
-        }
+        if (really_stale)
+            unit_zeroed(x, ino, &lay, first);
         mark_dirty_everywhere_but(&li, ino, x);
         orphan_lock(y, ino, first, count);
-        usleep(T_LEASE_WAIT_US);
-        int rc = depfs_repair_orphan_lock(fs, ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP);
         if (really_stale) {
-            ck_assert_int_eq(rc, -EIO);
-            ck_assert_msg(strstr(depfs_last_error(), "no codeword") != NULL, "%s",
-                          depfs_last_error());
+            repair_refused(fs, ino, first, count);
         } else {
-            ck_assert_msg(rc == 0, "repair: %s (%s)", strerror(-rc), depfs_last_error());
-            rc = depfs_rebuild_file(fs, ino, x, NULL, NULL);
-            ck_assert_msg(rc == 0, "rebuild: %s (%s)", strerror(-rc), depfs_last_error());
+            repair_then_rebuild(fs, ino, first, count, x);
             /* writers get the stripe */
             write_file(fs, path, model, first * 3 * 4096 + 100, 4096);
             scrub_clean(fs, ino);
@@ -804,18 +839,14 @@ START_TEST(test_orphan_landed_nowhere)
     size_t size = 4 * 4 * 4096; /* 4 stripes of 6@4@4k */
     const uint64_t first = 1, count = 1;
     for (int one_took_it = 0; one_took_it < 2; one_took_it++) {
-        char label[64], path[32];
+        char path[32];
         snprintf(path, sizeof path, "/nowhere-%d", one_took_it);
-        snprintf(label, sizeof label, "depfs@6@4@4k:%s", path);
-        uint8_t *model = calloc(1, size);
-        uint64_t ino = write_file(fs, label, model, 0, size);
+        uint8_t *model;
         depfs_layout_info li;
-        layout_of(fs, ino, &li);
-        layout lay = layout_from(&li);
+        layout lay;
+        uint64_t ino = orphan_case_file(fs, "6@4@4k", path, size, &model, &li, &lay);
         unsigned x = layout_unit_server(&lay, first, 0); /* stale data unit */
-        uint8_t zeros[4096];
-        memset(zeros, 0, sizeof zeros);
-        raw_unit_write(x, ino, layout_local_offset(&lay, first), zeros, sizeof zeros);
+        unit_zeroed(x, ino, &lay, first);
         mark_dirty_everywhere_but(&li, ino, x);
         for (unsigned p = 0; p < li.n; p++)
             orphan_lock(li.servers[p], ino, first, count);
@@ -825,16 +856,10 @@ START_TEST(test_orphan_landed_nowhere)
             raw_unit_write(layout_unit_server(&lay, first, 1), ino,
                            layout_local_offset(&lay, first), fresh, sizeof fresh);
         }
-        usleep(T_LEASE_WAIT_US);
-        int rc = depfs_repair_orphan_lock(fs, ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP);
         if (one_took_it) {
-            ck_assert_int_eq(rc, -EIO);
-            ck_assert_msg(strstr(depfs_last_error(), "no codeword") != NULL, "%s",
-                          depfs_last_error());
+            repair_refused(fs, ino, first, count);
         } else {
-            ck_assert_msg(rc == 0, "repair: %s (%s)", strerror(-rc), depfs_last_error());
-            rc = depfs_rebuild_file(fs, ino, x, NULL, NULL);
-            ck_assert_msg(rc == 0, "rebuild: %s (%s)", strerror(-rc), depfs_last_error());
+            repair_then_rebuild(fs, ino, first, count, x);
             check_content(fs, path, model, size);
             /* writers get the stripe */
             write_file(fs, path, model, first * 4 * 4096 + 100, 4096);
