@@ -35,6 +35,9 @@ typedef struct mds_caller {
     unsigned n_groups;                       /* supplementary groups */
     uint32_t groups[MDS_CALLER_GROUPS_MAX];
     bool squashed;                           /* root turned into squash_uid */
+    uint64_t client_id; /* the mount the request came from (MdsRequest.client_id,
+                         * set by the handler; 0: none): whose kernel followed a
+                         * directory it moved (mds_ns_rename). Not a permission. */
 } mds_caller;
 
 /* The identity rules, from the config (mds_caller_policy_from_config). */

@@ -42,6 +42,8 @@ struct mds_result {
     mds_caller caller;         /* who acts (caller.h): permissions are its */
     mds_cap_owner cap_owner;   /* whom its capability is for (cap_owner.h) */
     const mds_handles *handles; /* the tags every Attr carries (handles.h) */
+    uint64_t names_epoch;       /* read before the op: every Attr carries it */
+    bool names_stale;           /* refused for an old MdsRequest.names_epoch */
     uint8_t ticket[AUTH_TICKET_BYTES], ticket_secret[AUTH_KEY_BYTES];
     uint8_t cap[AUTH_CAP_BYTES]; /* the reply's I/O capability */
     Depfs__Attr attr;
@@ -122,8 +124,9 @@ static void fill_policy(Depfs__Layout *pl, unsigned n, unsigned k, uint32_t su)
 
 /* Every Attr the MDS sends is made here: it carries its inode's handle
  * tag (handles.h), which whoever may see the attributes may hold. */
-static void attr_from(Depfs__Attr *a, const mds_inode *in, const mds_handles *h)
+static void attr_from(Depfs__Attr *a, const mds_inode *in, const mds_reply_buf *b)
 {
+    const mds_handles *h = b->handles;
     depfs__attr__init(a);
     a->ino = in->ino;
     a->has_tag = h->keyed;
@@ -141,13 +144,15 @@ static void attr_from(Depfs__Attr *a, const mds_inode *in, const mds_handles *h)
     a->ctime_ns = in->ctime_ns;
     a->has_data_version = S_ISREG(in->mode);
     a->data_version = in->data_version;
-    a->has_name_gen = !S_ISDIR(in->mode);
+    a->has_name_gen = true;
     a->name_gen = in->name_gen;
+    a->has_names_epoch = true;
+    a->names_epoch = b->names_epoch;
 }
 
 static void fill_attr(mds_reply_buf *b, const mds_inode *in)
 {
-    attr_from(&b->attr, in, b->handles);
+    attr_from(&b->attr, in, b);
     b->rep.attr = &b->attr;
     if (in->has_layout) {
         fill_layout(&b->lay, b->lay_servers, &in->lay);
@@ -182,7 +187,7 @@ static uint32_t cap_rights_of(uint32_t open_flags)
 /* The parent directory as a namespace change left it. */
 static void fill_dir_attr(mds_reply_buf *b, const mds_inode *dir)
 {
-    attr_from(&b->dir_attr, dir, b->handles);
+    attr_from(&b->dir_attr, dir, b);
     b->rep.dir_attr = &b->dir_attr;
 }
 
@@ -647,7 +652,7 @@ static int readdir_emit_attrs(void *arg, const char *name, size_t name_len, uint
     if (!in)
         return 0;
     size_t i = (size_t)(e - b->ents);
-    attr_from(&b->ent_attrs[i], in, b->handles);
+    attr_from(&b->ent_attrs[i], in, b);
     e->attr = &b->ent_attrs[i];
     e->has_no_xattrs = true;
     e->no_xattrs = !xattrs;
@@ -1096,6 +1101,48 @@ static const struct {
 };
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
 
+/* The ops that come through names a client cached (MdsRequest.names_epoch). */
+static bool through_names(uint32_t type)
+{
+    switch (type) {
+    case DEPFS__MDS_OP__MDS_OPEN:
+    case DEPFS__MDS_OP__MDS_LOOKUP:
+    case DEPFS__MDS_OP__MDS_CREATE:
+    case DEPFS__MDS_OP__MDS_MKNOD:
+    case DEPFS__MDS_OP__MDS_MKDIR:
+    case DEPFS__MDS_OP__MDS_SYMLINK:
+    case DEPFS__MDS_OP__MDS_UNLINK:
+    case DEPFS__MDS_OP__MDS_RMDIR:
+    case DEPFS__MDS_OP__MDS_RENAME:
+    case DEPFS__MDS_OP__MDS_LINK:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A request through names given before a directory above them was moved
+ * by another client: the path may lead elsewhere now (namespace.h
+ * mds_ns_names_current), ESTALE. No directory moved since: nothing to walk. */
+static int names_current(mds_ctx *c, uint32_t type, const Depfs__MdsRequest *q, mds_reply_buf *b)
+{
+    if (!q->has_names_epoch || !through_names(type) || q->names_epoch >= b->names_epoch)
+        return 0;
+    uint64_t dirs[3];
+    unsigned n = 0;
+    if (q->has_parent)
+        dirs[n++] = q->parent;
+    if (q->has_new_parent)
+        dirs[n++] = q->new_parent;
+    if (q->has_names_via)
+        dirs[n++] = q->names_via;
+    int rc = 0;
+    for (unsigned i = 0; i < n && rc == 0; i++)
+        rc = mds_ns_names_current(c->ns, dirs[i], q->names_epoch, b->caller.client_id, b->why);
+    b->names_stale = rc == -ESTALE;
+    return rc;
+}
+
 static int dispatch(mds_ctx *c, const rpc_msg *m, mds_reply_buf *b, const char **op_name)
 {
     if (m->type >= N_OPS || !ops[m->type].fn) {
@@ -1116,9 +1163,12 @@ static int dispatch(mds_ctx *c, const rpc_msg *m, mds_reply_buf *b, const char *
         rc = mds_handles_check(&c->handles, m->who, q, b->why, sizeof(b->why));
     if (rc == 0)
         rc = mds_caller_resolve(&c->callers, m->who, q, &b->caller, b->why, sizeof(b->why));
+    b->caller.client_id = q->has_client_id ? q->client_id : 0;
     if (rc == 0 && c->auth && m->who && io_caps_mds_op_binds_client(m->type))
         rc = mds_cap_owner_of(c->auth->ticket_key, m->who, q, (uint64_t)time(NULL),
                               &b->cap_owner, b->why, sizeof(b->why));
+    if (rc == 0)
+        rc = names_current(c, m->type, q, b);
     if (rc == 0)
         rc = ops[m->type].fn(c, q, b);
     depfs__mds_request__free_unpacked(q, NULL);
@@ -1192,6 +1242,7 @@ mds_result *mds_process(mds_ctx *c, uint16_t type, const uint8_t *hdr, size_t hd
     b->who = who;
     b->sess = sess;
     b->handles = &c->handles;
+    b->names_epoch = mds_ns_names_epoch(c->ns); /* before the op resolves any name */
     uint64_t writes_before = mds_ns_thread_writes();
     int rc = dispatch(c, &m, b, &op_name);
     b->wrote = mds_ns_thread_writes() != writes_before;
@@ -1201,6 +1252,8 @@ mds_result *mds_process(mds_ctx *c, uint16_t type, const uint8_t *hdr, size_t hd
         b->rep.err = -rc;
         if (b->why[0])
             b->rep.message = b->why;
+        b->rep.has_names_epoch = b->names_stale;
+        b->rep.names_epoch = b->names_epoch;
         log_error(op_name, peer ? peer : "?", -rc, b->why);
     }
     b->op_name = op_name;

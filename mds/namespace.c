@@ -529,6 +529,59 @@ static int load_counters(mds_ns *ns, char *why)
     return load_namespace_id(ns, why);
 }
 
+/* This start's names epoch: one more start counted, durably before any
+ * epoch of this run is given out. */
+static int start_names_epoch(mds_ns *ns, char *why)
+{
+    uint64_t boots = 0;
+    int rc = ns_load_counter(ns, MDS_COUNTER_NAMES_BOOT, &boots);
+    if (rc < 0 && rc != -ENOENT)
+        return ns_fail(why, EIO, "store has a corrupt names epoch");
+    if (boots + 1 >= (UINT64_C(1) << (64 - MDS_NAMES_EPOCH_BOOT_SHIFT)))
+        return ns_fail(why, EOVERFLOW, "names epoch: %llu starts, no more fit",
+                       (unsigned long long)boots);
+    boots++;
+    ns_txn t;
+    if (ns_txn_begin(ns, &t) < 0)
+        return ns_fail(why, ENOMEM, "out of memory");
+    put_counter(t.b, MDS_COUNTER_NAMES_BOOT, boots);
+    if (ns_txn_commit(&t) < 0 || kv_sync(ns->kv) < 0)
+        return ns_fail(why, EIO, "cannot store the names epoch");
+    atomic_store(&ns->names_epoch, boots << MDS_NAMES_EPOCH_BOOT_SHIFT);
+    return 0;
+}
+
+uint64_t mds_ns_names_epoch(mds_ns *ns)
+{
+    return atomic_load(&ns->names_epoch);
+}
+
+int mds_ns_names_current(mds_ns *ns, uint64_t dir, uint64_t epoch, uint64_t client, char *why)
+{
+    int rc = 0;
+    pthread_rwlock_rdlock(&ns->lock);
+    for (unsigned depth = 0;; depth++) {
+        mds_inode in;
+        if (depth == MDS_NAMES_WALK_MAX) {
+            log_warn("directory %llu: more than %u levels up to the root, not checked",
+                     (unsigned long long)dir, MDS_NAMES_WALK_MAX);
+            break;
+        }
+        if (ns_load_inode(ns, dir, &in, NULL) < 0 || !S_ISDIR(in.mode))
+            break;
+        if (in.moved_epoch > epoch && in.moved_by != client) {
+            rc = ns_fail(why, ESTALE, "directory %llu was moved since the path was looked up: "
+                         "look it up again", (unsigned long long)in.ino);
+            break;
+        }
+        if (in.ino == MDS_ROOT_INO)
+            break;
+        dir = in.parent;
+    }
+    pthread_rwlock_unlock(&ns->lock);
+    return rc;
+}
+
 int mds_ns_open(kvstore *kv, const mds_ns_params *p, mds_ns **out, char *why)
 {
     mds_inode root;
@@ -549,6 +602,8 @@ int mds_ns_open(kvstore *kv, const mds_ns_params *p, mds_ns **out, char *why)
         rc = create_root(ns, why);
     else if (rc == 0)
         rc = load_counters(ns, why);
+    if (rc == 0)
+        rc = start_names_epoch(ns, why);
     if (rc < 0) {
         mds_ns_close(ns);
         return rc;
@@ -1117,13 +1172,31 @@ int mds_ns_rename(mds_ns *ns, const mds_caller *who, uint64_t parent, const char
     rc = ns_txn_begin(ns, &t);
     if (rc < 0)
         goto out;
+    /* a directory that moves records it (mds_ns_names_current) */
+    uint64_t epoch = atomic_load(&ns->names_epoch) + 1;
+    bool dir_moves = S_ISDIR(c.src.mode) ||
+                     ((flags & MDS_RENAME_EXCHANGE) && c.dst_exists && S_ISDIR(c.dst.mode));
+    if (S_ISDIR(c.src.mode)) {
+        c.src.moved_epoch = epoch;
+        c.src.moved_by = who ? who->client_id : 0;
+    }
+    if ((flags & MDS_RENAME_EXCHANGE) && c.dst_exists && S_ISDIR(c.dst.mode)) {
+        c.dst.moved_epoch = epoch;
+        c.dst.moved_by = who ? who->client_id : 0;
+    }
     rc = rename_apply(&t, &c, name, new_name, flags, rm);
     rc = rc < 0 ? (ns_txn_abort(&t), rc) : ns_txn_commit(&t);
     if (rc < 0) {
         memset(rm, 0, sizeof(*rm));
         rc = ns_fail(why, EIO, "store write failed");
-    } else if (moved) {
-        *moved = c.src;
+    } else {
+        if (moved)
+            *moved = c.src;
+        /* a directory moved: names below it given before lead elsewhere
+         * now (after the commit: see mds_ns_names_epoch; renames are
+         * serialized by the namespace lock) */
+        if (dir_moves)
+            atomic_store(&ns->names_epoch, epoch);
     }
 out:
     pthread_rwlock_unlock(&ns->lock);

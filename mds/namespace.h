@@ -57,6 +57,25 @@ void mds_ns_params_from_config(const depfs_config *cfg, mds_ns_params *p);
  * and counters on first use. */
 int mds_ns_open(kvstore *kv, const mds_ns_params *p, mds_ns **out, char *why);
 void mds_ns_close(mds_ns *ns);
+
+/* The names epoch: it moves on whenever a directory is renamed (moved or
+ * exchanged), and at every start of the MDS (its high bits count the
+ * starts: MDS_NAMES_EPOCH_BOOT_SHIFT), so it only ever grows. A name a
+ * client was given while the epoch was e was the path's name then; once a
+ * directory above it moved (the epoch past e), the name may lead elsewhere
+ * (`mv ckpt ckpt.old; mkdir ckpt`: a cached ckpt/f is ckpt.old/f). Read it
+ * before resolving a name, so that a reply never carries an epoch newer
+ * than the namespace its name came from. */
+#define MDS_NAMES_EPOCH_BOOT_SHIFT 32u
+uint64_t mds_ns_names_epoch(mds_ns *ns);
+/* Whether names given at epoch `epoch` to client below directory dir
+ * still lead where they did: -ESTALE (why set) when dir or a directory
+ * above it was moved after epoch by another client (the mover's kernel
+ * followed its own move); 0 otherwise, also when dir is gone or no
+ * directory (the request fails on its own then). Walks at most
+ * MDS_NAMES_WALK_MAX directories up. */
+#define MDS_NAMES_WALK_MAX 4096u
+int mds_ns_names_current(mds_ns *ns, uint64_t dir, uint64_t epoch, uint64_t client, char *why);
 /* The namespace's random id, fixed at its creation (handles.h binds the
  * inode handle tags to it). */
 uint64_t mds_ns_id(const mds_ns *ns);

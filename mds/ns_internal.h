@@ -4,6 +4,7 @@
 #ifndef DEPFS_MDS_NS_INTERNAL_H
 #define DEPFS_MDS_NS_INTERNAL_H
 #include <pthread.h>
+#include <stdatomic.h>
 #include "holds.h"
 #include "namespace.h"
 
@@ -16,6 +17,7 @@ struct mds_ns {
     mds_holds *holds;  /* mds_ns_set_holds: what an unlinked file's holds add up to */
     bool defer_sync; /* mds_ns_defer_sync: the caller runs the barrier */
     uint64_t id;     /* persisted: MDS_COUNTER_NAMESPACE_ID */
+    _Atomic uint64_t names_epoch; /* mds_ns_names_epoch */
 };
 
 /* One mutation: a batch plus the counters it will set. Counters are applied

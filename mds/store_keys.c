@@ -122,13 +122,18 @@ size_t mds_inode_encode(const mds_inode *in, uint8_t out[MDS_INODE_REC_MAX])
                 (in->alloc_known ? MDS_INODE_FLAG_ALLOC_KNOWN : 0) |
                 (in->data_version ? MDS_INODE_FLAG_DATA_VERSION : 0) |
                 (in->migrated_away ? MDS_INODE_FLAG_MIGRATED_AWAY : 0) |
-                (in->name_gen ? MDS_INODE_FLAG_NAME_GEN : 0));
+                (in->name_gen ? MDS_INODE_FLAG_NAME_GEN : 0) |
+                (in->moved_epoch ? MDS_INODE_FLAG_MOVED : 0));
     if (in->alloc_known)
         w64(&c, in->alloc_bytes);
     if (in->data_version)
         w64(&c, in->data_version);
     if (in->name_gen)
         w64(&c, in->name_gen);
+    if (in->moved_epoch) {
+        w64(&c, in->moved_epoch);
+        w64(&c, in->moved_by);
+    }
     assert(c.pos <= MDS_INODE_REC_MAX);
     return c.pos;
 }
@@ -184,6 +189,10 @@ int mds_inode_decode(uint64_t ino, const uint8_t *buf, size_t len, mds_inode *ou
         out->data_version = r64(&c);
     if (flags & MDS_INODE_FLAG_NAME_GEN)
         out->name_gen = r64(&c);
+    if (flags & MDS_INODE_FLAG_MOVED) {
+        out->moved_epoch = r64(&c);
+        out->moved_by = r64(&c);
+    }
     if (c.bad || c.pos != len)
         return -EIO;
     return 0;

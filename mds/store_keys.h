@@ -61,6 +61,10 @@
  * it (handles.h), so a namespace made afresh under the same cluster key
  * does not take the tags of an older one */
 #define MDS_COUNTER_NAMESPACE_ID "namespace_id"
+/* how many times the MDS has started on this store: the high bits of the
+ * names epoch (namespace.h mds_ns_names_epoch), so that one run's epochs
+ * are above every earlier run's */
+#define MDS_COUNTER_NAMES_BOOT "names_boot"
 #define MDS_PURGE_VAL_LEN 16u
 void mds_purge_val_encode(uint8_t out[MDS_PURGE_VAL_LEN], int64_t queued_at_ns, uint64_t held_until_s);
 int mds_purge_val_decode(const uint8_t *buf, size_t len, int64_t *queued_at_ns, uint64_t *held_until_s);
@@ -95,8 +99,11 @@ typedef struct mds_inode {
     uint64_t name_gen;    /* bumped whenever a name of it goes or moves (unlink,
                            * rename of it or over it), so an open of a regular
                            * file through a name looked up before is told to
-                           * look it up again (proto Attr.name_gen, sent for
-                           * non-directories; 0 in records from before) */
+                           * look it up again (proto Attr.name_gen; 0 in
+                           * records from before) */
+    uint64_t moved_epoch; /* directories: the names epoch its last rename made
+                           * (namespace.h mds_ns_names_epoch; 0: never moved) */
+    uint64_t moved_by;    /* directories, with moved_epoch: the client that moved it */
 } mds_inode;
 
 /* Version 1 records may end after the servers (written before the flags
@@ -113,10 +120,13 @@ typedef struct mds_inode {
 /* with MDS_INODE_FLAG_NAME_GEN a u64 name_gen follows (last); records
  * without it read as 0 */
 #define MDS_INODE_FLAG_NAME_GEN 16u
+/* directories: with MDS_INODE_FLAG_MOVED a u64 moved_epoch and a u64
+ * moved_by follow (after name_gen); records without them: never moved */
+#define MDS_INODE_FLAG_MOVED 32u
 #define MDS_INODE_FLAGS_KNOWN                                                                 \
     (MDS_INODE_FLAG_MAY_HAVE_DATA | MDS_INODE_FLAG_ALLOC_KNOWN | MDS_INODE_FLAG_DATA_VERSION | \
-     MDS_INODE_FLAG_MIGRATED_AWAY | MDS_INODE_FLAG_NAME_GEN)
-#define MDS_INODE_REC_MAX (1u + 4u * 4u + 8u * 2u + 8u * 3u + 8u * 2u + 4u * 3u + 4u * 5u + 4u * LAYOUT_MAX_N + 4u + 8u + 8u + 8u)
+     MDS_INODE_FLAG_MIGRATED_AWAY | MDS_INODE_FLAG_NAME_GEN | MDS_INODE_FLAG_MOVED)
+#define MDS_INODE_REC_MAX (1u + 4u * 4u + 8u * 2u + 8u * 3u + 8u * 2u + 4u * 3u + 4u * 5u + 4u * LAYOUT_MAX_N + 4u + 8u + 8u + 8u + 8u + 8u)
 
 size_t mds_inode_encode(const mds_inode *in, uint8_t out[MDS_INODE_REC_MAX]);
 /* 0, or -EIO for a record that is short, too long or of an unknown version. */

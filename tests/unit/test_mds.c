@@ -1049,6 +1049,63 @@ START_TEST(test_layout_on_file)
 }
 END_TEST
 
+/* The names epoch (namespace.h): above every earlier start's, moved on by
+ * a directory's rename alone, recorded in the moved directory with its
+ * mover; names given below a directory another client moved since are
+ * stale (mds_ns_names_current), the mover's own are not, nor are names
+ * below a directory that did not move. */
+START_TEST(test_names_epoch)
+{
+    uint64_t e0 = mds_ns_names_epoch(ns);
+    ck_assert_uint_ge(e0 >> MDS_NAMES_EPOCH_BOOT_SHIFT, 1);
+    uint64_t top = new_dir(ROOT, "top");
+    uint64_t ckpt = new_dir(top, "ckpt");
+    uint64_t sub = new_dir(ckpt, "sub");
+    uint64_t other = new_dir(ROOT, "other");
+    new_file(ckpt, "f");
+    mds_removed rm;
+    mds_caller mover = {.uid = 0, .client_id = 7};
+    ck_assert_int_eq(mds_ns_rename(ns, &mover, ckpt, "f", ckpt, "g", 0, &rm, NULL, why), 0);
+    ck_assert_uint_eq(mds_ns_names_epoch(ns), e0); /* a file moved: no directory did */
+    ck_assert_int_eq(mds_ns_names_current(ns, sub, e0, 9, why), 0);
+
+    ck_assert_int_eq(mds_ns_rename(ns, &mover, top, "ckpt", top, "ckpt.old", 0, &rm, NULL, why), 0);
+    uint64_t e1 = mds_ns_names_epoch(ns);
+    ck_assert_uint_eq(e1, e0 + 1);
+    mds_inode in = attr_of(ckpt);
+    ck_assert_uint_eq(in.moved_epoch, e1);
+    ck_assert_uint_eq(in.moved_by, 7);
+    /* another client's names from before: below the moved one, stale */
+    ck_assert_int_eq(mds_ns_names_current(ns, ckpt, e0, 9, why), -ESTALE);
+    ck_assert_msg(strstr(why, "moved") != NULL, "%s", why);
+    ck_assert_int_eq(mds_ns_names_current(ns, sub, e0, 9, why), -ESTALE);
+    /* given since, the mover's, above it, beside it, gone: current */
+    ck_assert_int_eq(mds_ns_names_current(ns, sub, e1, 9, why), 0);
+    ck_assert_int_eq(mds_ns_names_current(ns, sub, e0, 7, why), 0);
+    ck_assert_int_eq(mds_ns_names_current(ns, top, e0, 9, why), 0);
+    ck_assert_int_eq(mds_ns_names_current(ns, other, e0, 9, why), 0);
+    ck_assert_int_eq(mds_ns_names_current(ns, 424242, e0, 9, why), 0);
+    /* an ancestor moved by another client: stale for the mover of ckpt too */
+    mds_caller third = {.uid = 0, .client_id = 8};
+    ck_assert_int_eq(mds_ns_rename(ns, &third, ROOT, "top", ROOT, "top.old", 0, &rm, NULL, why), 0);
+    ck_assert_uint_eq(mds_ns_names_epoch(ns), e1 + 1);
+    ck_assert_int_eq(mds_ns_names_current(ns, sub, e1, 7, why), -ESTALE);
+    ck_assert_int_eq(mds_ns_names_current(ns, sub, e1 + 1, 7, why), 0);
+    /* an exchange moves both directories */
+    ck_assert_int_eq(mds_ns_rename(ns, &third, ROOT, "other", ROOT, "top.old", MDS_RENAME_EXCHANGE,
+                                   &rm, NULL, why), 0);
+    ck_assert_uint_eq(attr_of(other).moved_epoch, e1 + 2);
+    ck_assert_uint_eq(attr_of(top).moved_epoch, e1 + 2);
+    /* the moves survive a restart, and the epoch starts above them */
+    store_close();
+    store_open();
+    ck_assert_uint_eq(attr_of(ckpt).moved_epoch, e1);
+    ck_assert_uint_gt(mds_ns_names_epoch(ns), e1 + 2);
+    ck_assert_int_eq(mds_ns_names_current(ns, sub, e0, 9, why), -ESTALE);
+    ck_assert_int_eq(mds_ns_names_current(ns, sub, mds_ns_names_epoch(ns), 9, why), 0);
+}
+END_TEST
+
 START_TEST(test_persistence)
 {
     uint64_t d = new_dir(ROOT, "d");
@@ -1472,6 +1529,14 @@ START_TEST(test_inode_record_flags)
     /* anything else of the wrong length is corrupt */
     ck_assert_int_eq(mds_inode_decode(in.ino, buf, len - 2, &out), -EIO);
     ck_assert_int_eq(mds_inode_decode(in.ino, buf, len - 5, &out), -EIO);
+    /* a moved directory's record: its move comes back */
+    mds_inode dir = attr_of(new_dir(ROOT, "rd")), dout;
+    dir.moved_epoch = 5;
+    dir.moved_by = 6;
+    size_t dlen = mds_inode_encode(&dir, buf);
+    ck_assert_int_eq(mds_inode_decode(dir.ino, buf, dlen, &dout), 0);
+    ck_assert_int_eq(memcmp(&dout, &dir, sizeof(dir)), 0);
+    ck_assert_int_eq(mds_inode_decode(dir.ino, buf, dlen - 8, &dout), -EIO);
 }
 END_TEST
 
@@ -1687,6 +1752,7 @@ static Suite *mds_suite(void)
     tcase_add_test(tc, test_layout_inheritance);
     tcase_add_test(tc, test_layout_on_file);
     tcase_add_test(tc, test_persistence);
+    tcase_add_test(tc, test_names_epoch);
     tcase_add_test(tc, test_cluster_states);
     tcase_add_test(tc, test_concurrent);
     tcase_add_test(tc, test_rpc_handlers);
