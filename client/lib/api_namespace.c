@@ -61,8 +61,8 @@ static int call_stat(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req,
     }
     if (rc == 0)
         dc_reply_to_stat(fs, rep, st);
-    if (rc == 0 && counted)
-        dc_handle_counted(fs, rep->attr);
+    if (rc == 0 && counted) /* the name is in parent (link: new_parent) */
+        dc_handle_counted(fs, rep->attr, req->has_new_parent ? req->new_parent : req->parent);
     free_rep(rep);
     return rc;
 }
@@ -118,7 +118,7 @@ int depfs_lookup_aged(depfs_t *fs, uint64_t parent, const char *name, struct sta
     if (dc_sa_lookup(fs, parent, name, &kept, &attr, &age) == 0) {
         if (st)
             *st = kept;
-        dc_handle_counted(fs, &attr);
+        dc_handle_counted(fs, &attr, parent);
         if (age_ms)
             *age_ms = age;
         return 0;
@@ -423,7 +423,7 @@ int depfs_rename(depfs_t *fs, uint64_t parent, const char *name, uint64_t new_pa
     Depfs__MdsReply *rep = NULL;
     rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_RENAME, &req, &rep); /* a replaced file: the purge queue */
     if (rc == 0 && rep->attr) /* the moved inode: the caller's name of it is the new one */
-        dc_handle_renamed(fs, rep->attr);
+        dc_handle_renamed(fs, rep->attr, new_parent);
     free_rep(rep);
     return rc;
 }
@@ -499,7 +499,7 @@ int depfs_readdir_plus(depfs_t *fs, uint64_t ino, uint64_t cookie, uint32_t max_
         if (fn(arg, d->name, d->ino, (mode_t)(d->mode & S_IFMT), d->cookie, plus ? &st : NULL) != 0)
             break;
         if (plus)
-            dc_handle_counted(fs, a);
+            dc_handle_counted(fs, a, ino);
     }
     if (rc == 0)
         dc_sa_offer(fs, ino, from, gen, asked_ms, rep);

@@ -138,7 +138,7 @@ int depfs_create(depfs_t *fs, uint64_t parent, const char *name, mode_t mode, in
     if (rc == 0)
         dc_reply_to_stat(fs, rep, st);
     if (rc == 0 && !unlinked) /* the FUSE kernel holds the node it returns */
-        dc_handle_counted(fs, rep->attr);
+        dc_handle_counted(fs, rep->attr, parent);
     if (rc == 0 && st && (flags & O_TRUNC))
         st->st_size = 0, st->st_blocks = 0;
     free_rep(rep);
@@ -165,6 +165,13 @@ static int open_rep(depfs_t *fs, uint64_t ino, int flags, Depfs__MdsReply **rep)
     req.linked = dc_inode_find(fs, ino) == NULL;
     req.has_name_gen = req.linked && fs->count_lookups &&
                        dc_handles_name_gen(&fs->handles, ino, &req.name_gen);
+    /* and the names epoch of that lookup, with the directory it named the
+     * file in: a directory above moved since */
+    uint64_t via = 0;
+    req.has_names_epoch = req.linked && fs->count_lookups &&
+                          dc_handles_names_epoch(&fs->handles, ino, &req.names_epoch, &via);
+    req.has_names_via = req.has_names_epoch && via != 0;
+    req.names_via = via;
     int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_OPEN, &req, rep);
     if (rc == 0 && !(*rep)->attr) {
         dc_set_error("MDS open reply without attributes");

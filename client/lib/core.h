@@ -238,13 +238,13 @@ void dc_retired_reap(depfs_t *fs, bool all);
  * and every tag the reply gives is kept (core_handles.h). */
 int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depfs__MdsReply **reply);
 /* Inode handles (core_handles.h) of a mount that keeps them: the call
- * whose reply the kernel holds a node for returned attributes a (its
- * lookup counted with count_lookups, its tag and name generation kept
- * with the count, so the clock cannot take it in between); this client's
- * rename moved a (its name generation now); a dc_inode of ino came or
- * went. */
-void dc_handle_counted(depfs_t *fs, const Depfs__Attr *a);
-void dc_handle_renamed(depfs_t *fs, const Depfs__Attr *a);
+ * whose reply the kernel holds a node for returned attributes a of a name
+ * in directory via (its lookup counted with count_lookups, its tag, name
+ * generation and names epoch kept with the count, so the clock cannot
+ * take it in between); this client's rename moved a into via (its name
+ * generation now); a dc_inode of ino came or went. */
+void dc_handle_counted(depfs_t *fs, const Depfs__Attr *a, uint64_t via);
+void dc_handle_renamed(depfs_t *fs, const Depfs__Attr *a, uint64_t via);
 void dc_handle_pin(depfs_t *fs, uint64_t ino);
 void dc_handle_unpin(depfs_t *fs, uint64_t ino);
 

@@ -300,6 +300,37 @@ bool dc_handles_name_gen(dc_handles *h, uint64_t ino, uint64_t *name_gen)
     return found;
 }
 
+void dc_handles_names_seen(dc_handles *h, uint64_t ino, uint64_t epoch, uint64_t via)
+{
+    pthread_mutex_lock(&h->lock);
+    uint32_t i = find(h, ino);
+    if (i != 0) {
+        dc_handle *e = at(h, i - 1);
+        if (e->nlookup > 0 && (!e->has_names_epoch || e->names_epoch < epoch)) {
+            e->names_epoch = epoch;
+            e->has_names_epoch = true;
+        }
+        if (e->nlookup > 0 && via != 0)
+            e->names_via = via;
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+bool dc_handles_names_epoch(dc_handles *h, uint64_t ino, uint64_t *epoch, uint64_t *via)
+{
+    pthread_mutex_lock(&h->lock);
+    uint32_t i = find(h, ino);
+    bool found = false;
+    if (i != 0) {
+        const dc_handle *e = at(h, i - 1);
+        found = e->nlookup > 0 && e->has_names_epoch;
+        *epoch = e->names_epoch;
+        *via = e->names_via;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return found;
+}
+
 void dc_handles_counts(dc_handles *h, uint32_t *count, uint32_t *pinned)
 {
     pthread_mutex_lock(&h->lock);

@@ -37,8 +37,8 @@
 #include <stdint.h>
 #include "depfs.pb-c.h"
 
-/* Unpinned entries a mount keeps: 2^20. An entry is 40 bytes, so a full
- * table is 40 MB (plus the buckets, 4 MB), less than the kernel spends on
+/* Unpinned entries a mount keeps: 2^20. An entry is 64 bytes, so a full
+ * table is 64 MB (plus the buckets, 4 MB), less than the kernel spends on
  * caching as many inodes, and reached only by a client that met a
  * million inodes without going back to them: the CLI's walks (ls, rm -r,
  * scrub, migrate) keep the entries of a listing of up to about as many
@@ -57,11 +57,15 @@ typedef struct dc_handle {
     uint64_t ino;     /* 0: a free entry */
     uint64_t tag;     /* when has_tag */
     uint64_t name_gen; /* when has_name_gen: from the last lookup the kernel was given */
+    uint64_t names_epoch; /* when has_names_epoch: the newest Attr.names_epoch of the
+                           * replies that gave the kernel its names */
+    uint64_t names_via;   /* with names_epoch: the directory of the last of those names */
     uint32_t next;    /* next entry of its bucket or of the free list (index + 1; 0: none) */
     uint32_t nlookup; /* lookups the FUSE kernel holds (saturates: then held for good) */
     uint16_t opens;   /* dc_inodes of ino open here (saturates likewise) */
     bool has_tag;     /* false: pinned before the tag was learned */
     bool has_name_gen;
+    bool has_names_epoch;
     bool referenced;  /* used since the clock hand last passed */
 } dc_handle;
 
@@ -100,6 +104,14 @@ bool dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, const uin
                      uint64_t n);
 /* true and *name_gen when the kernel holds ino from a reply that gave it. */
 bool dc_handles_name_gen(dc_handles *h, uint64_t ino, uint64_t *name_gen);
+/* The kernel holds ino from a reply of names epoch `epoch` (Attr.names_epoch)
+ * that named it in directory via, or the MDS said its epoch is that now
+ * (an ESTALE for an older one; via 0: as it was): kept if newer. Nothing
+ * when the kernel does not hold ino. */
+void dc_handles_names_seen(dc_handles *h, uint64_t ino, uint64_t epoch, uint64_t via);
+/* true, *epoch and *via (0: unknown) when the kernel holds ino and its
+ * names epoch is known. */
+bool dc_handles_names_epoch(dc_handles *h, uint64_t ino, uint64_t *epoch, uint64_t *via);
 /* The kernel's rename through this client moved ino (held): its name is
  * the new one, of generation name_gen. */
 void dc_handles_renamed(dc_handles *h, uint64_t ino, uint64_t name_gen);

@@ -73,6 +73,73 @@ static int mds_conn_get(depfs_t *fs, rpc_conn *failed, rpc_conn **out)
     return 0;
 }
 
+/* The inodes a request through the kernel's names reached by those names
+ * (MdsRequest.names_epoch): the parents it names, and a linked file. OPEN
+ * says it itself (api_open.c: only an open through a name). */
+static unsigned names_reached(Depfs__MdsOp op, const Depfs__MdsRequest *r, uint64_t ino[3])
+{
+    unsigned n = 0;
+    switch (op) {
+    case DEPFS__MDS_OP__MDS_LINK:
+        if (r->has_ino)
+            ino[n++] = r->ino;
+        /* fall through */
+    case DEPFS__MDS_OP__MDS_LOOKUP:
+    case DEPFS__MDS_OP__MDS_CREATE:
+    case DEPFS__MDS_OP__MDS_MKNOD:
+    case DEPFS__MDS_OP__MDS_MKDIR:
+    case DEPFS__MDS_OP__MDS_SYMLINK:
+    case DEPFS__MDS_OP__MDS_UNLINK:
+    case DEPFS__MDS_OP__MDS_RMDIR:
+    case DEPFS__MDS_OP__MDS_RENAME:
+        if (r->has_parent)
+            ino[n++] = r->parent;
+        if (r->has_new_parent)
+            ino[n++] = r->new_parent;
+        return n;
+    default:
+        return 0;
+    }
+}
+
+/* A mount whose kernel caches names (count_lookups) shows the oldest names
+ * epoch it had of the inodes the request reached through them: a
+ * directory renamed since, and the MDS refuses (ESTALE), so the kernel
+ * walks the path again (mds/namespace.h mds_ns_names_epoch). */
+static void names_epoch_stamp(depfs_t *fs, Depfs__MdsOp op, Depfs__MdsRequest *r)
+{
+    uint64_t ino[3], e, via;
+    unsigned n = fs->count_lookups ? names_reached(op, r, ino) : 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (!dc_handles_names_epoch(&fs->handles, ino[i], &e, &via))
+            continue;
+        if (!r->has_names_epoch || e < r->names_epoch)
+            r->names_epoch = e;
+        r->has_names_epoch = true;
+        if (op == DEPFS__MDS_OP__MDS_LINK && ino[i] == r->ino && via != 0) {
+            r->has_names_via = true; /* the linked file: through its directory's name */
+            r->names_via = via;
+        }
+    }
+}
+
+/* Refused for an old names epoch: the inodes it named are taken to be at
+ * the MDS's epoch now, so that a caller the kernel does not walk again (a
+ * process in a moved directory) goes on with them as it would locally;
+ * the kernel's walk again finds the new path for the others. */
+static void names_epoch_refused(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *r,
+                                const Depfs__MdsReply *rep)
+{
+    if (!fs->count_lookups || rep->err != ESTALE || !rep->has_names_epoch)
+        return;
+    uint64_t ino[3];
+    unsigned n = names_reached(op, r, ino);
+    if (op == DEPFS__MDS_OP__MDS_OPEN && r->has_ino)
+        ino[n++] = r->ino;
+    for (unsigned i = 0; i < n; i++)
+        dc_handles_names_seen(&fs->handles, ino[i], rep->names_epoch, 0);
+}
+
 int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depfs__MdsReply **reply)
 {
     assert(fs && req && reply);
@@ -87,6 +154,7 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
         dc_req_cred(&r, NULL, groups);
     if (fs->handles_on) /* every inode it names, with its tag (mds/handles.h) */
         dc_handles_tag_request(&fs->handles, &r, WIRE_ROOT_INO);
+    names_epoch_stamp(fs, op, &r);
     rpc_conn *failed = NULL;
     int rc = -EIO;
     uint64_t dirattr_gen = dc_dirattr_gen(fs);
@@ -118,6 +186,7 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
         dc_handles_learn_reply(&fs->handles, rep);
     if (rep->err != 0) {
         int err = rep->err > 0 ? rep->err : -rep->err;
+        names_epoch_refused(fs, op, &r, rep);
         if (rep->message && rep->message[0])
             dc_set_error("%s", rep->message);
         else
@@ -130,19 +199,24 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
 
 /* ------------------------------------------------------ inode handles */
 
-void dc_handle_counted(depfs_t *fs, const Depfs__Attr *a)
+void dc_handle_counted(depfs_t *fs, const Depfs__Attr *a, uint64_t via)
 {
-    if (fs->count_lookups &&
-        dc_handles_hold(&fs->handles, a->ino, a->has_tag ? &a->tag : NULL,
-                        a->has_name_gen ? &a->name_gen : NULL, 1) &&
-        fs->names_moved)
+    if (!fs->count_lookups)
+        return;
+    bool moved = dc_handles_hold(&fs->handles, a->ino, a->has_tag ? &a->tag : NULL,
+                                 a->has_name_gen ? &a->name_gen : NULL, 1);
+    if (a->has_names_epoch)
+        dc_handles_names_seen(&fs->handles, a->ino, a->names_epoch, via);
+    if (moved && fs->names_moved)
         fs->names_moved(fs->names_moved_arg, a->ino); /* the caller's older names of it */
 }
 
-void dc_handle_renamed(depfs_t *fs, const Depfs__Attr *a)
+void dc_handle_renamed(depfs_t *fs, const Depfs__Attr *a, uint64_t via)
 {
     if (fs->count_lookups && a->has_name_gen)
         dc_handles_renamed(&fs->handles, a->ino, a->name_gen);
+    if (fs->count_lookups && a->has_names_epoch)
+        dc_handles_names_seen(&fs->handles, a->ino, a->names_epoch, via);
 }
 
 void dc_handle_pin(depfs_t *fs, uint64_t ino)

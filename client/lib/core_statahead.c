@@ -469,11 +469,18 @@ void dc_sa_after_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req
                      (rep->err == ESTALE || rep->err == ENOENT ||
                       (rep->attr && rep->attr->nlink == 0));
     bool stale_parent = rep && rep->err == ESTALE && (req->has_parent || req->has_new_parent);
+    /* refused for an old names epoch (a directory renamed): any page may
+     * hold names from before, and the kernel's walk again must not get them */
+    bool stale_names = rep && rep->has_names_epoch;
     bool keeps_all = op_keeps_all(op, req);
-    if (sa->max_age_ms == 0 || (keeps_all && !stale_ino && !stale_parent))
+    if (sa->max_age_ms == 0 || (keeps_all && !stale_ino && !stale_parent && !stale_names))
         return;
     pthread_mutex_lock(&sa->lock);
     sa->gen++;
+    if (stale_names) {
+        drop(sa, DC_SA_DROP_ALL, 0, NULL);
+        goto out;
+    }
     if (keeps_all) {
         if (stale_ino)
             drop(sa, DC_SA_DROP_INO, req->ino, NULL);

@@ -591,6 +591,58 @@ START_TEST(test_statahead_gone_parent)
 }
 END_TEST
 
+/* A mount that counts lookups (as depfs-fuse's) keeps the names epoch of
+ * the names its kernel holds: once another client moved a directory above
+ * them (`mv ckpt ckpt.old; mkdir ckpt`), an open or create through them is
+ * ESTALE, so that the kernel walks the path again, and once more it passes
+ * (a caller that cannot walk again, a process in the moved directory, goes
+ * on there); its own moves, and moves elsewhere, refuse nothing. */
+START_TEST(test_names_epoch_through_held_names)
+{
+    depfs_options o = {.config_path = cl->conf, .count_lookups = true};
+    depfs_t *fs = NULL, *other = mount_fs();
+    ck_assert_int_eq(depfs_mount(&o, &fs), 0);
+    struct stat st;
+    depfs_fh_t *fh = NULL;
+    uint64_t top = mkdir_ok(other, DEPFS_ROOT_INO, "epoch_top");
+    uint64_t ckpt = mkdir_ok(other, top, "ckpt");
+    uint64_t f = create_ok(other, ckpt, "f", NULL);
+    mkdir_ok(other, DEPFS_ROOT_INO, "epoch_elsewhere");
+    ck_assert_int_eq(depfs_lookup(fs, DEPFS_ROOT_INO, "epoch_top", &st), 0);
+    ck_assert_int_eq(depfs_lookup(fs, top, "ckpt", &st), 0);
+    ck_assert_int_eq(depfs_lookup(fs, ckpt, "f", &st), 0);
+
+    /* moved elsewhere: nothing refused */
+    ck_assert_int_eq(depfs_rename(other, DEPFS_ROOT_INO, "epoch_elsewhere", DEPFS_ROOT_INO,
+                                  "epoch_elsewhere2", 0), 0);
+    ck_assert_int_eq(depfs_open_ino(fs, f, O_RDONLY, &fh), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    create_ok(fs, ckpt, "mine", NULL);
+
+    /* the rotation */
+    ck_assert_int_eq(depfs_rename(other, top, "ckpt", top, "ckpt.old", 0), 0);
+    uint64_t again = mkdir_ok(other, top, "ckpt");
+    ck_assert_int_eq(depfs_open_ino(fs, f, O_RDWR | O_TRUNC, &fh), -ESTALE);
+    ck_assert_int_eq(depfs_create(fs, ckpt, "g", 0644, O_RDWR | O_EXCL, NULL, NULL, &st, &fh),
+                     -ESTALE);
+    ck_assert_int_eq(depfs_lookup(fs, top, "ckpt", &st), 0); /* the walk again */
+    ck_assert_uint_eq(st.st_ino, again);
+    create_ok(fs, again, "g", NULL);
+    /* once more through the old ones: a process still in ckpt.old */
+    ck_assert_int_eq(depfs_open_ino(fs, f, O_RDONLY, &fh), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    create_ok(fs, ckpt, "h", NULL);
+
+    /* its own move refuses nothing below it */
+    ck_assert_int_eq(depfs_rename(fs, top, "ckpt", top, "ckpt.mine", 0), 0);
+    create_ok(fs, again, "k", NULL);
+    ck_assert_int_eq(depfs_open_ino(fs, f, O_RDONLY, &fh), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
 /* What depfs_readdir_plus gave: entries with and without attributes. */
 #define RP_PAGE 7u /* entries asked per page: several pages of SA_FILES */
 typedef struct rp_col {
@@ -1518,6 +1570,7 @@ static Suite *core_suite(void)
     tcase_add_test(sa, test_readdir_plus);
     tcase_add_test(sa, test_statahead_after_migrate);
     tcase_add_test(sa, test_statahead_gone_parent);
+    tcase_add_test(tc, test_names_epoch_through_held_names);
     suite_add_tcase(s, sa);
     return s;
 }
