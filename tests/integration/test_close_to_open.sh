@@ -15,7 +15,9 @@
 #   the kernel's old names of it: kernel_names.h), then a
 #   directory removed and made again by the writer (every kind of request
 #   through the reader's old entry of it: ESTALE, and the kernel walks
-#   again; mkdir and symlink may be ESTALE once), then a seeded run of
+#   again; mkdir and symlink may be ESTALE once), a directory renamed away
+#   (a rotation; also two levels up, after the reader saw the new name,
+#   and the reader's working directory), then a seeded run of
 #   random writes and truncates, each side in turn, every step checked
 #   against a model of the file.
 # Ends with a clean scrub.
@@ -194,6 +196,85 @@ for i, (what, retried, op, seen) in enumerate(dir_cases):
     if bad == before and not seen(d, got):
         bad += 1
         print(f"FAIL replaced directory, {what}: not as the writer sees the new directory ({got!r})")
+
+# a directory renamed away by the writer (a rotation: mv ckpt ckpt.old;
+# mkdir ckpt) while the reader's kernel still maps the old path: the
+# reader's requests through it (names given before a directory moved:
+# the MDS's names epoch) are ESTALE and the kernel walks the path again,
+# so nothing lands in ckpt.old; a process whose working directory moved
+# goes on there as on a local file system
+def rotate(d, made_again=True):
+    os.rename(f"{a}/{d}", f"{a}/{d}.old")
+    if made_again:
+        os.makedirs(f"{a}/{d}/sub" if d == "rot-g" else f"{a}/{d}")
+
+def retried(fn):
+    for attempt in range(50):
+        try:
+            return fn()
+        except OSError as e:
+            if e.errno != errno.ESTALE or attempt == 49:
+                raise
+            time.sleep(0.02) # mkdir: the drop of the old name is on its way
+
+def rot_check(what, fn):
+    global bad
+    try:
+        ok = fn()
+    except OSError as e:
+        ok = f"{e}"
+    if ok is not True:
+        bad += 1
+        print(f"FAIL rotated directory, {what}: {ok}")
+
+os.makedirs(f"{a}/rot-f")
+write_text(f"{a}/rot-f/f", "old")
+os.stat(f"{b}/rot-f/f")
+rotate("rot-f")
+rot_check("a cached file opened O_TRUNC", lambda: write_text(f"{b}/rot-f/f", "new") == "new" and
+          read_text(f"{a}/rot-f.old/f") == "old" and read_text(f"{a}/rot-f/f") == "new")
+os.makedirs(f"{a}/rot-g/sub")
+write_text(f"{a}/rot-g/sub/f", "old")
+os.stat(f"{b}/rot-g/sub/f")
+rotate("rot-g")
+rot_check("a cached file two levels below", lambda: write_text(f"{b}/rot-g/sub/f", "new") == "new" and
+          read_text(f"{a}/rot-g.old/sub/f") == "old" and read_text(f"{a}/rot-g/sub/f") == "new")
+os.makedirs(f"{a}/rot-n")
+os.stat(f"{b}/rot-n")
+rotate("rot-n")
+rot_check("a new name", lambda: write_text(f"{b}/rot-n/f", "new") == "new" and
+          not os.path.exists(f"{a}/rot-n.old/f"))
+os.makedirs(f"{a}/rot-m")
+os.stat(f"{b}/rot-m")
+rotate("rot-m")
+rot_check("mkdir", lambda: retried(lambda: os.mkdir(f"{b}/rot-m/sub")) is None and
+          os.path.isdir(f"{a}/rot-m/sub") and not os.path.exists(f"{a}/rot-m.old/sub"))
+os.makedirs(f"{a}/rot-s")
+write_text(f"{a}/rot-s/f", "old")
+os.stat(f"{b}/rot-s/f")
+rotate("rot-s")
+os.stat(f"{b}/rot-s.old/f") # the reader's mount sees the moved directory's new name
+rot_check("written through the old name after the new one was seen",
+          lambda: write_text(f"{b}/rot-s/f", "new") == "new" and read_text(f"{a}/rot-s.old/f") == "old")
+os.makedirs(f"{a}/rot-c")
+here = os.getcwd()
+os.chdir(f"{b}/rot-c")
+rotate("rot-c", made_again=False)
+rot_check("working directory moved", lambda: write_text("here", "h") == "h" and
+          os.mkdir("sub") is None and read_text(f"{a}/rot-c.old/here") == "h" and
+          os.path.isdir(f"{a}/rot-c.old/sub"))
+os.chdir(here)
+os.makedirs(f"{a}/rot-u")
+write_text(f"{a}/rot-u/f", "u")
+os.stat(f"{b}/rot-u/f")
+os.makedirs(f"{a}/rot-elsewhere")
+rotate("rot-elsewhere", made_again=False)
+rot_check("a directory renamed elsewhere", lambda: read_text(f"{b}/rot-u/f") == "u")
+rot_check("a directory renamed elsewhere, mkdir at once", lambda: os.mkdir(f"{b}/rot-u/sub") is None)
+os.makedirs(f"{a}/rot-r/deep")
+os.rename(f"{a}/rot-r", f"{a}/rot-r2")
+rot_check("the renamer's own mkdir below the moved directory",
+          lambda: os.mkdir(f"{a}/rot-r2/deep/sub") is None and os.path.isdir(f"{b}/rot-r2/deep/sub"))
 
 # random writes and truncates, each side in turn, checked from the other
 rng = random.Random(seed)
