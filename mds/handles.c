@@ -14,7 +14,7 @@ _Static_assert(SIPHASH_KEY_BYTES <= AUTH_KEY_BYTES, "the tag key is a prefix of 
 _Static_assert(SIPHASH128_BYTES >= sizeof(uint64_t), "a tag is a prefix of one SipHash output");
 
 /* The inode-number fields an MdsRequest may carry, each with its tag. */
-#define MDS_HANDLE_FIELDS 4u
+#define MDS_HANDLE_FIELDS 5u
 
 typedef struct named_ino {
     const char *field;
@@ -66,6 +66,8 @@ static void named_inos(const Depfs__MdsRequest *q, named_ino out[MDS_HANDLE_FIEL
                           q->new_parent_tag };
     out[3] = (named_ino){ "migrate_ino", q->has_migrate_ino, q->migrate_ino,
                           q->has_migrate_ino_tag, q->migrate_ino_tag };
+    out[4] = (named_ino){ "names_via", q->has_names_via, q->names_via, q->has_names_via_tag,
+                          q->names_via_tag };
 }
 
 static bool tag_ok(const mds_handles *h, const named_ino *n)

@@ -170,7 +170,7 @@ static int open_rep(depfs_t *fs, uint64_t ino, int flags, Depfs__MdsReply **rep)
     uint64_t via = 0;
     req.has_names_epoch = req.linked && fs->count_lookups &&
                           dc_handles_names_epoch(&fs->handles, ino, &req.names_epoch, &via);
-    req.has_names_via = req.has_names_epoch && via != 0;
+    req.has_names_via = req.has_names_epoch && dc_names_via_ok(fs, via);
     req.names_via = via;
     int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_OPEN, &req, rep);
     if (rc == 0 && !(*rep)->attr) {

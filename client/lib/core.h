@@ -244,6 +244,9 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
  * take it in between); this client's rename moved a into via (its name
  * generation now); a dc_inode of ino came or went. */
 void dc_handle_counted(depfs_t *fs, const Depfs__Attr *a, uint64_t via);
+/* Whether a request may name directory via as MdsRequest.names_via: its
+ * tag is known, or the MDS needs none from this mount. */
+bool dc_names_via_ok(depfs_t *fs, uint64_t via);
 void dc_handle_renamed(depfs_t *fs, const Depfs__Attr *a, uint64_t via);
 void dc_handle_pin(depfs_t *fs, uint64_t ino);
 void dc_handle_unpin(depfs_t *fs, uint64_t ino);

@@ -389,7 +389,7 @@ void dc_handles_tag_request(dc_handles *h, Depfs__MdsRequest *r, uint64_t root_i
 {
     if (!((r->has_ino && r->ino != root_ino) || (r->has_parent && r->parent != root_ino) ||
           (r->has_new_parent && r->new_parent != root_ino) || r->has_migrate_ino ||
-          r->n_releases > 0))
+          (r->has_names_via && r->names_via != root_ino) || r->n_releases > 0))
         return; /* names no inode that needs a tag: no lock taken */
     pthread_mutex_lock(&h->lock);
     tag_field(h, r->has_ino, r->ino, root_ino, &r->has_ino_tag, &r->ino_tag);
@@ -398,6 +398,8 @@ void dc_handles_tag_request(dc_handles *h, Depfs__MdsRequest *r, uint64_t root_i
               &r->new_parent_tag);
     tag_field(h, r->has_migrate_ino, r->migrate_ino, root_ino, &r->has_migrate_ino_tag,
               &r->migrate_ino_tag);
+    tag_field(h, r->has_names_via, r->names_via, root_ino, &r->has_names_via_tag,
+              &r->names_via_tag);
     for (size_t i = 0; i < r->n_releases; i++)
         tag_field(h, true, r->releases[i]->ino, root_ino, &r->releases[i]->has_ino_tag,
                   &r->releases[i]->ino_tag);

@@ -73,6 +73,13 @@ static int mds_conn_get(depfs_t *fs, rpc_conn *failed, rpc_conn **out)
     return 0;
 }
 
+bool dc_names_via_ok(depfs_t *fs, uint64_t via)
+{
+    uint64_t tag;
+    return via != 0 && (!fs->handles_on || via == WIRE_ROOT_INO ||
+                        dc_handles_get(&fs->handles, via, &tag));
+}
+
 /* The inodes a request through the kernel's names reached by those names
  * (MdsRequest.names_epoch): the parents it names, and a linked file. OPEN
  * says it itself (api_open.c: only an open through a name). */
@@ -116,7 +123,7 @@ static void names_epoch_stamp(depfs_t *fs, Depfs__MdsOp op, Depfs__MdsRequest *r
         if (!r->has_names_epoch || e < r->names_epoch)
             r->names_epoch = e;
         r->has_names_epoch = true;
-        if (op == DEPFS__MDS_OP__MDS_LINK && ino[i] == r->ino && via != 0) {
+        if (op == DEPFS__MDS_OP__MDS_LINK && ino[i] == r->ino && dc_names_via_ok(fs, via)) {
             r->has_names_via = true; /* the linked file: through its directory's name */
             r->names_via = via;
         }
@@ -152,9 +159,9 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
     }
     if (!r.has_uid) /* every request says whom it acts for (mds/caller.h) */
         dc_req_cred(&r, NULL, groups);
+    names_epoch_stamp(fs, op, &r);
     if (fs->handles_on) /* every inode it names, with its tag (mds/handles.h) */
         dc_handles_tag_request(&fs->handles, &r, WIRE_ROOT_INO);
-    names_epoch_stamp(fs, op, &r);
     rpc_conn *failed = NULL;
     int rc = -EIO;
     uint64_t dirattr_gen = dc_dirattr_gen(fs);

@@ -88,6 +88,11 @@ START_TEST(test_requests_and_replies)
     ck_assert(q.has_parent_tag && q.parent_tag == tag_for(6));
     ck_assert(!q.has_new_parent_tag); /* the root needs none */
     ck_assert(!q.has_migrate_ino_tag); /* unknown: sent without (refused for users) */
+    Depfs__MdsRequest via = DEPFS__MDS_REQUEST__INIT;
+    via.has_names_via = true; /* the directory an open came through */
+    via.names_via = 7;
+    dc_handles_tag_request(&h, &via, ROOT);
+    ck_assert(via.has_names_via_tag && via.names_via_tag == tag_for(7));
     Depfs__MdsRequest none = DEPFS__MDS_REQUEST__INIT;
     none.ino = 5; /* not present: no tag */
     dc_handles_tag_request(&h, &none, ROOT);

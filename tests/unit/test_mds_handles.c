@@ -224,6 +224,7 @@ START_TEST(test_check_fields)
         { &q.has_parent, &q.parent, &q.has_parent_tag, &q.parent_tag },
         { &q.has_new_parent, &q.new_parent, &q.has_new_parent_tag, &q.new_parent_tag },
         { &q.has_migrate_ino, &q.migrate_ino, &q.has_migrate_ino_tag, &q.migrate_ino_tag },
+        { &q.has_names_via, &q.names_via, &q.has_names_via_tag, &q.names_via_tag },
     };
     for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
         *f[i].has = true;
