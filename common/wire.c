@@ -77,3 +77,22 @@ const char *depfs_state_name(uint32_t state)
     default: return "unknown";
     }
 }
+
+bool wire_mds_op_through_names(uint16_t mds_op)
+{
+    switch (mds_op) {
+    case DEPFS__MDS_OP__MDS_OPEN:
+    case DEPFS__MDS_OP__MDS_LOOKUP:
+    case DEPFS__MDS_OP__MDS_CREATE:
+    case DEPFS__MDS_OP__MDS_MKNOD:
+    case DEPFS__MDS_OP__MDS_MKDIR:
+    case DEPFS__MDS_OP__MDS_SYMLINK:
+    case DEPFS__MDS_OP__MDS_UNLINK:
+    case DEPFS__MDS_OP__MDS_RMDIR:
+    case DEPFS__MDS_OP__MDS_RENAME:
+    case DEPFS__MDS_OP__MDS_LINK:
+        return true;
+    default:
+        return false;
+    }
+}

@@ -14,6 +14,7 @@
  * own limits, next to them in ioserver/handlers.h). */
 #ifndef DEPFS_WIRE_H
 #define DEPFS_WIRE_H
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "depfs.h"
@@ -23,5 +24,10 @@
 /* "up", "down", "rebuilding", "reconstructing"; "unknown" for other values.
  * The one spelling of server states in logs, `depfs status` and JSON. */
 const char *depfs_state_name(uint32_t state);
+
+/* The MDS requests (MdsOp) that reach inodes through names a client's
+ * kernel caches, and so may carry MdsRequest.names_epoch: OPEN, LOOKUP,
+ * CREATE, MKNOD, MKDIR, SYMLINK, UNLINK, RMDIR, RENAME, LINK. */
+bool wire_mds_op_through_names(uint16_t mds_op);
 
 #endif

@@ -31,6 +31,7 @@
 #include "log.h"
 #include "perm.h"
 #include "req_check.h"
+#include "wire.h"
 #include "wire_check.h"
 
 struct mds_result {
@@ -1101,32 +1102,13 @@ static const struct {
 };
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
 
-/* The ops that come through names a client cached (MdsRequest.names_epoch). */
-static bool through_names(uint32_t type)
-{
-    switch (type) {
-    case DEPFS__MDS_OP__MDS_OPEN:
-    case DEPFS__MDS_OP__MDS_LOOKUP:
-    case DEPFS__MDS_OP__MDS_CREATE:
-    case DEPFS__MDS_OP__MDS_MKNOD:
-    case DEPFS__MDS_OP__MDS_MKDIR:
-    case DEPFS__MDS_OP__MDS_SYMLINK:
-    case DEPFS__MDS_OP__MDS_UNLINK:
-    case DEPFS__MDS_OP__MDS_RMDIR:
-    case DEPFS__MDS_OP__MDS_RENAME:
-    case DEPFS__MDS_OP__MDS_LINK:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* A request through names given before a directory above them was moved
  * by another client: the path may lead elsewhere now (namespace.h
  * mds_ns_names_current), ESTALE. No directory moved since: nothing to walk. */
-static int names_current(mds_ctx *c, uint32_t type, const Depfs__MdsRequest *q, mds_reply_buf *b)
+static int names_current(mds_ctx *c, uint16_t type, const Depfs__MdsRequest *q, mds_reply_buf *b)
 {
-    if (!q->has_names_epoch || !through_names(type) || q->names_epoch >= b->names_epoch)
+    if (!q->has_names_epoch || !wire_mds_op_through_names(type) ||
+        q->names_epoch >= b->names_epoch)
         return 0;
     uint64_t dirs[3];
     unsigned n = 0;

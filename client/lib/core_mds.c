@@ -14,6 +14,7 @@
 #include "core.h"
 #include "label.h"
 #include "log.h"
+#include "wire.h"
 #include "wire_check.h"
 
 _Static_assert(DEPFS_ROOT_INO == WIRE_ROOT_INO, "the root needs no handle tag, on both sides");
@@ -86,27 +87,15 @@ bool dc_names_via_ok(depfs_t *fs, uint64_t via)
 static unsigned names_reached(Depfs__MdsOp op, const Depfs__MdsRequest *r, uint64_t ino[3])
 {
     unsigned n = 0;
-    switch (op) {
-    case DEPFS__MDS_OP__MDS_LINK:
-        if (r->has_ino)
-            ino[n++] = r->ino;
-        /* fall through */
-    case DEPFS__MDS_OP__MDS_LOOKUP:
-    case DEPFS__MDS_OP__MDS_CREATE:
-    case DEPFS__MDS_OP__MDS_MKNOD:
-    case DEPFS__MDS_OP__MDS_MKDIR:
-    case DEPFS__MDS_OP__MDS_SYMLINK:
-    case DEPFS__MDS_OP__MDS_UNLINK:
-    case DEPFS__MDS_OP__MDS_RMDIR:
-    case DEPFS__MDS_OP__MDS_RENAME:
-        if (r->has_parent)
-            ino[n++] = r->parent;
-        if (r->has_new_parent)
-            ino[n++] = r->new_parent;
-        return n;
-    default:
+    if (!wire_mds_op_through_names((uint16_t)op) || op == DEPFS__MDS_OP__MDS_OPEN)
         return 0;
-    }
+    if (op == DEPFS__MDS_OP__MDS_LINK && r->has_ino)
+        ino[n++] = r->ino;
+    if (r->has_parent)
+        ino[n++] = r->parent;
+    if (r->has_new_parent)
+        ino[n++] = r->new_parent;
+    return n;
 }
 
 /* A mount whose kernel caches names (count_lookups) shows the oldest names
