@@ -231,7 +231,7 @@ void dfuse_names_gone(dfuse_names *n, uint64_t ino)
     if (e)
         queue_drops(n, e, ino);
     pthread_mutex_unlock(&n->mu);
-    log_debug("directory %llu is gone: %s", (unsigned long long)ino,
+    log_debug("directory %llu is gone or moved: %s", (unsigned long long)ino,
               e ? "dropping the kernel's names of it" : "no name of it kept here");
 }
 

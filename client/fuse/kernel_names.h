@@ -24,7 +24,8 @@
  * just before the drop.
  *
  * A directory another client removed (and perhaps made again under its
- * name) is ESTALE to every request naming it as a parent (the MDS). The
+ * name), or moved away, is ESTALE to every request naming it as a parent
+ * through the old path (the MDS). The
  * kernel walks the path again for most of them (open, stat, unlink,
  * rename...), but not when a create's lookup of the new name is what
  * failed (mkdir, mknod, symlink: the caller gets ESTALE, as on NFS). Its
@@ -63,8 +64,9 @@ void dfuse_names_given(dfuse_names *n, uint64_t ino, uint64_t parent, const char
 /* A name of ino went or moved since this mount gave the kernel its names:
  * queue their drops. Never blocks on the kernel. */
 void dfuse_names_moved(dfuse_names *n, uint64_t ino);
-/* Directory ino is gone (a request naming it as a parent was answered
- * ESTALE): queue the drops of its names. Never blocks on the kernel. */
+/* Directory ino is gone or moved (a request naming it as a parent was
+ * answered ESTALE): queue the drops of its names. Never blocks on the
+ * kernel. */
 void dfuse_names_gone(dfuse_names *n, uint64_t ino);
 /* Before an open of ino: false unless its names moved since the last open
  * that was answered ESTALE; else waits for its drops (bounded) and returns

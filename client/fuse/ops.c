@@ -304,8 +304,9 @@ static void note_name(fuse_req_t req, fuse_ino_t parent, const char *name, const
 }
 
 /* The result of a request naming parent as the directory of a name:
- * ESTALE says the directory is gone (the MDS), and the kernel's names of
- * it are dropped (kernel_names.h). Returns rc. */
+ * ESTALE says the directory is gone, or it or a directory above it was
+ * moved by another client (the MDS), and the kernel's names of it are
+ * dropped (kernel_names.h). Returns rc. */
 static long long parent_checked(fuse_req_t req, fuse_ino_t parent, long long rc)
 {
     if (rc == -ESTALE)

@@ -3,7 +3,9 @@
  * (Attr.name_gen) of the inodes the FUSE kernel holds as that lookup gave
  * it, which an open through a name the kernel cached shows the MDS (a name
  * another client moved or removed since is then refused: ESTALE, look it
- * up again). A user proved by MUNGE
+ * up again); likewise the names epoch of that lookup (Attr.names_epoch)
+ * and the directory of the name, shown with the requests through it (a
+ * directory above it another client moved since: ESTALE). A user proved by MUNGE
  * reaches an inode by number only with the tag the MDS sent with it (in an
  * Attr: lookup, create, getattr...; in a Dirent: a readdir of a directory
  * it may search). The table maps ino -> tag; it is filled from every MDS
