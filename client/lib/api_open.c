@@ -163,15 +163,18 @@ static int open_rep(depfs_t *fs, uint64_t ino, int flags, Depfs__MdsReply **rep)
     req.flags = (uint32_t)flags & (O_ACCMODE | O_TRUNC);
     req.has_linked = 1;
     req.linked = dc_inode_find(fs, ino) == NULL;
-    req.has_name_gen = req.linked && fs->count_lookups &&
-                       dc_handles_name_gen(&fs->handles, ino, &req.name_gen);
-    /* and the names epoch of that lookup, with the directory it named the
-     * file in: a directory above moved since */
-    uint64_t via = 0;
-    req.has_names_epoch = req.linked && fs->count_lookups &&
-                          dc_handles_names_epoch(&fs->handles, ino, &req.names_epoch, &via);
-    req.has_names_via = req.has_names_epoch && dc_names_via_ok(fs, via);
-    req.names_via = via;
+    /* through a name the kernel holds: the name generation and the names
+     * epoch its lookup gave, with the directory it named the file in (a
+     * directory above moved since) */
+    dc_names_seen seen;
+    if (req.linked && fs->count_lookups && dc_handles_names(&fs->handles, ino, &seen)) {
+        req.has_name_gen = seen.has_name_gen;
+        req.name_gen = seen.name_gen;
+        req.has_names_epoch = seen.has_epoch;
+        req.names_epoch = seen.epoch;
+        req.has_names_via = seen.has_epoch && dc_names_via_ok(fs, seen.via);
+        req.names_via = seen.via;
+    }
     int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_OPEN, &req, rep);
     if (rc == 0 && !(*rep)->attr) {
         dc_set_error("MDS open reply without attributes");

@@ -214,12 +214,32 @@ bool dc_handles_get(dc_handles *h, uint64_t ino, uint64_t *tag)
     return found;
 }
 
+/* Under lock: what seen says of held entry e's names. true when it
+ * replaced another name generation of an inode the kernel held before
+ * the `lookups` just added. */
+static bool note_names_locked(dc_handle *e, const dc_names_seen *seen, uint64_t lookups)
+{
+    bool moved = false;
+    if (seen->has_name_gen) {
+        moved = e->has_name_gen && e->name_gen != seen->name_gen && e->nlookup > lookups;
+        e->name_gen = seen->name_gen;
+        e->has_name_gen = true;
+    }
+    if (seen->has_epoch && (!e->has_names_epoch || e->names_epoch < seen->epoch)) {
+        e->names_epoch = seen->epoch;
+        e->has_names_epoch = true;
+    }
+    if (seen->via != 0)
+        e->names_via = seen->via;
+    return moved;
+}
+
 /* n more (add) or fewer lookups, and/or one more or fewer open, of ino
- * (tag, name_gen: its tag and name generation as a reply just gave them,
- * NULL: none): each count saturates (held for good then), never goes
- * below 0. true when name_gen replaced another one of an inode the kernel
- * held before these lookups. */
-static bool change_pins(dc_handles *h, uint64_t ino, const uint64_t *tag, const uint64_t *name_gen,
+ * (tag, seen: its tag and names as a reply just gave them, NULL: none):
+ * each count saturates (held for good then), never goes below 0. true
+ * when a name generation replaced another one of an inode the kernel held
+ * before these lookups. */
+static bool change_pins(dc_handles *h, uint64_t ino, const uint64_t *tag, const dc_names_seen *seen,
                         bool add, uint64_t lookups, bool open)
 {
     bool moved = false;
@@ -243,21 +263,18 @@ static bool change_pins(dc_handles *h, uint64_t ino, const uint64_t *tag, const 
             e->tag = *tag;
             e->has_tag = true;
         }
-        if (name_gen) {
-            moved = e->has_name_gen && e->name_gen != *name_gen && e->nlookup > lookups;
-            e->name_gen = *name_gen;
-            e->has_name_gen = true;
-        }
+        if (seen)
+            moved = note_names_locked(e, seen, lookups);
         repinned(h, i, was);
     }
     pthread_mutex_unlock(&h->lock);
     return moved;
 }
 
-bool dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, const uint64_t *name_gen,
+bool dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, const dc_names_seen *seen,
                      uint64_t n)
 {
-    return change_pins(h, ino, tag, name_gen, true, n, false);
+    return change_pins(h, ino, tag, seen, true, n, false);
 }
 
 void dc_handles_forget(dc_handles *h, uint64_t ino, uint64_t n)
@@ -275,57 +292,27 @@ void dc_handles_unpin(dc_handles *h, uint64_t ino)
     change_pins(h, ino, NULL, NULL, false, 0, true);
 }
 
-void dc_handles_renamed(dc_handles *h, uint64_t ino, uint64_t name_gen)
+void dc_handles_note_names(dc_handles *h, uint64_t ino, const dc_names_seen *seen)
 {
     pthread_mutex_lock(&h->lock);
     uint32_t i = find(h, ino);
+    if (i != 0 && at(h, i - 1)->nlookup > 0)
+        note_names_locked(at(h, i - 1), seen, 0);
+    pthread_mutex_unlock(&h->lock);
+}
+
+bool dc_handles_names(dc_handles *h, uint64_t ino, dc_names_seen *out)
+{
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&h->lock);
+    uint32_t i = find(h, ino);
+    bool found = false;
     if (i != 0 && at(h, i - 1)->nlookup > 0) {
-        at(h, i - 1)->name_gen = name_gen;
-        at(h, i - 1)->has_name_gen = true;
-    }
-    pthread_mutex_unlock(&h->lock);
-}
-
-bool dc_handles_name_gen(dc_handles *h, uint64_t ino, uint64_t *name_gen)
-{
-    pthread_mutex_lock(&h->lock);
-    uint32_t i = find(h, ino);
-    bool found = false;
-    if (i != 0) {
         const dc_handle *e = at(h, i - 1);
-        found = e->nlookup > 0 && e->has_name_gen;
-        *name_gen = e->name_gen;
-    }
-    pthread_mutex_unlock(&h->lock);
-    return found;
-}
-
-void dc_handles_names_seen(dc_handles *h, uint64_t ino, uint64_t epoch, uint64_t via)
-{
-    pthread_mutex_lock(&h->lock);
-    uint32_t i = find(h, ino);
-    if (i != 0) {
-        dc_handle *e = at(h, i - 1);
-        if (e->nlookup > 0 && (!e->has_names_epoch || e->names_epoch < epoch)) {
-            e->names_epoch = epoch;
-            e->has_names_epoch = true;
-        }
-        if (e->nlookup > 0 && via != 0)
-            e->names_via = via;
-    }
-    pthread_mutex_unlock(&h->lock);
-}
-
-bool dc_handles_names_epoch(dc_handles *h, uint64_t ino, uint64_t *epoch, uint64_t *via)
-{
-    pthread_mutex_lock(&h->lock);
-    uint32_t i = find(h, ino);
-    bool found = false;
-    if (i != 0) {
-        const dc_handle *e = at(h, i - 1);
-        found = e->nlookup > 0 && e->has_names_epoch;
-        *epoch = e->names_epoch;
-        *via = e->names_via;
+        found = true;
+        *out = (dc_names_seen){ .has_name_gen = e->has_name_gen, .name_gen = e->name_gen,
+                                .has_epoch = e->has_names_epoch, .epoch = e->names_epoch,
+                                .via = e->names_via };
     }
     pthread_mutex_unlock(&h->lock);
     return found;

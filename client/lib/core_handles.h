@@ -98,25 +98,28 @@ void dc_handles_tag_request(dc_handles *h, Depfs__MdsRequest *r, uint64_t root_i
 void dc_handles_learn(dc_handles *h, uint64_t ino, uint64_t tag);
 /* true and *tag when ino's tag is known. */
 bool dc_handles_get(dc_handles *h, uint64_t ino, uint64_t *tag);
-/* The FUSE kernel holds n more lookups of ino (whose tag and name
- * generation the reply that made it hold them gave: tag, name_gen, NULL
- * when none) / gives n back. hold: true when the kernel held ino already
- * under another name generation (names it has may be stale). */
-bool dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, const uint64_t *name_gen,
+/* What a reply said of the names of an inode it gave the kernel a name of
+ * (or, after a refusal, what the MDS said is current): each part absent
+ * when its has_ flag is false (via 0: not said). */
+typedef struct dc_names_seen {
+    bool has_name_gen, has_epoch;
+    uint64_t name_gen; /* Attr.name_gen */
+    uint64_t epoch;    /* Attr.names_epoch (MdsReply.names_epoch after a refusal) */
+    uint64_t via;      /* the directory the name is in */
+} dc_names_seen;
+
+/* The FUSE kernel holds n more lookups of ino (whose tag and names the
+ * reply that made it hold them gave: tag, seen, NULL when none) / gives n
+ * back. hold: true when the kernel held ino already under another name
+ * generation (names it has may be stale). */
+bool dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, const dc_names_seen *seen,
                      uint64_t n);
-/* true and *name_gen when the kernel holds ino from a reply that gave it. */
-bool dc_handles_name_gen(dc_handles *h, uint64_t ino, uint64_t *name_gen);
-/* The kernel holds ino from a reply of names epoch `epoch` (Attr.names_epoch)
- * that named it in directory via, or the MDS said its epoch is that now
- * (an ESTALE for an older one; via 0: as it was): kept if newer. Nothing
- * when the kernel does not hold ino. */
-void dc_handles_names_seen(dc_handles *h, uint64_t ino, uint64_t epoch, uint64_t via);
-/* true, *epoch and *via (0: unknown) when the kernel holds ino and its
- * names epoch is known. */
-bool dc_handles_names_epoch(dc_handles *h, uint64_t ino, uint64_t *epoch, uint64_t *via);
-/* The kernel's rename through this client moved ino (held): its name is
- * the new one, of generation name_gen. */
-void dc_handles_renamed(dc_handles *h, uint64_t ino, uint64_t name_gen);
+/* While the kernel holds ino: what `seen` says of its names replaces what
+ * was kept (the epoch only when newer): this client's rename moved it, or
+ * the MDS refused an older epoch. Nothing when the kernel does not hold it. */
+void dc_handles_note_names(dc_handles *h, uint64_t ino, const dc_names_seen *seen);
+/* true and *out (the parts known) when the kernel holds ino. */
+bool dc_handles_names(dc_handles *h, uint64_t ino, dc_names_seen *out);
 void dc_handles_forget(dc_handles *h, uint64_t ino, uint64_t n);
 /* A dc_inode of ino came / went. */
 void dc_handles_pin(dc_handles *h, uint64_t ino);

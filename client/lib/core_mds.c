@@ -104,17 +104,18 @@ static unsigned names_reached(Depfs__MdsOp op, const Depfs__MdsRequest *r, uint6
  * walks the path again (mds/namespace.h mds_ns_names_epoch). */
 static void names_epoch_stamp(depfs_t *fs, Depfs__MdsOp op, Depfs__MdsRequest *r)
 {
-    uint64_t ino[3], e, via;
+    uint64_t ino[3];
     unsigned n = fs->count_lookups ? names_reached(op, r, ino) : 0;
     for (unsigned i = 0; i < n; i++) {
-        if (!dc_handles_names_epoch(&fs->handles, ino[i], &e, &via))
+        dc_names_seen seen;
+        if (!dc_handles_names(&fs->handles, ino[i], &seen) || !seen.has_epoch)
             continue;
-        if (!r->has_names_epoch || e < r->names_epoch)
-            r->names_epoch = e;
+        if (!r->has_names_epoch || seen.epoch < r->names_epoch)
+            r->names_epoch = seen.epoch;
         r->has_names_epoch = true;
-        if (op == DEPFS__MDS_OP__MDS_LINK && ino[i] == r->ino && dc_names_via_ok(fs, via)) {
+        if (op == DEPFS__MDS_OP__MDS_LINK && ino[i] == r->ino && dc_names_via_ok(fs, seen.via)) {
             r->has_names_via = true; /* the linked file: through its directory's name */
-            r->names_via = via;
+            r->names_via = seen.via;
         }
     }
 }
@@ -132,8 +133,9 @@ static void names_epoch_refused(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRe
     unsigned n = names_reached(op, r, ino);
     if (op == DEPFS__MDS_OP__MDS_OPEN && r->has_ino)
         ino[n++] = r->ino;
+    dc_names_seen now = { .has_epoch = true, .epoch = rep->names_epoch };
     for (unsigned i = 0; i < n; i++)
-        dc_handles_names_seen(&fs->handles, ino[i], rep->names_epoch, 0);
+        dc_handles_note_names(&fs->handles, ino[i], &now);
 }
 
 int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depfs__MdsReply **reply)
@@ -195,24 +197,30 @@ int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depf
 
 /* ------------------------------------------------------ inode handles */
 
+/* What Attr a says of the names of its inode, named in directory via. */
+static dc_names_seen names_of(const Depfs__Attr *a, uint64_t via)
+{
+    return (dc_names_seen){ .has_name_gen = a->has_name_gen, .name_gen = a->name_gen,
+                            .has_epoch = a->has_names_epoch, .epoch = a->names_epoch,
+                            .via = via };
+}
+
 void dc_handle_counted(depfs_t *fs, const Depfs__Attr *a, uint64_t via)
 {
     if (!fs->count_lookups)
         return;
-    bool moved = dc_handles_hold(&fs->handles, a->ino, a->has_tag ? &a->tag : NULL,
-                                 a->has_name_gen ? &a->name_gen : NULL, 1);
-    if (a->has_names_epoch)
-        dc_handles_names_seen(&fs->handles, a->ino, a->names_epoch, via);
-    if (moved && fs->names_moved)
+    dc_names_seen seen = names_of(a, via);
+    if (dc_handles_hold(&fs->handles, a->ino, a->has_tag ? &a->tag : NULL, &seen, 1) &&
+        fs->names_moved)
         fs->names_moved(fs->names_moved_arg, a->ino); /* the caller's older names of it */
 }
 
 void dc_handle_renamed(depfs_t *fs, const Depfs__Attr *a, uint64_t via)
 {
-    if (fs->count_lookups && a->has_name_gen)
-        dc_handles_renamed(&fs->handles, a->ino, a->name_gen);
-    if (fs->count_lookups && a->has_names_epoch)
-        dc_handles_names_seen(&fs->handles, a->ino, a->names_epoch, via);
+    if (!fs->count_lookups)
+        return;
+    dc_names_seen seen = names_of(a, via);
+    dc_handles_note_names(&fs->handles, a->ino, &seen);
 }
 
 void dc_handle_pin(depfs_t *fs, uint64_t ino)

@@ -195,26 +195,55 @@ END_TEST
 
 /* The name generation the kernel's latest lookup of an inode gave, while
  * the kernel holds it. */
+/* What a reply that gives name generation g alone says. */
+static const dc_names_seen *gen_seen(uint64_t g)
+{
+    static dc_names_seen s;
+    s = (dc_names_seen){ .has_name_gen = true, .name_gen = g };
+    return &s;
+}
+
+static bool name_gen_of(uint64_t ino, uint64_t *g)
+{
+    dc_names_seen s;
+    *g = 0;
+    if (!dc_handles_names(&h, ino, &s) || !s.has_name_gen)
+        return false;
+    *g = s.name_gen;
+    return true;
+}
+
 START_TEST(test_name_gen_of_held)
 {
-    uint64_t g = 0, five = 5, seven = 7;
-    ck_assert(!dc_handles_name_gen(&h, 50, &g));
-    ck_assert(!dc_handles_hold(&h, 50, NULL, &five, 1));
-    ck_assert(dc_handles_name_gen(&h, 50, &g) && g == 5);
-    ck_assert(!dc_handles_hold(&h, 50, NULL, &five, 1)); /* the same names */
+    uint64_t g = 0;
+    ck_assert(!name_gen_of(50, &g));
+    ck_assert(!dc_handles_hold(&h, 50, NULL, gen_seen(5), 1));
+    ck_assert(name_gen_of(50, &g) && g == 5);
+    ck_assert(!dc_handles_hold(&h, 50, NULL, gen_seen(5), 1)); /* the same names */
     /* looked up again after a rename: the kernel's older names of it may
      * be stale (the caller drops them) */
-    ck_assert(dc_handles_hold(&h, 50, NULL, &seven, 1));
-    ck_assert(dc_handles_name_gen(&h, 50, &g) && g == 7);
+    ck_assert(dc_handles_hold(&h, 50, NULL, gen_seen(7), 1));
+    ck_assert(name_gen_of(50, &g) && g == 7);
     ck_assert(!dc_handles_hold(&h, 50, NULL, NULL, 1)); /* a reply without one keeps it */
-    ck_assert(dc_handles_name_gen(&h, 50, &g) && g == 7);
-    dc_handles_renamed(&h, 50, 8);            /* the kernel's own rename moved it */
-    ck_assert(dc_handles_name_gen(&h, 50, &g) && g == 8);
-    dc_handles_renamed(&h, 51, 3);            /* not held: nothing to keep */
-    ck_assert(!dc_handles_name_gen(&h, 51, &g));
+    ck_assert(name_gen_of(50, &g) && g == 7);
+    dc_handles_note_names(&h, 50, gen_seen(8)); /* the kernel's own rename moved it */
+    ck_assert(name_gen_of(50, &g) && g == 8);
+    dc_handles_note_names(&h, 51, gen_seen(3)); /* not held: nothing to keep */
+    ck_assert(!name_gen_of(51, &g));
+    /* the names epoch: only ever raised; the directory of the last name */
+    dc_names_seen s = { .has_epoch = true, .epoch = 20, .via = 9 }, got;
+    ck_assert(!dc_handles_hold(&h, 50, NULL, &s, 1));
+    s = (dc_names_seen){ .has_epoch = true, .epoch = 10, .via = 11 };
+    dc_handles_note_names(&h, 50, &s);
+    ck_assert(dc_handles_names(&h, 50, &got));
+    ck_assert(got.has_epoch && got.epoch == 20 && got.via == 11 && got.name_gen == 8);
+    s = (dc_names_seen){ .has_epoch = true, .epoch = 30 }; /* a refusal: no directory said */
+    dc_handles_note_names(&h, 50, &s);
+    ck_assert(dc_handles_names(&h, 50, &got) && got.epoch == 30 && got.via == 11);
     dc_handles_pin(&h, 50);
-    dc_handles_forget(&h, 50, 4);             /* the kernel no longer holds it */
-    ck_assert(!dc_handles_name_gen(&h, 50, &g));
+    dc_handles_forget(&h, 50, 5);               /* the kernel no longer holds it */
+    ck_assert(!name_gen_of(50, &g));
+    ck_assert(!dc_handles_names(&h, 50, &got));
     dc_handles_unpin(&h, 50);
 }
 END_TEST
