@@ -1174,16 +1174,14 @@ int mds_ns_rename(mds_ns *ns, const mds_caller *who, uint64_t parent, const char
         goto out;
     /* a directory that moves records it (mds_ns_names_current) */
     uint64_t epoch = atomic_load(&ns->names_epoch) + 1;
-    bool dir_moves = S_ISDIR(c.src.mode) ||
-                     ((flags & MDS_RENAME_EXCHANGE) && c.dst_exists && S_ISDIR(c.dst.mode));
-    if (S_ISDIR(c.src.mode)) {
-        c.src.moved_epoch = epoch;
-        c.src.moved_by = who ? who->client_id : 0;
-    }
-    if ((flags & MDS_RENAME_EXCHANGE) && c.dst_exists && S_ISDIR(c.dst.mode)) {
-        c.dst.moved_epoch = epoch;
-        c.dst.moved_by = who ? who->client_id : 0;
-    }
+    mds_inode *moves[2] = { S_ISDIR(c.src.mode) ? &c.src : NULL,
+                            (flags & MDS_RENAME_EXCHANGE) && c.dst_exists && S_ISDIR(c.dst.mode)
+                                ? &c.dst : NULL };
+    for (unsigned i = 0; i < 2; i++)
+        if (moves[i]) {
+            moves[i]->moved_epoch = epoch;
+            moves[i]->moved_by = who ? who->client_id : 0;
+        }
     rc = rename_apply(&t, &c, name, new_name, flags, rm);
     rc = rc < 0 ? (ns_txn_abort(&t), rc) : ns_txn_commit(&t);
     if (rc < 0) {
@@ -1195,7 +1193,7 @@ int mds_ns_rename(mds_ns *ns, const mds_caller *who, uint64_t parent, const char
         /* a directory moved: names below it given before lead elsewhere
          * now (after the commit: see mds_ns_names_epoch; renames are
          * serialized by the namespace lock) */
-        if (dir_moves)
+        if (moves[0] || moves[1])
             atomic_store(&ns->names_epoch, epoch);
     }
 out:
