@@ -307,7 +307,7 @@ static void note_name(fuse_req_t req, fuse_ino_t parent, const char *name, const
  * ESTALE says the directory is gone, or it or a directory above it was
  * moved by another client (the MDS), and the kernel's names of it are
  * dropped (kernel_names.h). Returns rc. */
-static long long parent_checked(fuse_req_t req, fuse_ino_t parent, long long rc)
+static int parent_checked(fuse_req_t req, fuse_ino_t parent, int rc)
 {
     if (rc == -ESTALE)
         dfuse_names_gone(req_ctx(req)->names, (uint64_t)parent);
@@ -319,8 +319,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     act_for(req);
     struct stat st;
     unsigned age_ms = 0;
-    int rc = (int)parent_checked(req, parent,
-                                 depfs_lookup_aged(req_ctx(req)->fs, parent, name, &st, &age_ms));
+    int rc = parent_checked(req, parent,
+                            depfs_lookup_aged(req_ctx(req)->fs, parent, name, &st, &age_ms));
     if (rc < 0) {
         reply_status(req, rc); /* no negative caching: other clients create */
         return;
@@ -474,8 +474,8 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     depfs_cred cr;
     struct stat st;
     act_for_cred(req, &cr);
-    int rc = (int)parent_checked(req, parent,
-                                 depfs_mknod(req_ctx(req)->fs, parent, name, mode, rdev, &cr, &st));
+    int rc = parent_checked(req, parent,
+                            depfs_mknod(req_ctx(req)->fs, parent, name, mode, rdev, &cr, &st));
     if (rc < 0) {
         reply_status(req, rc);
         return;
@@ -489,8 +489,8 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     depfs_cred cr;
     struct stat st;
     act_for_cred(req, &cr);
-    int rc = (int)parent_checked(req, parent,
-                                 depfs_mkdir(req_ctx(req)->fs, parent, name, mode, &cr, &st));
+    int rc = parent_checked(req, parent,
+                            depfs_mkdir(req_ctx(req)->fs, parent, name, mode, &cr, &st));
     if (rc < 0) {
         reply_status(req, rc);
         return;
@@ -504,8 +504,8 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
     depfs_cred cr;
     struct stat st;
     act_for_cred(req, &cr);
-    int rc = (int)parent_checked(req, parent,
-                                 depfs_symlink(req_ctx(req)->fs, parent, name, link, &cr, &st));
+    int rc = parent_checked(req, parent,
+                            depfs_symlink(req_ctx(req)->fs, parent, name, link, &cr, &st));
     if (rc < 0) {
         reply_status(req, rc);
         return;
@@ -517,8 +517,8 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 {
     act_for(req);
     struct stat st;
-    int rc = (int)parent_checked(req, newparent,
-                                 depfs_link(req_ctx(req)->fs, ino, newparent, newname, &st));
+    int rc = parent_checked(req, newparent,
+                            depfs_link(req_ctx(req)->fs, ino, newparent, newname, &st));
     if (rc < 0) {
         reply_status(req, rc);
         return;
@@ -548,7 +548,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         return;
     }
     /* which of the two is gone the error does not say: both names dropped */
-    long long rc = depfs_rename(req_ctx(req)->fs, parent, name, newparent, newname, flags);
+    int rc = depfs_rename(req_ctx(req)->fs, parent, name, newparent, newname, flags);
     reply_status(req, parent_checked(req, newparent, parent_checked(req, parent, rc)));
 }
 
@@ -564,8 +564,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     uint64_t counted = 0; /* the inode whose lookup the library counted */
     act_for_cred(req, &cr);
     int flags = lib_open_flags(fi->flags);
-    int rc = (int)parent_checked(req, parent,
-                                 depfs_create(ctx->fs, parent, name, mode, flags, &cr, NULL, &st, &fh));
+    int rc = parent_checked(req, parent,
+                            depfs_create(ctx->fs, parent, name, mode, flags, &cr, NULL, &st, &fh));
     if (rc == 0)
         counted = (uint64_t)st.st_ino;
     if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
