@@ -145,6 +145,7 @@ static depfs_t *fs_alloc(void)
     atomic_init(&fs->releases_batches, 0);
     atomic_init(&fs->alloc_rounds, 0);
     dc_sa_init(&fs->statahead, 0); /* on at mount, when asked for */
+    dc_names_pass_init(&fs->names_pass);
     return fs;
 }
 
@@ -200,6 +201,7 @@ static void fs_free(depfs_t *fs)
     pthread_cond_destroy(&fs->releases_wake);
     pthread_cond_destroy(&fs->releases_sent);
     dc_handles_destroy(&fs->handles);
+    dc_names_pass_destroy(&fs->names_pass);
     free(fs);
 }
 

@@ -166,15 +166,8 @@ static int open_rep(depfs_t *fs, uint64_t ino, int flags, Depfs__MdsReply **rep)
     /* through a name the kernel holds: the name generation and the names
      * epoch its lookup gave, with the directory it named the file in (a
      * directory above moved since) */
-    dc_names_seen seen;
-    if (req.linked && fs->count_lookups && dc_handles_names(&fs->handles, ino, &seen)) {
-        req.has_name_gen = seen.has_name_gen;
-        req.name_gen = seen.name_gen;
-        req.has_names_epoch = seen.has_epoch;
-        req.names_epoch = seen.epoch;
-        req.has_names_via = seen.has_epoch && dc_names_via_ok(fs, seen.via);
-        req.names_via = seen.via;
-    }
+    if (req.linked)
+        dc_names_epoch_for_open(fs, ino, &req);
     int rc = dc_mds_call_ticketed(fs, DEPFS__MDS_OP__MDS_OPEN, &req, rep);
     if (rc == 0 && !(*rep)->attr) {
         dc_set_error("MDS open reply without attributes");

@@ -19,6 +19,7 @@
 #include "frame.h"
 #include "layout.h"
 #include "core_handles.h"
+#include "core_names_pass.h"
 #include "core_pace.h"
 #include "core_statahead.h"
 #include "rpc.h"
@@ -200,6 +201,9 @@ struct depfs {
     void (*names_moved)(void *arg, uint64_t ino); /* depfs_options.names_moved */
     void *names_moved_arg;
     dc_handles handles;
+    /* with count_lookups: the callers a names refusal lets go on
+     * (core_names_pass.h) */
+    dc_names_pass names_pass;
     /* directories' entries for lookups (core_statahead.h) */
     dc_statahead statahead;
 };
@@ -247,6 +251,11 @@ void dc_handle_counted(depfs_t *fs, const Depfs__Attr *a, uint64_t via);
 /* Whether a request may name directory via as MdsRequest.names_via: its
  * tag is known, or the MDS needs none from this mount. */
 bool dc_names_via_ok(depfs_t *fs, uint64_t via);
+/* An open of ino through a name the kernel holds (count_lookups): the name
+ * generation and names epoch its lookup gave (or this caller's, after a
+ * refusal: core_names_pass.h), with the directory it named the file in,
+ * into r. Nothing for a mount that does not count lookups. */
+void dc_names_epoch_for_open(depfs_t *fs, uint64_t ino, Depfs__MdsRequest *r);
 void dc_handle_renamed(depfs_t *fs, const Depfs__Attr *a, uint64_t via);
 void dc_handle_pin(depfs_t *fs, uint64_t ino);
 void dc_handle_unpin(depfs_t *fs, uint64_t ino);
@@ -457,6 +466,8 @@ typedef struct dc_acting {
     depfs_cred cred;
 } dc_acting;
 void dc_act_set(const depfs_cred *cr); /* NULL: the process's own again */
+/* What depfs_act_caller set for this thread (0: none). */
+uint64_t dc_act_caller(void);
 void dc_act_push(const depfs_cred *cr, dc_acting *saved);
 void dc_act_pop(const dc_acting *saved);
 /* Status vector against the cluster view (status.c): a failure mark is

@@ -98,6 +98,17 @@ static unsigned names_reached(Depfs__MdsOp op, const Depfs__MdsRequest *r, uint6
     return n;
 }
 
+/* The names epoch to show for ino (seen: what the kernel's lookups of it
+ * gave) is raised to the MDS's at an earlier refusal of this thread's
+ * caller through it (core_names_pass.h). */
+static void names_epoch_passed(depfs_t *fs, uint64_t ino, dc_names_seen *seen)
+{
+    uint64_t passed;
+    if (dc_names_pass_epoch(&fs->names_pass, ino, dc_act_caller(), &passed) &&
+        passed > seen->epoch)
+        seen->epoch = passed;
+}
+
 /* A mount whose kernel caches names (count_lookups) shows the oldest names
  * epoch it had of the inodes the request reached through them: a
  * directory renamed since, and the MDS refuses (ESTALE), so the kernel
@@ -110,6 +121,7 @@ static void names_epoch_stamp(depfs_t *fs, Depfs__MdsOp op, Depfs__MdsRequest *r
         dc_names_seen seen;
         if (!dc_handles_names(&fs->handles, ino[i], &seen) || !seen.has_epoch)
             continue;
+        names_epoch_passed(fs, ino[i], &seen);
         if (!r->has_names_epoch || seen.epoch < r->names_epoch)
             r->names_epoch = seen.epoch;
         r->has_names_epoch = true;
@@ -120,22 +132,44 @@ static void names_epoch_stamp(depfs_t *fs, Depfs__MdsOp op, Depfs__MdsRequest *r
     }
 }
 
-/* Refused for an old names epoch: the inodes it named are taken to be at
- * the MDS's epoch now, so that a caller the kernel does not walk again (a
- * process in a moved directory) goes on with them as it would locally;
- * the kernel's walk again finds the new path for the others. */
+void dc_names_epoch_for_open(depfs_t *fs, uint64_t ino, Depfs__MdsRequest *r)
+{
+    dc_names_seen seen;
+    if (!fs->count_lookups || !dc_handles_names(&fs->handles, ino, &seen))
+        return;
+    r->has_name_gen = seen.has_name_gen;
+    r->name_gen = seen.name_gen;
+    if (!seen.has_epoch)
+        return;
+    names_epoch_passed(fs, ino, &seen);
+    /* this caller went on through the file's directory after a refusal */
+    names_epoch_passed(fs, seen.via, &seen);
+    r->has_names_epoch = true;
+    r->names_epoch = seen.epoch;
+    r->has_names_via = dc_names_via_ok(fs, seen.via);
+    r->names_via = seen.via;
+}
+
+/* Refused for an old names epoch: the caller refused goes on through the
+ * inodes it named, and through an opened file's directory, at the MDS's
+ * epoch (a caller the kernel does not walk again, a process in a moved
+ * directory, goes on as it would locally); any other caller through them
+ * is refused too, and its kernel's walk again finds the new path
+ * (core_names_pass.h). */
 static void names_epoch_refused(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *r,
                                 const Depfs__MdsReply *rep)
 {
     if (!fs->count_lookups || rep->err != ESTALE || !rep->has_names_epoch)
         return;
-    uint64_t ino[3];
+    uint64_t ino[4];
     unsigned n = names_reached(op, r, ino);
     if (op == DEPFS__MDS_OP__MDS_OPEN && r->has_ino)
         ino[n++] = r->ino;
-    dc_names_seen now = { .has_epoch = true, .epoch = rep->names_epoch };
+    if (op == DEPFS__MDS_OP__MDS_OPEN && r->has_names_via)
+        ino[n++] = r->names_via;
+    uint64_t caller = dc_act_caller();
     for (unsigned i = 0; i < n; i++)
-        dc_handles_note_names(&fs->handles, ino[i], &now);
+        dc_names_pass_note(&fs->names_pass, ino[i], caller, rep->names_epoch);
 }
 
 int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depfs__MdsReply **reply)
@@ -243,8 +277,19 @@ void depfs_forget(depfs_t *fs, uint64_t ino, uint64_t nlookup)
 
 /* ------------------------------------------------ requests and replies */
 
-/* What depfs_act_as set for this thread. */
+/* What depfs_act_as and depfs_act_caller set for this thread. */
 static __thread dc_acting acting;
+static __thread uint64_t acting_caller;
+
+void depfs_act_caller(uint64_t caller)
+{
+    acting_caller = caller;
+}
+
+uint64_t dc_act_caller(void)
+{
+    return acting_caller;
+}
 
 void dc_act_set(const depfs_cred *cr)
 {

@@ -99,6 +99,15 @@ const char *depfs_last_error(void);
  * truncates, and depfs_unmount's write-back of a file left open). Calls that take a depfs_cred use that one. -EINVAL when
  * cr->ngroups > DEPFS_MAX_GROUPS. */
 int depfs_act_as(const depfs_cred *cr);
+/* With depfs_options.count_lookups: from now on this thread's requests
+ * serve kernel caller `caller` (depfs-fuse: each request's thread id; 0,
+ * the default: none said). When the MDS refuses a request through the
+ * kernel's names of a directory another client moved since (-ESTALE), the
+ * caller it refused goes on through those inodes afterwards (a process
+ * whose working directory moved, which the kernel cannot walk to anew);
+ * any other caller is refused as well, so that its kernel walks the path
+ * again instead of creating in the moved directory. */
+void depfs_act_caller(uint64_t caller);
 
 /* ------------------------------------------------------------- inode API */
 /* Inode handles (README "Inode handles"): a user proved by MUNGE reaches

@@ -591,26 +591,42 @@ START_TEST(test_statahead_gone_parent)
 }
 END_TEST
 
+/* The names a rotation is tried on: top_name/ckpt/f made by other, and
+ * looked up by a mount that counts lookups (*fs, as depfs-fuse's). */
+typedef struct held_ckpt {
+    uint64_t top, ckpt, f;
+} held_ckpt;
+
+static held_ckpt held_ckpt_make(depfs_t *other, const char *top_name, depfs_t **fs)
+{
+    depfs_options o = {.config_path = cl->conf, .count_lookups = true};
+    ck_assert_int_eq(depfs_mount(&o, fs), 0);
+    struct stat st;
+    held_ckpt h;
+    h.top = mkdir_ok(other, DEPFS_ROOT_INO, top_name);
+    h.ckpt = mkdir_ok(other, h.top, "ckpt");
+    h.f = create_ok(other, h.ckpt, "f", NULL);
+    ck_assert_int_eq(depfs_lookup(*fs, DEPFS_ROOT_INO, top_name, &st), 0);
+    ck_assert_int_eq(depfs_lookup(*fs, h.top, "ckpt", &st), 0);
+    ck_assert_int_eq(depfs_lookup(*fs, h.ckpt, "f", &st), 0);
+    return h;
+}
+
 /* A mount that counts lookups (as depfs-fuse's) keeps the names epoch of
  * the names its kernel holds: once another client moved a directory above
  * them (`mv ckpt ckpt.old; mkdir ckpt`), an open or create through them is
  * ESTALE, so that the kernel walks the path again, and once more it passes
- * (a caller that cannot walk again, a process in the moved directory, goes
- * on there); its own moves, and moves elsewhere, refuse nothing. */
+ * for the caller refused (one that cannot walk again, a process in the
+ * moved directory, goes on there); its own moves, and moves elsewhere,
+ * refuse nothing. */
 START_TEST(test_names_epoch_through_held_names)
 {
-    depfs_options o = {.config_path = cl->conf, .count_lookups = true};
     depfs_t *fs = NULL, *other = mount_fs();
-    ck_assert_int_eq(depfs_mount(&o, &fs), 0);
     struct stat st;
     depfs_fh_t *fh = NULL;
-    uint64_t top = mkdir_ok(other, DEPFS_ROOT_INO, "epoch_top");
-    uint64_t ckpt = mkdir_ok(other, top, "ckpt");
-    uint64_t f = create_ok(other, ckpt, "f", NULL);
+    held_ckpt h = held_ckpt_make(other, "epoch_top", &fs);
+    uint64_t top = h.top, ckpt = h.ckpt, f = h.f;
     mkdir_ok(other, DEPFS_ROOT_INO, "epoch_elsewhere");
-    ck_assert_int_eq(depfs_lookup(fs, DEPFS_ROOT_INO, "epoch_top", &st), 0);
-    ck_assert_int_eq(depfs_lookup(fs, top, "ckpt", &st), 0);
-    ck_assert_int_eq(depfs_lookup(fs, ckpt, "f", &st), 0);
 
     /* moved elsewhere: nothing refused */
     ck_assert_int_eq(depfs_rename(other, DEPFS_ROOT_INO, "epoch_elsewhere", DEPFS_ROOT_INO,
@@ -623,21 +639,70 @@ START_TEST(test_names_epoch_through_held_names)
     ck_assert_int_eq(depfs_rename(other, top, "ckpt", top, "ckpt.old", 0), 0);
     uint64_t again = mkdir_ok(other, top, "ckpt");
     ck_assert_int_eq(depfs_open_ino(fs, f, O_RDWR | O_TRUNC, &fh), -ESTALE);
+    depfs_act_caller(1); /* another kernel caller (the first goes on: test_names_pass_per_caller) */
     ck_assert_int_eq(depfs_create(fs, ckpt, "g", 0644, O_RDWR | O_EXCL, NULL, NULL, &st, &fh),
                      -ESTALE);
     ck_assert_int_eq(depfs_lookup(fs, top, "ckpt", &st), 0); /* the walk again */
     ck_assert_uint_eq(st.st_ino, again);
     create_ok(fs, again, "g", NULL);
-    /* once more through the old ones: a process still in ckpt.old */
+    /* once more through the old ones: processes still in ckpt.old */
+    create_ok(fs, ckpt, "h", NULL);
+    depfs_act_caller(0);
     ck_assert_int_eq(depfs_open_ino(fs, f, O_RDONLY, &fh), 0);
     ck_assert_int_eq(depfs_close(fh), 0);
-    create_ok(fs, ckpt, "h", NULL);
 
     /* its own move refuses nothing below it */
     ck_assert_int_eq(depfs_rename(fs, top, "ckpt", top, "ckpt.mine", 0), 0);
     create_ok(fs, again, "k", NULL);
     ck_assert_int_eq(depfs_open_ino(fs, f, O_RDONLY, &fh), 0);
     ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
+/* Two kernel callers through the same old names after a rotation (ranks
+ * on one node that mkdir in ckpt at once): the refusal of the first lets
+ * only that caller go on through the moved directory (its working
+ * directory); the second is refused too, so its kernel walks to the new
+ * ckpt instead of creating in ckpt.old. A caller refused through an
+ * opened file goes on through the file's directory as well; a later
+ * rotation refuses it again. */
+START_TEST(test_names_pass_per_caller)
+{
+    depfs_t *fs = NULL, *other = mount_fs();
+    struct stat st;
+    depfs_fh_t *fh = NULL;
+    held_ckpt h = held_ckpt_make(other, "pass_top", &fs);
+    uint64_t top = h.top, ckpt = h.ckpt, f = h.f;
+
+    ck_assert_int_eq(depfs_rename(other, top, "ckpt", top, "ckpt.old", 0), 0);
+    uint64_t again = mkdir_ok(other, top, "ckpt");
+    depfs_act_caller(101);
+    ck_assert_int_eq(depfs_mkdir(fs, ckpt, "r1", 0755, NULL, &st), -ESTALE);
+    depfs_act_caller(102);
+    ck_assert_int_eq(depfs_mkdir(fs, ckpt, "r2", 0755, NULL, &st), -ESTALE);
+    depfs_act_caller(103); /* refused through f: goes on through its directory too */
+    ck_assert_int_eq(depfs_open_ino(fs, f, O_RDONLY, &fh), -ESTALE);
+    ck_assert_int_eq(depfs_lookup(fs, ckpt, "f", &st), 0);
+    ck_assert_int_eq(depfs_open_ino(fs, f, O_RDONLY, &fh), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    depfs_act_caller(101); /* the first: a process in ckpt.old goes on there */
+    ck_assert_int_eq(depfs_mkdir(fs, ckpt, "here", 0755, NULL, &st), 0);
+    depfs_act_caller(102); /* the second walks again: the new ckpt */
+    ck_assert_int_eq(depfs_lookup(fs, top, "ckpt", &st), 0);
+    ck_assert_uint_eq(st.st_ino, again);
+    ck_assert_int_eq(depfs_mkdir(fs, again, "r2", 0755, NULL, &st), 0);
+    ck_assert_int_eq(depfs_lookup(other, ckpt, "r1", &st), -ENOENT);
+    ck_assert_int_eq(depfs_lookup(other, ckpt, "r2", &st), -ENOENT);
+    ck_assert_int_eq(depfs_lookup(other, again, "r2", &st), 0);
+
+    /* a later rotation of the moved directory refuses the first caller again */
+    ck_assert_int_eq(depfs_rename(other, top, "ckpt.old", top, "ckpt.older", 0), 0);
+    depfs_act_caller(101);
+    ck_assert_int_eq(depfs_mkdir(fs, ckpt, "there", 0755, NULL, &st), -ESTALE);
+    ck_assert_int_eq(depfs_mkdir(fs, ckpt, "there", 0755, NULL, &st), 0);
+    depfs_act_caller(0);
     depfs_unmount(other);
     depfs_unmount(fs);
 }
@@ -1571,6 +1636,7 @@ static Suite *core_suite(void)
     tcase_add_test(sa, test_statahead_after_migrate);
     tcase_add_test(sa, test_statahead_gone_parent);
     tcase_add_test(tc, test_names_epoch_through_held_names);
+    tcase_add_test(tc, test_names_pass_per_caller);
     suite_add_tcase(s, sa);
     return s;
 }
