@@ -222,35 +222,60 @@ void dfuse_names_moved(dfuse_names *n, uint64_t ino)
               e ? "dropping the kernel's names of it" : "no name of it kept here");
 }
 
+/* The time DFUSE_NAMES_WAIT_MS from now, on pthread_cond_timedwait's clock. */
+static struct timespec wait_until(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    int64_t ns = until.tv_nsec + (int64_t)DFUSE_NAMES_WAIT_MS * NS_PER_MS;
+    until.tv_sec += (time_t)(ns / NS_PER_S);
+    until.tv_nsec = (long)(ns % NS_PER_S);
+    return until;
+}
+
+/* Under mu: waits until ino's drops were told to the kernel, at most
+ * until `until` (mu is let go meanwhile, so ino's entry is looked up
+ * again each time). true: none pending. */
+static bool wait_drops(dfuse_names *n, uint64_t ino, const struct timespec *until)
+{
+    kn_inode *e;
+    while ((e = find(n, ino)) && e->pending > 0 && !n->stop)
+        if (pthread_cond_timedwait(&n->done, &n->mu, until) == ETIMEDOUT)
+            break;
+    e = find(n, ino);
+    return !e || e->pending == 0;
+}
+
 void dfuse_names_gone(dfuse_names *n, uint64_t ino)
 {
     if (!n)
         return;
+    struct timespec until = wait_until();
     pthread_mutex_lock(&n->mu);
     kn_inode *e = find(n, ino);
-    if (e)
+    bool kept = e != NULL, dropped = true;
+    if (e) {
         queue_drops(n, e, ino);
+        dropped = wait_drops(n, ino, &until);
+    }
     pthread_mutex_unlock(&n->mu);
     log_debug("directory %llu is gone or moved: %s", (unsigned long long)ino,
-              e ? "dropping the kernel's names of it" : "no name of it kept here");
+              !kept ? "no name of it kept here"
+              : dropped ? "the kernel's names of it dropped"
+                        : "the kernel's names of it not dropped yet (the wait's bound)");
 }
 
 bool dfuse_names_settle(dfuse_names *n, uint64_t ino)
 {
     if (!n)
         return false;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until); /* pthread_cond_timedwait's clock */
-    int64_t ns = until.tv_nsec + (int64_t)DFUSE_NAMES_WAIT_MS * NS_PER_MS;
-    until.tv_sec += (time_t)(ns / NS_PER_S);
-    until.tv_nsec = (long)(ns % NS_PER_S);
+    struct timespec until = wait_until();
     pthread_mutex_lock(&n->mu);
     kn_inode *e = find(n, ino);
-    bool stale = e && e->revalidate;
-    while (stale && e->pending > 0 && !n->stop)
-        if (pthread_cond_timedwait(&n->done, &n->mu, &until) == ETIMEDOUT)
-            break;
+    bool stale = e && e->revalidate; /* kept while marked */
     if (stale) {
+        wait_drops(n, ino, &until);
+        e = find(n, ino);
         e->revalidate = false;
         e->rewalk = true;
         e->rewalk_until_ms = clock_now_ms() + DFUSE_NAMES_REWALK_MS;

@@ -29,8 +29,11 @@
  * kernel walks the path again for most of them (open, stat, unlink,
  * rename...), but not when a create's lookup of the new name is what
  * failed (mkdir, mknod, symlink: the caller gets ESTALE, as on NFS). Its
- * names are dropped too, so the kernel's next walk looks the directory up
- * instead of failing the same way until entry_timeout.
+ * names are dropped too, before that ESTALE is answered, so the kernel's
+ * next walk looks the directory up instead of failing the same way until
+ * entry_timeout, or passing through the old name: the MDS lets the caller
+ * it refused go on through the moved directory (a process whose working
+ * directory it is), and only that caller.
  *
  * Bounded: DFUSE_NAMES_PER_INODE names per inode (the newest), the oldest
  * of DFUSE_NAMES_INODES_MAX inodes forgotten first; a forgotten name is
@@ -65,8 +68,10 @@ void dfuse_names_given(dfuse_names *n, uint64_t ino, uint64_t parent, const char
  * queue their drops. Never blocks on the kernel. */
 void dfuse_names_moved(dfuse_names *n, uint64_t ino);
 /* Directory ino is gone or moved (a request naming it as a parent was
- * answered ESTALE): queue the drops of its names. Never blocks on the
- * kernel. */
+ * answered ESTALE): drops its names, and waits for them (at most
+ * DFUSE_NAMES_WAIT_MS) so that the caller, told ESTALE after, walks to the
+ * new directory when it tries again (a second try through the old name
+ * would pass: it is the caller the MDS refused, core_names_pass.h). */
 void dfuse_names_gone(dfuse_names *n, uint64_t ino);
 /* Before an open of ino: false unless its names moved since the last open
  * that was answered ESTALE; else waits for its drops (bounded) and returns

@@ -188,6 +188,9 @@ static void act_for_cred(fuse_req_t req, depfs_cred *cr)
     req_cred(req, cr);
     if (depfs_act_as(cr) < 0)
         log_warn("cannot act for uid %u: %s", (unsigned)cr->uid, depfs_last_error());
+    /* the kernel thread: after a names refusal only it goes on through the
+     * moved directory (depfs.h depfs_act_caller) */
+    depfs_act_caller((uint64_t)fuse_req_ctx(req)->pid);
 }
 
 static void act_for(fuse_req_t req)
@@ -306,7 +309,8 @@ static void note_name(fuse_req_t req, fuse_ino_t parent, const char *name, const
 /* The result of a request naming parent as the directory of a name:
  * ESTALE says the directory is gone, or it or a directory above it was
  * moved by another client (the MDS), and the kernel's names of it are
- * dropped (kernel_names.h). Returns rc. */
+ * dropped before the caller hears (kernel_names.h): its next walk looks
+ * the directory up. Returns rc. */
 static int parent_checked(fuse_req_t req, fuse_ino_t parent, int rc)
 {
     if (rc == -ESTALE)

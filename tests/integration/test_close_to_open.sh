@@ -17,7 +17,8 @@
 #   through the reader's old entry of it: ESTALE, and the kernel walks
 #   again; mkdir and symlink may be ESTALE once), a directory renamed away
 #   (a rotation; also two levels up, after the reader saw the new name,
-#   and the reader's working directory), then a seeded run of
+#   ranks that mkdir in it at once, and the reader's working directory),
+#   then a seeded run of
 #   random writes and truncates, each side in turn, every step checked
 #   against a model of the file.
 # Ends with a clean scrub.
@@ -33,7 +34,7 @@ mkdir "$MNT/c2o"
 setfattr -n user.depfs.layout -v 4@2@64k "$MNT/c2o"
 
 python3 - "$MNT/c2o" "$M2/c2o" "$STEPS" "$SEED" <<'PY' || fail "a reader saw a stale size or stale bytes after the writer's close"
-import errno, os, random, sys, time
+import errno, multiprocessing, os, random, sys, time
 a, b, steps, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 bad = 0
 
@@ -244,6 +245,35 @@ os.stat(f"{b}/rot-m")
 rotate("rot-m")
 rot_check("mkdir", lambda: retried(lambda: os.mkdir(f"{b}/rot-m/sub")) is None and
           os.path.isdir(f"{a}/rot-m/sub") and not os.path.exists(f"{a}/rot-m.old/sub"))
+# ranks on one node mkdir in the rotated directory at once, each through
+# the kernel's old name (their walks took it before any drop): after the
+# first one's refusal, the others must be refused too, not land in
+# ckpt.old (each may be ESTALE once, as mkdir alone above)
+RANKS, RANK_TRIALS = 8, 3
+def rank_mkdir(d, i, go, out):
+    go.wait(30)
+    try:
+        out.put((i, retried(lambda: os.mkdir(f"{b}/{d}/r{i}"))))
+    except OSError as e:
+        out.put((i, f"{e}"))
+def ranks_in_rotated(d):
+    os.makedirs(f"{a}/{d}")
+    os.stat(f"{b}/{d}")
+    go, out = multiprocessing.Event(), multiprocessing.Queue()
+    ps = [multiprocessing.Process(target=rank_mkdir, args=(d, i, go, out)) for i in range(RANKS)]
+    for p in ps:
+        p.start()
+    rotate(d)
+    go.set()
+    got = [out.get(timeout=60) for _ in ps]
+    for p in ps:
+        p.join(30)
+    failed = [r for r in got if r[1] is not None]
+    return (not failed and not os.listdir(f"{a}/{d}.old") and
+            sorted(os.listdir(f"{a}/{d}")) == sorted(f"r{i}" for i in range(RANKS))) or \
+        f"failed {failed}, in the old directory {sorted(os.listdir(f'{a}/{d}.old'))}"
+for t in range(RANK_TRIALS):
+    rot_check(f"{RANKS} ranks mkdir at once (trial {t})", lambda: ranks_in_rotated(f"rot-ranks{t}"))
 os.makedirs(f"{a}/rot-s")
 write_text(f"{a}/rot-s/f", "old")
 os.stat(f"{b}/rot-s/f")
