@@ -39,6 +39,8 @@ typedef struct kn_inode {
     uint64_t ino;
     unsigned n;                          /* names[0..n) */
     kn_name names[DFUSE_NAMES_PER_INODE]; /* oldest first */
+    unsigned n_was;                      /* was[0..n_was) */
+    kn_name was[DFUSE_NAMES_PER_INODE];  /* a gone directory's names, as dropped last */
     unsigned pending;                    /* its drops not yet told to the kernel */
     bool revalidate;                     /* names moved: the next open is ESTALE */
     bool rewalk;                         /* the kernel walks its path again... */
@@ -102,11 +104,17 @@ static void age_push_newest(dfuse_names *n, kn_inode *e)
     n->newest = e;
 }
 
+static void names_free(kn_name *names, unsigned *n)
+{
+    for (unsigned i = 0; i < *n; i++)
+        free(names[i].name);
+    *n = 0;
+}
+
 static void names_clear(kn_inode *e)
 {
-    for (unsigned i = 0; i < e->n; i++)
-        free(e->names[i].name);
-    e->n = 0;
+    names_free(e->names, &e->n);
+    names_free(e->was, &e->n_was);
 }
 
 static void remove_inode(dfuse_names *n, kn_inode *e)
@@ -186,21 +194,28 @@ void dfuse_names_given(dfuse_names *n, uint64_t ino, uint64_t parent, const char
     pthread_mutex_unlock(&n->mu);
 }
 
-/* Under mu: queues the drops of every name kept of e (inode ino). */
-static void queue_drops(dfuse_names *n, kn_inode *e, uint64_t ino)
+/* Under mu: queues the drops of every name kept of e (inode ino); keep:
+ * they stay known as what the kernel had (was), a gone directory's. */
+static void queue_drops(dfuse_names *n, kn_inode *e, uint64_t ino, bool keep)
 {
+    if (keep && e->n > 0)
+        names_free(e->was, &e->n_was);
     for (unsigned i = 0; i < e->n; i++) {
         kn_drop *d = malloc(sizeof(*d));
-        if (!d) {
-            free(e->names[i].name); /* not dropped: lasts its entry_timeout */
+        char *name = keep ? strdup(e->names[i].name) : e->names[i].name;
+        if (keep)
+            e->was[e->n_was++] = e->names[i];
+        if (!d || !name) {
+            free(d);
+            free(name); /* not dropped: lasts its entry_timeout */
             continue;
         }
-        *d = (kn_drop){ .ino = ino, .parent = e->names[i].parent, .name = e->names[i].name };
+        *d = (kn_drop){ .ino = ino, .parent = e->names[i].parent, .name = name };
         *n->tail = d;
         n->tail = &d->next;
         e->pending++;
     }
-    e->n = 0; /* the names went with their drops */
+    e->n = 0; /* the names went with their drops (and to was) */
     pthread_cond_signal(&n->work);
 }
 
@@ -211,7 +226,7 @@ void dfuse_names_moved(dfuse_names *n, uint64_t ino)
     pthread_mutex_lock(&n->mu);
     kn_inode *e = find(n, ino);
     if (e) {
-        queue_drops(n, e, ino);
+        queue_drops(n, e, ino, false);
         if (e->rewalk && clock_now_ms() < e->rewalk_until_ms)
             e->rewalk = false; /* the walk after an ESTALE open showed it */
         else
@@ -246,23 +261,33 @@ static bool wait_drops(dfuse_names *n, uint64_t ino, const struct timespec *unti
     return !e || e->pending == 0;
 }
 
-void dfuse_names_gone(dfuse_names *n, uint64_t ino)
+unsigned dfuse_names_gone(dfuse_names *n, uint64_t ino, dfuse_name *had)
 {
     if (!n)
-        return;
+        return 0;
     struct timespec until = wait_until();
     pthread_mutex_lock(&n->mu);
     kn_inode *e = find(n, ino);
     bool kept = e != NULL, dropped = true;
+    unsigned n_had = 0;
     if (e) {
-        queue_drops(n, e, ino);
+        queue_drops(n, e, ino, true);
         dropped = wait_drops(n, ino, &until);
+        e = find(n, ino);
+    }
+    for (unsigned i = 0; had && e && i < e->n_was; i++) {
+        if (strlen(e->was[i].name) >= sizeof(had[0].name))
+            continue; /* longer than a name the kernel gives: not one */
+        had[n_had].parent = e->was[i].parent;
+        strcpy(had[n_had].name, e->was[i].name);
+        n_had++;
     }
     pthread_mutex_unlock(&n->mu);
     log_debug("directory %llu is gone or moved: %s", (unsigned long long)ino,
               !kept ? "no name of it kept here"
               : dropped ? "the kernel's names of it dropped"
                         : "the kernel's names of it not dropped yet (the wait's bound)");
+    return n_had;
 }
 
 bool dfuse_names_settle(dfuse_names *n, uint64_t ino)

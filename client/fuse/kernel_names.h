@@ -28,8 +28,10 @@
  * through the old path (the MDS). The
  * kernel walks the path again for most of them (open, stat, unlink,
  * rename...), but not when a create's lookup of the new name is what
- * failed (mkdir, mknod, symlink: the caller gets ESTALE, as on NFS). Its
- * names are dropped too, before that ESTALE is answered, so the kernel's
+ * failed (mkdir, mknod, symlink): depfs-fuse answers such a lookup ENOENT
+ * when it can (ops.c lookup_in_stale: the names dropped are the path it
+ * checks), and the create's own request is refused and retried. The
+ * directory's names are dropped before any such answer, so the kernel's
  * next walk looks the directory up instead of failing the same way until
  * entry_timeout, or passing through the old name: the MDS lets the caller
  * it refused go on through the moved directory (a process whose working
@@ -41,6 +43,7 @@
 #ifndef DFUSE_KERNEL_NAMES_H
 #define DFUSE_KERNEL_NAMES_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -67,12 +70,21 @@ void dfuse_names_given(dfuse_names *n, uint64_t ino, uint64_t parent, const char
 /* A name of ino went or moved since this mount gave the kernel its names:
  * queue their drops. Never blocks on the kernel. */
 void dfuse_names_moved(dfuse_names *n, uint64_t ino);
+/* A name the kernel had: name in directory parent. */
+typedef struct dfuse_name {
+    uint64_t parent;
+    char name[NAME_MAX + 1];
+} dfuse_name;
+
 /* Directory ino is gone or moved (a request naming it as a parent was
  * answered ESTALE): drops its names, and waits for them (at most
  * DFUSE_NAMES_WAIT_MS) so that the caller, told ESTALE after, walks to the
  * new directory when it tries again (a second try through the old name
- * would pass: it is the caller the MDS refused, core_names_pass.h). */
-void dfuse_names_gone(dfuse_names *n, uint64_t ino);
+ * would pass: it is the caller the MDS refused, core_names_pass.h).
+ * had (room for DFUSE_NAMES_PER_INODE; NULL: not wanted): the names the
+ * kernel had of it, as this or an earlier drop found them; returns how
+ * many (0: none known). */
+unsigned dfuse_names_gone(dfuse_names *n, uint64_t ino, dfuse_name *had);
 /* Before an open of ino: false unless its names moved since the last open
  * that was answered ESTALE; else waits for its drops (bounded) and returns
  * true: answer the open ESTALE. */

@@ -314,8 +314,51 @@ static void note_name(fuse_req_t req, fuse_ino_t parent, const char *name, const
 static int parent_checked(fuse_req_t req, fuse_ino_t parent, int rc)
 {
     if (rc == -ESTALE)
-        dfuse_names_gone(req_ctx(req)->names, (uint64_t)parent);
+        dfuse_names_gone(req_ctx(req)->names, (uint64_t)parent, NULL);
     return rc;
+}
+
+/* Whether name may be in directory dir now (a lookup that is not the
+ * kernel's): false only when the MDS says it is not, or dir is gone. */
+static bool may_be_in(depfs_t *fs, uint64_t dir, const char *name)
+{
+    struct stat st;
+    int rc = depfs_lookup_probe(fs, dir, name, &st);
+    return rc != -ENOENT && rc != -ESTALE;
+}
+
+/* A lookup of name in directory parent, which is gone or moved (ESTALE):
+ * its names are dropped from the kernel first (kernel_names.h). The kernel
+ * walks the path again on ESTALE, but not when this lookup is a mkdir's,
+ * mknod's or symlink's of its new name: that call would fail. So when name
+ * is in neither the directory (still there under another name: a process
+ * in it goes on there) nor the one the kernel's path to it names now, the
+ * answer is ENOENT, true for either, and such a call goes on to its own
+ * request through the old directory: the MDS refuses that (ESTALE; this
+ * caller's pass is taken back, depfs.h depfs_names_unpass) and the kernel
+ * retries it, walking the path again. Otherwise, or when the path is not
+ * known, ESTALE. */
+static int lookup_in_stale(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    dfuse_ctx *ctx = req_ctx(req);
+    dfuse_name had[DFUSE_NAMES_PER_INODE];
+    unsigned n = dfuse_names_gone(ctx->names, (uint64_t)parent, had);
+    if (n == 0 || may_be_in(ctx->fs, (uint64_t)parent, name))
+        return -ESTALE;
+    for (unsigned i = 0; i < n; i++) {
+        struct stat dir;
+        int rc = depfs_lookup_probe(ctx->fs, had[i].parent, had[i].name, &dir);
+        if (rc == -ESTALE) /* moved too: the kernel walks (ESTALE), no pass through it */
+            depfs_names_unpass(ctx->fs, had[i].parent);
+        if (rc == -ENOENT || (rc == 0 && !S_ISDIR(dir.st_mode)))
+            continue; /* the path ends there now */
+        if (rc < 0 || may_be_in(ctx->fs, (uint64_t)dir.st_ino, name))
+            return -ESTALE;
+    }
+    depfs_names_unpass(ctx->fs, (uint64_t)parent);
+    log_debug("lookup of '%s' in gone or moved directory %llu: in neither it nor where its "
+              "path leads now: ENOENT", name, (unsigned long long)parent);
+    return -ENOENT;
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -323,8 +366,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     act_for(req);
     struct stat st;
     unsigned age_ms = 0;
-    int rc = parent_checked(req, parent,
-                            depfs_lookup_aged(req_ctx(req)->fs, parent, name, &st, &age_ms));
+    int rc = depfs_lookup_aged(req_ctx(req)->fs, parent, name, &st, &age_ms);
+    if (rc == -ESTALE)
+        rc = lookup_in_stale(req, parent, name);
     if (rc < 0) {
         reply_status(req, rc); /* no negative caching: other clients create */
         return;

@@ -106,6 +106,17 @@ static void statahead_fetch(depfs_t *fs, uint64_t parent, uint64_t cookie, uint6
     free_rep(rep);
 }
 
+/* MDS_LOOKUP of name in parent (counted: for the kernel, call_stat). */
+static int lookup_at_mds(depfs_t *fs, uint64_t parent, const char *name, struct stat *st,
+                         bool counted)
+{
+    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
+    req.has_parent = 1;
+    req.parent = parent;
+    req.name = (char *)name;
+    return call_stat(fs, DEPFS__MDS_OP__MDS_LOOKUP, &req, st, counted);
+}
+
 int depfs_lookup_aged(depfs_t *fs, uint64_t parent, const char *name, struct stat *st,
                       unsigned *age_ms)
 {
@@ -123,11 +134,7 @@ int depfs_lookup_aged(depfs_t *fs, uint64_t parent, const char *name, struct sta
             *age_ms = age;
         return 0;
     }
-    Depfs__MdsRequest req = DEPFS__MDS_REQUEST__INIT;
-    req.has_parent = 1;
-    req.parent = parent;
-    req.name = (char *)name;
-    rc = call_stat(fs, DEPFS__MDS_OP__MDS_LOOKUP, &req, st, true);
+    rc = lookup_at_mds(fs, parent, name, st, true);
     if (age_ms)
         *age_ms = 0;
     uint64_t cookie, gen;
@@ -139,6 +146,12 @@ int depfs_lookup_aged(depfs_t *fs, uint64_t parent, const char *name, struct sta
 int depfs_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st)
 {
     return depfs_lookup_aged(fs, parent, name, st, NULL);
+}
+
+int depfs_lookup_probe(depfs_t *fs, uint64_t parent, const char *name, struct stat *st)
+{
+    int rc = check_name(name);
+    return rc < 0 ? rc : lookup_at_mds(fs, parent, name, st, false);
 }
 
 /* A file unlinked (nlink 0) is kept by the MDS for the handles still

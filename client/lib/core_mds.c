@@ -291,6 +291,12 @@ uint64_t dc_act_caller(void)
     return acting_caller;
 }
 
+void depfs_names_unpass(depfs_t *fs, uint64_t ino)
+{
+    if (fs && fs->count_lookups)
+        dc_names_pass_forget(&fs->names_pass, ino, acting_caller);
+}
+
 void dc_act_set(const depfs_cred *cr)
 {
     acting.set = cr != NULL;

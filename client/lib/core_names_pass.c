@@ -60,6 +60,19 @@ void dc_names_pass_note(dc_names_pass *p, uint64_t ino, uint64_t caller, uint64_
     pthread_mutex_unlock(&p->lock);
 }
 
+void dc_names_pass_forget(dc_names_pass *p, uint64_t ino, uint64_t caller)
+{
+    if (ino == 0 || atomic_load(&p->count) == 0)
+        return;
+    pthread_mutex_lock(&p->lock);
+    dc_names_pass_entry *e = find(p, ino, caller);
+    if (e) {
+        *e = (dc_names_pass_entry){ 0 };
+        atomic_fetch_sub(&p->count, 1);
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
 bool dc_names_pass_epoch(dc_names_pass *p, uint64_t ino, uint64_t caller, uint64_t *epoch)
 {
     if (ino == 0 || atomic_load(&p->count) == 0)

@@ -45,6 +45,8 @@ void dc_names_pass_destroy(dc_names_pass *p);
 /* The MDS refused caller's request through ino at names epoch `epoch`
  * (its current one): caller goes on through ino at that epoch. */
 void dc_names_pass_note(dc_names_pass *p, uint64_t ino, uint64_t caller, uint64_t epoch);
+/* caller no longer goes on through ino (no pair: nothing). */
+void dc_names_pass_forget(dc_names_pass *p, uint64_t ino, uint64_t caller);
 /* true and *epoch when caller was refused through ino before (the epoch
  * to show for it from then on). */
 bool dc_names_pass_epoch(dc_names_pass *p, uint64_t ino, uint64_t caller, uint64_t *epoch);

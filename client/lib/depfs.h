@@ -108,6 +108,11 @@ int depfs_act_as(const depfs_cred *cr);
  * any other caller is refused as well, so that its kernel walks the path
  * again instead of creating in the moved directory. */
 void depfs_act_caller(uint64_t caller);
+/* After such a refusal, a caller that is not sent to walk the path again
+ * (depfs-fuse answered its lookup ENOENT instead) does not go on through
+ * ino either: its next request through the kernel's old names of ino is
+ * refused too. */
+void depfs_names_unpass(depfs_t *fs, uint64_t ino);
 
 /* ------------------------------------------------------------- inode API */
 /* Inode handles (README "Inode handles"): a user proved by MUNGE reaches
@@ -120,6 +125,10 @@ void depfs_act_caller(uint64_t caller);
  * root (depfs_resolve) learns them again. The cluster key's holders need
  * none. */
 int depfs_lookup(depfs_t *fs, uint64_t parent, const char *name, struct stat *st);
+/* depfs_lookup for a caller that keeps nothing of the answer: with
+ * count_lookups not counted as the kernel's, nor answered from statahead's
+ * pages (whether name is in parent now, at the MDS). */
+int depfs_lookup_probe(depfs_t *fs, uint64_t parent, const char *name, struct stat *st);
 /* depfs_lookup, and how old the answer is in ms (*age_ms; 0: from the MDS
  * now): a caller that caches it keeps it that much less long. */
 int depfs_lookup_aged(depfs_t *fs, uint64_t parent, const char *name, struct stat *st,

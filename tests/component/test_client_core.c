@@ -666,8 +666,9 @@ END_TEST
  * only that caller go on through the moved directory (its working
  * directory); the second is refused too, so its kernel walks to the new
  * ckpt instead of creating in ckpt.old. A caller refused through an
- * opened file goes on through the file's directory as well; a later
- * rotation refuses it again. */
+ * opened file goes on through the file's directory as well; one whose
+ * pass was taken back (depfs_names_unpass) is refused again, as is any
+ * after a later rotation. A probe (depfs_lookup_probe) holds nothing. */
 START_TEST(test_names_pass_per_caller)
 {
     depfs_t *fs = NULL, *other = mount_fs();
@@ -696,6 +697,22 @@ START_TEST(test_names_pass_per_caller)
     ck_assert_int_eq(depfs_lookup(other, ckpt, "r1", &st), -ENOENT);
     ck_assert_int_eq(depfs_lookup(other, ckpt, "r2", &st), -ENOENT);
     ck_assert_int_eq(depfs_lookup(other, again, "r2", &st), 0);
+
+    /* a probe is not the kernel's: nothing held, nothing from statahead */
+    dc_names_seen seen;
+    uint64_t r3 = mkdir_ok(other, again, "r3");
+    ck_assert_int_eq(depfs_lookup_probe(fs, again, "r3", &st), 0);
+    ck_assert_uint_eq(st.st_ino, r3);
+    ck_assert(!dc_handles_names(&fs->handles, r3, &seen));
+    ck_assert_int_eq(depfs_lookup_probe(fs, again, "none", &st), -ENOENT);
+    /* a caller whose refusal was answered otherwise (depfs-fuse's ENOENT)
+     * is refused again */
+    depfs_act_caller(104);
+    ck_assert_int_eq(depfs_lookup_probe(fs, ckpt, "none", &st), -ESTALE);
+    ck_assert_int_eq(depfs_lookup_probe(fs, ckpt, "none", &st), -ENOENT);
+    depfs_names_unpass(fs, ckpt);
+    ck_assert_int_eq(depfs_mkdir(fs, ckpt, "none", 0755, NULL, &st), -ESTALE);
+    ck_assert_int_eq(depfs_mkdir(fs, ckpt, "none", 0755, NULL, &st), 0);
 
     /* a later rotation of the moved directory refuses the first caller again */
     ck_assert_int_eq(depfs_rename(other, top, "ckpt.old", top, "ckpt.older", 0), 0);

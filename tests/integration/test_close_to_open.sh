@@ -14,8 +14,8 @@
 #   reader's mount saw the file under its new name (depfs-fuse then drops
 #   the kernel's old names of it: kernel_names.h), then a
 #   directory removed and made again by the writer (every kind of request
-#   through the reader's old entry of it: ESTALE, and the kernel walks
-#   again; mkdir and symlink may be ESTALE once), a directory renamed away
+#   through the reader's old entry of it passes at once: the kernel walks
+#   again; mkdir and symlink as well), a directory renamed away
 #   (a rotation; also two levels up, after the reader saw the new name,
 #   ranks that mkdir in it at once, and the reader's working directory),
 #   then a seeded run of
@@ -34,7 +34,7 @@ mkdir "$MNT/c2o"
 setfattr -n user.depfs.layout -v 4@2@64k "$MNT/c2o"
 
 python3 - "$MNT/c2o" "$M2/c2o" "$STEPS" "$SEED" <<'PY' || fail "a reader saw a stale size or stale bytes after the writer's close"
-import errno, multiprocessing, os, random, sys, time
+import multiprocessing, os, random, stat, sys, time
 a, b, steps, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 bad = 0
 
@@ -129,10 +129,11 @@ for seen_as in ("listing", "lookup"):
 
 # a directory the writer removed and made again while the reader's kernel
 # still caches the old one (entry_timeout): requests naming the old one
-# are ESTALE (the MDS), the kernel walks the path again and retries; only
-# a create whose lookup of the new name failed is not retried by the
-# kernel (mkdir, symlink, mknod: ESTALE, as on NFS), and depfs-fuse then
-# drops the old directory's name, so the next try passes
+# are ESTALE (the MDS), and the kernel walks the path again and retries;
+# a mkdir, symlink or mknod, whose lookup of the new name the kernel does
+# not retry, gets ENOENT there from depfs-fuse (the name is in neither the
+# old directory nor the new one), so its own request is refused and
+# retried instead: every call passes at its first try
 def replaced_dir(d):
     os.mkdir(f"{a}/{d}")
     with open(f"{a}/{d}/x", "w") as w:
@@ -144,23 +145,11 @@ def replaced_dir(d):
     with open(f"{a}/{d}/y", "w") as w:
         w.write("y")
 
-def retried(fn):
-    """fn's result; an ESTALE is tried again, boundedly (mkdir, symlink: the
-    kernel does not, and the drop of the old name is on its way)"""
-    for attempt in range(50):
-        try:
-            return fn()
-        except OSError as e:
-            if e.errno != errno.ESTALE or attempt == 49:
-                raise
-            time.sleep(0.02)
-
-def try_dir_op(what, fn, retried_by_kernel):
-    """fn's result, or None after a failure (counted); what the kernel
-    retries itself must pass at once"""
+def try_dir_op(what, fn):
+    """fn's result, or None after a failure (counted)"""
     global bad
     try:
-        return fn() if retried_by_kernel else retried(fn)
+        return fn()
     except OSError as e:
         bad += 1
         print(f"FAIL replaced directory, {what}: {e}")
@@ -175,29 +164,30 @@ def write_text(path, text):
         w.write(text)
     return read_text(path)
 
-# (what, the kernel retries it, the reader's request, what the writer sees after)
+# (what, the reader's request, what the writer sees after)
 dir_cases = [
-    ("create", True, lambda d: write_text(f"{b}/{d}/z", "z"), lambda d, got: read_text(f"{a}/{d}/z") == "z"),
-    ("stat", True, lambda d: os.stat(f"{b}/{d}/y").st_size, lambda d, got: got == 1),
-    ("open", True, lambda d: read_text(f"{b}/{d}/y"), lambda d, got: got == "y"),
-    ("listing", True, lambda d: sorted(os.listdir(f"{b}/{d}")), lambda d, got: got == ["y"]),
-    ("unlink", True, lambda d: os.unlink(f"{b}/{d}/y"), lambda d, got: not os.path.exists(f"{a}/{d}/y")),
-    ("rename", True, lambda d: os.rename(f"{b}/{d}/y", f"{b}/{d}/y2"),
+    ("create", lambda d: write_text(f"{b}/{d}/z", "z"), lambda d, got: read_text(f"{a}/{d}/z") == "z"),
+    ("stat", lambda d: os.stat(f"{b}/{d}/y").st_size, lambda d, got: got == 1),
+    ("open", lambda d: read_text(f"{b}/{d}/y"), lambda d, got: got == "y"),
+    ("listing", lambda d: sorted(os.listdir(f"{b}/{d}")), lambda d, got: got == ["y"]),
+    ("unlink", lambda d: os.unlink(f"{b}/{d}/y"), lambda d, got: not os.path.exists(f"{a}/{d}/y")),
+    ("rename", lambda d: os.rename(f"{b}/{d}/y", f"{b}/{d}/y2"),
      lambda d, got: read_text(f"{a}/{d}/y2") == "y"),
-    ("link", True, lambda d: os.link(f"{b}/{d}/y", f"{b}/{d}/h"), lambda d, got: read_text(f"{a}/{d}/h") == "y"),
-    ("chmod", True, lambda d: os.chmod(f"{b}/{d}", 0o700),
+    ("link", lambda d: os.link(f"{b}/{d}/y", f"{b}/{d}/h"), lambda d, got: read_text(f"{a}/{d}/h") == "y"),
+    ("chmod", lambda d: os.chmod(f"{b}/{d}", 0o700),
      lambda d, got: (os.stat(f"{b}/{d}").st_mode & 0o777 == 0o700 and
                      os.stat(f"{b}/{d}").st_ino == os.stat(f"{a}/{d}").st_ino)),
-    ("setxattr", True, lambda d: os.setxattr(f"{b}/{d}", "user.k", b"v"),
+    ("setxattr", lambda d: os.setxattr(f"{b}/{d}", "user.k", b"v"),
      lambda d, got: os.getxattr(f"{a}/{d}", "user.k") == b"v"),
-    ("mkdir", False, lambda d: os.mkdir(f"{b}/{d}/sub"), lambda d, got: os.path.isdir(f"{a}/{d}/sub")),
-    ("symlink", False, lambda d: os.symlink("y", f"{b}/{d}/s"), lambda d, got: os.readlink(f"{a}/{d}/s") == "y"),
+    ("mkdir", lambda d: os.mkdir(f"{b}/{d}/sub"), lambda d, got: os.path.isdir(f"{a}/{d}/sub")),
+    ("symlink", lambda d: os.symlink("y", f"{b}/{d}/s"), lambda d, got: os.readlink(f"{a}/{d}/s") == "y"),
+    ("mknod", lambda d: os.mkfifo(f"{b}/{d}/p"), lambda d, got: stat.S_ISFIFO(os.stat(f"{a}/{d}/p").st_mode)),
 ]
-for i, (what, by_kernel, op, seen) in enumerate(dir_cases):
+for i, (what, op, seen) in enumerate(dir_cases):
     d = f"dir{i}"
     replaced_dir(d)
     before = bad
-    got = try_dir_op(what, lambda: op(d), by_kernel)
+    got = try_dir_op(what, lambda: op(d))
     if bad == before and not seen(d, got):
         bad += 1
         print(f"FAIL replaced directory, {what}: not as the writer sees the new directory ({got!r})")
@@ -243,17 +233,31 @@ rot_check("a new name", lambda: write_text(f"{b}/rot-n/f", "new") == "new" and
 os.makedirs(f"{a}/rot-m")
 os.stat(f"{b}/rot-m")
 rotate("rot-m")
-rot_check("mkdir", lambda: retried(lambda: os.mkdir(f"{b}/rot-m/sub")) is None and
+rot_check("mkdir", lambda: os.mkdir(f"{b}/rot-m/sub") is None and
           os.path.isdir(f"{a}/rot-m/sub") and not os.path.exists(f"{a}/rot-m.old/sub"))
+os.makedirs(f"{a}/rot-o")
+write_text(f"{a}/rot-o/only-old", "o")
+os.stat(f"{b}/rot-o")
+rotate("rot-o")
+write_text(f"{a}/rot-o/only-new", "n")
+def gone(path):
+    try:
+        os.stat(path)
+        return False
+    except FileNotFoundError:
+        return True
+rot_check("a name only in the old one, only in the new one, in neither", lambda:
+          gone(f"{b}/rot-o/only-old") and read_text(f"{b}/rot-o/only-new") == "n" and
+          gone(f"{b}/rot-o/neither"))
 # ranks on one node mkdir in the rotated directory at once, each through
 # the kernel's old name (their walks took it before any drop): after the
 # first one's refusal, the others must be refused too, not land in
-# ckpt.old (each may be ESTALE once, as mkdir alone above)
+# ckpt.old, and each mkdir passes at its first try
 RANKS, RANK_TRIALS = 8, 3
 def rank_mkdir(d, i, go, out):
     go.wait(30)
     try:
-        out.put((i, retried(lambda: os.mkdir(f"{b}/{d}/r{i}"))))
+        out.put((i, os.mkdir(f"{b}/{d}/r{i}")))
     except OSError as e:
         out.put((i, f"{e}"))
 def ranks_in_rotated(d):
@@ -282,12 +286,13 @@ os.stat(f"{b}/rot-s.old/f") # the reader's mount sees the moved directory's new 
 rot_check("written through the old name after the new one was seen",
           lambda: write_text(f"{b}/rot-s/f", "new") == "new" and read_text(f"{a}/rot-s.old/f") == "old")
 os.makedirs(f"{a}/rot-c")
+write_text(f"{a}/rot-c/was", "w")
 here = os.getcwd()
 os.chdir(f"{b}/rot-c")
 rotate("rot-c", made_again=False)
 rot_check("working directory moved", lambda: write_text("here", "h") == "h" and
           os.mkdir("sub") is None and read_text(f"{a}/rot-c.old/here") == "h" and
-          os.path.isdir(f"{a}/rot-c.old/sub"))
+          os.path.isdir(f"{a}/rot-c.old/sub") and read_text("was") == "w" and gone("neither"))
 os.chdir(here)
 os.makedirs(f"{a}/rot-u")
 write_text(f"{a}/rot-u/f", "u")

@@ -1,6 +1,7 @@
 /* test_client_names_pass.c - libdepfs's table of the callers a names
  * refusal lets go on (client/lib/core_names_pass.c): a pair noted is
- * found for that caller only, its epoch only ever raised; past
+ * found for that caller only, its epoch only ever raised, until it is
+ * forgotten; past
  * DC_NAMES_PASS_MAX pairs the least recently used goes, and a pair looked
  * at counts as used; inode 0 is never kept. */
 #include <check.h>
@@ -32,6 +33,11 @@ START_TEST(test_per_caller_and_epoch)
     dc_names_pass_note(&p, 0, 1, 60);
     ck_assert(!dc_names_pass_epoch(&p, 0, 1, &e));
     ck_assert_uint_eq(atomic_load(&p.count), 1);
+    dc_names_pass_forget(&p, 7, 2); /* not that caller's: nothing */
+    ck_assert(dc_names_pass_epoch(&p, 7, 1, &e));
+    dc_names_pass_forget(&p, 7, 1);
+    ck_assert(!dc_names_pass_epoch(&p, 7, 1, &e));
+    ck_assert_uint_eq(atomic_load(&p.count), 0);
 }
 END_TEST
 
