@@ -466,8 +466,6 @@ typedef struct dc_acting {
     depfs_cred cred;
 } dc_acting;
 void dc_act_set(const depfs_cred *cr); /* NULL: the process's own again */
-/* What depfs_act_caller set for this thread (0: none). */
-uint64_t dc_act_caller(void);
 void dc_act_push(const depfs_cred *cr, dc_acting *saved);
 void dc_act_pop(const dc_acting *saved);
 /* Status vector against the cluster view (status.c): a failure mark is

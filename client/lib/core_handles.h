@@ -99,12 +99,12 @@ void dc_handles_learn(dc_handles *h, uint64_t ino, uint64_t tag);
 /* true and *tag when ino's tag is known. */
 bool dc_handles_get(dc_handles *h, uint64_t ino, uint64_t *tag);
 /* What a reply said of the names of an inode it gave the kernel a name of
- * (or, after a refusal, what the MDS said is current): each part absent
- * when its has_ flag is false (via 0: not said). */
+ * (a refusal's epoch is kept per caller instead: core_names_pass.h): each
+ * part absent when its has_ flag is false (via 0: not said). */
 typedef struct dc_names_seen {
     bool has_name_gen, has_epoch;
     uint64_t name_gen; /* Attr.name_gen */
-    uint64_t epoch;    /* Attr.names_epoch (MdsReply.names_epoch after a refusal) */
+    uint64_t epoch;    /* Attr.names_epoch */
     uint64_t via;      /* the directory the name is in */
 } dc_names_seen;
 
@@ -115,8 +115,8 @@ typedef struct dc_names_seen {
 bool dc_handles_hold(dc_handles *h, uint64_t ino, const uint64_t *tag, const dc_names_seen *seen,
                      uint64_t n);
 /* While the kernel holds ino: what `seen` says of its names replaces what
- * was kept (the epoch only when newer): this client's rename moved it, or
- * the MDS refused an older epoch. Nothing when the kernel does not hold it. */
+ * was kept (the epoch only when newer): this client's rename moved it.
+ * Nothing when the kernel does not hold it. */
 void dc_handles_note_names(dc_handles *h, uint64_t ino, const dc_names_seen *seen);
 /* true and *out (the parts known) when the kernel holds ino. */
 bool dc_handles_names(dc_handles *h, uint64_t ino, dc_names_seen *out);

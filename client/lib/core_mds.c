@@ -98,14 +98,27 @@ static unsigned names_reached(Depfs__MdsOp op, const Depfs__MdsRequest *r, uint6
     return n;
 }
 
+/* The kernel caller this thread's requests serve (depfs_act_caller). */
+static __thread uint64_t acting_caller;
+
+void depfs_act_caller(uint64_t caller)
+{
+    acting_caller = caller;
+}
+
+void depfs_names_unpass(depfs_t *fs, uint64_t ino)
+{
+    if (fs && fs->count_lookups)
+        dc_names_pass_forget(&fs->names_pass, ino, acting_caller);
+}
+
 /* The names epoch to show for ino (seen: what the kernel's lookups of it
  * gave) is raised to the MDS's at an earlier refusal of this thread's
  * caller through it (core_names_pass.h). */
 static void names_epoch_passed(depfs_t *fs, uint64_t ino, dc_names_seen *seen)
 {
     uint64_t passed;
-    if (dc_names_pass_epoch(&fs->names_pass, ino, dc_act_caller(), &passed) &&
-        passed > seen->epoch)
+    if (dc_names_pass_epoch(&fs->names_pass, ino, acting_caller, seen->epoch, &passed))
         seen->epoch = passed;
 }
 
@@ -142,8 +155,14 @@ void dc_names_epoch_for_open(depfs_t *fs, uint64_t ino, Depfs__MdsRequest *r)
     if (!seen.has_epoch)
         return;
     names_epoch_passed(fs, ino, &seen);
-    /* this caller went on through the file's directory after a refusal */
-    names_epoch_passed(fs, seen.via, &seen);
+    /* this caller went on through the file's directory after a refusal:
+     * weighed against what the kernel's names of the directory show */
+    dc_names_seen dir;
+    if (dc_handles_names(&fs->handles, seen.via, &dir) && dir.has_epoch) {
+        names_epoch_passed(fs, seen.via, &dir);
+        if (dir.epoch > seen.epoch)
+            seen.epoch = dir.epoch;
+    }
     r->has_names_epoch = true;
     r->names_epoch = seen.epoch;
     r->has_names_via = dc_names_via_ok(fs, seen.via);
@@ -167,9 +186,8 @@ static void names_epoch_refused(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRe
         ino[n++] = r->ino;
     if (op == DEPFS__MDS_OP__MDS_OPEN && r->has_names_via)
         ino[n++] = r->names_via;
-    uint64_t caller = dc_act_caller();
     for (unsigned i = 0; i < n; i++)
-        dc_names_pass_note(&fs->names_pass, ino[i], caller, rep->names_epoch);
+        dc_names_pass_note(&fs->names_pass, ino[i], acting_caller, rep->names_epoch);
 }
 
 int dc_mds_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req, Depfs__MdsReply **reply)
@@ -277,25 +295,8 @@ void depfs_forget(depfs_t *fs, uint64_t ino, uint64_t nlookup)
 
 /* ------------------------------------------------ requests and replies */
 
-/* What depfs_act_as and depfs_act_caller set for this thread. */
+/* What depfs_act_as set for this thread. */
 static __thread dc_acting acting;
-static __thread uint64_t acting_caller;
-
-void depfs_act_caller(uint64_t caller)
-{
-    acting_caller = caller;
-}
-
-uint64_t dc_act_caller(void)
-{
-    return acting_caller;
-}
-
-void depfs_names_unpass(depfs_t *fs, uint64_t ino)
-{
-    if (fs && fs->count_lookups)
-        dc_names_pass_forget(&fs->names_pass, ino, acting_caller);
-}
 
 void dc_act_set(const depfs_cred *cr)
 {

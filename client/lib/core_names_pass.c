@@ -60,29 +60,38 @@ void dc_names_pass_note(dc_names_pass *p, uint64_t ino, uint64_t caller, uint64_
     pthread_mutex_unlock(&p->lock);
 }
 
+/* Under lock: e becomes free. */
+static void release(dc_names_pass *p, dc_names_pass_entry *e)
+{
+    *e = (dc_names_pass_entry){ 0 };
+    atomic_fetch_sub(&p->count, 1);
+}
+
 void dc_names_pass_forget(dc_names_pass *p, uint64_t ino, uint64_t caller)
 {
     if (ino == 0 || atomic_load(&p->count) == 0)
         return;
     pthread_mutex_lock(&p->lock);
     dc_names_pass_entry *e = find(p, ino, caller);
-    if (e) {
-        *e = (dc_names_pass_entry){ 0 };
-        atomic_fetch_sub(&p->count, 1);
-    }
+    if (e)
+        release(p, e);
     pthread_mutex_unlock(&p->lock);
 }
 
-bool dc_names_pass_epoch(dc_names_pass *p, uint64_t ino, uint64_t caller, uint64_t *epoch)
+bool dc_names_pass_epoch(dc_names_pass *p, uint64_t ino, uint64_t caller, uint64_t shown,
+                         uint64_t *epoch)
 {
     if (ino == 0 || atomic_load(&p->count) == 0)
         return false;
     pthread_mutex_lock(&p->lock);
     dc_names_pass_entry *e = find(p, ino, caller);
-    if (e) {
+    bool above = e && e->epoch > shown;
+    if (above) {
         *epoch = e->epoch;
         e->used = ++p->clock;
+    } else if (e) {
+        release(p, e);
     }
     pthread_mutex_unlock(&p->lock);
-    return e != NULL;
+    return above;
 }

@@ -47,8 +47,12 @@ void dc_names_pass_destroy(dc_names_pass *p);
 void dc_names_pass_note(dc_names_pass *p, uint64_t ino, uint64_t caller, uint64_t epoch);
 /* caller no longer goes on through ino (no pair: nothing). */
 void dc_names_pass_forget(dc_names_pass *p, uint64_t ino, uint64_t caller);
-/* true and *epoch when caller was refused through ino before (the epoch
- * to show for it from then on). */
-bool dc_names_pass_epoch(dc_names_pass *p, uint64_t ino, uint64_t caller, uint64_t *epoch);
+/* true and *epoch when caller was refused through ino before at an epoch
+ * above `shown` (what the request would show without it): the epoch to
+ * show instead. A pair not above it is of no more use (the kernel's names
+ * of ino caught up) and is forgotten, so the table empties again and
+ * requests look at it without its lock (count). */
+bool dc_names_pass_epoch(dc_names_pass *p, uint64_t ino, uint64_t caller, uint64_t shown,
+                         uint64_t *epoch);
 
 #endif

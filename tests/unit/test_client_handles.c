@@ -237,7 +237,7 @@ START_TEST(test_name_gen_of_held)
     dc_handles_note_names(&h, 50, &s);
     ck_assert(dc_handles_names(&h, 50, &got));
     ck_assert(got.has_epoch && got.epoch == 20 && got.via == 11 && got.name_gen == 8);
-    s = (dc_names_seen){ .has_epoch = true, .epoch = 30 }; /* a refusal: no directory said */
+    s = (dc_names_seen){ .has_epoch = true, .epoch = 30 }; /* no directory said: the last stays */
     dc_handles_note_names(&h, 50, &s);
     ck_assert(dc_handles_names(&h, 50, &got) && got.epoch == 30 && got.via == 11);
     dc_handles_pin(&h, 50);
