@@ -209,6 +209,28 @@ static const ios_data_units *data_units_of(const Depfs__IoRequest *q, ios_data_u
     return du;
 }
 
+/* A lock was granted on file_id: tell its holder which servers' units of
+ * it are untrusted here (dirty records), so that it computes nothing from
+ * them; a writer's read-modify-write would otherwise store parity made
+ * from a stale unit, and the rebuild would then decode the stale bytes. */
+static int note_untrusted(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
+{
+    uint32_t found[CONFIG_MAX_IOSERVERS];
+    size_t n = 0;
+    int rc = ios_dirty_servers_of(c->state, q->file_id, found, CONFIG_MAX_IOSERVERS, &n);
+    if (rc)
+        return fail(res, rc, "cannot read dirty records: %s", strerror(-rc));
+    if (n == 0)
+        return 0;
+    res->untrusted = malloc(n * sizeof(*res->untrusted));
+    if (!res->untrusted)
+        return fail(res, -ENOMEM, "out of memory");
+    memcpy(res->untrusted, found, n * sizeof(*found));
+    res->reply.untrusted_servers = res->untrusted;
+    res->reply.n_untrusted_servers = n;
+    return 0;
+}
+
 static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
 {
     extents ex;
@@ -234,6 +256,9 @@ static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
             goto out;
         }
         locked = true;
+        rc = note_untrusted(c, q, res);
+        if (rc)
+            goto out;
     }
     if (ex.total_bytes) {
         res->bulk = malloc(ex.total_bytes);
@@ -419,7 +444,11 @@ static int do_lock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
         return fail(res, rc, "stripes locked by another owner");
     if (rc)
         return fail(res, rc, "lock refused: %s", strerror(-rc));
-    return 0;
+    rc = note_untrusted(c, q, res);
+    if (rc) /* the caller learns nothing: it holds nothing either */
+        ios_locks_release(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
+                          owner_of(q->lock), clock_now_ms());
+    return rc;
 }
 
 static int do_unlock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
@@ -922,6 +951,7 @@ void ios_result_free(ios_result *res)
     free(res->stale_specs);
     free(res->stale_ptrs);
     free(res->dirty);
+    free(res->untrusted);
     free(res->damage);
     free(res->damage_ptrs);
     free(res->extents);

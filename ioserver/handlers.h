@@ -69,6 +69,7 @@ typedef struct ios_result {
     Depfs__LockSpec *stale_specs;
     Depfs__LockEntry **stale_ptrs;
     uint64_t *dirty;
+    uint32_t *untrusted;          /* a lock granted: untrusted_servers */
     Depfs__ScrubStats scrub;
     Depfs__ScrubDamage *damage;
     Depfs__ScrubDamage **damage_ptrs;

@@ -23,12 +23,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "depfs.pb-c.h"
 #include "kvstore.h"
 #include "log.h"
@@ -45,14 +47,24 @@
 #define STATE_MARKER_MODE 0600
 #define DIRTY_CLAIMED "C"
 #define DIRTY_CLAIMED_BYTES 1u
+#define DIRTY_TALLY_INITIAL 8u
 #define INTENT_PREFIX 'L'
 #define INTENT_KEY_BYTES 25u /* prefix + u64 file + u64 client + u64 op */
 #define INTENT_SPAN_BYTES 16u  /* le64 first + le64 end: all an older intent holds */
 #define INTENT_VALUE_BYTES 17u /* the span + u8 mode */
 #define INTENT_MODE_WRITES 1u
 
+/* How many dirty records name one server (in memory, counted at open). */
+typedef struct dirty_tally {
+    uint32_t server;
+    uint64_t records;
+} dirty_tally;
+
 struct ios_state {
     kvstore *kv;
+    dirty_tally *tally;    /* servers named by records (mu); entries never removed */
+    size_t n_tally, cap_tally;
+    _Atomic uint64_t dirty_records; /* sum of tally[].records: 0 skips every lookup */
     char demoted_marker[PATH_MAX]; /* exists: a demotion the store could not keep */
     pthread_mutex_t mu;
     uint32_t server_state; /* cached; written through */
@@ -70,6 +82,11 @@ static void put_be64(uint8_t *p, uint64_t v)
 {
     for (int i = 7; i >= 0; i--, v >>= 8)
         p[i] = (uint8_t)v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
 static uint64_t get_be64(const uint8_t *p)
@@ -137,6 +154,49 @@ static int load_state(ios_state *st)
     return 0;
 }
 
+/* Caller holds mu (or owns st): the tally of server, created at 0. */
+static dirty_tally *tally_of(ios_state *st, uint32_t server)
+{
+    for (size_t i = 0; i < st->n_tally; i++)
+        if (st->tally[i].server == server)
+            return &st->tally[i];
+    if (st->n_tally == st->cap_tally) {
+        size_t cap = st->cap_tally ? 2 * st->cap_tally : DIRTY_TALLY_INITIAL;
+        dirty_tally *t = realloc(st->tally, cap * sizeof(*t));
+        if (!t)
+            return NULL;
+        st->tally = t;
+        st->cap_tally = cap;
+    }
+    st->tally[st->n_tally] = (dirty_tally){.server = server, .records = 0};
+    return &st->tally[st->n_tally++];
+}
+
+/* At open: count the dirty records of every server. */
+static int count_dirty(ios_state *st)
+{
+    uint8_t prefix[1] = {DIRTY_PREFIX};
+    kv_iter *it = kv_iter_new(st->kv, prefix, sizeof(prefix), prefix, sizeof(prefix));
+    if (!it)
+        return -EIO;
+    const void *key, *val;
+    size_t klen, vlen;
+    int rc = 0;
+    while (rc == 0 && kv_iter_next(it, &key, &klen, &val, &vlen)) {
+        if (klen != DIRTY_KEY_BYTES)
+            continue; /* not ours; never written by this module */
+        dirty_tally *t = tally_of(st, get_be32((const uint8_t *)key + 1));
+        if (!t) {
+            rc = -ENOMEM;
+            break;
+        }
+        t->records++;
+        st->dirty_records++;
+    }
+    kv_iter_free(it);
+    return rc;
+}
+
 int ios_state_open(const char *data_dir, ios_state **out, char *err, size_t err_len)
 {
     char path[PATH_MAX];
@@ -164,6 +224,12 @@ int ios_state_open(const char *data_dir, ios_state **out, char *err, size_t err_
         kv_close(st->kv);
         goto fail;
     }
+    rc = count_dirty(st);
+    if (rc) {
+        snprintf(err, err_len, "%s: cannot count the dirty records: %s", path, strerror(-rc));
+        kv_close(st->kv);
+        goto fail;
+    }
     if (snprintf(st->demoted_marker, sizeof(st->demoted_marker), "%s/%s", path,
                  STATE_DEMOTED_MARKER) >= (int)sizeof(st->demoted_marker)) {
         snprintf(err, err_len, "state path too long under %s", data_dir);
@@ -180,6 +246,7 @@ int ios_state_open(const char *data_dir, ios_state **out, char *err, size_t err_
     *out = st;
     return 0;
 fail:
+    free(st->tally);
     free(st);
     return rc;
 }
@@ -190,6 +257,7 @@ void ios_state_close(ios_state *st)
         return;
     kv_close(st->kv);
     pthread_mutex_destroy(&st->mu);
+    free(st->tally);
     free(st);
 }
 
@@ -300,7 +368,9 @@ int ios_state_set(ios_state *st, uint32_t server_state)
 int ios_dirty_add(ios_state *st, const uint32_t *servers, size_t n_servers, uint64_t file_id)
 {
     int rc = 0;
-    size_t missing = 0;
+    size_t missing = 0, n_fresh = 0;
+    uint32_t fresh[CONFIG_MAX_IOSERVERS]; /* absent before: counted once committed */
+    assert(n_servers <= CONFIG_MAX_IOSERVERS);
     kv_batch *b = kv_batch_new();
     if (!b)
         return -ENOMEM;
@@ -316,13 +386,29 @@ int ios_dirty_add(ios_state *st, const uint32_t *servers, size_t n_servers, uint
             continue; /* already recorded, unclaimed, and durable */
         if (rc != 0 && rc != -ENOENT)
             goto out;
+        bool twice = false; /* named twice in one request */
+        for (size_t j = 0; j < n_fresh && !twice; j++)
+            twice = fresh[j] == servers[i];
+        if (twice)
+            continue;
+        if (rc == -ENOENT)
+            fresh[n_fresh++] = servers[i];
         /* absent, or claimed by a rejoin: (re)record it unclaimed */
         rc = 0;
         kv_batch_put(b, key, sizeof(key), "", 0);
         missing++;
     }
+    for (size_t j = 0; j < n_fresh; j++)
+        if (!tally_of(st, fresh[j])) { /* room first: a committed record is always counted */
+            rc = -ENOMEM;
+            goto out;
+        }
     if (missing)
         rc = kv_batch_commit(st->kv, b);
+    for (size_t j = 0; rc == 0 && j < n_fresh; j++) {
+        tally_of(st, fresh[j])->records++;
+        st->dirty_records++;
+    }
 out:
     pthread_mutex_unlock(&st->mu);
     kv_batch_free(b);
@@ -382,9 +468,14 @@ int ios_dirty_clear(ios_state *st, uint32_t server, uint64_t file_id, bool *kept
     bool claimed = rc == 0 && vlen == DIRTY_CLAIMED_BYTES &&
                    memcmp(val, DIRTY_CLAIMED, DIRTY_CLAIMED_BYTES) == 0;
     free(val);
-    if (rc == 0 && claimed)
+    if (rc == 0 && claimed) {
         rc = kv_delete(st->kv, key, sizeof(key));
-    else if (rc == 0)
+        dirty_tally *t = rc == 0 ? tally_of(st, server) : NULL;
+        if (t && t->records > 0) { /* counted at open or when added */
+            t->records--;
+            st->dirty_records--;
+        }
+    } else if (rc == 0)
         *kept = true; /* recorded again since the claim: the next pass rebuilds */
     pthread_mutex_unlock(&st->mu);
     return rc == -ENOENT ? 0 : rc;
@@ -407,6 +498,35 @@ int ios_dirty_probe(ios_state *st, uint64_t file_id, const uint32_t *servers, si
             return rc;
     }
     return 0;
+}
+
+int ios_dirty_servers_of(ios_state *st, uint64_t file_id, uint32_t *out, size_t max,
+                         size_t *n_out)
+{
+    *n_out = 0;
+    if (st->dirty_records == 0)
+        return 0; /* the common case: nothing recorded at all */
+    int rc = 0;
+    pthread_mutex_lock(&st->mu);
+    for (size_t i = 0; rc == 0 && i < st->n_tally; i++) {
+        if (st->tally[i].records == 0)
+            continue;
+        uint8_t key[DIRTY_KEY_BYTES];
+        void *val = NULL;
+        size_t vlen = 0;
+        dirty_key(key, st->tally[i].server, file_id);
+        rc = kv_get(st->kv, key, sizeof(key), &val, &vlen);
+        free(val);
+        if (rc == -ENOENT) {
+            rc = 0;
+        } else if (rc == 0 && *n_out == max) {
+            rc = -EOVERFLOW;
+        } else if (rc == 0) {
+            out[(*n_out)++] = st->tally[i].server;
+        }
+    }
+    pthread_mutex_unlock(&st->mu);
+    return rc;
 }
 
 /* ------------------------------------------------------------ lock intents */

@@ -55,6 +55,11 @@ int ios_dirty_clear(ios_state *st, uint32_t server, uint64_t file_id, bool *kept
  * ids into out[] (room for n), the count in *n_out. */
 int ios_dirty_probe(ios_state *st, uint64_t file_id, const uint32_t *servers, size_t n,
                     uint32_t *out, size_t *n_out);
+/* Which servers have a record for file_id (claimed or not): their ids
+ * into out[] (room for max; -EOVERFLOW when more are), the count in
+ * *n_out. Costs nothing while no record exists. */
+int ios_dirty_servers_of(ios_state *st, uint64_t file_id, uint32_t *out, size_t max,
+                         size_t *n_out);
 
 /* Lock intents (the lock journal of locks.h): owner (client, op) holds
  * stripes within [first, end) of file_id (held), to write them or only to

@@ -617,6 +617,56 @@ START_TEST(dirty_record_added_after_claim_survives_clear)
 }
 END_TEST
 
+/* A lock's reply names the servers with a record for the file
+ * (ios_dirty_servers_of): counted at open, kept through claims and
+ * re-records, dropped with the clear, and nothing for other files. */
+START_TEST(dirty_servers_of_a_file)
+{
+    ios_state *s;
+    char err[256];
+    uint32_t found[4];
+    size_t n;
+    bool kept;
+    ck_assert_int_eq(ios_state_open(tmpdir, &s, err, sizeof(err)), 0);
+    ck_assert_int_eq(ios_dirty_servers_of(s, 9, found, 4, &n), 0);
+    ck_assert_uint_eq(n, 0);
+    const uint32_t down[3] = { 5, 7, 5 }; /* one named twice */
+    ck_assert_int_eq(ios_dirty_add(s, down, 3, 9), 0);
+    ck_assert_int_eq(ios_dirty_add(s, down, 1, 11), 0);
+    ios_state_close(s);
+
+    ck_assert_int_eq(ios_state_open(tmpdir, &s, err, sizeof(err)), 0);
+    ck_assert_int_eq(ios_dirty_servers_of(s, 9, found, 4, &n), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(found[0] + found[1] == 12 && (found[0] == 5 || found[0] == 7));
+    ck_assert_int_eq(ios_dirty_servers_of(s, 10, found, 4, &n), 0);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(ios_dirty_servers_of(s, 9, found, 1, &n), -EOVERFLOW);
+    /* claimed, then recorded again: still named; cleared: gone */
+    ck_assert_int_eq(ios_dirty_claim(s, 5, 9), 0);
+    ck_assert_int_eq(ios_dirty_add(s, down, 1, 9), 0);
+    ck_assert_int_eq(ios_dirty_clear(s, 5, 9, &kept), 0);
+    ck_assert(kept);
+    ck_assert_int_eq(ios_dirty_servers_of(s, 9, found, 4, &n), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(ios_dirty_claim(s, 5, 9), 0);
+    ck_assert_int_eq(ios_dirty_clear(s, 5, 9, &kept), 0);
+    ck_assert_int_eq(ios_dirty_servers_of(s, 9, found, 4, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(found[0], 7);
+    ck_assert_int_eq(ios_dirty_servers_of(s, 11, found, 4, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(found[0], 5);
+    ck_assert_int_eq(ios_dirty_claim(s, 7, 9), 0);
+    ck_assert_int_eq(ios_dirty_clear(s, 7, 9, &kept), 0);
+    ck_assert_int_eq(ios_dirty_claim(s, 5, 11), 0);
+    ck_assert_int_eq(ios_dirty_clear(s, 5, 11, &kept), 0);
+    ck_assert_int_eq(ios_dirty_servers_of(s, 9, found, 4, &n), 0);
+    ck_assert_uint_eq(n, 0);
+    ios_state_close(s);
+}
+END_TEST
+
 static void intent_collect(void *arg, uint64_t file_id, uint64_t client, uint64_t op,
                            uint64_t first, uint64_t end, bool writes)
 {
@@ -1082,6 +1132,7 @@ int main(void)
     tcase_add_test(tc, parallel_files);
     tcase_add_test(tc, state_and_dirty_records_persist);
     tcase_add_test(tc, dirty_record_added_after_claim_survives_clear);
+    tcase_add_test(tc, dirty_servers_of_a_file);
     tcase_add_test(tc, lock_intents_persist);
     tcase_add_test(tc, lock_intents_without_mode_write);
     suite_add_tcase(s, tc);
