@@ -307,8 +307,10 @@ int depfs_migrate_swap(depfs_t *fs, uint64_t parent, const char *name, uint64_t 
 #define DEPFS_SCRUB_CHECKSUM 1    /* its bytes fail their stored checksum (EBADMSG) */
 #define DEPFS_SCRUB_IO_ERROR 2    /* its server could not read it (EIO or another error) */
 #define DEPFS_SCRUB_MISSING 3     /* its server does not have it (ENODATA) */
-#define DEPFS_SCRUB_UNREACHABLE 4 /* its server is down or does not answer: not checked,
-                                   * never repaired by scrub (recovery rebuilds it) */
+#define DEPFS_SCRUB_UNREACHABLE 4 /* its server is down, does not answer, or is named
+                                   * in dirty records (a write went around it): not
+                                   * checked, never repaired by scrub (recovery
+                                   * rebuilds it) */
 #define DEPFS_SCRUB_MISMATCH 5    /* read fine, but the stripe's units disagree and this
                                    * one explains it (located from the others: needs
                                    * n-k >= 2 read units beyond k) - a bug somewhere */

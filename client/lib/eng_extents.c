@@ -41,7 +41,7 @@ static uint32_t unknown_positions(depfs_t *fs, const layout *lay, uint64_t ino)
 {
     uint32_t all = lay->n >= 32 ? UINT32_MAX : (1u << lay->n) - 1;
     uint32_t recorded = 0, silent = 0;
-    if (dc_dirty_probe(fs, lay, ino, &recorded, &silent) < 0)
+    if (dc_dirty_probe(fs, lay, ino, &recorded, &silent, NULL) < 0)
         return all; /* records we cannot read may exist: no holes */
     uint32_t away = (dc_down_mask(fs, lay) | silent) & all;
     /* a record lives on the servers that took the write it names; with

@@ -196,6 +196,20 @@ static int dc_scrub_read(dc_scrub *sc, uint64_t first, uint64_t count)
         }
         dc_lock_backoff(attempt);
     }
+    /* units of servers the granted locks' replies call untrusted (a write
+     * went around them while they served; their rejoin rebuilds them): not
+     * checked against the others, nothing computed from them */
+    uint32_t told = 0;
+    for (unsigned p = 0; p < lay->n; p++)
+        told |= sc->reqs[p].untrusted;
+    for (unsigned p = 0; p < lay->n; p++) {
+        if (!((told >> p) & 1u) || sc->reqs[p].result != 0)
+            continue;
+        log_info("scrub: inode %" PRIu64 " stripes %" PRIu64 "..%" PRIu64 ": server %u is named "
+                 "in dirty records: its units are not checked (its rejoin rebuilds them)",
+                 sc->ino, first, first + count - 1, sc->reqs[p].server_id);
+        sc->reqs[p].result = DC_ERR_DOWN;
+    }
     uint32_t failed = 0;
     for (unsigned p = 0; p < lay->n; p++) {
         int res = sc->reqs[p].result;

@@ -12,7 +12,10 @@
  *            Any NACK: release what was granted, randomized growing
  *            back-off, retry. A server failing: release, re-plan. A unit
  *            failing its checksums (or lost): release, rebuild the damaged
- *            units of the round's stripes (dc_scrub_heal), retry.
+ *            units of the round's stripes (dc_scrub_heal), retry. A unit
+ *            pre-read from a server the lock replies call untrusted
+ *            (recovery/README.md "Trusted units"): release, re-plan
+ *            decoding around it, retry.
  *   compute  new parity: delta update, or encode afresh.
  *   phase 2  IO_WRITE + unlock to every written server (IO_UNLOCK to the
  *            ones only read), down servers listed for dirty records.
@@ -66,7 +69,10 @@ typedef struct dc_wround {
     dc_wstripe *st;
     uint8_t *arena;
     uint32_t down;                    /* positions written around when planned */
-    uint32_t noread;                  /* positions not read from (down, or refusing reads) */
+    uint32_t around_up;               /* of those, servers the cluster still calls UP */
+    uint32_t untrusted;               /* positions the lock replies call untrusted */
+    uint32_t noread;                  /* positions not read from (down, refusing reads,
+                                       * or untrusted): still written */
     uint32_t lockset;                 /* positions locked (written or pre-read) */
     uint32_t writeset;                /* positions written in phase 2 */
     bool sync;
@@ -88,8 +94,9 @@ static bool dc_unit_down(const dc_wround *w, uint64_t stripe, unsigned u)
     return (w->down >> layout_unit_pos(w->lay, stripe, u)) & 1u;
 }
 
-/* Not to be read from: down, or it said it serves no reads (REBUILDING) -
- * such a server is still written. */
+/* Not to be read from: down, it said it serves no reads (REBUILDING), or
+ * the others hold dirty records naming it (its units of the file may be
+ * stale while it serves) - such a server is still written. */
 static bool dc_unit_noread(const dc_wround *w, uint64_t stripe, unsigned u)
 {
     return (w->noread >> layout_unit_pos(w->lay, stripe, u)) & 1u;
@@ -207,10 +214,10 @@ static void dc_assign_buffers(dc_wround *w, dc_wstripe *ws, uint8_t **cursor)
 static int dc_plan_round(dc_wround *w)
 {
     const layout *lay = w->lay;
-    w->down = dc_write_down_mask(w->fs, lay);
-    w->noread = w->down | dc_down_mask(w->fs, lay);
+    w->down = dc_write_down_mask(w->fs, lay, &w->around_up);
+    w->noread = w->down | dc_down_mask(w->fs, lay) | w->untrusted;
     if (dc_popcount32(w->noread) > lay->n - lay->k) {
-        dc_set_error("write of inode %llu: %u of %u servers down, more than n-k=%u",
+        dc_set_error("write of inode %llu: %u of %u servers down or untrusted, more than n-k=%u",
                      (unsigned long long)w->in->ino, dc_popcount32(w->noread), lay->n,
                      lay->n - lay->k);
         return -EIO;
@@ -386,9 +393,13 @@ static int dc_phase1(dc_wround *w, dc_req *reqs)
         dc_io_run(w->fs, w->in->ino, reqs, lay->n);
         bool nack = false, down = false, damaged = false;
         int err = 0;
+        uint32_t told = 0, read_from = 0; /* untrusted, as the granted locks' replies say */
         for (unsigned p = 0; p < lay->n; p++) {
             if (!reqs[p].active)
                 continue;
+            told |= reqs[p].untrusted;
+            if (reqs[p].op == DEPFS__IO_OP__IO_READ)
+                read_from |= 1u << p;
             if (reqs[p].result == -EAGAIN || reqs[p].result == -ENOLCK)
                 nack = true; /* busy stripes, or a full lock table: back off */
             else if (reqs[p].result == DC_ERR_DOWN)
@@ -405,9 +416,25 @@ static int dc_phase1(dc_wround *w, dc_req *reqs)
             else if (reqs[p].result < 0 && err == 0)
                 err = reqs[p].result;
         }
-        if (!nack && !down && !damaged && err == 0)
+        bool distrusted = (told & read_from) != 0; /* pre-read units that may be stale */
+        if (!nack && !down && !damaged && err == 0 && !distrusted)
             return 0;
         dc_io_unlock_granted(w->fs, w->in->ino, reqs, lay->n);
+        if (err == 0 && distrusted) {
+            /* a write went around these servers while the cluster had them
+             * up (recovery/README.md "Trusted units"): decode their units
+             * from the others instead, until their rejoin rebuilt the file
+             * (servers that are down are named too: never read anyway) */
+            w->untrusted |= told;
+            log_warn("libdepfs: write of inode %llu: units at positions %#x are untrusted "
+                     "(dirty records name their servers): decoding around them",
+                     (unsigned long long)w->in->ino, told & read_from);
+            int rc = dc_plan_round(w);
+            if (rc < 0)
+                return rc;
+            if (!nack && !down && !damaged)
+                continue;
+        }
         if (err == 0 && damaged && !nack && !down) {
             if (++heals > DC_WRITE_HEALS_MAX) {
                 dc_set_error("write of inode %llu: its pre-read met damaged units again after "
@@ -740,11 +767,12 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
     }
     if (lost_lock)
         return -EAGAIN;
-    /* finished as planned after the cluster changed: a server planned
-     * without may be UP again with old units of these stripes */
-    return finished_stale && !torn && w->down != 0
-               ? dc_wait_missed_settled(w->fs, lay, w->in->ino, w->down)
-               : 0;
+    /* finished as planned after the cluster changed (a server planned
+     * without may be UP again), or written around servers the cluster
+     * calls UP: their old units of these stripes are served until they are
+     * out of service or rebuilt */
+    uint32_t missed_up = (finished_stale && !torn ? w->down : 0) | (w->around_up & w->down);
+    return missed_up != 0 ? dc_wait_missed_settled(w->fs, lay, w->in->ino, missed_up) : 0;
 }
 
 /* ---------------------------------------------------------------- rounds */

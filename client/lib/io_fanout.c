@@ -29,6 +29,7 @@ void dc_req_init(dc_req *r, const layout *lay, unsigned pos, uint16_t op)
     r->n = lay->n;
     r->k = lay->k;
     r->su = lay->su;
+    r->layout_servers = lay->servers;
     r->client_io_idle_ms = UINT32_MAX;
 }
 
@@ -337,6 +338,19 @@ static void dc_classify(depfs_t *fs, dc_req *r, dc_pending *p, const Depfs__IoRe
     }
 }
 
+/* The positions of r's layout a granted lock's reply calls untrusted. */
+static uint32_t dc_untrusted_positions(const dc_req *r, const Depfs__IoReply *rep)
+{
+    uint32_t m = 0;
+    if (r->result != 0 || !r->has_lock || r->layout_servers == NULL)
+        return 0;
+    for (size_t i = 0; i < rep->n_untrusted_servers; i++)
+        for (unsigned p = 0; p < r->n; p++)
+            if (r->layout_servers[p] == rep->untrusted_servers[i])
+                m |= 1u << p;
+    return m;
+}
+
 /* Collect a finished call's outcome into r->result. */
 static void dc_finish_one(depfs_t *fs, dc_req *r, dc_pending *p)
 {
@@ -347,6 +361,7 @@ static void dc_finish_one(depfs_t *fs, dc_req *r, dc_pending *p)
         return;
     }
     dc_classify(fs, r, p, rep);
+    r->untrusted = dc_untrusted_positions(r, rep);
     if (rep->has_client_io_idle_ms)
         r->client_io_idle_ms = rep->client_io_idle_ms;
     if (r->result != 0 && r->result != -EAGAIN)
@@ -454,6 +469,7 @@ static bool dc_prepare(depfs_t *fs, uint64_t ino, uint64_t epoch, dc_req *r, dc_
 {
     r->result = 0;
     r->reply_bulk = 0;
+    r->untrusted = 0;
     p->stale_epoch = 0;
     p->server_behind = false;
     bool reading = r->op == DEPFS__IO_OP__IO_READ;
@@ -812,10 +828,11 @@ static uint32_t dc_down_mask_write(depfs_t *fs, const layout *lay)
     return m;
 }
 
-uint32_t dc_write_down_mask(depfs_t *fs, const layout *lay)
+uint32_t dc_write_down_mask(depfs_t *fs, const layout *lay, uint32_t *around_up)
 {
     uint32_t down = dc_down_mask_write(fs, lay);
     uint32_t undecided = dc_marked_only_mask(fs, lay, down);
+    *around_up = 0;
     if (undecided == 0)
         return down;
     uint64_t deadline_ms = dc_now_ms() + DC_WRITE_AROUND_WAIT_MS;
@@ -830,6 +847,7 @@ uint32_t dc_write_down_mask(depfs_t *fs, const layout *lay)
             log_warn("libdepfs: I/O servers (positions %#x) still fail here while the cluster "
                      "calls them up after %u ms: writing around them", undecided,
                      DC_WRITE_AROUND_WAIT_MS);
+            *around_up = undecided;
             return down;
         }
         struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)DC_WRITE_AROUND_POLL_MS * 1000000L};
@@ -838,7 +856,7 @@ uint32_t dc_write_down_mask(depfs_t *fs, const layout *lay)
 }
 
 int dc_dirty_probe(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t *recorded,
-                   uint32_t *silent)
+                   uint32_t *silent, uint32_t *refusing)
 {
     dc_ctl v[LAYOUT_MAX_N];
     uint32_t ids[LAYOUT_MAX_N];
@@ -866,6 +884,8 @@ int dc_dirty_probe(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t *recor
     *recorded = 0;
     if (silent)
         *silent = 0;
+    if (refusing)
+        *refusing = 0;
     for (unsigned i = 0; i < n; i++) {
         if (v[i].rc == DC_ERR_DOWN) {
             for (unsigned p = 0; silent && p < lay->n; p++)
@@ -873,6 +893,10 @@ int dc_dirty_probe(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t *recor
                     *silent |= 1u << p;
             continue;
         }
+        for (unsigned p = 0; refusing && p < lay->n; p++)
+            if (lay->servers[p] == v[i].server_id && v[i].rep && v[i].rep->has_state &&
+                dc_state_refuses_reads(v[i].rep->state))
+                *refusing |= 1u << p;
         if (v[i].rc < 0) {
             dc_set_error("dirty records of inode %llu on server %u: %s", (unsigned long long)ino,
                          v[i].server_id, strerror(-v[i].rc));
@@ -895,7 +919,7 @@ int dc_wait_missed_settled(depfs_t *fs, const layout *lay, uint64_t ino, uint32_
     uint64_t deadline_ms = dc_now_ms() + DC_WRITE_AROUND_WAIT_MS;
     for (;;) {
         (void)dc_cluster_refresh(fs); /* states as the MDS has them now */
-        uint32_t up = 0, recorded = 0;
+        uint32_t up = 0, recorded = 0, refusing = 0;
         for (unsigned p = 0; p < lay->n; p++) {
             dc_server *s = ((missed >> p) & 1u) ? dc_server_by_id(fs, lay->servers[p]) : NULL;
             if (s == NULL)
@@ -905,13 +929,15 @@ int dc_wait_missed_settled(depfs_t *fs, const layout *lay, uint64_t ino, uint32_
                 up |= 1u << p;
             pthread_mutex_unlock(&s->lock);
         }
-        int rc = up ? dc_dirty_probe(fs, lay, ino, &recorded, NULL) : 0;
-        uint32_t pending = rc < 0 ? up : up & recorded;
+        int rc = up ? dc_dirty_probe(fs, lay, ino, &recorded, NULL, &refusing) : 0;
+        /* out of service by its own word (a stalled server demoted itself)
+         * is as good as by the MDS's: it serves no reads until a rejoin */
+        uint32_t pending = (rc < 0 ? up : up & recorded) & ~refusing;
         if (pending == 0)
             return 0;
         if (dc_now_ms() >= deadline_ms) {
-            dc_set_error("write of inode %llu: servers at positions %#x came back during the write "
-                         "and still serve its stripes' old units after %u ms",
+            dc_set_error("write of inode %llu: servers at positions %#x, which the write went "
+                         "around, still serve old units of its stripes after %u ms",
                          (unsigned long long)ino, pending, DC_WRITE_AROUND_WAIT_MS);
             return -EIO;
         }

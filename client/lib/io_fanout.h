@@ -44,6 +44,7 @@ typedef struct dc_req {
     uint32_t server_id;
     uint16_t op;                  /* DEPFS__IO_OP__* */
     uint32_t n, k;                /* the layout's n@k (data_only) */
+    const uint32_t *layout_servers; /* the layout's servers[n] (NULL: a control request) */
     uint32_t su;                  /* the layout's stripe unit (WRITE, data_only) */
     size_t n_ext;
     Depfs__Extent ext[DC_REQ_MAX_EXTENTS];
@@ -80,6 +81,11 @@ typedef struct dc_req {
     uint32_t client_io_idle_ms;   /* background: what the server said
                                    * (IoReply.client_io_idle_ms); else
                                    * UINT32_MAX */
+    uint32_t untrusted;           /* a lock granted: layout positions whose units
+                                   * of the file this server says are untrusted
+                                   * (IoReply.untrusted_servers: it holds dirty
+                                   * records naming them); compute nothing from
+                                   * their units */
     Depfs__IoReply *reply;        /* with keep_reply: the last reply (or NULL);
                                    * the caller frees it (dc_req_free_reply) */
 } dc_req;
@@ -162,7 +168,6 @@ int dc_record_down(depfs_t *fs, uint64_t ino, const layout *lay, uint32_t *down)
 /* Sleep a randomized, growing back-off for lock attempt `attempt` (0-based). */
 void dc_lock_backoff(unsigned attempt);
 
-/* Layout positions whose servers are down now (bit i = position i). */
 /* The positions a write may go around (write them dirty records instead):
  * servers the cluster itself calls not UP. A server only this client
  * marked failed (two timeouts) while the MDS still calls it UP is one the
@@ -172,27 +177,33 @@ void dc_lock_backoff(unsigned attempt);
  * (marks and states) until it declares the server down or lifts the mark,
  * for at most DC_WRITE_AROUND_WAIT_MS; then it is written around anyway
  * (a partition between this client and that server only: depfs-recovery
- * demotes a server that is up with dirty records). */
+ * demotes a server that is up with dirty records), and those positions go
+ * to *around_up: the write is acknowledged only once they settled
+ * (dc_wait_missed_settled). */
 #define DC_WRITE_AROUND_WAIT_MS 10000u
 #define DC_WRITE_AROUND_POLL_MS 100u
-uint32_t dc_write_down_mask(depfs_t *fs, const layout *lay);
+uint32_t dc_write_down_mask(depfs_t *fs, const layout *lay, uint32_t *around_up);
 
 /* Positions of the layout named in a dirty record for ino on any server of
  * the layout that answers (IO_DIRTY DIRTY_PROBE; servers the MDS calls DOWN
  * are not asked); *silent (may be NULL): positions asked that did not
- * answer. 0, or the first error of an answering server. */
+ * answer; *refusing (may be NULL): positions whose server said it serves
+ * no reads (REBUILDING, RECONSTRUCTING). 0, or the first error of an
+ * answering server. */
 int dc_dirty_probe(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t *recorded,
-                   uint32_t *silent);
+                   uint32_t *silent, uint32_t *refusing);
 
 /* A write finished after the cluster changed under it (a server it was
- * planned without came back meanwhile) left the units of those servers
- * (positions in missed) stale in its stripes, with dirty records on the
- * others; a server that is UP again would serve them until depfs-recovery
- * demotes it and rebuilds the file. The write is acknowledged only once
+ * planned without came back meanwhile), or one that went around servers
+ * the cluster calls UP, left the units of those servers (positions in
+ * missed) stale in its stripes, with dirty records on the others; a server
+ * that is UP would serve them until depfs-recovery demotes it and rebuilds
+ * the file. The write is acknowledged only once
  * every such server is out of service or has no record for ino any more,
  * for at most DC_WRITE_AROUND_WAIT_MS (then -EIO: the data is stored, but
  * a reader might not see it). */
 int dc_wait_missed_settled(depfs_t *fs, const layout *lay, uint64_t ino, uint32_t missed);
+/* Layout positions whose servers are down now (bit i = position i). */
 uint32_t dc_down_mask(depfs_t *fs, const layout *lay);
 unsigned dc_popcount32(uint32_t v);
 

@@ -180,7 +180,7 @@ int dc_untrusted_mask(depfs_t *fs, const layout *lay, uint64_t ino, bool refresh
         if (dc_server_state(fs, lay->servers[p]) == DEPFS__SERVER_STATE__SERVER_RECONSTRUCTING)
             bad |= 1u << p;
     uint32_t recorded = 0, silent = 0;
-    int rc = dc_dirty_probe(fs, lay, ino, &recorded, &silent);
+    int rc = dc_dirty_probe(fs, lay, ino, &recorded, &silent, NULL);
     *untrusted = bad | recorded | silent;
     return rc;
 }

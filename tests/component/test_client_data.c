@@ -24,6 +24,7 @@
 
 #include "depfs_admin.h"
 #include "layout.h"
+#include "recover.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/rng.h"
 
@@ -845,10 +846,29 @@ START_TEST(test_flight_error_not_taken_by_a_flush)
 }
 END_TEST
 
+typedef struct hung_write {
+    depfs_fh_t *fh;
+    const uint8_t *buf;
+    size_t len;
+    uint64_t off;
+    int rc;
+} hung_write;
+
+static void *write_and_fsync(void *arg)
+{
+    hung_write *h = arg;
+    ssize_t n = depfs_write(h->fh, h->buf, h->len, h->off);
+    h->rc = n == (ssize_t)h->len ? depfs_fsync(h->fh) : (n < 0 ? (int)n : -EIO);
+    return NULL;
+}
+
 /* A server that stops answering (SIGSTOP: connections still open, no
  * replies): reads time out, retry once, mark it failed and decode; writes
- * go to the survivors. After it resumes it refuses reads (it saw it did not
- * run), so its stale unit is never read; its rejoin rebuilds it. */
+ * go to the survivors, and are acknowledged once the server is out of
+ * service (here: it resumes and sees it did not run, so it refuses reads
+ * and its stale unit is never read; with depfs-recovery running, the
+ * missed heartbeats mark it down first); its rejoin rebuilds it. */
+#define T_HUNG_PROBE_MS 30000u
 START_TEST(test_hung_server)
 {
     seed_rng();
@@ -874,12 +894,23 @@ START_TEST(test_hung_server)
     ck_assert(memcmp(got, model, len) == 0);
     /* stripe 1's parity unit 3 sits on position 0: it misses this update */
     memset(model + 5000, 0x77, 10000);
-    ck_assert_int_eq(depfs_write(fh, model + 5000, 10000, 5000), 10000);
-    ck_assert_int_eq(depfs_fsync(fh), 0);
+    hung_write hw = {.fh = fh, .buf = model + 5000, .len = 10000, .off = 5000};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, write_and_fsync, &hw), 0);
+    /* once the survivors record it missed the write, it may resume */
+    uint32_t recorded = 0;
+    uint64_t deadline_ms = clock_now_ms() + T_HUNG_PROBE_MS;
+    while (!(recorded & 1u) && clock_now_ms() < deadline_ms) {
+        usleep(100 * 1000);
+        ck_assert_int_eq(dc_dirty_probe(fs, &lay, ino, &recorded, NULL, NULL), 0);
+    }
+    ck_assert_msg(recorded & 1u, "no dirty record names the hung server");
+    ck_assert_int_eq(kill(victim, SIGCONT), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_msg(hw.rc == 0, "write around the hung server: %s", strerror(-hw.rc));
     ck_assert_int_eq(depfs_read(fh, got, len, 0), (ssize_t)len);
     ck_assert(memcmp(got, model, len) == 0);
     ck_assert_int_eq(depfs_close(fh), 0);
-    ck_assert_int_eq(kill(victim, SIGCONT), 0);
 
     /* it did not run for longer than a request timeout: it demoted itself
      * (REBUILDING), so a fresh client never reads its stale parity unit;

@@ -12,6 +12,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +184,209 @@ START_TEST(test_truncate_never_half_done)
 }
 END_TEST
 
+/* A write that goes around a server the cluster still calls UP (only this
+ * client cannot reach it) leaves that server's unit of the stripe stale,
+ * with dirty records naming it on the others, until depfs-recovery demotes
+ * and rebuilds it. Another client's read-modify-write of the same stripe
+ * meanwhile pre-read the stale unit and stored parity made from it: the
+ * rebuild then decoded the old bytes, and the first write's acknowledged
+ * bytes were gone (long campaign seed 9301 round 7). Now the lock replies
+ * name the untrusted server and the second writer decodes around it, and
+ * the first write is acknowledged only once the server settled. */
+#define T_AROUND_BYTES 1000u
+#define T_AROUND_PROBE_MS 20000u
+
+typedef struct around_write {
+    depfs_t *fs;
+    const char *path;
+    uint64_t off;
+    const uint8_t *buf;
+    int write_rc, fsync_rc;
+    atomic_bool done; /* the write was acknowledged (or failed) */
+} around_write;
+
+static void *write_around(void *arg)
+{
+    around_write *a = arg;
+    depfs_fh_t *fh = NULL;
+    a->write_rc = depfs_open(a->fs, a->path, O_RDWR, 0, &fh);
+    if (a->write_rc != 0)
+        return NULL;
+    ssize_t n = depfs_write(fh, a->buf, T_AROUND_BYTES, a->off);
+    a->write_rc = n == (ssize_t)T_AROUND_BYTES ? 0 : (n < 0 ? (int)n : -EIO);
+    a->fsync_rc = depfs_fsync(fh);
+    depfs_close(fh);
+    atomic_store(&a->done, true);
+    return NULL;
+}
+
+static void write_at(depfs_t *fs, const char *path, const uint8_t *buf, size_t len, uint64_t off)
+{
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, path, O_RDWR, 0, &fh), 0);
+    ck_assert_int_eq(depfs_write(fh, buf, len, off), (ssize_t)len);
+    int rc = depfs_fsync(fh);
+    ck_assert_msg(rc == 0, "fsync %s: %s (%s)", path, strerror(-rc), depfs_last_error());
+    ck_assert_int_eq(depfs_close(fh), 0);
+}
+
+START_TEST(test_write_around_up_server_stays_untrusted)
+{
+    enum { SU = 4096, K = 2, STRIPE = K * SU, FILE_BYTES = 8 * STRIPE };
+    static uint8_t model[FILE_BYTES], a_bytes[T_AROUND_BYTES], b_bytes[T_AROUND_BYTES];
+    depfs_t *a = mount_fs();   /* cannot reach server S */
+    depfs_t *b = mount_fs();   /* a second node writing the same stripe */
+    depfs_t *adm = mount_fs(); /* plays depfs-recovery */
+    fill(model, sizeof model, 3);
+    write_all(a, "depfs@4@2@4k:/w", model, sizeof model);
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(a, "/w", O_RDONLY, 0, &fh), 0);
+    uint64_t ino = depfs_fh_ino(fh);
+    depfs_layout_info li;
+    ck_assert_int_eq(depfs_fh_layout(fh, &li), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_uint_eq(li.n, 4);
+    ck_assert_uint_eq(li.k, K);
+    ck_assert_uint_eq(li.stripe_unit, SU);
+    layout lay = {.n = li.n, .k = li.k, .su = li.stripe_unit, .version = li.version,
+                  .codec_version = li.codec_version};
+    for (unsigned p = 0; p < li.n; p++)
+        lay.servers[p] = li.servers[p];
+
+    /* stripe 1: data unit 0 on position 1 (S), data unit 1 on position 2 */
+    const unsigned s_pos = 1;
+    const uint32_t s_id = lay.servers[s_pos];
+    around_write aw = {.fs = a, .off = STRIPE + 100, .buf = a_bytes, .path = "/w"};
+    fill(a_bytes, sizeof a_bytes, 201);
+    fill(b_bytes, sizeof b_bytes, 77);
+    dc_server_mark_failed(a, s_id, -ETIMEDOUT);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, write_around, &aw), 0);
+
+    /* a's write goes around S after its wait: the others then name S */
+    uint32_t recorded = 0;
+    for (unsigned waited = 0; waited < T_AROUND_PROBE_MS && !((recorded >> s_pos) & 1u);
+         waited += 100) {
+        usleep(100 * 1000);
+        ck_assert_int_eq(dc_dirty_probe(b, &lay, ino, &recorded, NULL, NULL), 0);
+    }
+    ck_assert_msg((recorded >> s_pos) & 1u, "no dirty record names server %u", s_id);
+
+    /* b rewrites part of unit 1 of the same stripe: a reconstruct-write that
+     * reads unit 0, which S holds stale */
+    write_at(b, "/w", b_bytes, sizeof b_bytes, STRIPE + SU + 100);
+    memcpy(model + STRIPE + 100, a_bytes, sizeof a_bytes);
+    memcpy(model + STRIPE + SU + 100, b_bytes, sizeof b_bytes);
+
+    /* S still serves its old unit: a reader elsewhere would see the old
+     * bytes, so the write must not be acknowledged yet */
+    ck_assert_msg(!atomic_load(&aw.done), "the write around server %u was acknowledged while "
+                  "it served its old unit (write %s, fsync %s)", s_id, strerror(-aw.write_rc),
+                  strerror(-aw.fsync_rc));
+
+    /* depfs-recovery's answer to records naming a server that is up */
+    int rc = depfs_server_rejoin(adm, s_id, NULL, NULL);
+    ck_assert_msg(rc == 0, "rejoin: %s (%s)", strerror(-rc), depfs_last_error());
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_msg(aw.write_rc == 0, "write around: %s", strerror(-aw.write_rc));
+    ck_assert_msg(aw.fsync_rc == 0, "fsync of the write around: %s", strerror(-aw.fsync_rc));
+
+    depfs_t *fresh = mount_fs();
+    read_check(fresh, "/w", model, sizeof model);
+    depfs_scrub_report rep;
+    ck_assert_int_eq(depfs_scrub_ino(fresh, ino, false, &rep), 0);
+    ck_assert_uint_eq(rep.stripes_bad, 0);
+    ck_assert_uint_eq(rep.stripes_unreadable, 0);
+    depfs_unmount(fresh);
+    depfs_unmount(adm);
+    depfs_unmount(b);
+    depfs_unmount(a);
+}
+END_TEST
+
+/* The same stale unit must not reach a degraded reader nor the scrub
+ * while its server serves: a reader decoding another lost unit of the
+ * stripe decoded it from the stale one and returned wrong bytes (old,
+ * acknowledged ones), and the scrub found the stripe inconsistent and,
+ * with one parity unit, would rewrite the parity from the stale data. */
+START_TEST(test_untrusted_unit_never_decoded_from)
+{
+    enum { SU = 4096, K = 2, STRIPE = K * SU, FILE_BYTES = 8 * STRIPE };
+    static uint8_t model[FILE_BYTES], a_bytes[T_AROUND_BYTES], got[SU];
+    depfs_t *a = mount_fs();   /* cannot reach server S */
+    depfs_t *adm = mount_fs(); /* plays depfs-recovery */
+    fill(model, sizeof model, 5);
+    write_all(a, "depfs@4@2@4k:/u", model, sizeof model);
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(a, "/u", O_RDONLY, 0, &fh), 0);
+    uint64_t ino = depfs_fh_ino(fh);
+    depfs_layout_info li;
+    ck_assert_int_eq(depfs_fh_layout(fh, &li), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert_uint_eq(li.n, 4);
+    ck_assert_uint_eq(li.stripe_unit, SU);
+    layout lay = {.n = li.n, .k = li.k, .su = li.stripe_unit, .version = li.version,
+                  .codec_version = li.codec_version};
+    for (unsigned p = 0; p < li.n; p++)
+        lay.servers[p] = li.servers[p];
+
+    /* stripe 1: data unit 0 on position 1 (S), data unit 1 on position 2 (T) */
+    const unsigned s_pos = 1, t_pos = 2;
+    const uint32_t s_id = lay.servers[s_pos], t_id = lay.servers[t_pos];
+    around_write aw = {.fs = a, .off = STRIPE + 100, .buf = a_bytes, .path = "/u"};
+    fill(a_bytes, sizeof a_bytes, 33);
+    dc_server_mark_failed(a, s_id, -ETIMEDOUT);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, write_around, &aw), 0);
+    uint32_t recorded = 0;
+    for (unsigned waited = 0; waited < T_AROUND_PROBE_MS && !((recorded >> s_pos) & 1u);
+         waited += 100) {
+        usleep(100 * 1000);
+        ck_assert_int_eq(dc_dirty_probe(adm, &lay, ino, &recorded, NULL, NULL), 0);
+    }
+    ck_assert_msg((recorded >> s_pos) & 1u, "no dirty record names server %u", s_id);
+    memcpy(model + STRIPE + 100, a_bytes, sizeof a_bytes);
+
+    /* the scrub leaves S's units of the file alone: they are untrusted */
+    depfs_t *fresh = mount_fs();
+    depfs_scrub_report rep;
+    ck_assert_int_eq(depfs_scrub_ino(fresh, ino, false, &rep), 0);
+    ck_assert_msg(rep.stripes_bad == 0, "scrub found %llu stripes inconsistent (a unit of the "
+                  "untrusted server %u checked against the others)",
+                  (unsigned long long)rep.stripes_bad, s_id);
+    ck_assert_uint_gt(rep.units_unreachable, 0);
+
+    /* T fails: unit 1 of stripe 1 is decoded, never from S's stale unit 0 */
+    td_ios_kill(&g_cl, t_id);
+    depfs_fh_t *rfh = NULL;
+    ck_assert_int_eq(depfs_open(fresh, "/u", O_RDONLY, 0, &rfh), 0);
+    ck_assert_int_eq(depfs_read(rfh, got, SU, STRIPE + SU), (ssize_t)SU);
+    ck_assert_int_eq(depfs_close(rfh), 0);
+    ck_assert_msg(memcmp(got, model + STRIPE + SU, SU) == 0,
+                  "a degraded read decoded unit 1 from the untrusted unit 0");
+    depfs_unmount(fresh);
+
+    /* depfs-recovery's answers: rejoin S, then T once it is back */
+    int rc = depfs_server_rejoin(adm, s_id, NULL, NULL);
+    ck_assert_msg(rc == 0, "rejoin of %u: %s (%s)", s_id, strerror(-rc), depfs_last_error());
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_msg(aw.write_rc == 0 && aw.fsync_rc == 0, "write around: %s, fsync %s",
+                  strerror(-aw.write_rc), strerror(-aw.fsync_rc));
+    ck_assert(td_ios_start(&g_cl, t_id, "--rebuild"));
+    rc = depfs_server_rejoin(adm, t_id, NULL, NULL);
+    ck_assert_msg(rc == 0, "rejoin of %u: %s (%s)", t_id, strerror(-rc), depfs_last_error());
+
+    fresh = mount_fs();
+    read_check(fresh, "/u", model, sizeof model);
+    ck_assert_int_eq(depfs_scrub_ino(fresh, ino, false, &rep), 0);
+    ck_assert_uint_eq(rep.stripes_bad, 0);
+    ck_assert_uint_eq(rep.stripes_unreadable, 0);
+    depfs_unmount(fresh);
+    depfs_unmount(adm);
+    depfs_unmount(a);
+}
+END_TEST
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -191,6 +396,8 @@ int main(void)
     tcase_set_timeout(tc, T_TEST_TIMEOUT_S);
     tcase_add_test(tc, test_server_behind_waits_for_push);
     tcase_add_test(tc, test_truncate_never_half_done);
+    tcase_add_test(tc, test_write_around_up_server_stays_untrusted);
+    tcase_add_test(tc, test_untrusted_unit_never_decoded_from);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

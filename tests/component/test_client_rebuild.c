@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +43,7 @@
 #include "depfs_admin.h"
 #include "depfs.pb-c.h"
 #include "layout.h"
+#include "recover.h"
 #include "rpc.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/rng.h"
@@ -101,6 +103,8 @@ static void scrub_clean(depfs_t *fs, uint64_t ino)
     ck_assert_uint_eq(rep.stripes_unreadable, 0);
     ck_assert_uint_gt(rep.stripes_checked, 0);
 }
+
+static layout layout_from(const depfs_layout_info *li);
 
 static void layout_of(depfs_t *fs, uint64_t ino, depfs_layout_info *li)
 {
@@ -474,6 +478,32 @@ START_TEST(test_read_rechecks_old_marks)
 }
 END_TEST
 
+typedef struct frozen_write {
+    depfs_t *fs;
+    const char *path;
+    const uint8_t *buf;
+    size_t len;
+    int rc;
+} frozen_write;
+
+static void *write_whole(void *arg)
+{
+    frozen_write *f = arg;
+    depfs_fh_t *fh = NULL;
+    f->rc = depfs_open(f->fs, f->path, O_RDWR, 0, &fh);
+    if (f->rc != 0)
+        return NULL;
+    ssize_t n = depfs_write(fh, f->buf, f->len, 0);
+    f->rc = n == (ssize_t)f->len ? depfs_fsync(fh) : (n < 0 ? (int)n : -EIO);
+    depfs_close(fh);
+    return NULL;
+}
+
+#define T_FROZEN_PROBE_MS 30000u
+
+/* The write around the stopped server S is acknowledged once S is out of
+ * service (it resumes and demotes itself: it did not run for a while), and
+ * r then never reads S's stale units. */
 START_TEST(test_stalled_server_serves_no_stale_reads)
 {
     size_t size = 8 * 6 * 4096;
@@ -485,8 +515,21 @@ START_TEST(test_stalled_server_serves_no_stale_reads)
     layout_of(w, ino, &li);
     unsigned S = li.servers[0];
     ck_assert_int_eq(kill(g_cl.ios[S], SIGSTOP), 0);
-    write_file(w, "/frozen", model, 0, size); /* times out on S, writes around it */
+    rnd_fill(model, size);
+    frozen_write fw = {.fs = w, .path = "/frozen", .buf = model, .len = size};
+    pthread_t t; /* times out on S, writes around it */
+    ck_assert_int_eq(pthread_create(&t, NULL, write_whole, &fw), 0);
+    layout lay = layout_from(&li);
+    uint32_t recorded = 0;
+    uint64_t deadline_ms = clock_now_ms() + T_FROZEN_PROBE_MS;
+    while (!(recorded & 1u) && clock_now_ms() < deadline_ms) {
+        usleep(100 * 1000);
+        ck_assert_int_eq(dc_dirty_probe(r, &lay, ino, &recorded, NULL, NULL), 0);
+    }
+    ck_assert_msg(recorded & 1u, "no dirty record names the stopped server %u", S);
     ck_assert_int_eq(kill(g_cl.ios[S], SIGCONT), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_msg(fw.rc == 0, "write around the stopped server: %s", strerror(-fw.rc));
     check_content(r, "/frozen", model, size);
     depfs_unmount(r);
     depfs_unmount(w);
@@ -699,6 +742,27 @@ static void mark_dirty_everywhere_but(const depfs_layout_info *li, uint64_t ino,
     }
 }
 
+/* What a rejoin does once it rebuilt the file on x: claims and clears the
+ * survivors' records (x, file), so that x's units are trusted again. */
+static void clear_dirty_everywhere_but(const depfs_layout_info *li, uint64_t ino, unsigned x)
+{
+    static const Depfs__DirtyAction steps[] = {DEPFS__DIRTY_ACTION__DIRTY_CLAIM,
+                                               DEPFS__DIRTY_ACTION__DIRTY_CLEAR};
+    for (unsigned i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        for (unsigned p = 0; p < li->n; p++) {
+            if (li->servers[p] == x)
+                continue;
+            Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
+            q.file_id = ino;
+            q.has_local_size = true;
+            q.local_size = x;
+            q.has_dirty_action = true;
+            q.dirty_action = steps[i];
+            ck_assert_int_eq(raw_call(li->servers[p], DEPFS__IO_OP__IO_DIRTY, &q, NULL, 0), 0);
+        }
+    }
+}
+
 /* Issue 10's data loss in miniature: server X missed a write (its data unit
  * of stripe 1 is stale, and the survivors hold a dirty record (X, file)),
  * then a lock request that waited at X is granted late and becomes an
@@ -728,6 +792,7 @@ START_TEST(test_orphan_on_stale_server)
     /* X's units come back from the others, as the rejoin does */
     rc = depfs_rebuild_file(fs, ino, x, NULL, NULL);
     ck_assert_msg(rc == 0, "rebuild: %s (%s)", strerror(-rc), depfs_last_error());
+    clear_dirty_everywhere_but(&li, ino, x);
     check_content(fs, "/stale", model, size);
     scrub_clean(fs, ino);
     depfs_unmount(fs);
@@ -770,15 +835,16 @@ static void repair_refused(depfs_t *fs, uint64_t ino, uint64_t first, uint64_t c
 }
 
 /* The orphan's repair passes, and so does the rebuild of stale server x
- * (as its rejoin does). */
-static void repair_then_rebuild(depfs_t *fs, uint64_t ino, uint64_t first, uint64_t count,
-                                unsigned x)
+ * (as its rejoin does, records cleared after). */
+static void repair_then_rebuild(depfs_t *fs, const depfs_layout_info *li, uint64_t ino,
+                                uint64_t first, uint64_t count, unsigned x)
 {
     usleep(T_LEASE_WAIT_US);
     int rc = depfs_repair_orphan_lock(fs, ino, first, count, T_ORPHAN_CLIENT, T_ORPHAN_OP);
     ck_assert_msg(rc == 0, "repair: %s (%s)", strerror(-rc), depfs_last_error());
     rc = depfs_rebuild_file(fs, ino, x, NULL, NULL);
     ck_assert_msg(rc == 0, "rebuild: %s (%s)", strerror(-rc), depfs_last_error());
+    clear_dirty_everywhere_but(li, ino, x);
 }
 
 /* Campaign seed 1109 in miniature: on an n-k=1 layout, a writing orphan
@@ -810,7 +876,7 @@ START_TEST(test_orphan_beyond_n_minus_k_one)
         if (really_stale) {
             repair_refused(fs, ino, first, count);
         } else {
-            repair_then_rebuild(fs, ino, first, count, x);
+            repair_then_rebuild(fs, &li, ino, first, count, x);
             /* writers get the stripe */
             write_file(fs, path, model, first * 3 * 4096 + 100, 4096);
             scrub_clean(fs, ino);
@@ -859,7 +925,7 @@ START_TEST(test_orphan_landed_nowhere)
         if (one_took_it) {
             repair_refused(fs, ino, first, count);
         } else {
-            repair_then_rebuild(fs, ino, first, count, x);
+            repair_then_rebuild(fs, &li, ino, first, count, x);
             check_content(fs, path, model, size);
             /* writers get the stripe */
             write_file(fs, path, model, first * 4 * 4096 + 100, 4096);
