@@ -69,6 +69,15 @@ static void read_check(depfs_t *fs, const char *path, const uint8_t *model, size
     ck_assert_int_eq(depfs_close(fh), 0);
 }
 
+/* Every stripe of ino read and consistent. */
+static void scrub_clean(depfs_t *fs, uint64_t ino)
+{
+    depfs_scrub_report rep;
+    ck_assert_int_eq(depfs_scrub_ino(fs, ino, false, &rep), 0);
+    ck_assert_uint_eq(rep.stripes_bad, 0);
+    ck_assert_uint_eq(rep.stripes_unreadable, 0);
+}
+
 typedef struct late_push {
     depfs_t *adm;
     uint64_t epoch;
@@ -124,10 +133,7 @@ START_TEST(test_server_behind_waits_for_push)
     ck_assert_int_eq(depfs_open(fs, "/f", O_RDONLY, 0, &fh), 0);
     uint64_t ino = depfs_fh_ino(fh);
     ck_assert_int_eq(depfs_close(fh), 0);
-    depfs_scrub_report rep;
-    ck_assert_int_eq(depfs_scrub_ino(fs, ino, false, &rep), 0);
-    ck_assert_uint_eq(rep.stripes_bad, 0);
-    ck_assert_uint_eq(rep.stripes_unreadable, 0);
+    scrub_clean(fs, ino);
     depfs_unmount(adm);
     depfs_unmount(fs);
 }
@@ -230,6 +236,41 @@ static void write_at(depfs_t *fs, const char *path, const uint8_t *buf, size_t l
     ck_assert_int_eq(depfs_close(fh), 0);
 }
 
+/* The inode and layout of a 4@2@4k file. */
+static uint64_t layout_4_2(depfs_t *fs, const char *path, layout *lay)
+{
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, path, O_RDONLY, 0, &fh), 0);
+    uint64_t ino = depfs_fh_ino(fh);
+    depfs_layout_info li;
+    ck_assert_int_eq(depfs_fh_layout(fh, &li), 0);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    ck_assert(li.n == 4 && li.k == 2 && li.stripe_unit == 4096);
+    *lay = (layout){.n = li.n, .k = li.k, .su = li.stripe_unit, .version = li.version,
+                    .codec_version = li.codec_version};
+    for (unsigned p = 0; p < li.n; p++)
+        lay->servers[p] = li.servers[p];
+    return ino;
+}
+
+/* aw's client marks the server at position s_pos failed and writes (in
+ * thread t); returns once, after its wait, the write went around that
+ * server: the others' records name it, as probe sees. */
+static void start_write_around(around_write *aw, pthread_t *t, depfs_t *probe, const layout *lay,
+                               uint64_t ino, unsigned s_pos)
+{
+    dc_server_mark_failed(aw->fs, lay->servers[s_pos], -ETIMEDOUT);
+    ck_assert_int_eq(pthread_create(t, NULL, write_around, aw), 0);
+    uint32_t recorded = 0;
+    for (unsigned waited = 0; waited < T_AROUND_PROBE_MS && !((recorded >> s_pos) & 1u);
+         waited += 100) {
+        usleep(100 * 1000);
+        ck_assert_int_eq(dc_dirty_probe(probe, lay, ino, &recorded, NULL, NULL), 0);
+    }
+    ck_assert_msg((recorded >> s_pos) & 1u, "no dirty record names server %u",
+                  lay->servers[s_pos]);
+}
+
 START_TEST(test_write_around_up_server_stays_untrusted)
 {
     enum { SU = 4096, K = 2, STRIPE = K * SU, FILE_BYTES = 8 * STRIPE };
@@ -239,19 +280,8 @@ START_TEST(test_write_around_up_server_stays_untrusted)
     depfs_t *adm = mount_fs(); /* plays depfs-recovery */
     fill(model, sizeof model, 3);
     write_all(a, "depfs@4@2@4k:/w", model, sizeof model);
-    depfs_fh_t *fh = NULL;
-    ck_assert_int_eq(depfs_open(a, "/w", O_RDONLY, 0, &fh), 0);
-    uint64_t ino = depfs_fh_ino(fh);
-    depfs_layout_info li;
-    ck_assert_int_eq(depfs_fh_layout(fh, &li), 0);
-    ck_assert_int_eq(depfs_close(fh), 0);
-    ck_assert_uint_eq(li.n, 4);
-    ck_assert_uint_eq(li.k, K);
-    ck_assert_uint_eq(li.stripe_unit, SU);
-    layout lay = {.n = li.n, .k = li.k, .su = li.stripe_unit, .version = li.version,
-                  .codec_version = li.codec_version};
-    for (unsigned p = 0; p < li.n; p++)
-        lay.servers[p] = li.servers[p];
+    layout lay;
+    uint64_t ino = layout_4_2(a, "/w", &lay);
 
     /* stripe 1: data unit 0 on position 1 (S), data unit 1 on position 2 */
     const unsigned s_pos = 1;
@@ -259,18 +289,8 @@ START_TEST(test_write_around_up_server_stays_untrusted)
     around_write aw = {.fs = a, .off = STRIPE + 100, .buf = a_bytes, .path = "/w"};
     fill(a_bytes, sizeof a_bytes, 201);
     fill(b_bytes, sizeof b_bytes, 77);
-    dc_server_mark_failed(a, s_id, -ETIMEDOUT);
     pthread_t t;
-    ck_assert_int_eq(pthread_create(&t, NULL, write_around, &aw), 0);
-
-    /* a's write goes around S after its wait: the others then name S */
-    uint32_t recorded = 0;
-    for (unsigned waited = 0; waited < T_AROUND_PROBE_MS && !((recorded >> s_pos) & 1u);
-         waited += 100) {
-        usleep(100 * 1000);
-        ck_assert_int_eq(dc_dirty_probe(b, &lay, ino, &recorded, NULL, NULL), 0);
-    }
-    ck_assert_msg((recorded >> s_pos) & 1u, "no dirty record names server %u", s_id);
+    start_write_around(&aw, &t, b, &lay, ino, s_pos);
 
     /* b rewrites part of unit 1 of the same stripe: a reconstruct-write that
      * reads unit 0, which S holds stale */
@@ -293,10 +313,7 @@ START_TEST(test_write_around_up_server_stays_untrusted)
 
     depfs_t *fresh = mount_fs();
     read_check(fresh, "/w", model, sizeof model);
-    depfs_scrub_report rep;
-    ck_assert_int_eq(depfs_scrub_ino(fresh, ino, false, &rep), 0);
-    ck_assert_uint_eq(rep.stripes_bad, 0);
-    ck_assert_uint_eq(rep.stripes_unreadable, 0);
+    scrub_clean(fresh, ino);
     depfs_unmount(fresh);
     depfs_unmount(adm);
     depfs_unmount(b);
@@ -317,34 +334,16 @@ START_TEST(test_untrusted_unit_never_decoded_from)
     depfs_t *adm = mount_fs(); /* plays depfs-recovery */
     fill(model, sizeof model, 5);
     write_all(a, "depfs@4@2@4k:/u", model, sizeof model);
-    depfs_fh_t *fh = NULL;
-    ck_assert_int_eq(depfs_open(a, "/u", O_RDONLY, 0, &fh), 0);
-    uint64_t ino = depfs_fh_ino(fh);
-    depfs_layout_info li;
-    ck_assert_int_eq(depfs_fh_layout(fh, &li), 0);
-    ck_assert_int_eq(depfs_close(fh), 0);
-    ck_assert_uint_eq(li.n, 4);
-    ck_assert_uint_eq(li.stripe_unit, SU);
-    layout lay = {.n = li.n, .k = li.k, .su = li.stripe_unit, .version = li.version,
-                  .codec_version = li.codec_version};
-    for (unsigned p = 0; p < li.n; p++)
-        lay.servers[p] = li.servers[p];
+    layout lay;
+    uint64_t ino = layout_4_2(a, "/u", &lay);
 
     /* stripe 1: data unit 0 on position 1 (S), data unit 1 on position 2 (T) */
     const unsigned s_pos = 1, t_pos = 2;
     const uint32_t s_id = lay.servers[s_pos], t_id = lay.servers[t_pos];
     around_write aw = {.fs = a, .off = STRIPE + 100, .buf = a_bytes, .path = "/u"};
     fill(a_bytes, sizeof a_bytes, 33);
-    dc_server_mark_failed(a, s_id, -ETIMEDOUT);
     pthread_t t;
-    ck_assert_int_eq(pthread_create(&t, NULL, write_around, &aw), 0);
-    uint32_t recorded = 0;
-    for (unsigned waited = 0; waited < T_AROUND_PROBE_MS && !((recorded >> s_pos) & 1u);
-         waited += 100) {
-        usleep(100 * 1000);
-        ck_assert_int_eq(dc_dirty_probe(adm, &lay, ino, &recorded, NULL, NULL), 0);
-    }
-    ck_assert_msg((recorded >> s_pos) & 1u, "no dirty record names server %u", s_id);
+    start_write_around(&aw, &t, adm, &lay, ino, s_pos);
     memcpy(model + STRIPE + 100, a_bytes, sizeof a_bytes);
 
     /* the scrub leaves S's units of the file alone: they are untrusted */
@@ -378,9 +377,7 @@ START_TEST(test_untrusted_unit_never_decoded_from)
 
     fresh = mount_fs();
     read_check(fresh, "/u", model, sizeof model);
-    ck_assert_int_eq(depfs_scrub_ino(fresh, ino, false, &rep), 0);
-    ck_assert_uint_eq(rep.stripes_bad, 0);
-    ck_assert_uint_eq(rep.stripes_unreadable, 0);
+    scrub_clean(fresh, ino);
     depfs_unmount(fresh);
     depfs_unmount(adm);
     depfs_unmount(a);
