@@ -55,7 +55,11 @@ static uint32_t dc_unanswered(depfs_t *fs, const layout *lay)
  * down server: it is recorded dirty, so its rejoin rebuilds the file. Only
  * an error before any server cut anything fails the truncate, and so do
  * more than n-k servers that do not answer before it begins: recorded
- * dirty, they would leave no k servers to rebuild any of them from. */
+ * dirty, they would leave no k servers to rebuild any of them from. One
+ * that missed the cut while the cluster calls it UP serves the old bytes
+ * past the new end (a later extension's hole) until it is out of service
+ * or rebuilt: the truncate is acknowledged only then, as a write around
+ * such a server is (dc_wait_missed_settled). */
 static int dc_truncate_strips(depfs_t *fs, dc_inode *in, uint64_t new_size)
 {
     const layout *lay = &in->lay;
@@ -122,6 +126,8 @@ static int dc_truncate_strips(depfs_t *fs, dc_inode *in, uint64_t new_size)
         rc = dc_record_down(fs, in->ino, lay, &down);
     if (rc == 0 && dc_popcount32(down) > lay->n - lay->k)
         rc = -EIO;
+    if (rc == 0 && down != 0)
+        rc = dc_wait_missed_settled(fs, lay, in->ino, down);
     free(reqs);
     return rc;
 }

@@ -139,66 +139,6 @@ START_TEST(test_server_behind_waits_for_push)
 }
 END_TEST
 
-/* A truncate that one server refuses for a while (it knows a newer epoch
- * than the client can learn) must not fail half done: before, the other
- * servers cut their strips, the truncate failed with EAGAIN and the MDS
- * kept the old size, so the file read back zeros where acknowledged bytes
- * had been (campaign seed 14 round 1). Now the refusing server is recorded
- * as missing the cut and the truncate completes; its rejoin rebuilds it. */
-START_TEST(test_truncate_never_half_done)
-{
-    static uint8_t v1[T_FILE_BYTES], got[T_FILE_BYTES];
-    depfs_t *fs = mount_fs();
-    depfs_t *adm = mount_fs();
-    fill(v1, sizeof v1, 33);
-    write_all(fs, "depfs@4@2@4k:/t", v1, sizeof v1);
-    uint64_t epoch = atomic_load(&adm->cluster_epoch);
-    /* server T_OTHER is ahead of the MDS: every request to it is refused */
-    ck_assert_int_eq(dc_push_state(adm, T_OTHER, epoch + 3, -1), 0);
-    depfs_fh_t *fh = NULL;
-    ck_assert_int_eq(depfs_open(fs, "/t", O_RDWR, 0, &fh), 0);
-    int rc = depfs_ftruncate(fh, 0);
-    char why[512];
-    snprintf(why, sizeof why, "%s", depfs_last_error());
-    if (rc != 0) {
-        /* a failed truncate must have left the file as it was */
-        ssize_t n = depfs_read(fh, got, sizeof got, 0);
-        ck_assert_msg(n == (ssize_t)sizeof got && memcmp(got, v1, sizeof got) == 0,
-                      "a failed truncate (%s: %s) left the file damaged", strerror(-rc), why);
-    }
-    ck_assert_msg(rc == 0, "truncate: %s (%s)", strerror(-rc), why);
-    ck_assert_int_eq(depfs_close(fh), 0);
-    /* the MDS catches up (depfs-recovery's rejoin of the refusing server) */
-    uint64_t e2 = 0;
-    for (unsigned i = 0; i < 16 && e2 <= epoch + 3; i++) /* each change bumps the epoch */
-        ck_assert_int_eq(dc_mds_set_state(adm, T_OTHER, i % 2 ? DEPFS_SERVER_UP
-                                                                : DEPFS_SERVER_REBUILDING, &e2), 0);
-    ck_assert_uint_gt(e2, epoch + 3); /* the rejoin below sets it UP */
-    for (uint32_t id = 0; id < T_SERVERS; id++)
-        ck_assert_int_eq(dc_push_state(adm, id, e2, -1), 0);
-    rc = depfs_server_rejoin(adm, T_OTHER, NULL, NULL);
-    ck_assert_msg(rc == 0, "rejoin: %s (%s)", strerror(-rc), depfs_last_error());
-    /* extended again: the cut bytes do not come back */
-    memset(v1, 0, sizeof v1);
-    v1[sizeof v1 - 1] = 7;
-    ck_assert_int_eq(depfs_open(fs, "/t", O_RDWR, 0, &fh), 0);
-    ck_assert_int_eq(depfs_write(fh, &v1[sizeof v1 - 1], 1, sizeof v1 - 1), 1);
-    ck_assert_int_eq(depfs_close(fh), 0);
-    read_check(fs, "/t", v1, sizeof v1);
-    depfs_unmount(adm);
-    depfs_unmount(fs);
-}
-END_TEST
-
-/* A write that goes around a server the cluster still calls UP (only this
- * client cannot reach it) leaves that server's unit of the stripe stale,
- * with dirty records naming it on the others, until depfs-recovery demotes
- * and rebuilds it. Another client's read-modify-write of the same stripe
- * meanwhile pre-read the stale unit and stored parity made from it: the
- * rebuild then decoded the old bytes, and the first write's acknowledged
- * bytes were gone (long campaign seed 9301 round 7). Now the lock replies
- * name the untrusted server and the second writer decodes around it, and
- * the first write is acknowledged only once the server settled. */
 #define T_AROUND_BYTES 1000u
 #define T_AROUND_PROBE_MS 20000u
 
@@ -271,6 +211,102 @@ static void start_write_around(around_write *aw, pthread_t *t, depfs_t *probe, c
                   lay->servers[s_pos]);
 }
 
+/* A truncate that one server refuses for a while (it knows a newer epoch
+ * than the client can learn) must not fail half done: before, the other
+ * servers cut their strips, the truncate failed with EAGAIN and the MDS
+ * kept the old size, so the file read back zeros where acknowledged bytes
+ * had been (campaign seed 14 round 1). Now the refusing server is recorded
+ * as missing the cut and the truncate completes once that server, which
+ * serves, no longer holds the cut bytes (an extension's hole would read
+ * them back): here after its rejoin, which rebuilds it. */
+typedef struct cut {
+    depfs_fh_t *fh;
+    int rc;
+    char why[512];
+    atomic_bool done;
+} cut;
+
+static void *truncate_to_zero(void *arg)
+{
+    cut *c = arg;
+    c->rc = depfs_ftruncate(c->fh, 0);
+    snprintf(c->why, sizeof c->why, "%s", depfs_last_error());
+    atomic_store(&c->done, true);
+    return NULL;
+}
+
+START_TEST(test_truncate_never_half_done)
+{
+    static uint8_t v1[T_FILE_BYTES], got[T_FILE_BYTES];
+    depfs_t *fs = mount_fs();
+    depfs_t *adm = mount_fs();
+    fill(v1, sizeof v1, 33);
+    write_all(fs, "depfs@4@2@4k:/t", v1, sizeof v1);
+    layout lay;
+    uint64_t ino = layout_4_2(fs, "/t", &lay);
+    unsigned other_pos = 0;
+    while (lay.servers[other_pos] != T_OTHER)
+        other_pos++;
+    uint64_t epoch = atomic_load(&adm->cluster_epoch);
+    /* server T_OTHER is ahead of the MDS: every request to it is refused */
+    ck_assert_int_eq(dc_push_state(adm, T_OTHER, epoch + 3, -1), 0);
+    cut c = {.rc = 0};
+    ck_assert_int_eq(depfs_open(fs, "/t", O_RDWR, 0, &c.fh), 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, truncate_to_zero, &c), 0);
+    /* the others cut and record T_OTHER as missing it */
+    uint32_t recorded = 0;
+    for (unsigned waited = 0; waited < T_AROUND_PROBE_MS && !((recorded >> other_pos) & 1u) &&
+                              !atomic_load(&c.done);
+         waited += 100) {
+        usleep(100 * 1000);
+        (void)dc_dirty_probe(adm, &lay, ino, &recorded, NULL, NULL); /* T_OTHER refuses */
+    }
+    if (atomic_load(&c.done) && c.rc != 0) {
+        /* a failed truncate must have left the file as it was */
+        ssize_t n = depfs_read(c.fh, got, sizeof got, 0);
+        ck_assert_msg(n == (ssize_t)sizeof got && memcmp(got, v1, sizeof got) == 0,
+                      "a failed truncate (%s: %s) left the file damaged", strerror(-c.rc), c.why);
+    }
+    ck_assert_msg((recorded >> other_pos) & 1u, "no record names server %u (truncate: %s, %s)",
+                  T_OTHER, strerror(-c.rc), c.why);
+    ck_assert_msg(!atomic_load(&c.done), "the truncate was acknowledged (%s) while server %u "
+                  "kept the cut bytes", strerror(-c.rc), T_OTHER);
+    /* the MDS catches up (depfs-recovery's rejoin of the refusing server) */
+    uint64_t e2 = 0;
+    for (unsigned i = 0; i < 16 && e2 <= epoch + 3; i++) /* each change bumps the epoch */
+        ck_assert_int_eq(dc_mds_set_state(adm, T_OTHER, i % 2 ? DEPFS_SERVER_UP
+                                                                : DEPFS_SERVER_REBUILDING, &e2), 0);
+    ck_assert_uint_gt(e2, epoch + 3); /* the rejoin below sets it UP */
+    for (uint32_t id = 0; id < T_SERVERS; id++)
+        ck_assert_int_eq(dc_push_state(adm, id, e2, -1), 0);
+    int rc = depfs_server_rejoin(adm, T_OTHER, NULL, NULL);
+    ck_assert_msg(rc == 0, "rejoin: %s (%s)", strerror(-rc), depfs_last_error());
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_msg(c.rc == 0, "truncate: %s (%s)", strerror(-c.rc), c.why);
+    ck_assert_int_eq(depfs_close(c.fh), 0);
+    /* extended again: the cut bytes do not come back */
+    memset(v1, 0, sizeof v1);
+    v1[sizeof v1 - 1] = 7;
+    depfs_fh_t *fh = NULL;
+    ck_assert_int_eq(depfs_open(fs, "/t", O_RDWR, 0, &fh), 0);
+    ck_assert_int_eq(depfs_write(fh, &v1[sizeof v1 - 1], 1, sizeof v1 - 1), 1);
+    ck_assert_int_eq(depfs_close(fh), 0);
+    read_check(fs, "/t", v1, sizeof v1);
+    depfs_unmount(adm);
+    depfs_unmount(fs);
+}
+END_TEST
+
+/* A write that goes around a server the cluster still calls UP (only this
+ * client cannot reach it) leaves that server's unit of the stripe stale,
+ * with dirty records naming it on the others, until depfs-recovery demotes
+ * and rebuilds it. Another client's read-modify-write of the same stripe
+ * meanwhile pre-read the stale unit and stored parity made from it: the
+ * rebuild then decoded the old bytes, and the first write's acknowledged
+ * bytes were gone (long campaign seed 9301 round 7). Now the lock replies
+ * name the untrusted server and the second writer decodes around it, and
+ * the first write is acknowledged only once the server settled. */
 START_TEST(test_write_around_up_server_stays_untrusted)
 {
     enum { SU = 4096, K = 2, STRIPE = K * SU, FILE_BYTES = 8 * STRIPE };
