@@ -102,8 +102,10 @@ def main():
                        f"rejoin of {s[3]}")
             rejoined = True
         # what depfs-recovery's heartbeats do: keep the servers' recovery
-        # lease (ioserver/lease.h), which would demote S2 for being behind
-        push(adm, [s[0], s[2]], 0)
+        # lease (ioserver/lease.h), which would demote S2 for being behind,
+        # and S3, which then would serve no reads: the writer could rightly
+        # acknowledge at once, where this case is about a server that serves
+        push(adm, [s[0], s[2], s[3]], 0)
         t.join(0.1)
     if "err" in outcome:
         raise SystemExit(f"FAILED: the write failed: {outcome['err']}")
