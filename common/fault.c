@@ -22,6 +22,7 @@ static const char *const fault_names[FAULT_POINTS] = {
     [FAULT_XPORT_FLIP_BIT] = "xport_flip_bit",
     [FAULT_STRIP_NO_CHECKSUMS] = "strip_no_checksums",
     [FAULT_WRITE_MEM_FLIP] = "write_mem_flip",
+    [FAULT_WRITE_UNANSWERED] = "write_unanswered",
 };
 _Static_assert(sizeof(fault_names) / sizeof(fault_names[0]) == FAULT_POINTS,
                "every fault point has a name");

@@ -24,6 +24,9 @@ typedef enum fault_point {
                                 * before checksums (make bench's "checksums off") */
     FAULT_WRITE_MEM_FLIP,      /* ioserver/handlers.c: one bit of a WRITE's bulk flips in
                                 * the server's memory after the frame's CRC check */
+    FAULT_WRITE_UNANSWERED,    /* ioserver/handlers.c: a WRITE carrying units is neither
+                                * stored nor answered (its writer alone loses the
+                                * server: a one-client partition in miniature) */
     FAULT_POINTS
 } fault_point;
 

@@ -963,6 +963,9 @@ void ios_handle(void *ctx, const rpc_msg *req, rpc_replier *r)
 {
     ios_ctx *c = ctx;
     ios_result res;
+    if (req->type == DEPFS__IO_OP__IO_WRITE && req->bulk_len > 0 &&
+        FAULT_POINT(FAULT_WRITE_UNANSWERED))
+        return; /* TEST ONLY: its writer times out, as if only it lost this server */
     ios_process(c, req->type, req->hdr, req->hdr_len, req->bulk, req->bulk_len, req->peer,
                 req->who, &res);
     struct iovec iov = { .iov_base = res.bulk, .iov_len = res.bulk_len };

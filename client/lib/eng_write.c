@@ -768,10 +768,12 @@ static int dc_phase2(dc_wround *w, dc_req *reqs)
     if (lost_lock)
         return -EAGAIN;
     /* finished as planned after the cluster changed (a server planned
-     * without may be UP again), or written around servers the cluster
-     * calls UP: their old units of these stripes are served until they are
-     * out of service or rebuilt */
-    uint32_t missed_up = (finished_stale && !torn ? w->down : 0) | (w->around_up & w->down);
+     * without may be UP again), written around servers the cluster calls
+     * UP, or missed by servers that failed during it (the cluster may not
+     * know yet, or only this client lost them): their old units of these
+     * stripes are served until they are out of service or rebuilt */
+    uint32_t missed_up = (finished_stale && !torn ? w->down : 0) | (w->around_up & w->down) |
+                         failed;
     return missed_up != 0 ? dc_wait_missed_settled(w->fs, lay, w->in->ino, missed_up) : 0;
 }
 
