@@ -143,13 +143,10 @@ static int dc_degraded_fetch(depfs_t *fs, dc_inode *in, dc_dstripe *ds, unsigned
         /* units read from servers the granted locks' replies call
          * untrusted (a write went around them while they served): decode
          * around them too, as around a failed server */
-        uint32_t told = 0, read_from = 0;
-        for (unsigned p = 0; p < lay->n; p++) {
-            if (!reqs[p].active)
-                continue;
-            told |= reqs[p].untrusted;
-            read_from |= 1u << p;
-        }
+        uint32_t told = dc_reqs_untrusted(reqs, lay->n), read_from = 0;
+        for (unsigned p = 0; p < lay->n; p++)
+            if (reqs[p].active)
+                read_from |= 1u << p;
         if ((told & read_from & ~failed_here) != 0) {
             log_warn("libdepfs: degraded read of inode %llu: units at positions %#x are "
                      "untrusted (dirty records name their servers): reading around them",

@@ -199,9 +199,7 @@ static int dc_scrub_read(dc_scrub *sc, uint64_t first, uint64_t count)
     /* units of servers the granted locks' replies call untrusted (a write
      * went around them while they served; their rejoin rebuilds them): not
      * checked against the others, nothing computed from them */
-    uint32_t told = 0;
-    for (unsigned p = 0; p < lay->n; p++)
-        told |= sc->reqs[p].untrusted;
+    uint32_t told = dc_reqs_untrusted(sc->reqs, lay->n);
     for (unsigned p = 0; p < lay->n; p++) {
         if (!((told >> p) & 1u) || sc->reqs[p].result != 0)
             continue;

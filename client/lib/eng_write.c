@@ -393,11 +393,10 @@ static int dc_phase1(dc_wround *w, dc_req *reqs)
         dc_io_run(w->fs, w->in->ino, reqs, lay->n);
         bool nack = false, down = false, damaged = false;
         int err = 0;
-        uint32_t told = 0, read_from = 0; /* untrusted, as the granted locks' replies say */
+        uint32_t told = dc_reqs_untrusted(reqs, lay->n), read_from = 0;
         for (unsigned p = 0; p < lay->n; p++) {
             if (!reqs[p].active)
                 continue;
-            told |= reqs[p].untrusted;
             if (reqs[p].op == DEPFS__IO_OP__IO_READ)
                 read_from |= 1u << p;
             if (reqs[p].result == -EAGAIN || reqs[p].result == -ENOLCK)

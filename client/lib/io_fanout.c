@@ -351,6 +351,15 @@ static uint32_t dc_untrusted_positions(const dc_req *r, const Depfs__IoReply *re
     return m;
 }
 
+uint32_t dc_reqs_untrusted(const dc_req *reqs, unsigned n)
+{
+    uint32_t m = 0;
+    for (unsigned i = 0; i < n; i++)
+        if (reqs[i].active)
+            m |= reqs[i].untrusted;
+    return m;
+}
+
 /* Collect a finished call's outcome into r->result. */
 static void dc_finish_one(depfs_t *fs, dc_req *r, dc_pending *p)
 {

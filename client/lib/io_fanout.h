@@ -90,6 +90,9 @@ typedef struct dc_req {
                                    * the caller frees it (dc_req_free_reply) */
 } dc_req;
 
+/* The positions the granted locks of the active reqs[0..n) call untrusted
+ * (the union of their dc_req.untrusted). */
+uint32_t dc_reqs_untrusted(const dc_req *reqs, unsigned n);
 /* Set req up for (op, server at layout position pos); clears everything. */
 void dc_req_init(dc_req *r, const layout *lay, unsigned pos, uint16_t op);
 /* A control request `msg` to server id (any state), its reply kept. */
