@@ -25,6 +25,7 @@
 #include "depfs_admin.h"
 #include "layout.h"
 #include "recover.h"
+#include "tests/lib/bg_write.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/rng.h"
 
@@ -846,22 +847,6 @@ START_TEST(test_flight_error_not_taken_by_a_flush)
 }
 END_TEST
 
-typedef struct hung_write {
-    depfs_fh_t *fh;
-    const uint8_t *buf;
-    size_t len;
-    uint64_t off;
-    int rc;
-} hung_write;
-
-static void *write_and_fsync(void *arg)
-{
-    hung_write *h = arg;
-    ssize_t n = depfs_write(h->fh, h->buf, h->len, h->off);
-    h->rc = n == (ssize_t)h->len ? depfs_fsync(h->fh) : (n < 0 ? (int)n : -EIO);
-    return NULL;
-}
-
 /* A server that stops answering (SIGSTOP: connections still open, no
  * replies): reads time out, retry once, mark it failed and decode; writes
  * go to the survivors, and are acknowledged once the server is out of
@@ -894,9 +879,8 @@ START_TEST(test_hung_server)
     ck_assert(memcmp(got, model, len) == 0);
     /* stripe 1's parity unit 3 sits on position 0: it misses this update */
     memset(model + 5000, 0x77, 10000);
-    hung_write hw = {.fh = fh, .buf = model + 5000, .len = 10000, .off = 5000};
-    pthread_t t;
-    ck_assert_int_eq(pthread_create(&t, NULL, write_and_fsync, &hw), 0);
+    td_bg_write hw = {.fs = fs, .path = "/hung", .buf = model + 5000, .len = 10000, .off = 5000};
+    td_bg_write_start(&hw);
     /* once the survivors record it missed the write, it may resume */
     uint32_t recorded = 0;
     uint64_t deadline_ms = clock_now_ms() + T_HUNG_PROBE_MS;
@@ -906,8 +890,8 @@ START_TEST(test_hung_server)
     }
     ck_assert_msg(recorded & 1u, "no dirty record names the hung server");
     ck_assert_int_eq(kill(victim, SIGCONT), 0);
-    ck_assert_int_eq(pthread_join(t, NULL), 0);
-    ck_assert_msg(hw.rc == 0, "write around the hung server: %s", strerror(-hw.rc));
+    int wrc = td_bg_write_join(&hw);
+    ck_assert_msg(wrc == 0, "write around the hung server: %s", strerror(-wrc));
     ck_assert_int_eq(depfs_read(fh, got, len, 0), (ssize_t)len);
     ck_assert(memcmp(got, model, len) == 0);
     ck_assert_int_eq(depfs_close(fh), 0);

@@ -22,6 +22,7 @@
 
 #include "depfs.h"
 #include "recover.h"
+#include "tests/lib/bg_write.h"
 #include "tests/lib/cluster.h"
 
 #define T_SERVERS 4u
@@ -142,30 +143,6 @@ END_TEST
 #define T_AROUND_BYTES 1000u
 #define T_AROUND_PROBE_MS 20000u
 
-typedef struct around_write {
-    depfs_t *fs;
-    const char *path;
-    uint64_t off;
-    const uint8_t *buf;
-    int write_rc, fsync_rc;
-    atomic_bool done; /* the write was acknowledged (or failed) */
-} around_write;
-
-static void *write_around(void *arg)
-{
-    around_write *a = arg;
-    depfs_fh_t *fh = NULL;
-    a->write_rc = depfs_open(a->fs, a->path, O_RDWR, 0, &fh);
-    if (a->write_rc != 0)
-        return NULL;
-    ssize_t n = depfs_write(fh, a->buf, T_AROUND_BYTES, a->off);
-    a->write_rc = n == (ssize_t)T_AROUND_BYTES ? 0 : (n < 0 ? (int)n : -EIO);
-    a->fsync_rc = depfs_fsync(fh);
-    depfs_close(fh);
-    atomic_store(&a->done, true);
-    return NULL;
-}
-
 static void write_at(depfs_t *fs, const char *path, const uint8_t *buf, size_t len, uint64_t off)
 {
     depfs_fh_t *fh = NULL;
@@ -194,13 +171,13 @@ static uint64_t layout_4_2(depfs_t *fs, const char *path, layout *lay)
 }
 
 /* aw's client marks the server at position s_pos failed and writes (in
- * thread t); returns once, after its wait, the write went around that
+ * a thread); returns once, after its wait, the write went around that
  * server: the others' records name it, as probe sees. */
-static void start_write_around(around_write *aw, pthread_t *t, depfs_t *probe, const layout *lay,
-                               uint64_t ino, unsigned s_pos)
+static void start_write_around(td_bg_write *aw, depfs_t *probe, const layout *lay, uint64_t ino,
+                               unsigned s_pos)
 {
     dc_server_mark_failed(aw->fs, lay->servers[s_pos], -ETIMEDOUT);
-    ck_assert_int_eq(pthread_create(t, NULL, write_around, aw), 0);
+    td_bg_write_start(aw);
     uint32_t recorded = 0;
     for (unsigned waited = 0; waited < T_AROUND_PROBE_MS && !((recorded >> s_pos) & 1u);
          waited += 100) {
@@ -322,11 +299,11 @@ START_TEST(test_write_around_up_server_stays_untrusted)
     /* stripe 1: data unit 0 on position 1 (S), data unit 1 on position 2 */
     const unsigned s_pos = 1;
     const uint32_t s_id = lay.servers[s_pos];
-    around_write aw = {.fs = a, .off = STRIPE + 100, .buf = a_bytes, .path = "/w"};
+    td_bg_write aw = {.fs = a, .path = "/w", .buf = a_bytes, .len = sizeof a_bytes,
+                      .off = STRIPE + 100};
     fill(a_bytes, sizeof a_bytes, 201);
     fill(b_bytes, sizeof b_bytes, 77);
-    pthread_t t;
-    start_write_around(&aw, &t, b, &lay, ino, s_pos);
+    start_write_around(&aw, b, &lay, ino, s_pos);
 
     /* b rewrites part of unit 1 of the same stripe: a reconstruct-write that
      * reads unit 0, which S holds stale */
@@ -337,15 +314,13 @@ START_TEST(test_write_around_up_server_stays_untrusted)
     /* S still serves its old unit: a reader elsewhere would see the old
      * bytes, so the write must not be acknowledged yet */
     ck_assert_msg(!atomic_load(&aw.done), "the write around server %u was acknowledged while "
-                  "it served its old unit (write %s, fsync %s)", s_id, strerror(-aw.write_rc),
-                  strerror(-aw.fsync_rc));
+                  "it served its old unit (%s)", s_id, strerror(-aw.rc));
 
     /* depfs-recovery's answer to records naming a server that is up */
     int rc = depfs_server_rejoin(adm, s_id, NULL, NULL);
     ck_assert_msg(rc == 0, "rejoin: %s (%s)", strerror(-rc), depfs_last_error());
-    ck_assert_int_eq(pthread_join(t, NULL), 0);
-    ck_assert_msg(aw.write_rc == 0, "write around: %s", strerror(-aw.write_rc));
-    ck_assert_msg(aw.fsync_rc == 0, "fsync of the write around: %s", strerror(-aw.fsync_rc));
+    rc = td_bg_write_join(&aw);
+    ck_assert_msg(rc == 0, "write around, and its fsync: %s", strerror(-rc));
 
     depfs_t *fresh = mount_fs();
     read_check(fresh, "/w", model, sizeof model);
@@ -376,10 +351,10 @@ START_TEST(test_untrusted_unit_never_decoded_from)
     /* stripe 1: data unit 0 on position 1 (S), data unit 1 on position 2 (T) */
     const unsigned s_pos = 1, t_pos = 2;
     const uint32_t s_id = lay.servers[s_pos], t_id = lay.servers[t_pos];
-    around_write aw = {.fs = a, .off = STRIPE + 100, .buf = a_bytes, .path = "/u"};
+    td_bg_write aw = {.fs = a, .path = "/u", .buf = a_bytes, .len = sizeof a_bytes,
+                      .off = STRIPE + 100};
     fill(a_bytes, sizeof a_bytes, 33);
-    pthread_t t;
-    start_write_around(&aw, &t, adm, &lay, ino, s_pos);
+    start_write_around(&aw, adm, &lay, ino, s_pos);
     memcpy(model + STRIPE + 100, a_bytes, sizeof a_bytes);
 
     /* the scrub leaves S's units of the file alone: they are untrusted */
@@ -404,9 +379,8 @@ START_TEST(test_untrusted_unit_never_decoded_from)
     /* depfs-recovery's answers: rejoin S, then T once it is back */
     int rc = depfs_server_rejoin(adm, s_id, NULL, NULL);
     ck_assert_msg(rc == 0, "rejoin of %u: %s (%s)", s_id, strerror(-rc), depfs_last_error());
-    ck_assert_int_eq(pthread_join(t, NULL), 0);
-    ck_assert_msg(aw.write_rc == 0 && aw.fsync_rc == 0, "write around: %s, fsync %s",
-                  strerror(-aw.write_rc), strerror(-aw.fsync_rc));
+    rc = td_bg_write_join(&aw);
+    ck_assert_msg(rc == 0, "write around, and its fsync: %s", strerror(-rc));
     ck_assert(td_ios_start(&g_cl, t_id, "--rebuild"));
     rc = depfs_server_rejoin(adm, t_id, NULL, NULL);
     ck_assert_msg(rc == 0, "rejoin of %u: %s (%s)", t_id, strerror(-rc), depfs_last_error());

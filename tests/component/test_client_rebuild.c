@@ -30,7 +30,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +44,7 @@
 #include "layout.h"
 #include "recover.h"
 #include "rpc.h"
+#include "tests/lib/bg_write.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/rng.h"
 
@@ -481,27 +481,6 @@ START_TEST(test_read_rechecks_old_marks)
 }
 END_TEST
 
-typedef struct frozen_write {
-    depfs_t *fs;
-    const char *path;
-    const uint8_t *buf;
-    size_t len;
-    int rc;
-} frozen_write;
-
-static void *write_whole(void *arg)
-{
-    frozen_write *f = arg;
-    depfs_fh_t *fh = NULL;
-    f->rc = depfs_open(f->fs, f->path, O_RDWR, 0, &fh);
-    if (f->rc != 0)
-        return NULL;
-    ssize_t n = depfs_write(fh, f->buf, f->len, 0);
-    f->rc = n == (ssize_t)f->len ? depfs_fsync(fh) : (n < 0 ? (int)n : -EIO);
-    depfs_close(fh);
-    return NULL;
-}
-
 #define T_FROZEN_PROBE_MS 30000u
 
 /* The write around the stopped server S is acknowledged once S is out of
@@ -519,9 +498,8 @@ START_TEST(test_stalled_server_serves_no_stale_reads)
     unsigned S = li.servers[0];
     ck_assert_int_eq(kill(g_cl.ios[S], SIGSTOP), 0);
     rnd_fill(model, size);
-    frozen_write fw = {.fs = w, .path = "/frozen", .buf = model, .len = size};
-    pthread_t t; /* times out on S, writes around it */
-    ck_assert_int_eq(pthread_create(&t, NULL, write_whole, &fw), 0);
+    td_bg_write fw = {.fs = w, .path = "/frozen", .buf = model, .len = size};
+    td_bg_write_start(&fw); /* times out on S, writes around it */
     layout lay = layout_from(&li);
     uint32_t recorded = 0;
     uint64_t deadline_ms = clock_now_ms() + T_FROZEN_PROBE_MS;
@@ -531,8 +509,8 @@ START_TEST(test_stalled_server_serves_no_stale_reads)
     }
     ck_assert_msg(recorded & 1u, "no dirty record names the stopped server %u", S);
     ck_assert_int_eq(kill(g_cl.ios[S], SIGCONT), 0);
-    ck_assert_int_eq(pthread_join(t, NULL), 0);
-    ck_assert_msg(fw.rc == 0, "write around the stopped server: %s", strerror(-fw.rc));
+    int rc = td_bg_write_join(&fw);
+    ck_assert_msg(rc == 0, "write around the stopped server: %s", strerror(-rc));
     check_content(r, "/frozen", model, size);
     depfs_unmount(r);
     depfs_unmount(w);
