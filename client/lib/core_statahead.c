@@ -357,12 +357,28 @@ static void log_replay(dc_statahead *sa, uint64_t gen)
     }
 }
 
+/* The newest names epoch rep's attributes show (0: none). */
+static uint64_t reply_names_epoch(const Depfs__MdsReply *rep)
+{
+    uint64_t e = 0;
+    if (rep->attr && rep->attr->has_names_epoch)
+        e = rep->attr->names_epoch;
+    for (size_t i = 0; i < rep->n_entries; i++) {
+        const Depfs__Attr *a = rep->entries[i]->attr;
+        if (a && a->has_names_epoch && a->names_epoch > e)
+            e = a->names_epoch;
+    }
+    return e;
+}
+
 /* Under lock: keeps page rep (asked at asked_ms, the changes up to gen
- * seen) in d, less what the changes since dropped. */
+ * seen) in d, less what the changes since dropped; not a page from before
+ * the newest names epoch seen (core_statahead.h). */
 static void keep_page(dc_statahead *sa, dc_sa_dir *d, uint64_t gen, uint64_t asked_ms,
                       const Depfs__MdsReply *rep)
 {
-    if (!rep || rep->err != 0 || rep->n_entries > DC_SA_PAGE_ENTRIES || !log_covers(sa, gen))
+    if (!rep || rep->err != 0 || rep->n_entries > DC_SA_PAGE_ENTRIES || !log_covers(sa, gen) ||
+        reply_names_epoch(rep) < atomic_load(&sa->names_epoch))
         return;
     if (dir_reserve(d, (uint32_t)rep->n_entries) < 0)
         return;
@@ -473,9 +489,19 @@ void dc_sa_after_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req
      * hold names from before, and the kernel's walk again must not get them */
     bool stale_names = rep && rep->has_names_epoch;
     bool keeps_all = op_keeps_all(op, req);
-    if (sa->max_age_ms == 0 || (keeps_all && !stale_ino && !stale_parent && !stale_names))
+    uint64_t epoch = rep && sa->max_age_ms ? reply_names_epoch(rep) : 0;
+    bool newer_names = epoch > atomic_load(&sa->names_epoch);
+    if (sa->max_age_ms == 0 || (keeps_all && !stale_ino && !stale_parent && !stale_names && !newer_names))
         return;
     pthread_mutex_lock(&sa->lock);
+    if (epoch > atomic_load(&sa->names_epoch)) {
+        /* a directory was renamed since the pages kept were fetched: none
+         * answers (a page in flight is of the old epoch: not kept) */
+        atomic_store(&sa->names_epoch, epoch);
+        drop_all(sa);
+    }
+    if (keeps_all && !stale_ino && !stale_parent && !stale_names)
+        goto out;
     sa->gen++;
     if (stale_names) {
         drop(sa, DC_SA_DROP_ALL, 0, NULL);

@@ -21,7 +21,12 @@
  *  - a regular file open here gets its size and mtime from this client's
  *    own writes (dc_attr_layout_to_stat), as every stat does;
  *  - names never answered from here are asked of the MDS as before: no
- *    negative answers are given.
+ *    negative answers are given;
+ *  - once any reply shows a names epoch newer than a page's (a directory
+ *    was renamed somewhere: mds/namespace.h mds_ns_names_epoch), the page
+ *    answers nothing: it could give back a moved directory under its old
+ *    name, and the requests through it would then carry this client's
+ *    newer epoch of that directory and pass (core_handles.h).
  * Only for a caller that checks search permission on the directory itself
  * before each lookup (the FUSE kernel with default_permissions): the page
  * is fetched with the credentials of whoever's lookup started it, and the
@@ -29,6 +34,7 @@
 #ifndef DEPFS_CORE_STATAHEAD_H
 #define DEPFS_CORE_STATAHEAD_H
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -94,6 +100,8 @@ typedef struct dc_statahead {
     pthread_mutex_t lock;
     unsigned max_age_ms;   /* 0: off */
     uint64_t gen;          /* bumped by every change */
+    _Atomic uint64_t names_epoch; /* the newest Attr.names_epoch of any reply
+                            * (raised under lock): the pages kept are of it */
     dc_sa_drop log[DC_SA_LOG]; /* the drops of the last changes, by gen */
     uint32_t log_next;
     uint64_t pages, answered; /* what it did (tests, status) */

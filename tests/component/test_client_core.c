@@ -591,6 +591,53 @@ START_TEST(test_statahead_gone_parent)
 }
 END_TEST
 
+/* Another client's rotation (`mv ckpt ckpt.old; mkdir ckpt`) under a page
+ * this mount keeps, as its kernel sees it: the lookup of the new name
+ * ckpt.old moves the kernel's entry of the directory there and shows this
+ * client the move's names epoch. From then on the page answers nothing:
+ * it would give the moved directory back under its old name, and a write
+ * through that name would pass (its epoch now the newer one) and land in
+ * ckpt.old. */
+START_TEST(test_statahead_after_a_move_seen)
+{
+    depfs_options o = {.config_path = cl->conf, .count_lookups = true, .statahead_ms = SA_KEEP_MS};
+    depfs_t *fs = NULL, *other = mount_fs();
+    ck_assert_int_eq(depfs_mount(&o, &fs), 0);
+    char name[32];
+    struct stat st;
+    uint64_t ino[SA_FILES];
+    uint64_t top = sa_files(other, "sa_moved", ino);
+    uint64_t ckpt = mkdir_ok(other, top, "ckpt");
+    create_ok(other, ckpt, "f", NULL);
+    for (unsigned i = 0; i < SA_FILES; i++) {
+        snprintf(name, sizeof name, "f%u", i);
+        ck_assert_int_eq(depfs_lookup(fs, top, name, &st), 0);
+    }
+    ck_assert_uint_eq(fs->statahead.pages, 1);
+    ck_assert_int_eq(depfs_lookup(fs, top, "ckpt", &st), 0);
+    ck_assert_uint_eq(st.st_ino, ckpt);
+    ck_assert_int_eq(depfs_lookup(fs, ckpt, "f", &st), 0);
+
+    ck_assert_int_eq(depfs_rename(other, top, "ckpt", top, "ckpt.old", 0), 0);
+    uint64_t again = mkdir_ok(other, top, "ckpt");
+    ck_assert_int_eq(depfs_lookup(fs, top, "ckpt.old", &st), 0);
+    ck_assert_uint_eq(st.st_ino, ckpt);
+    ck_assert_int_eq(depfs_lookup(fs, top, "ckpt", &st), 0);
+    ck_assert_msg(st.st_ino == again, "a page from before the move gave the moved directory "
+                  "(inode %llu) back under its old name", (unsigned long long)st.st_ino);
+    ck_assert_int_eq(depfs_lookup(fs, again, "f", &st), -ENOENT);
+    /* pages fetched since are of the new epoch: kept and answering */
+    uint64_t answered = fs->statahead.answered;
+    for (unsigned i = 0; i < SA_FILES; i++) {
+        snprintf(name, sizeof name, "f%u", i);
+        expect_lookup_true(fs, other, top, name);
+    }
+    ck_assert_uint_gt(fs->statahead.answered, answered);
+    depfs_unmount(other);
+    depfs_unmount(fs);
+}
+END_TEST
+
 /* The names a rotation is tried on: top_name/ckpt/f made by other, and
  * looked up by a mount that counts lookups (*fs, as depfs-fuse's). */
 typedef struct held_ckpt {
@@ -1652,6 +1699,7 @@ static Suite *core_suite(void)
     tcase_add_test(sa, test_readdir_plus);
     tcase_add_test(sa, test_statahead_after_migrate);
     tcase_add_test(sa, test_statahead_gone_parent);
+    tcase_add_test(sa, test_statahead_after_a_move_seen);
     tcase_add_test(tc, test_names_epoch_through_held_names);
     tcase_add_test(tc, test_names_pass_per_caller);
     suite_add_tcase(s, sa);
