@@ -489,9 +489,9 @@ void dc_sa_after_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req
      * hold names from before, and the kernel's walk again must not get them */
     bool stale_names = rep && rep->has_names_epoch;
     bool keeps_all = op_keeps_all(op, req);
+    bool drops_nothing = keeps_all && !stale_ino && !stale_parent && !stale_names;
     uint64_t epoch = rep && sa->max_age_ms ? reply_names_epoch(rep) : 0;
-    bool newer_names = epoch > atomic_load(&sa->names_epoch);
-    if (sa->max_age_ms == 0 || (keeps_all && !stale_ino && !stale_parent && !stale_names && !newer_names))
+    if (sa->max_age_ms == 0 || (drops_nothing && epoch <= atomic_load(&sa->names_epoch)))
         return;
     pthread_mutex_lock(&sa->lock);
     if (epoch > atomic_load(&sa->names_epoch)) {
@@ -500,7 +500,7 @@ void dc_sa_after_call(depfs_t *fs, Depfs__MdsOp op, const Depfs__MdsRequest *req
         atomic_store(&sa->names_epoch, epoch);
         drop_all(sa);
     }
-    if (keeps_all && !stale_ino && !stale_parent && !stale_names)
+    if (drops_nothing)
         goto out;
     sa->gen++;
     if (stale_names) {
