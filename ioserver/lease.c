@@ -90,6 +90,33 @@ static void check(ios_lease *l)
         log_err("server %u cannot store REBUILDING: %s", l->server_id, strerror(-rc));
 }
 
+int ios_lease_confirm_start(ios_lease *l)
+{
+    if (ios_state_get(l->st) != DEPFS__SERVER_STATE__SERVER_UP)
+        return 0; /* REBUILDING or RECONSTRUCTING: serves no reads anyway */
+    char why[256];
+    uint64_t start_ms = clock_now_ms();
+    int rc;
+    /* bounded: one lease while the MDS is unreachable (it may be starting) */
+    while ((rc = mds_confirms(l, why, sizeof why)) < 0 && rc != -ESTALE &&
+           clock_now_ms() - start_ms < l->lease_ms)
+        clock_sleep_ms(IOS_LEASE_TICK_MS);
+    if (rc == 0) {
+        log_info("server %u: the MDS confirms it up at cluster epoch %llu", l->server_id,
+                 (unsigned long long)ios_state_epoch(l->st));
+        return 0;
+    }
+    rc = ios_state_demote_self(l->st);
+    if (rc < 0) {
+        log_err("server %u cannot store REBUILDING: %s", l->server_id, strerror(-rc));
+        return rc;
+    }
+    log_warn("server %u started with its state up, but %s: it may have been written around "
+             "while it was away; no reads until depfs-recovery rejoins it (REBUILDING)",
+             l->server_id, why);
+    return 0;
+}
+
 static void *ticker(void *arg)
 {
     ios_lease *l = arg;

@@ -191,6 +191,8 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
         log_err("cannot start the recovery lease: %s", strerror(-rc));
         goto out;
     }
+    if ((rc = ios_lease_confirm_start(ctx.lease)))
+        goto out;
     if ((rc = ios_scrubber_start(ctx.strips, cfg->scrub_rate, &client_io, &ctx.scrubber))) {
         log_err("cannot start the background scrub: %s", strerror(-rc));
         goto out;
