@@ -67,6 +67,21 @@ static int mds_confirms(ios_lease *l, char *why, size_t why_len)
     return rc;
 }
 
+/* Not confirmed (how: why not): REBUILDING, so that the server serves no
+ * read before depfs-recovery's rejoin. 0, or the error storing it. */
+static int demote(ios_lease *l, const char *how)
+{
+    int rc = ios_state_demote_self(l->st);
+    if (rc < 0) {
+        log_err("server %u cannot store REBUILDING: %s", l->server_id, strerror(-rc));
+        return rc;
+    }
+    if (rc == 1)
+        log_warn("server %u %s: it may have been written around; no reads until "
+                 "depfs-recovery rejoins it (REBUILDING)", l->server_id, how);
+    return 0;
+}
+
 static void check(ios_lease *l)
 {
     uint64_t now_ms = clock_now_ms(), last = atomic_load(&l->last_ms);
@@ -81,13 +96,10 @@ static void check(ios_lease *l)
                   (unsigned long long)(now_ms - last));
         return;
     }
-    rc = ios_state_demote_self(l->st);
-    if (rc == 1)
-        log_warn("server %u: no word from depfs-recovery for %llu ms and %s: it may have been "
-                 "written around; no reads until depfs-recovery rejoins it (REBUILDING)",
-                 l->server_id, (unsigned long long)(now_ms - last), why);
-    else if (rc < 0)
-        log_err("server %u cannot store REBUILDING: %s", l->server_id, strerror(-rc));
+    char how[sizeof why + 64];
+    snprintf(how, sizeof how, "had no word from depfs-recovery for %llu ms and %s",
+             (unsigned long long)(now_ms - last), why);
+    demote(l, how);
 }
 
 int ios_lease_confirm_start(ios_lease *l)
@@ -106,15 +118,9 @@ int ios_lease_confirm_start(ios_lease *l)
                  (unsigned long long)ios_state_epoch(l->st));
         return 0;
     }
-    rc = ios_state_demote_self(l->st);
-    if (rc < 0) {
-        log_err("server %u cannot store REBUILDING: %s", l->server_id, strerror(-rc));
-        return rc;
-    }
-    log_warn("server %u started with its state up, but %s: it may have been written around "
-             "while it was away; no reads until depfs-recovery rejoins it (REBUILDING)",
-             l->server_id, why);
-    return 0;
+    char how[sizeof why + 64];
+    snprintf(how, sizeof how, "started with its state up, but %s", why);
+    return demote(l, how);
 }
 
 static void *ticker(void *arg)
