@@ -126,6 +126,9 @@ void rpc_replier_hold(rpc_replier *r);
  * MDS wraps a ticket's secret under. */
 const auth_session *rpc_replier_session(const rpc_replier *r);
 void rpc_replier_release(rpc_replier *r);
+/* Whether r's connection is gone: a reply would fail -ECONNRESET, and the
+ * peer waits for none. */
+bool rpc_replier_closed(rpc_replier *r);
 
 int rpc_reply(rpc_replier *r, const rpc_msg *req, const void *hdr, size_t hdr_len,
               const struct iovec *bulk, int bulk_cnt);

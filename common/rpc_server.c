@@ -206,6 +206,15 @@ void rpc_replier_hold(rpc_replier *r)
     pthread_mutex_unlock(&r->m);
 }
 
+bool rpc_replier_closed(rpc_replier *r)
+{
+    assert(r);
+    pthread_mutex_lock(&r->m);
+    bool closed = r->closed;
+    pthread_mutex_unlock(&r->m);
+    return closed;
+}
+
 void rpc_replier_release(rpc_replier *r)
 {
     bool last;

@@ -21,6 +21,11 @@
 
 #define DEPFS_SERVER_STATE_MAX DEPFS_SERVER_RECONSTRUCTING
 
+/* The longest LockSpec.wait_ms an I/O server accepts (ioserver/req_check.c
+ * refuses more): a lock request waits at most this long for conflicting
+ * locks. Clients ask for less than their request timeout. */
+#define WIRE_LOCK_WAIT_MAX_MS 1000u
+
 /* "up", "down", "rebuilding", "reconstructing"; "unknown" for other values.
  * The one spelling of server states in logs, `depfs status` and JSON. */
 const char *depfs_state_name(uint32_t state);

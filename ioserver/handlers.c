@@ -19,7 +19,8 @@
  *
  * IO_READ      file_id, extents [, lock] [, ignore_locks]. With lock and no
  *              ignore_locks the stripes are locked first: NACK -> EAGAIN,
- *              nothing read. Bulk = the extents' bytes concatenated (zeros
+ *              nothing read (with lock.wait_ms the request first waits for
+ *              them, lock_waits.h). Bulk = the extents' bytes concatenated (zeros
  *              past the strip's end). While the server is REBUILDING, reads
  *              without ignore_locks fail EIO ("treat this server as failed").
  * IO_WRITE     file_id, extents, bulk (length = sum of extent lengths)
@@ -30,8 +31,9 @@
  *              (server, file) dirty records are durable before the data is
  *              written. unlock releases the lock after the data is stored;
  *              sync fdatasyncs before the reply.
- * IO_LOCK      file_id, lock -> 0 or EAGAIN (NACK); ENOLCK when the table
- *              is full. With take_over_stale (recovery's orphan repair):
+ * IO_LOCK      file_id, lock -> 0 or EAGAIN (NACK; with lock.wait_ms only
+ *              once that wait ran out); ENOLCK when the table is full.
+ *              With take_over_stale (recovery's orphan repair):
  *              conflicting locks held >= lock_lease_ms lose the stripes to
  *              this owner (EAGAIN if any conflicting lock is younger);
  *              reply.stale_locks lists what each of them lost.
@@ -197,6 +199,21 @@ static void count_retry(ios_ctx *c, const Depfs__IoRequest *q)
         ios_locks_note_retry(c->locks);
 }
 
+/* A NACK (ios_locks_try -EAGAIN): when the request lets it wait
+ * (LockSpec.wait_ms), note what for, so that ios_handle parks it. */
+static int nack(const Depfs__IoRequest *q, ios_result *res)
+{
+    const Depfs__LockSpec *l = q->lock;
+    if (l->has_wait_ms && l->wait_ms > 0) {
+        res->wait_ms = l->wait_ms;
+        res->wait_file_id = q->file_id;
+        res->wait_first = l->first_stripe;
+        res->wait_count = l->stripe_count;
+        res->wait_owner = owner_of(l);
+    }
+    return fail(res, -EAGAIN, "stripes locked by another owner");
+}
+
 /* ------------------------------------------------------------------- ops */
 /* The units a READ wants (IoRequest.data_units, which req_check bounded):
  * NULL for every unit. */
@@ -252,7 +269,10 @@ static int do_read(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
         rc = ios_locks_try(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
                            owner_of(q->lock), mode_of(q->lock), clock_now_ms());
         if (rc) {
-            fail(res, rc, rc == -EAGAIN ? "stripes locked by another owner" : "lock refused");
+            if (rc == -EAGAIN)
+                nack(q, res);
+            else
+                fail(res, rc, "lock refused");
             goto out;
         }
         locked = true;
@@ -441,7 +461,7 @@ static int do_lock(ios_ctx *c, const Depfs__IoRequest *q, ios_result *res)
     rc = ios_locks_try(c->locks, q->file_id, q->lock->first_stripe, q->lock->stripe_count,
                        owner_of(q->lock), mode_of(q->lock), clock_now_ms());
     if (rc == -EAGAIN)
-        return fail(res, rc, "stripes locked by another owner");
+        return nack(q, res);
     if (rc)
         return fail(res, rc, "lock refused: %s", strerror(-rc));
     rc = note_untrusted(c, q, res);
@@ -892,6 +912,22 @@ static void dispatch(ios_ctx *c, uint16_t type, const Depfs__IoRequest *q, const
     }
 }
 
+/* Whether handling a request (err: its outcome) may have released locks:
+ * an unlock, a write that unlocks, a removal (its locks go with it), or a
+ * lock request that failed after its grant (given back). Their file's
+ * parked lock requests are then run again (lock_waits.h). */
+static bool may_release(uint16_t type, const Depfs__IoRequest *q, uint32_t err)
+{
+    switch (type) {
+    case DEPFS__IO_OP__IO_UNLOCK:
+    case DEPFS__IO_OP__IO_REMOVE: return true;
+    case DEPFS__IO_OP__IO_WRITE: return q->has_unlock && q->unlock;
+    case DEPFS__IO_OP__IO_READ:
+    case DEPFS__IO_OP__IO_LOCK: return q->lock != NULL && err != 0 && err != EAGAIN;
+    default: return false;
+    }
+}
+
 static dlog_limit refusal_log = DLOG_LIMIT_INIT(RPC_LOG_BURST, RPC_LOG_PERIOD_MS);
 
 void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
@@ -919,6 +955,8 @@ void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
     else {
         refused = false;
         dispatch(c, type, q, bulk, bulk_len, res);
+        res->may_release = may_release(type, q, res->reply.err);
+        res->file_id = q->file_id;
     }
     res->reply.has_state = 1;
     res->reply.state = ios_state_get(c->state);
@@ -959,6 +997,23 @@ void ios_result_free(ios_result *res)
     memset(res, 0, sizeof(*res));
 }
 
+/* Sends res as the reply to req, after waking the lock requests its
+ * handling may have let through. */
+static void answer(ios_ctx *c, rpc_replier *r, const rpc_msg *req, ios_result *res)
+{
+    if (res->may_release)
+        ios_lock_waits_kick(c->waits, res->file_id);
+    struct iovec iov = { .iov_base = res->bulk, .iov_len = res->bulk_len };
+    int rc = res->bulk_crc_known
+                 ? rpc_reply_msg_crc(r, req, &res->reply.base, res->bulk_len ? &iov : NULL,
+                                     res->bulk_len ? 1 : 0, res->bulk_crc)
+                 : rpc_reply_msg(r, req, &res->reply.base, res->bulk_len ? &iov : NULL,
+                                 res->bulk_len ? 1 : 0);
+    if (rc) /* the rpc layer logs (rate-limited) why it closes the connection */
+        log_debug("%s: reply to %s failed: %s", req->peer ? req->peer : "-", op_name(req->type),
+                  strerror(-rc));
+}
+
 void ios_handle(void *ctx, const rpc_msg *req, rpc_replier *r)
 {
     ios_ctx *c = ctx;
@@ -968,14 +1023,37 @@ void ios_handle(void *ctx, const rpc_msg *req, rpc_replier *r)
         return; /* TEST ONLY: its writer times out, as if only it lost this server */
     ios_process(c, req->type, req->hdr, req->hdr_len, req->bulk, req->bulk_len, req->peer,
                 req->who, &res);
-    struct iovec iov = { .iov_base = res.bulk, .iov_len = res.bulk_len };
-    int rc = res.bulk_crc_known
-                 ? rpc_reply_msg_crc(r, req, &res.reply.base, res.bulk_len ? &iov : NULL,
-                                     res.bulk_len ? 1 : 0, res.bulk_crc)
-                 : rpc_reply_msg(r, req, &res.reply.base, res.bulk_len ? &iov : NULL,
-                                 res.bulk_len ? 1 : 0);
-    if (rc) /* the rpc layer logs (rate-limited) why it closes the connection */
-        log_debug("%s: reply to %s failed: %s", req->peer ? req->peer : "-", op_name(req->type),
-                  strerror(-rc));
+    /* a lock request that may wait: answered when the stripes are free
+     * (ios_retry_parked), or NACKed now when too many wait already */
+    if (res.wait_ms > 0 && c->waits &&
+        ios_lock_waits_park(c->waits, req, r, res.wait_file_id, res.wait_first, res.wait_count,
+                            res.wait_owner, res.wait_ms) == 0) {
+        assert(req->bulk_len == 0); /* READ and LOCK: all in the header kept */
+        ios_result_free(&res);
+        return;
+    }
+    answer(c, r, req, &res);
     ios_result_free(&res);
+}
+
+bool ios_retry_parked(void *ctx, const ios_parked *p, bool expired)
+{
+    ios_ctx *c = ctx;
+    if (rpc_replier_closed(p->r)) {
+        log_debug("%s %s file %016" PRIx64 ": its client is gone while it waited for a lock; "
+                  "dropped", p->peer ? p->peer : "-", op_name(p->type), p->file_id);
+        return true; /* nobody to grant it to */
+    }
+    if (!expired && ios_locks_conflicts(c->locks, p->file_id, p->first, p->count, p->owner))
+        return false; /* still held: wait on (nothing counted) */
+    ios_result res;
+    ios_process(c, p->type, p->hdr, p->hdr_len, NULL, 0, p->peer, p->who, &res);
+    if (!expired && res.wait_ms > 0) { /* another took the stripes first */
+        ios_result_free(&res);
+        return false;
+    }
+    rpc_msg req = {.type = p->type, .req_id = p->req_id, .peer = p->peer, .who = p->who};
+    answer(c, p->r, &req, &res);
+    ios_result_free(&res);
+    return true;
 }

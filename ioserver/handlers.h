@@ -12,6 +12,7 @@
 
 #include "depfs.pb-c.h"
 #include "layout.h"
+#include "lock_waits.h"
 #include "locks.h"
 #include "authz.h"
 #include "rpc.h"
@@ -53,6 +54,7 @@ typedef struct ios_ctx {
     struct ios_unstored *unstored; /* failed stores under a lock (NULL: none) */
     struct ios_scrubber *scrubber; /* background scrub (NULL: none) */
     struct ios_client_io *client_io; /* when client I/O last began (NULL: not kept) */
+    ios_lock_waits *waits; /* lock requests that may wait (NULL: NACK at once) */
     const uint8_t *cap_key;  /* auth on: the key capabilities are checked with
                               * (AUTH_KEY_BYTES; NULL: auth off) */
 } ios_ctx;
@@ -75,6 +77,13 @@ typedef struct ios_result {
     Depfs__ScrubDamage **damage_ptrs;
     Depfs__Extent *extents;       /* IO_EXTENTS: data_extents */
     Depfs__Extent **extent_ptrs;
+    /* a NACK whose request may wait (LockSpec.wait_ms, lock_waits.h):
+     * wait_ms > 0 and the lock it was refused */
+    unsigned wait_ms;
+    uint64_t wait_file_id, wait_first, wait_count;
+    ios_lock_owner wait_owner;
+    bool may_release; /* the request may have released locks of file_id */
+    uint64_t file_id;
 } ios_result;
 
 /* Handles one request of frame type `type` from who (authz.h; NULL: auth
@@ -85,8 +94,11 @@ void ios_process(ios_ctx *c, uint16_t type, const uint8_t *hdr, size_t hdr_len,
                  const auth_identity *who, ios_result *res);
 void ios_result_free(ios_result *res);
 
-/* rpc_handler_fn: ctx is an ios_ctx. */
+/* rpc_handler_fn: ctx is an ios_ctx. A lock request that may wait is
+ * parked in ctx->waits rather than NACKed (lock_waits.h). */
 void ios_handle(void *ctx, const rpc_msg *req, rpc_replier *r);
+/* ios_lock_retry_fn (lock_waits.h) for ctx->waits: ctx is an ios_ctx. */
+bool ios_retry_parked(void *ctx, const ios_parked *p, bool expired);
 
 /* CLOCK_MONOTONIC in milliseconds (lock timestamps). */
 

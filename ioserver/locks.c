@@ -611,6 +611,24 @@ bool ios_locks_holds_any(ios_locks *t, uint64_t file_id, uint64_t first, uint64_
     return held;
 }
 
+bool ios_locks_conflicts(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                         ios_lock_owner owner)
+{
+    if (range_check(first, count))
+        return false;
+    uint64_t end = first + count;
+    file_node **bucket;
+    lock_shard *s = shard_of(t, file_id, &bucket);
+    bool conflict = false;
+
+    pthread_mutex_lock(&s->mu);
+    file_node *f = node_find(bucket, file_id);
+    for (size_t i = 0; f != NULL && i < f->n && !conflict; i++)
+        conflict = !same_owner(f->v[i].owner, owner) && overlaps(&f->v[i], first, end);
+    pthread_mutex_unlock(&s->mu);
+    return conflict;
+}
+
 int ios_locks_mark_written(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
                            ios_lock_owner owner)
 {

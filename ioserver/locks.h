@@ -83,6 +83,10 @@ int ios_locks_held_by(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t c
 /* true when owner holds at least one stripe of [first, first+count). */
 bool ios_locks_holds_any(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
                          ios_lock_owner owner);
+/* true when another owner holds a stripe of [first, first+count): what
+ * ios_locks_try would NACK, asked without counting or changing anything. */
+bool ios_locks_conflicts(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                         ios_lock_owner owner);
 /* Drops every entry of the file (file removed); returns how many. */
 size_t ios_locks_drop_file(ios_locks *t, uint64_t file_id, uint64_t now_ms);
 

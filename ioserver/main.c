@@ -197,6 +197,10 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
         log_err("cannot start the background scrub: %s", strerror(-rc));
         goto out;
     }
+    if ((rc = ios_lock_waits_start(IOS_LOCK_WAITS_MAX, ios_retry_parked, &ctx, &ctx.waits))) {
+        log_err("cannot start the lock waits: %s", strerror(-rc));
+        goto out;
+    }
     rpc_server_opts o;
     rpc_auth_server auth; /* daemons and admins by the cluster key, clients by ticket */
     daemon_server_opts(cfg, &o);
@@ -218,6 +222,7 @@ static int run(const ios_args *a, const depfs_config *cfg, const ioserver_conf *
     log_info("signal %d: stopping", sig);
     rpc_server_stop(srv);
 out:
+    ios_lock_waits_stop(ctx.waits); /* after the server: nothing parks any more */
     ios_scrubber_stop(ctx.scrubber);
     ios_lease_stop(ctx.lease);
     ios_stall_stop(ctx.stall);

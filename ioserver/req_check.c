@@ -14,6 +14,7 @@
 #include "block_crc.h"
 #include "config.h"
 #include "layout.h"
+#include "wire.h"
 #include "wire_check.h"
 
 
@@ -79,6 +80,9 @@ static int check_lock(uint16_t type, const Depfs__LockSpec *l, char *why, size_t
     }
     if (l->stripe_count == 0)
         return refuse(EINVAL, why, why_len, "lock stripe_count 0");
+    if (l->has_wait_ms && l->wait_ms > WIRE_LOCK_WAIT_MAX_MS)
+        return refuse(EINVAL, why, why_len, "lock wait_ms %u > max %u", l->wait_ms,
+                      WIRE_LOCK_WAIT_MAX_MS);
     if (l->first_stripe + l->stripe_count < l->first_stripe)
         return refuse(EINVAL, why, why_len, "lock stripes %" PRIu64 "+%" PRIu64 " overflow",
                       l->first_stripe, l->stripe_count);
