@@ -9,8 +9,10 @@
  *            down, decode-write (DECODE); full stripes need no pre-read.
  *   phase 1  to every server that is written, holds parity or is pre-read:
  *            one IO_READ carrying the lock (LOCK+READ) or an IO_LOCK.
- *            Any NACK: release what was granted, randomized growing
- *            back-off, retry. A server failing: release, re-plan. A unit
+ *            Any NACK: release what was granted, retry waiting at the
+ *            servers for the stripes (dc_io_run_gated); NACKed again
+ *            (the wait ran out): randomized growing back-off first. A
+ *            server failing: release, re-plan. A unit
  *            failing its checksums (or lost): release, rebuild the damaged
  *            units of the round's stripes (dc_scrub_heal), retry. A unit
  *            pre-read from a server the lock replies call untrusted
@@ -325,6 +327,14 @@ static dc_lock_mode dc_lock_mode_at(const dc_wround *w, unsigned pos)
     return (w->writeset >> pos) & 1u ? DC_LOCK_WRITE : DC_LOCK_READ;
 }
 
+/* Whether the round's lock requests wait at the servers (dc_io_run_gated):
+ * once NACKed. A first try does not: uncontended, its locks cost one round
+ * trip to all servers at once, where waiting costs two in a row. */
+static bool dc_round_waits(const dc_wround *w)
+{
+    return w->lock_attempt > 0;
+}
+
 static void dc_build_phase1(dc_wround *w, dc_req *reqs)
 {
     const layout *lay = w->lay;
@@ -337,6 +347,9 @@ static void dc_build_phase1(dc_wround *w, dc_req *reqs)
     for (unsigned p = 0; p < lay->n; p++)
         if (reqs[p].active)
             w->lockset |= 1u << p;
+    int gate = dc_lock_gate_pos(lay, w->down);
+    if (dc_round_waits(w) && gate >= 0) /* at the file's gate first */
+        w->lockset |= 1u << gate;
     w->owner_op = dc_next_op_id(w->fs);
     for (unsigned p = 0; p < lay->n; p++) {
         dc_req *r = &reqs[p];
@@ -390,7 +403,10 @@ static int dc_phase1(dc_wround *w, dc_req *reqs)
     w->lock_attempt = 0;
     for (unsigned attempt = 0;; attempt++) {
         dc_build_phase1(w, reqs);
-        dc_io_run(w->fs, w->in->ino, reqs, lay->n);
+        if (dc_round_waits(w))
+            dc_io_run_gated(w->fs, w->in->ino, reqs, lay->n);
+        else
+            dc_io_run(w->fs, w->in->ino, reqs, lay->n);
         bool nack = false, down = false, damaged = false;
         int err = 0;
         uint32_t told = dc_reqs_untrusted(reqs, lay->n), read_from = 0;
@@ -468,7 +484,10 @@ static int dc_phase1(dc_wround *w, dc_req *reqs)
                          DC_LOCK_ATTEMPTS_MAX);
             return -EBUSY;
         }
-        dc_lock_backoff(attempt);
+        /* the first NACK goes straight to waiting at the servers; a round
+         * that waited there in vain backs off before it waits again */
+        if (w->lock_attempt > 0)
+            dc_lock_backoff(w->lock_attempt - 1);
         w->lock_attempt++;
     }
 }

@@ -17,6 +17,7 @@
 #include "invariant.h"
 #include "io_caps.h"
 #include "log.h"
+#include "wire.h"
 
 void dc_req_init(dc_req *r, const layout *lay, unsigned pos, uint16_t op)
 {
@@ -636,6 +637,57 @@ void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
         dc_send(fs, reqs, pend, sent, nreq);
     }
     dc_io_end(pend, nreq);
+}
+
+static void dc_set_lock_wait(dc_req *r, uint32_t wait_ms)
+{
+    if (!r->active || !r->has_lock)
+        return;
+    r->lock.has_wait_ms = wait_ms > 0;
+    r->lock.wait_ms = wait_ms;
+}
+
+int dc_lock_gate_pos(const layout *lay, uint32_t down)
+{
+    int gate = -1;
+    for (unsigned p = 0; p < lay->n; p++)
+        if (!((down >> p) & 1u) && (gate < 0 || lay->servers[p] < lay->servers[gate]))
+            gate = (int)p;
+    return gate;
+}
+
+void dc_io_run_gated(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
+{
+    unsigned gate = nreq;
+    for (unsigned i = 0; i < nreq; i++)
+        if (reqs[i].active && reqs[i].has_lock &&
+            (gate == nreq || reqs[i].server_id < reqs[gate].server_id))
+            gate = i;
+    if (gate == nreq) {
+        dc_io_run(fs, ino, reqs, nreq);
+        return;
+    }
+    uint32_t gate_ms = dc_timeout_ms(fs) / DC_LOCK_GATE_WAIT_DIV;
+    if (gate_ms > WIRE_LOCK_WAIT_MAX_MS)
+        gate_ms = WIRE_LOCK_WAIT_MAX_MS;
+    dc_set_lock_wait(&reqs[gate], gate_ms);
+    dc_io_run(fs, ino, &reqs[gate], 1);
+    dc_set_lock_wait(&reqs[gate], 0);
+    if (reqs[gate].result != 0) {
+        for (unsigned i = 0; i < nreq; i++)
+            if (i != gate && reqs[i].active)
+                reqs[i].result = -EAGAIN;
+        return;
+    }
+    for (unsigned i = 0; i < nreq; i++)
+        if (i != gate)
+            dc_set_lock_wait(&reqs[i], gate_ms / DC_LOCK_REST_WAIT_DIV);
+    reqs[gate].active = false; /* granted: the others alone */
+    dc_io_run(fs, ino, reqs, nreq);
+    reqs[gate].active = true;
+    reqs[gate].result = 0; /* whatever a failed start wrote over it */
+    for (unsigned i = 0; i < nreq; i++)
+        dc_set_lock_wait(&reqs[i], 0);
 }
 
 /* Send every active request once and wait for no reply (a late one is

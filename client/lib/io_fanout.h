@@ -25,6 +25,11 @@
 #define DC_LOCK_BACKOFF_MIN_US 1000u
 #define DC_LOCK_BACKOFF_MAX_US 200000u
 #define DC_LOCK_ATTEMPTS_MAX 200u
+/* Waits at the servers of dc_io_run_gated: the gate request waits up to
+ * the request timeout / DC_LOCK_GATE_WAIT_DIV (at most
+ * WIRE_LOCK_WAIT_MAX_MS), the others DC_LOCK_REST_WAIT_DIV times less. */
+#define DC_LOCK_GATE_WAIT_DIV 4u
+#define DC_LOCK_REST_WAIT_DIV 8u
 /* Rounds a write/read restarts because a server failed in the middle. */
 #define DC_FAILOVER_RESTARTS_MAX 8u
 #define DC_DEFAULT_TIMEOUT_MS 2000u
@@ -128,6 +133,28 @@ void dc_req_set_lock(dc_req *r, uint64_t first_stripe, uint64_t count, uint64_t 
  * refused by a REBUILDING/RECONSTRUCTING server: DC_ERR_DOWN (the first is
  * marked failed; the second is only treated as down from then on). */
 void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq);
+
+/* dc_io_run for lock requests that were NACKed before: they wait at the
+ * servers for the stripes (LockSpec.wait_ms, ioserver/lock_waits.h)
+ * instead of being NACKed at once, so the stripes pass from the holder to
+ * this round the moment they are released, with no back-off sleep. Waiting
+ * while holding locks could deadlock (A holds server 1 and waits at 2, B
+ * the other way round), so the request to the lowest server id that
+ * carries a lock (the gate) goes first and alone, and waits while this
+ * round holds nothing. Every waiting round of a file locks the same gate
+ * (dc_lock_gate_pos), so two that want common stripes pass it one after
+ * the other. Once it is granted, the others go at once and wait a shorter
+ * while: there they meet only rounds that do not wait (first tries,
+ * degraded reads, scrubs, recovery: they give back what they hold) or the
+ * round that held the gate before, finishing; a cycle between rounds
+ * whose clients disagree on the gate (on which servers are down) ends
+ * with their shorter waits. A gate that is not granted leaves the others
+ * unsent, with result -EAGAIN (a NACK). */
+void dc_io_run_gated(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq);
+/* The gate of a file's waiting rounds: the layout position of its lowest
+ * server id not in `down` (a mask of positions); -1 when all are. A round
+ * that waits locks it even when it neither reads nor writes there. */
+int dc_lock_gate_pos(const layout *lay, uint32_t down);
 
 /* Control requests (STAT, HEARTBEAT, DIRTY, SET_STATE, LOCK with take-over)
  * to several servers at once, each reply kept for the caller: rep NULL when
