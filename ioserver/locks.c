@@ -593,40 +593,36 @@ int ios_locks_held_by(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t c
     return pos >= end;
 }
 
-bool ios_locks_holds_any(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
-                         ios_lock_owner owner)
+/* Whether an entry of [first, first+count) is owner's (mine) or another
+ * owner's (!mine). */
+static bool overlap_of(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                       ios_lock_owner owner, bool mine)
 {
     if (range_check(first, count))
         return false;
     uint64_t end = first + count;
     file_node **bucket;
     lock_shard *s = shard_of(t, file_id, &bucket);
-    bool held = false;
+    bool found = false;
 
     pthread_mutex_lock(&s->mu);
     file_node *f = node_find(bucket, file_id);
-    for (size_t i = 0; f != NULL && i < f->n && !held; i++)
-        held = same_owner(f->v[i].owner, owner) && overlaps(&f->v[i], first, end);
+    for (size_t i = 0; f != NULL && i < f->n && !found; i++)
+        found = same_owner(f->v[i].owner, owner) == mine && overlaps(&f->v[i], first, end);
     pthread_mutex_unlock(&s->mu);
-    return held;
+    return found;
+}
+
+bool ios_locks_holds_any(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
+                         ios_lock_owner owner)
+{
+    return overlap_of(t, file_id, first, count, owner, true);
 }
 
 bool ios_locks_conflicts(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,
                          ios_lock_owner owner)
 {
-    if (range_check(first, count))
-        return false;
-    uint64_t end = first + count;
-    file_node **bucket;
-    lock_shard *s = shard_of(t, file_id, &bucket);
-    bool conflict = false;
-
-    pthread_mutex_lock(&s->mu);
-    file_node *f = node_find(bucket, file_id);
-    for (size_t i = 0; f != NULL && i < f->n && !conflict; i++)
-        conflict = !same_owner(f->v[i].owner, owner) && overlaps(&f->v[i], first, end);
-    pthread_mutex_unlock(&s->mu);
-    return conflict;
+    return overlap_of(t, file_id, first, count, owner, false);
 }
 
 int ios_locks_mark_written(ios_locks *t, uint64_t file_id, uint64_t first, uint64_t count,

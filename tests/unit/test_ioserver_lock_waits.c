@@ -133,6 +133,25 @@ static int call_err(rpc_conn *c, uint16_t type, req *r)
     return reply_err(send_req(c, type, r, NULL, 0, NULL, 0));
 }
 
+/* owner's IO_LOCK (or IO_UNLOCK) of stripes [first, first+count) on c,
+ * NACKed at once: the reply's err. */
+static int lock_op(rpc_conn *c, uint16_t type, ios_lock_owner owner, uint64_t first,
+                   uint64_t count)
+{
+    req r;
+    req_init(&r, owner, first, count, 0);
+    return call_err(c, type, &r);
+}
+
+/* Sends want (a request that may wait) on c and checks that it waits:
+ * no answer for PARKED_PROBE_MS. */
+static rpc_call *park(rpc_conn *c, uint16_t type, req *want, void *resp, size_t resp_len)
+{
+    rpc_call *call = send_req(c, type, want, NULL, 0, resp, resp_len);
+    ck_assert_int_eq(rpc_call_wait(call, PARKED_PROBE_MS), -ETIMEDOUT);
+    return call;
+}
+
 /* Waits (bounded) until no request is parked any more. */
 static void wait_unparked(void)
 {
@@ -144,16 +163,12 @@ static void wait_unparked(void)
 START_TEST(waiting_lock_granted_when_released)
 {
     rpc_conn *a = conn_open(), *b = conn_open();
-    req hold, want, un;
-    req_init(&hold, HOLDER, 0, 4, 0);
-    ck_assert_int_eq(call_err(a, DEPFS__IO_OP__IO_LOCK, &hold), 0);
+    ck_assert_int_eq(lock_op(a, DEPFS__IO_OP__IO_LOCK, HOLDER, 0, 4), 0);
+    req want;
     req_init(&want, WAITER, 2, 4, LONG_WAIT_MS);
-    rpc_call *w = send_req(b, DEPFS__IO_OP__IO_LOCK, &want, NULL, 0, NULL, 0);
-    /* not NACKed: it waits while the holder holds */
-    ck_assert_int_eq(rpc_call_wait(w, PARKED_PROBE_MS), -ETIMEDOUT);
+    rpc_call *w = park(b, DEPFS__IO_OP__IO_LOCK, &want, NULL, 0);
     ck_assert_uint_eq(ios_lock_waits_parked(fx.ctx.waits), 1);
-    req_init(&un, HOLDER, 0, 4, 0);
-    ck_assert_int_eq(call_err(a, DEPFS__IO_OP__IO_UNLOCK, &un), 0);
+    ck_assert_int_eq(lock_op(a, DEPFS__IO_OP__IO_UNLOCK, HOLDER, 0, 4), 0);
     ck_assert_int_eq(reply_err(w), 0);
     ck_assert_int_eq(ios_locks_held_by(fx.ctx.locks, FILE_A, 2, 4, WAITER), 1);
     ck_assert_uint_eq(ios_lock_waits_parked(fx.ctx.waits), 0);
@@ -165,16 +180,14 @@ END_TEST
 START_TEST(waiting_read_reads_what_the_holder_wrote)
 {
     rpc_conn *a = conn_open(), *b = conn_open();
-    req hold, rd, wr;
-    req_init(&hold, HOLDER, 0, 1, 0);
-    ck_assert_int_eq(call_err(a, DEPFS__IO_OP__IO_LOCK, &hold), 0);
+    ck_assert_int_eq(lock_op(a, DEPFS__IO_OP__IO_LOCK, HOLDER, 0, 1), 0);
     uint8_t got[UNIT_BYTES], unit[UNIT_BYTES];
     memset(got, 0, sizeof(got));
     memset(unit, 0xAB, sizeof(unit));
+    req rd, wr;
     req_init(&rd, WAITER, 0, 1, LONG_WAIT_MS);
     req_extent(&rd, 0, sizeof(got));
-    rpc_call *r = send_req(b, DEPFS__IO_OP__IO_READ, &rd, NULL, 0, got, sizeof(got));
-    ck_assert_int_eq(rpc_call_wait(r, PARKED_PROBE_MS), -ETIMEDOUT);
+    rpc_call *r = park(b, DEPFS__IO_OP__IO_READ, &rd, got, sizeof(got));
     /* the holder writes under its lock and releases it with the write */
     req_init(&wr, HOLDER, 0, 1, 0);
     req_extent(&wr, 0, sizeof(unit));
@@ -192,10 +205,9 @@ END_TEST
 START_TEST(nacked_when_the_wait_runs_out)
 {
     rpc_conn *a = conn_open(), *b = conn_open();
-    req hold, want, stat;
-    req_init(&hold, HOLDER, 0, 4, 0);
-    ck_assert_int_eq(call_err(a, DEPFS__IO_OP__IO_LOCK, &hold), 0);
+    ck_assert_int_eq(lock_op(a, DEPFS__IO_OP__IO_LOCK, HOLDER, 0, 4), 0);
     uint64_t t0 = clock_now_ms();
+    req want, stat;
     req_init(&want, WAITER, 0, 1, SHORT_WAIT_MS);
     rpc_call *w = send_req(b, DEPFS__IO_OP__IO_LOCK, &want, NULL, 0, NULL, 0);
     /* meanwhile the server answers everyone else, the waiter's own
@@ -215,16 +227,12 @@ END_TEST
 START_TEST(never_granted_to_a_client_that_has_gone)
 {
     rpc_conn *a = conn_open(), *b = conn_open();
-    req hold, want, un;
-    req_init(&hold, HOLDER, 0, 4, 0);
-    ck_assert_int_eq(call_err(a, DEPFS__IO_OP__IO_LOCK, &hold), 0);
+    ck_assert_int_eq(lock_op(a, DEPFS__IO_OP__IO_LOCK, HOLDER, 0, 4), 0);
+    req want;
     req_init(&want, WAITER, 0, 4, LONG_WAIT_MS);
-    rpc_call *w = send_req(b, DEPFS__IO_OP__IO_LOCK, &want, NULL, 0, NULL, 0);
-    ck_assert_int_eq(rpc_call_wait(w, PARKED_PROBE_MS), -ETIMEDOUT);
-    rpc_call_free(w);
+    rpc_call_free(park(b, DEPFS__IO_OP__IO_LOCK, &want, NULL, 0));
     rpc_conn_close(b); /* the waiter's client goes away */
-    req_init(&un, HOLDER, 0, 4, 0);
-    ck_assert_int_eq(call_err(a, DEPFS__IO_OP__IO_UNLOCK, &un), 0);
+    ck_assert_int_eq(lock_op(a, DEPFS__IO_OP__IO_UNLOCK, HOLDER, 0, 4), 0);
     wait_unparked();
     ck_assert_int_eq(ios_locks_holds_any(fx.ctx.locks, FILE_A, 0, 4, WAITER), 0);
     rpc_conn_close(a);
@@ -245,17 +253,14 @@ END_TEST
 START_TEST(nacked_at_once_when_the_waits_are_full)
 {
     rpc_conn *a = conn_open(), *b = conn_open(), *c = conn_open();
-    req hold, want, want2, un;
-    req_init(&hold, HOLDER, 0, 4, 0);
-    ck_assert_int_eq(call_err(a, DEPFS__IO_OP__IO_LOCK, &hold), 0);
+    ck_assert_int_eq(lock_op(a, DEPFS__IO_OP__IO_LOCK, HOLDER, 0, 4), 0);
+    req want, want2;
     req_init(&want, WAITER, 0, 4, LONG_WAIT_MS);
-    rpc_call *w = send_req(b, DEPFS__IO_OP__IO_LOCK, &want, NULL, 0, NULL, 0);
-    ck_assert_int_eq(rpc_call_wait(w, PARKED_PROBE_MS), -ETIMEDOUT);
+    rpc_call *w = park(b, DEPFS__IO_OP__IO_LOCK, &want, NULL, 0);
     ck_assert_uint_eq(ios_lock_waits_parked(fx.ctx.waits), FULL_MAX_PARKED);
     req_init(&want2, WAITER2, 0, 4, LONG_WAIT_MS);
     ck_assert_int_eq(call_err(c, DEPFS__IO_OP__IO_LOCK, &want2), EAGAIN);
-    req_init(&un, HOLDER, 0, 4, 0);
-    ck_assert_int_eq(call_err(a, DEPFS__IO_OP__IO_UNLOCK, &un), 0);
+    ck_assert_int_eq(lock_op(a, DEPFS__IO_OP__IO_UNLOCK, HOLDER, 0, 4), 0);
     ck_assert_int_eq(reply_err(w), 0);
     rpc_conn_close(a);
     rpc_conn_close(b);
@@ -266,12 +271,10 @@ END_TEST
 START_TEST(stopping_answers_every_waiter)
 {
     rpc_conn *a = conn_open(), *b = conn_open();
-    req hold, want;
-    req_init(&hold, HOLDER, 0, 4, 0);
-    ck_assert_int_eq(call_err(a, DEPFS__IO_OP__IO_LOCK, &hold), 0);
+    ck_assert_int_eq(lock_op(a, DEPFS__IO_OP__IO_LOCK, HOLDER, 0, 4), 0);
+    req want;
     req_init(&want, WAITER, 0, 4, LONG_WAIT_MS);
-    rpc_call *w = send_req(b, DEPFS__IO_OP__IO_LOCK, &want, NULL, 0, NULL, 0);
-    ck_assert_int_eq(rpc_call_wait(w, PARKED_PROBE_MS), -ETIMEDOUT);
+    rpc_call *w = park(b, DEPFS__IO_OP__IO_LOCK, &want, NULL, 0);
     ios_lock_waits_stop(fx.ctx.waits);
     fx.ctx.waits = NULL; /* NACKs at once from now on */
     ck_assert_int_eq(reply_err(w), EAGAIN);
