@@ -126,8 +126,9 @@ void rpc_replier_hold(rpc_replier *r);
  * MDS wraps a ticket's secret under. */
 const auth_session *rpc_replier_session(const rpc_replier *r);
 void rpc_replier_release(rpc_replier *r);
-/* Whether r's connection is gone: a reply would fail -ECONNRESET, and the
- * peer waits for none. */
+/* Whether r's connection is gone, or its peer closed it (a client closes
+ * its connection when it gives up on a request, e.g. on a frozen server):
+ * the peer waits for no reply, and acting on its request would be late. */
 bool rpc_replier_closed(rpc_replier *r);
 
 int rpc_reply(rpc_replier *r, const rpc_msg *req, const void *hdr, size_t hdr_len,

@@ -212,7 +212,8 @@ bool rpc_replier_closed(rpc_replier *r)
     pthread_mutex_lock(&r->m);
     bool closed = r->closed;
     pthread_mutex_unlock(&r->m);
-    return closed;
+    /* as dispatch asks before each request: the x stays open while r is held */
+    return closed || (r->x->ops->peer_closed && r->x->ops->peer_closed(r->x));
 }
 
 void rpc_replier_release(rpc_replier *r)
