@@ -9,7 +9,8 @@
  * Degraded: stripes whose wanted data sit on a server known down skip that
  * first pass (and ones whose server fails in it are redone): they are read
  * as the same byte range of any k surviving units, under the stripe locks
- * (LOCK+READ) so no concurrent write is half seen, and only their lost
+ * (LOCK+READ; NACKed, they wait at the servers next: dc_io_run_gated) so
+ * no concurrent write is half seen, and only their lost
  * wanted data units are decoded. A piece spanning at least half a unit's
  * columns of a stripe with lost data units (touching a lost unit or not)
  * instead decodes the whole stripe, with the next few when the handle reads
@@ -91,6 +92,27 @@ static int dc_degraded_build(depfs_t *fs, const layout *lay, dc_dstripe *ds, uns
     return 0;
 }
 
+/* A degraded fetch's retry after a NACK (dc_io_run_gated): its locks wait
+ * at the servers, the file's gate first, which it locks (to read) even
+ * when it reads nothing there. */
+static void dc_degraded_gated(depfs_t *fs, dc_inode *in, const layout *lay, uint32_t bad,
+                              dc_req *reqs)
+{
+    int gate = dc_lock_gate_pos(lay, bad);
+    const dc_req *any = NULL;
+    for (unsigned p = 0; p < lay->n && any == NULL; p++)
+        if (reqs[p].active && reqs[p].has_lock)
+            any = &reqs[p];
+    if (gate >= 0 && any != NULL && !reqs[gate].active) {
+        Depfs__LockSpec l = any->lock;
+        dc_req_init(&reqs[gate], lay, (unsigned)gate, DEPFS__IO_OP__IO_LOCK);
+        dc_req_set_lock(&reqs[gate], l.first_stripe, l.stripe_count, l.owner_client,
+                        l.owner_op, DC_LOCK_READ);
+        reqs[gate].lock_attempt = any->lock_attempt;
+    }
+    dc_io_run_gated(fs, in->ino, reqs, lay->n);
+}
+
 /* MDS rechecks of this client's failure marks before a read fails. */
 #define DC_MARK_RECHECKS 2u
 
@@ -128,7 +150,10 @@ static int dc_degraded_fetch(depfs_t *fs, dc_inode *in, dc_dstripe *ds, unsigned
         int rc = dc_degraded_build(fs, lay, ds, nd, bad, reqs, dc_next_op_id(fs), nacks);
         if (rc < 0)
             return rc;
-        dc_io_run(fs, in->ino, reqs, lay->n);
+        if (nacks > 0) /* NACKed before: wait at the servers, from the gate on */
+            dc_degraded_gated(fs, in, lay, bad, reqs);
+        else
+            dc_io_run(fs, in->ino, reqs, lay->n);
         bool nack = false, failed = false;
         for (unsigned p = 0; p < lay->n; p++) {
             if (!reqs[p].active || reqs[p].result == 0)
@@ -145,7 +170,7 @@ static int dc_degraded_fetch(depfs_t *fs, dc_inode *in, dc_dstripe *ds, unsigned
          * around them too, as around a failed server */
         uint32_t told = dc_reqs_untrusted(reqs, lay->n), read_from = 0;
         for (unsigned p = 0; p < lay->n; p++)
-            if (reqs[p].active)
+            if (reqs[p].active && reqs[p].op == DEPFS__IO_OP__IO_READ)
                 read_from |= 1u << p;
         if ((told & read_from & ~failed_here) != 0) {
             log_warn("libdepfs: degraded read of inode %llu: units at positions %#x are "
@@ -167,7 +192,10 @@ static int dc_degraded_fetch(depfs_t *fs, dc_inode *in, dc_dstripe *ds, unsigned
                          (unsigned long long)in->ino);
             return -EBUSY;
         }
-        dc_lock_backoff(attempt);
+        /* the first NACK goes straight to waiting at the servers; a fetch
+         * that waited there in vain backs off before it waits again */
+        if (nacks > 0)
+            dc_lock_backoff(nacks - 1);
         nacks++;
     }
 }

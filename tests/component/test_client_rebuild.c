@@ -18,8 +18,9 @@
  *   - a write locked everywhere that landed nowhere beside a stale data
  *     unit: freed when the trusted units are one codeword, refused when
  *     one of them took the write;
- *   - a write into stripes another owner holds waits at the servers once
- *     NACKed, and goes through in one more try when they are released;
+ *   - a write, and a degraded read, into stripes another owner holds wait
+ *     at the servers once NACKed, and go through in one more try when
+ *     they are released;
  *   - a client behind the cluster epoch refreshes and redoes its writes;
  *   - SEEK_DATA/SEEK_HOLE (depfs_lseek) never claim a hole over a unit a
  *     server missed while down (REBUILDING, or UP with dirty records naming
@@ -1124,14 +1125,40 @@ static uint64_t locks_retried(unsigned id)
 typedef struct held_lock {
     uint64_t ino;
     depfs_layout_info li;
+    uint32_t down; /* server id not held on (killed), or UINT32_MAX */
 } held_lock;
 
-/* Releases the hand-taken lock of stripe 0 everywhere after T_HOLD_MS. */
+/* Takes stripe 0 of h's file by hand on each of its servers but h->down,
+ * and returns the sum of their locks_retried. */
+static uint64_t hold_stripe0(const held_lock *h)
+{
+    uint64_t retried = 0;
+    for (unsigned p = 0; p < h->li.n; p++) {
+        if (h->li.servers[p] == h->down)
+            continue;
+        raw_lock(h->li.servers[p], h->ino, 0, 1, T_ORPHAN_CLIENT, T_HOLDER_OP, false);
+        retried += locks_retried(h->li.servers[p]);
+    }
+    return retried;
+}
+
+static uint64_t retried_since(const held_lock *h, uint64_t before)
+{
+    uint64_t retried = 0;
+    for (unsigned p = 0; p < h->li.n; p++)
+        if (h->li.servers[p] != h->down)
+            retried += locks_retried(h->li.servers[p]);
+    return retried - before;
+}
+
+/* Releases the hand-taken lock of stripe 0 after T_HOLD_MS. */
 static void *release_later(void *arg)
 {
     const held_lock *h = arg;
     clock_sleep_ms(T_HOLD_MS);
     for (unsigned p = 0; p < h->li.n; p++) {
+        if (h->li.servers[p] == h->down)
+            continue;
         Depfs__LockSpec l = DEPFS__LOCK_SPEC__INIT;
         l.first_stripe = 0;
         l.stripe_count = 1;
@@ -1155,22 +1182,15 @@ START_TEST(test_write_waits_for_a_held_lock)
     depfs_t *fs = mount_fs();
     const size_t size = 2 * 4 * 4096; /* 2 stripes of 6@4@4k */
     uint8_t *model = calloc(1, size);
-    held_lock h;
+    held_lock h = {.down = UINT32_MAX};
     h.ino = write_file(fs, "depfs@6@4@4k:/held", model, 0, size);
     layout_of(fs, h.ino, &h.li);
-    for (unsigned p = 0; p < h.li.n; p++)
-        raw_lock(h.li.servers[p], h.ino, 0, 1, T_ORPHAN_CLIENT, T_HOLDER_OP, false);
-    uint64_t retried_before = 0;
-    for (unsigned p = 0; p < h.li.n; p++)
-        retried_before += locks_retried(h.li.servers[p]);
+    uint64_t before = hold_stripe0(&h);
     pthread_t thr;
     ck_assert_int_eq(pthread_create(&thr, NULL, release_later, &h), 0);
     write_file(fs, "/held", model, 100, 1000); /* a partial stripe of stripe 0 */
     pthread_join(thr, NULL);
-    uint64_t retried = 0;
-    for (unsigned p = 0; p < h.li.n; p++)
-        retried += locks_retried(h.li.servers[p]);
-    retried -= retried_before;
+    uint64_t retried = retried_since(&h, before);
     /* one waiting try: a request per server of the round and the gate,
      * each run once more when the stripes were released */
     ck_assert_msg(retried > 0 && retried <= 2u * (h.li.n + 1),
@@ -1178,6 +1198,33 @@ START_TEST(test_write_waits_for_a_held_lock)
                   retried);
     scrub_clean(fs, h.ino);
     check_content(fs, "/held", model, size);
+    depfs_unmount(fs);
+    free(model);
+}
+END_TEST
+
+/* The same for a degraded read (the server of the unit read is down): its
+ * locks wait at the servers too once NACKed. */
+START_TEST(test_degraded_read_waits_for_a_held_lock)
+{
+    depfs_t *fs = mount_fs();
+    const size_t size = 2 * 4 * 4096; /* 2 stripes of 6@4@4k */
+    uint8_t *model = calloc(1, size);
+    held_lock h;
+    h.ino = write_file(fs, "depfs@6@4@4k:/held", model, 0, size);
+    layout_of(fs, h.ino, &h.li);
+    layout lay = layout_from(&h.li);
+    h.down = layout_unit_server(&lay, 0, 0);
+    td_ios_kill(&g_cl, h.down);
+    uint64_t before = hold_stripe0(&h);
+    pthread_t thr;
+    ck_assert_int_eq(pthread_create(&thr, NULL, release_later, &h), 0);
+    check_content(fs, "/held", model, size); /* unit 0 of stripe 0: decoded */
+    pthread_join(thr, NULL);
+    uint64_t retried = retried_since(&h, before);
+    ck_assert_msg(retried > 0 && retried <= 2u * (h.li.n + 1),
+                  "%" PRIu64 " lock requests retried for one degraded read that met a held lock",
+                  retried);
     depfs_unmount(fs);
     free(model);
 }
@@ -1415,6 +1462,7 @@ int main(void)
     suite_add_tcase(s, own_cluster("orphan_waits", test_orphan_repair_waits_for_servers));
     suite_add_tcase(s, own_cluster("orphan_tail_lock", test_orphan_tail_lock));
     suite_add_tcase(s, own_cluster("write_waits", test_write_waits_for_a_held_lock));
+    suite_add_tcase(s, own_cluster("degraded_read_waits", test_degraded_read_waits_for_a_held_lock));
     suite_add_tcase(s, own_cluster("reconstruct_cli", test_reconstruct_cli));
     suite_add_tcase(s, own_cluster("epoch_refresh", test_epoch_refresh));
     suite_add_tcase(s, own_cluster("seek_false_hole", test_seek_never_a_false_hole));
