@@ -206,7 +206,6 @@ static int nack(const Depfs__IoRequest *q, ios_result *res)
     const Depfs__LockSpec *l = q->lock;
     if (l->has_wait_ms && l->wait_ms > 0) {
         res->wait_ms = l->wait_ms;
-        res->wait_file_id = q->file_id;
         res->wait_first = l->first_stripe;
         res->wait_count = l->stripe_count;
         res->wait_owner = owner_of(l);
@@ -1026,7 +1025,7 @@ void ios_handle(void *ctx, const rpc_msg *req, rpc_replier *r)
     /* a lock request that may wait: answered when the stripes are free
      * (ios_retry_parked), or NACKed now when too many wait already */
     if (res.wait_ms > 0 && c->waits &&
-        ios_lock_waits_park(c->waits, req, r, res.wait_file_id, res.wait_first, res.wait_count,
+        ios_lock_waits_park(c->waits, req, r, res.file_id, res.wait_first, res.wait_count,
                             res.wait_owner, res.wait_ms) == 0) {
         assert(req->bulk_len == 0); /* READ and LOCK: all in the header kept */
         ios_result_free(&res);

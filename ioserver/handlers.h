@@ -77,13 +77,13 @@ typedef struct ios_result {
     Depfs__ScrubDamage **damage_ptrs;
     Depfs__Extent *extents;       /* IO_EXTENTS: data_extents */
     Depfs__Extent **extent_ptrs;
+    uint64_t file_id;             /* the request's (once past the checks) */
+    bool may_release;             /* it may have released locks of file_id */
     /* a NACK whose request may wait (LockSpec.wait_ms, lock_waits.h):
-     * wait_ms > 0 and the lock it was refused */
+     * wait_ms > 0 and the stripes of file_id it was refused */
     unsigned wait_ms;
-    uint64_t wait_file_id, wait_first, wait_count;
+    uint64_t wait_first, wait_count;
     ios_lock_owner wait_owner;
-    bool may_release; /* the request may have released locks of file_id */
-    uint64_t file_id;
 } ios_result;
 
 /* Handles one request of frame type `type` from who (authz.h; NULL: auth
