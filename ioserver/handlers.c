@@ -529,6 +529,8 @@ static void fill_lock_counters(ios_ctx *c, Depfs__IoReply *r)
     r->lock_hold_ms_total = ls.hold_ms_total;
     r->locks_retried = ls.retried;
     r->has_locks_retried = 1;
+    r->locks_waiting = ios_lock_waits_parked(c->waits);
+    r->has_locks_waiting = 1;
     r->has_locks_granted = r->has_locks_nacked = r->has_locks_held = 1;
     r->has_lock_hold_ms_total = 1;
     r->damaged_blocks = ios_strips_csum_errors(c->strips);

@@ -34,6 +34,7 @@ typedef struct status_totals {
     uint64_t degraded_files;
     uint64_t bytes_used, bytes_free;
     uint64_t locks_granted, locks_nacked, locks_retried, locks_held, lock_hold_ms_total;
+    uint64_t locks_waiting;
     uint64_t damaged_blocks;
     uint64_t scrub_bytes_verified, scrub_blocks_damaged, scrub_blocks_repaired;
     depfs_purge_status purge; /* the MDS's purge queue */
@@ -98,6 +99,7 @@ static void add_totals(status_totals *t, const depfs_server_status *s)
     t->locks_nacked += s->locks_nacked;
     t->locks_retried += s->locks_retried;
     t->locks_held += s->locks_held;
+    t->locks_waiting += s->locks_waiting;
     t->damaged_blocks += s->damaged_blocks;
     t->lock_hold_ms_total += s->lock_hold_ms_total;
     t->scrub_bytes_verified += s->scrub_bytes_verified;
@@ -196,13 +198,14 @@ static void print_text(const depfs_server_status *v, unsigned n, const status_to
     human_bytes(freeb, sizeof(freeb), t->bytes_free);
     printf("total: %u servers (%u up, %u down, %u rebuilding, %u reconstructing, %u reachable), "
            "%llu degraded files, used %s, free %s, "
-           "locks granted %llu, nacked %llu, retried %llu, held %llu, hold %llu ms, "
+           "locks granted %llu, nacked %llu, retried %llu, held %llu, waiting %llu, hold %llu ms, "
            "damaged blocks read %llu, scrub verified %llu bytes, found %llu damaged, "
            "repaired %llu\n",
            t->servers, t->up, t->down, t->rebuilding, t->reconstructing, t->reachable,
            (unsigned long long)t->degraded_files, used, freeb,
            (unsigned long long)t->locks_granted, (unsigned long long)t->locks_nacked,
            (unsigned long long)t->locks_retried, (unsigned long long)t->locks_held,
+           (unsigned long long)t->locks_waiting,
            (unsigned long long)t->lock_hold_ms_total, (unsigned long long)t->damaged_blocks,
            (unsigned long long)t->scrub_bytes_verified, (unsigned long long)t->scrub_blocks_damaged,
            (unsigned long long)t->scrub_blocks_repaired);
@@ -219,12 +222,13 @@ static void print_text(const depfs_server_status *v, unsigned n, const status_to
 }
 
 static void json_locks(cli_json *j, uint64_t granted, uint64_t nacked, uint64_t retried,
-                       uint64_t held, uint64_t hold_ms)
+                       uint64_t held, uint64_t waiting, uint64_t hold_ms)
 {
     cli_json_uint(j, "locks_granted", granted);
     cli_json_uint(j, "locks_nacked", nacked);
     cli_json_uint(j, "locks_retried", retried);
     cli_json_uint(j, "locks_held", held);
+    cli_json_uint(j, "locks_waiting", waiting);
     cli_json_uint(j, "lock_hold_ms_total", hold_ms);
 }
 
@@ -254,7 +258,7 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
         cli_json_uint(&j, "bytes_used", s->bytes_used);
         cli_json_uint(&j, "bytes_free", s->bytes_free);
         json_locks(&j, s->locks_granted, s->locks_nacked, s->locks_retried, s->locks_held,
-                   s->lock_hold_ms_total);
+                   s->locks_waiting, s->lock_hold_ms_total);
         cli_json_uint(&j, "damaged_blocks", s->damaged_blocks);
         cli_json_begin_object(&j, "scrub");
         cli_json_uint(&j, "rate", s->scrub_rate);
@@ -283,7 +287,7 @@ static void print_json(const depfs_server_status *v, unsigned n, const status_to
     cli_json_uint(&j, "bytes_used", t->bytes_used);
     cli_json_uint(&j, "bytes_free", t->bytes_free);
     json_locks(&j, t->locks_granted, t->locks_nacked, t->locks_retried, t->locks_held,
-               t->lock_hold_ms_total);
+               t->locks_waiting, t->lock_hold_ms_total);
     cli_json_uint(&j, "damaged_blocks", t->damaged_blocks);
     cli_json_uint(&j, "scrub_bytes_verified", t->scrub_bytes_verified);
     cli_json_uint(&j, "scrub_blocks_damaged", t->scrub_blocks_damaged);

@@ -32,6 +32,8 @@ static const prom_metric server_metrics[] = {
     { "depfs_server_free_bytes", PROM_GAUGE, "Bytes free in the server's data directory",
       FIELD(bytes_free), 1 },
     { "depfs_server_locks_held", PROM_GAUGE, "Stripe locks held now", FIELD(locks_held), 1 },
+    { "depfs_server_locks_waiting", PROM_GAUGE,
+      "Lock requests waiting at the server for their stripes now", FIELD(locks_waiting), 1 },
     { "depfs_server_locks_granted", PROM_COUNTER, "Stripe locks granted since the server started",
       FIELD(locks_granted), 1 },
     { "depfs_server_locks_nacked", PROM_COUNTER,

@@ -92,6 +92,7 @@ static void status_fill(const dc_server *s, const Depfs__IoReply *rep, const Dep
     st->locks_held = rep->locks_held;
     st->lock_hold_ms_total = rep->lock_hold_ms_total;
     st->locks_retried = rep->locks_retried;
+    st->locks_waiting = rep->locks_waiting;
     st->damaged_blocks = rep->damaged_blocks;
     if (rep->scrub) {
         st->scrub_rate = rep->scrub->rate;

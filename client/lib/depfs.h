@@ -407,6 +407,7 @@ typedef struct depfs_server_status {
     uint64_t scrub_passes;            /* full passes finished */
     uint64_t scrub_last_pass_end_s;   /* wall clock of the last one (0: none yet) */
     uint64_t scrub_last_pass_bytes, scrub_last_pass_ms; /* what it verified, in how long */
+    uint64_t locks_waiting;     /* lock requests waiting there for their stripes now */
 } depfs_server_status;
 /* Fills up to max entries; returns the number of servers. */
 int depfs_cluster_status(depfs_t *fs, depfs_server_status *out, unsigned max);

@@ -85,6 +85,8 @@ rate=$(depfs status --json | json_get servers.id=0.scrub.rate)
   fail "metrics: scrub rate $(metric depfs_server_scrub_rate_bytes_per_second id=0), status --json says $rate"
 [ "$(metric depfs_server_used_bytes id=0)" -gt 0 ] || fail "metrics: server 0 uses no bytes"
 [ "$(metric depfs_server_locks_granted_total id=0)" -gt 0 ] || fail "metrics: no lock granted at server 0"
+[ "$(metric depfs_server_locks_waiting id=0)" = "$(depfs status --json | json_get servers.id=0.locks_waiting)" ] ||
+  fail "metrics: lock requests waiting at server 0 $(metric depfs_server_locks_waiting id=0), status --json says otherwise"
 kill_down 5
 depfs status --prometheus >"$W/metrics" || fail "depfs status --prometheus with a server down"
 python3 "$OMCHECK" "$W/metrics" || fail "status --prometheus with a server down is not valid OpenMetrics"
