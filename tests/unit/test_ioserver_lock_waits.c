@@ -115,16 +115,24 @@ static rpc_call *send_req(rpc_conn *c, uint16_t type, req *r, const void *bulk, 
     return call;
 }
 
-/* The reply's err (0 or a positive errno); frees the call. */
-static int reply_err(rpc_call *call)
+/* The call's reply, unpacked (free with depfs__io_reply__free_unpacked);
+ * frees the call. */
+static Depfs__IoReply *reply_of(rpc_call *call)
 {
     ck_assert_int_eq(rpc_call_wait(call, REPLY_WAIT_MS), 0);
     Depfs__IoReply *rep = NULL;
     ck_assert_int_eq(rpc_call_unpack(call, &depfs__io_reply__descriptor, (ProtobufCMessage **)&rep),
                      0);
+    rpc_call_free(call);
+    return rep;
+}
+
+/* The reply's err (0 or a positive errno); frees the call. */
+static int reply_err(rpc_call *call)
+{
+    Depfs__IoReply *rep = reply_of(call);
     int err = (int)rep->err;
     depfs__io_reply__free_unpacked(rep, NULL);
-    rpc_call_free(call);
     return err;
 }
 
@@ -157,16 +165,11 @@ static uint64_t stat_waiting(rpc_conn *c)
 {
     req r;
     depfs__io_request__init(&r.q);
-    rpc_call *call = send_req(c, DEPFS__IO_OP__IO_STAT, &r, NULL, 0, NULL, 0);
-    ck_assert_int_eq(rpc_call_wait(call, REPLY_WAIT_MS), 0);
-    Depfs__IoReply *rep = NULL;
-    ck_assert_int_eq(rpc_call_unpack(call, &depfs__io_reply__descriptor, (ProtobufCMessage **)&rep),
-                     0);
+    Depfs__IoReply *rep = reply_of(send_req(c, DEPFS__IO_OP__IO_STAT, &r, NULL, 0, NULL, 0));
     ck_assert_int_eq(rep->err, 0);
     ck_assert(rep->has_locks_waiting);
     uint64_t n = rep->locks_waiting;
     depfs__io_reply__free_unpacked(rep, NULL);
-    rpc_call_free(call);
     return n;
 }
 
