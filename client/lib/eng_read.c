@@ -92,27 +92,6 @@ static int dc_degraded_build(depfs_t *fs, const layout *lay, dc_dstripe *ds, uns
     return 0;
 }
 
-/* A degraded fetch's retry after a NACK (dc_io_run_gated): its locks wait
- * at the servers, the file's gate first, which it locks (to read) even
- * when it reads nothing there. */
-static void dc_degraded_gated(depfs_t *fs, dc_inode *in, const layout *lay, uint32_t bad,
-                              dc_req *reqs)
-{
-    int gate = dc_lock_gate_pos(lay, bad);
-    const dc_req *any = NULL;
-    for (unsigned p = 0; p < lay->n && any == NULL; p++)
-        if (reqs[p].active && reqs[p].has_lock)
-            any = &reqs[p];
-    if (gate >= 0 && any != NULL && !reqs[gate].active) {
-        Depfs__LockSpec l = any->lock;
-        dc_req_init(&reqs[gate], lay, (unsigned)gate, DEPFS__IO_OP__IO_LOCK);
-        dc_req_set_lock(&reqs[gate], l.first_stripe, l.stripe_count, l.owner_client,
-                        l.owner_op, DC_LOCK_READ);
-        reqs[gate].lock_attempt = any->lock_attempt;
-    }
-    dc_io_run_gated(fs, in->ino, reqs, lay->n);
-}
-
 /* MDS rechecks of this client's failure marks before a read fails. */
 #define DC_MARK_RECHECKS 2u
 
@@ -151,7 +130,7 @@ static int dc_degraded_fetch(depfs_t *fs, dc_inode *in, dc_dstripe *ds, unsigned
         if (rc < 0)
             return rc;
         if (nacks > 0) /* NACKed before: wait at the servers, from the gate on */
-            dc_degraded_gated(fs, in, lay, bad, reqs);
+            dc_io_run_gated(fs, in->ino, lay, bad, reqs);
         else
             dc_io_run(fs, in->ino, reqs, lay->n);
         bool nack = false, failed = false;

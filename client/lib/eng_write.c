@@ -347,9 +347,6 @@ static void dc_build_phase1(dc_wround *w, dc_req *reqs)
     for (unsigned p = 0; p < lay->n; p++)
         if (reqs[p].active)
             w->lockset |= 1u << p;
-    int gate = dc_lock_gate_pos(lay, w->down);
-    if (dc_round_waits(w) && gate >= 0) /* at the file's gate first */
-        w->lockset |= 1u << gate;
     w->owner_op = dc_next_op_id(w->fs);
     for (unsigned p = 0; p < lay->n; p++) {
         dc_req *r = &reqs[p];
@@ -403,10 +400,14 @@ static int dc_phase1(dc_wround *w, dc_req *reqs)
     w->lock_attempt = 0;
     for (unsigned attempt = 0;; attempt++) {
         dc_build_phase1(w, reqs);
-        if (dc_round_waits(w))
-            dc_io_run_gated(w->fs, w->in->ino, reqs, lay->n);
-        else
+        if (dc_round_waits(w)) {
+            dc_io_run_gated(w->fs, w->in->ino, lay, w->down, reqs);
+            for (unsigned p = 0; p < lay->n; p++) /* the gate: phase 2 unlocks it */
+                if (reqs[p].active && reqs[p].has_lock)
+                    w->lockset |= 1u << p;
+        } else {
             dc_io_run(w->fs, w->in->ino, reqs, lay->n);
+        }
         bool nack = false, down = false, damaged = false;
         int err = 0;
         uint32_t told = dc_reqs_untrusted(reqs, lay->n), read_from = 0;

@@ -647,7 +647,9 @@ static void dc_set_lock_wait(dc_req *r, uint32_t wait_ms)
     r->lock.wait_ms = wait_ms;
 }
 
-int dc_lock_gate_pos(const layout *lay, uint32_t down)
+/* The file's gate: the layout position of its lowest server id not in
+ * `down` (a mask of positions); -1 when all are. */
+static int dc_lock_gate_pos(const layout *lay, uint32_t down)
 {
     int gate = -1;
     for (unsigned p = 0; p < lay->n; p++)
@@ -656,16 +658,24 @@ int dc_lock_gate_pos(const layout *lay, uint32_t down)
     return gate;
 }
 
-void dc_io_run_gated(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
+void dc_io_run_gated(depfs_t *fs, uint64_t ino, const layout *lay, uint32_t down, dc_req *reqs)
 {
-    unsigned gate = nreq;
-    for (unsigned i = 0; i < nreq; i++)
-        if (reqs[i].active && reqs[i].has_lock &&
-            (gate == nreq || reqs[i].server_id < reqs[gate].server_id))
-            gate = i;
-    if (gate == nreq) {
-        dc_io_run(fs, ino, reqs, nreq);
+    const dc_req *any = NULL;
+    for (unsigned p = 0; p < lay->n && any == NULL; p++)
+        if (reqs[p].active && reqs[p].has_lock)
+            any = &reqs[p];
+    int gate = dc_lock_gate_pos(lay, down);
+    if (any == NULL || gate < 0) {
+        dc_io_run(fs, ino, reqs, lay->n);
         return;
+    }
+    if (!reqs[gate].active) { /* locked to read where the round does nothing else */
+        Depfs__LockSpec l = any->lock;
+        uint32_t attempt = any->lock_attempt;
+        dc_req_init(&reqs[gate], lay, (unsigned)gate, DEPFS__IO_OP__IO_LOCK);
+        dc_req_set_lock(&reqs[gate], l.first_stripe, l.stripe_count, l.owner_client,
+                        l.owner_op, DC_LOCK_READ);
+        reqs[gate].lock_attempt = attempt;
     }
     uint32_t gate_ms = dc_timeout_ms(fs) / DC_LOCK_GATE_WAIT_DIV;
     if (gate_ms > WIRE_LOCK_WAIT_MAX_MS)
@@ -674,20 +684,20 @@ void dc_io_run_gated(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq)
     dc_io_run(fs, ino, &reqs[gate], 1);
     dc_set_lock_wait(&reqs[gate], 0);
     if (reqs[gate].result != 0) {
-        for (unsigned i = 0; i < nreq; i++)
-            if (i != gate && reqs[i].active)
-                reqs[i].result = -EAGAIN;
+        for (unsigned p = 0; p < lay->n; p++)
+            if (p != (unsigned)gate && reqs[p].active)
+                reqs[p].result = -EAGAIN;
         return;
     }
-    for (unsigned i = 0; i < nreq; i++)
-        if (i != gate)
-            dc_set_lock_wait(&reqs[i], gate_ms / DC_LOCK_REST_WAIT_DIV);
+    for (unsigned p = 0; p < lay->n; p++)
+        if (p != (unsigned)gate)
+            dc_set_lock_wait(&reqs[p], gate_ms / DC_LOCK_REST_WAIT_DIV);
     reqs[gate].active = false; /* granted: the others alone */
-    dc_io_run(fs, ino, reqs, nreq);
+    dc_io_run(fs, ino, reqs, lay->n);
     reqs[gate].active = true;
     reqs[gate].result = 0; /* whatever a failed start wrote over it */
-    for (unsigned i = 0; i < nreq; i++)
-        dc_set_lock_wait(&reqs[i], 0);
+    for (unsigned p = 0; p < lay->n; p++)
+        dc_set_lock_wait(&reqs[p], 0);
 }
 
 /* Send every active request once and wait for no reply (a late one is

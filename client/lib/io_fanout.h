@@ -134,27 +134,26 @@ void dc_req_set_lock(dc_req *r, uint64_t first_stripe, uint64_t count, uint64_t 
  * marked failed; the second is only treated as down from then on). */
 void dc_io_run(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq);
 
-/* dc_io_run for lock requests that were NACKed before: they wait at the
- * servers for the stripes (LockSpec.wait_ms, ioserver/lock_waits.h)
- * instead of being NACKed at once, so the stripes pass from the holder to
- * this round the moment they are released, with no back-off sleep. Waiting
- * while holding locks could deadlock (A holds server 1 and waits at 2, B
- * the other way round), so the request to the lowest server id that
- * carries a lock (the gate) goes first and alone, and waits while this
- * round holds nothing. Every waiting round of a file locks the same gate
- * (dc_lock_gate_pos), so two that want common stripes pass it one after
- * the other. Once it is granted, the others go at once and wait a shorter
- * while: there they meet only rounds that do not wait (first tries,
- * degraded reads, scrubs, recovery: they give back what they hold) or the
- * round that held the gate before, finishing; a cycle between rounds
- * whose clients disagree on the gate (on which servers are down) ends
- * with their shorter waits. A gate that is not granted leaves the others
- * unsent, with result -EAGAIN (a NACK). */
-void dc_io_run_gated(depfs_t *fs, uint64_t ino, dc_req *reqs, unsigned nreq);
-/* The gate of a file's waiting rounds: the layout position of its lowest
- * server id not in `down` (a mask of positions); -1 when all are. A round
- * that waits locks it even when it neither reads nor writes there. */
-int dc_lock_gate_pos(const layout *lay, uint32_t down);
+/* dc_io_run of a round's requests (reqs[p]: layout position p) whose
+ * locks were NACKed before: they wait at the servers for the stripes
+ * (LockSpec.wait_ms, ioserver/lock_waits.h) instead of being NACKed at
+ * once, so the stripes pass from the holder to this round the moment they
+ * are released, with no back-off sleep. Waiting while holding locks could
+ * deadlock (A holds server 1 and waits at 2, B the other way round), so
+ * the round first locks the file's gate alone (the layout's lowest server
+ * id not in `down`, a mask of positions; an IO_LOCK to read is added there
+ * when the round has no request of its own), and waits there while it
+ * holds nothing: every waiting round of a file passes the same gate, so
+ * two that want common stripes pass it one after the other. Once it is
+ * granted, the others go at once and wait a shorter while: there they
+ * meet only rounds that do not wait (first tries, scrubs, recovery: they
+ * give back what they hold) or the round that held the gate before,
+ * finishing; a cycle between rounds whose clients disagree on the gate
+ * (on which servers are down) ends with their shorter waits. A gate that
+ * is not granted leaves the others unsent, with result -EAGAIN (a NACK).
+ * The caller releases what was granted as ever: the gate's request is one
+ * of reqs (active, with a lock). */
+void dc_io_run_gated(depfs_t *fs, uint64_t ino, const layout *lay, uint32_t down, dc_req *reqs);
 
 /* Control requests (STAT, HEARTBEAT, DIRTY, SET_STATE, LOCK with take-over)
  * to several servers at once, each reply kept for the caller: rep NULL when
