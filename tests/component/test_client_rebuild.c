@@ -1172,61 +1172,55 @@ static void *release_later(void *arg)
     return NULL;
 }
 
-/* Another owner holds stripe 0 on every server for T_HOLD_MS while a
- * client writes into it: NACKed once, the write's next try waits at the
- * servers and goes through when the stripes are released, in one more
- * round (before: a back-off sleep and a new try, again and again, each
- * counted by the servers as a retry). */
-START_TEST(test_write_waits_for_a_held_lock)
+/* Another owner holds stripe 0 of a fresh 6@4@4k file for T_HOLD_MS
+ * while a client writes into it (degraded: reads it, the server of its
+ * first unit killed, so the read decodes under the stripe locks). NACKed
+ * once, the next try waits at the servers and goes through when the
+ * stripes are released, in one more round (before: a back-off sleep and a
+ * new try, again and again, each counted by the servers as a retry). */
+static void meet_a_held_lock(bool degraded)
 {
     depfs_t *fs = mount_fs();
-    const size_t size = 2 * 4 * 4096; /* 2 stripes of 6@4@4k */
+    const size_t size = 2 * 4 * 4096; /* 2 stripes */
     uint8_t *model = calloc(1, size);
     held_lock h = {.down = UINT32_MAX};
     h.ino = write_file(fs, "depfs@6@4@4k:/held", model, 0, size);
     layout_of(fs, h.ino, &h.li);
+    if (degraded) {
+        layout lay = layout_from(&h.li);
+        h.down = layout_unit_server(&lay, 0, 0);
+        td_ios_kill(&g_cl, h.down);
+    }
     uint64_t before = hold_stripe0(&h);
     pthread_t thr;
     ck_assert_int_eq(pthread_create(&thr, NULL, release_later, &h), 0);
-    write_file(fs, "/held", model, 100, 1000); /* a partial stripe of stripe 0 */
+    if (degraded)
+        check_content(fs, "/held", model, size); /* unit 0 of stripe 0: decoded */
+    else
+        write_file(fs, "/held", model, 100, 1000); /* a partial stripe of stripe 0 */
     pthread_join(thr, NULL);
     uint64_t retried = retried_since(&h, before);
     /* one waiting try: a request per server of the round and the gate,
      * each run once more when the stripes were released */
     ck_assert_msg(retried > 0 && retried <= 2u * (h.li.n + 1),
-                  "%" PRIu64 " lock requests retried for one write that met a held lock",
-                  retried);
-    scrub_clean(fs, h.ino);
+                  "%" PRIu64 " lock requests retried for one %s that met a held lock", retried,
+                  degraded ? "degraded read" : "write");
+    if (!degraded)
+        scrub_clean(fs, h.ino);
     check_content(fs, "/held", model, size);
     depfs_unmount(fs);
     free(model);
 }
+
+START_TEST(test_write_waits_for_a_held_lock)
+{
+    meet_a_held_lock(false);
+}
 END_TEST
 
-/* The same for a degraded read (the server of the unit read is down): its
- * locks wait at the servers too once NACKed. */
 START_TEST(test_degraded_read_waits_for_a_held_lock)
 {
-    depfs_t *fs = mount_fs();
-    const size_t size = 2 * 4 * 4096; /* 2 stripes of 6@4@4k */
-    uint8_t *model = calloc(1, size);
-    held_lock h;
-    h.ino = write_file(fs, "depfs@6@4@4k:/held", model, 0, size);
-    layout_of(fs, h.ino, &h.li);
-    layout lay = layout_from(&h.li);
-    h.down = layout_unit_server(&lay, 0, 0);
-    td_ios_kill(&g_cl, h.down);
-    uint64_t before = hold_stripe0(&h);
-    pthread_t thr;
-    ck_assert_int_eq(pthread_create(&thr, NULL, release_later, &h), 0);
-    check_content(fs, "/held", model, size); /* unit 0 of stripe 0: decoded */
-    pthread_join(thr, NULL);
-    uint64_t retried = retried_since(&h, before);
-    ck_assert_msg(retried > 0 && retried <= 2u * (h.li.n + 1),
-                  "%" PRIu64 " lock requests retried for one degraded read that met a held lock",
-                  retried);
-    depfs_unmount(fs);
-    free(model);
+    meet_a_held_lock(true);
 }
 END_TEST
 
