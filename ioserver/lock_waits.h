@@ -84,7 +84,8 @@ int ios_lock_waits_park(ios_lock_waits *w, const rpc_msg *req, rpc_replier *r,
 /* A request that may have released locks of file_id was handled: its
  * waiters are run again. Cheap when nothing waits. */
 void ios_lock_waits_kick(ios_lock_waits *w, uint64_t file_id);
-/* How many requests wait now. */
+/* How many requests wait now; one being answered counts until the
+ * answer is sent (a reply may reach its client a moment before). */
 unsigned ios_lock_waits_parked(ios_lock_waits *w);
 
 #endif

@@ -151,11 +151,22 @@ static int lock_op(rpc_conn *c, uint16_t type, ios_lock_owner owner, uint64_t fi
     return call_err(c, type, &r);
 }
 
+/* Waits (bounded) until exactly n requests are parked. */
+static void wait_parked(unsigned n)
+{
+    for (unsigned i = 0; i < POLL_ROUNDS && ios_lock_waits_parked(fx.ctx.waits) != n; i++)
+        clock_sleep_ms(POLL_PAUSE_MS);
+    ck_assert_uint_eq(ios_lock_waits_parked(fx.ctx.waits), n);
+}
+
 /* Sends want (a request that may wait) on c and checks that it waits:
- * no answer for PARKED_PROBE_MS. */
+ * parked at the server (however slowly the server got to it), and no
+ * answer for PARKED_PROBE_MS after. */
 static rpc_call *park(rpc_conn *c, uint16_t type, req *want, void *resp, size_t resp_len)
 {
+    unsigned before = ios_lock_waits_parked(fx.ctx.waits);
     rpc_call *call = send_req(c, type, want, NULL, 0, resp, resp_len);
+    wait_parked(before + 1);
     ck_assert_int_eq(rpc_call_wait(call, PARKED_PROBE_MS), -ETIMEDOUT);
     return call;
 }
@@ -173,14 +184,6 @@ static uint64_t stat_waiting(rpc_conn *c)
     return n;
 }
 
-/* Waits (bounded) until no request is parked any more. */
-static void wait_unparked(void)
-{
-    for (unsigned i = 0; i < POLL_ROUNDS && ios_lock_waits_parked(fx.ctx.waits) > 0; i++)
-        clock_sleep_ms(POLL_PAUSE_MS);
-    ck_assert_uint_eq(ios_lock_waits_parked(fx.ctx.waits), 0);
-}
-
 START_TEST(waiting_lock_granted_when_released)
 {
     rpc_conn *a = conn_open(), *b = conn_open();
@@ -192,6 +195,7 @@ START_TEST(waiting_lock_granted_when_released)
     ck_assert_int_eq(lock_op(a, DEPFS__IO_OP__IO_UNLOCK, HOLDER, 0, 4), 0);
     ck_assert_int_eq(reply_err(w), 0);
     ck_assert_int_eq(ios_locks_held_by(fx.ctx.locks, FILE_A, 2, 4, WAITER), 1);
+    wait_parked(0); /* the waits thread lets go of it just after answering */
     ck_assert_uint_eq(stat_waiting(a), 0);
     rpc_conn_close(a);
     rpc_conn_close(b);
@@ -239,7 +243,7 @@ START_TEST(nacked_when_the_wait_runs_out)
     ck_assert_int_eq(reply_err(w), EAGAIN);
     ck_assert_uint_ge(clock_now_ms() - t0, SHORT_WAIT_MS);
     ck_assert_int_eq(ios_locks_holds_any(fx.ctx.locks, FILE_A, 0, 4, WAITER), 0);
-    ck_assert_uint_eq(ios_lock_waits_parked(fx.ctx.waits), 0);
+    wait_parked(0);
     rpc_conn_close(a);
     rpc_conn_close(b);
 }
@@ -254,7 +258,7 @@ START_TEST(never_granted_to_a_client_that_has_gone)
     rpc_call_free(park(b, DEPFS__IO_OP__IO_LOCK, &want, NULL, 0));
     rpc_conn_close(b); /* the waiter's client goes away */
     ck_assert_int_eq(lock_op(a, DEPFS__IO_OP__IO_UNLOCK, HOLDER, 0, 4), 0);
-    wait_unparked();
+    wait_parked(0);
     ck_assert_int_eq(ios_locks_holds_any(fx.ctx.locks, FILE_A, 0, 4, WAITER), 0);
     rpc_conn_close(a);
 }
