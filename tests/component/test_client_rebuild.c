@@ -1103,11 +1103,16 @@ END_TEST
 
 /* -------------------------------------- a write that meets a held lock */
 
-#define T_HOLD_MS 150u       /* well below the gate's wait (request_timeout_ms / 4) */
 #define T_HOLDER_OP 43u
+#define T_HOLD_POLL_MS 2u
+#define T_HOLD_POLLS 5000u /* x T_HOLD_POLL_MS: 10 s */
 
-/* IO_STAT's locks_retried of server id. */
-static uint64_t locks_retried(unsigned id)
+/* The lock counters of server id's IO_STAT. */
+typedef struct lock_counts {
+    uint64_t nacked, retried, waiting;
+} lock_counts;
+
+static lock_counts lock_counts_of(unsigned id)
 {
     rpc_conn *c = ios_conn(id);
     Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
@@ -1116,7 +1121,7 @@ static uint64_t locks_retried(unsigned id)
                                   &depfs__io_reply__descriptor, &m, NULL), 0);
     Depfs__IoReply *rep = (Depfs__IoReply *)m;
     ck_assert_int_eq(rep->err, 0);
-    uint64_t n = rep->locks_retried;
+    lock_counts n = {rep->locks_nacked, rep->locks_retried, rep->locks_waiting};
     protobuf_c_message_free_unpacked(m, NULL);
     rpc_conn_close(c);
     return n;
@@ -1125,59 +1130,85 @@ static uint64_t locks_retried(unsigned id)
 typedef struct held_lock {
     uint64_t ino;
     depfs_layout_info li;
-    uint32_t down; /* server id not held on (killed), or UINT32_MAX */
+    uint32_t down;    /* server id not held on (killed), or UINT32_MAX */
+    uint32_t gate;    /* the file's gate (client/lib/io_fanout.c): lowest server id up */
+    uint64_t nacked;  /* the servers' locks_nacked once the lock was taken */
+    uint64_t retried; /* and their locks_retried */
+    bool gate_waited; /* a request waited at the gate while it was held */
 } held_lock;
 
 /* Takes stripe 0 of h's file by hand on each of its servers but h->down,
- * and returns the sum of their locks_retried. */
-static uint64_t hold_stripe0(const held_lock *h)
+ * and notes the gate and the servers' lock counters. */
+static void hold_stripe0(held_lock *h)
 {
-    uint64_t retried = 0;
+    h->gate = UINT32_MAX;
+    h->nacked = h->retried = 0;
     for (unsigned p = 0; p < h->li.n; p++) {
-        if (h->li.servers[p] == h->down)
+        uint32_t id = h->li.servers[p];
+        if (id == h->down)
             continue;
-        raw_lock(h->li.servers[p], h->ino, 0, 1, T_ORPHAN_CLIENT, T_HOLDER_OP, false);
-        retried += locks_retried(h->li.servers[p]);
+        raw_lock(id, h->ino, 0, 1, T_ORPHAN_CLIENT, T_HOLDER_OP, false);
+        lock_counts n = lock_counts_of(id);
+        h->nacked += n.nacked;
+        h->retried += n.retried;
+        if (id < h->gate)
+            h->gate = id;
     }
-    return retried;
 }
 
-static uint64_t retried_since(const held_lock *h, uint64_t before)
+/* The sum of a counter over h's servers but h->down. */
+static uint64_t counted(const held_lock *h, bool retried)
 {
-    uint64_t retried = 0;
+    uint64_t sum = 0;
     for (unsigned p = 0; p < h->li.n; p++)
-        if (h->li.servers[p] != h->down)
-            retried += locks_retried(h->li.servers[p]);
-    return retried - before;
+        if (h->li.servers[p] != h->down) {
+            lock_counts n = lock_counts_of(h->li.servers[p]);
+            sum += retried ? n.retried : n.nacked;
+        }
+    return sum;
 }
 
-/* Releases the hand-taken lock of stripe 0 after T_HOLD_MS. */
+static void unlock_stripe0(const held_lock *h, uint32_t server)
+{
+    Depfs__LockSpec l = DEPFS__LOCK_SPEC__INIT;
+    l.first_stripe = 0;
+    l.stripe_count = 1;
+    l.owner_client = T_ORPHAN_CLIENT;
+    l.owner_op = T_HOLDER_OP;
+    Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
+    q.file_id = h->ino;
+    q.lock = &l;
+    ck_assert_int_eq(raw_call(server, DEPFS__IO_OP__IO_UNLOCK, &q, NULL, 0), 0);
+}
+
+/* The holder: keeps stripe 0 until the client's first try was refused,
+ * then lets go of every server but the gate, and of the gate once a
+ * request waits there (or after the polls' bound: a client that never
+ * waits). Steps, not sleeps, so a slow machine changes nothing: the
+ * waiting round the gate lets through finds the other servers free. */
 static void *release_later(void *arg)
 {
-    const held_lock *h = arg;
-    clock_sleep_ms(T_HOLD_MS);
-    for (unsigned p = 0; p < h->li.n; p++) {
-        if (h->li.servers[p] == h->down)
-            continue;
-        Depfs__LockSpec l = DEPFS__LOCK_SPEC__INIT;
-        l.first_stripe = 0;
-        l.stripe_count = 1;
-        l.owner_client = T_ORPHAN_CLIENT;
-        l.owner_op = T_HOLDER_OP;
-        Depfs__IoRequest q = DEPFS__IO_REQUEST__INIT;
-        q.file_id = h->ino;
-        q.lock = &l;
-        ck_assert_int_eq(raw_call(h->li.servers[p], DEPFS__IO_OP__IO_UNLOCK, &q, NULL, 0), 0);
+    held_lock *h = arg;
+    for (unsigned i = 0; i < T_HOLD_POLLS && counted(h, false) == h->nacked; i++)
+        clock_sleep_ms(T_HOLD_POLL_MS);
+    for (unsigned p = 0; p < h->li.n; p++)
+        if (h->li.servers[p] != h->down && h->li.servers[p] != h->gate)
+            unlock_stripe0(h, h->li.servers[p]);
+    for (unsigned i = 0; i < T_HOLD_POLLS && !h->gate_waited; i++) {
+        h->gate_waited = lock_counts_of(h->gate).waiting > 0;
+        if (!h->gate_waited)
+            clock_sleep_ms(T_HOLD_POLL_MS);
     }
+    unlock_stripe0(h, h->gate);
     return NULL;
 }
 
-/* Another owner holds stripe 0 of a fresh 6@4@4k file for T_HOLD_MS
- * while a client writes into it (degraded: reads it, the server of its
- * first unit killed, so the read decodes under the stripe locks). NACKed
- * once, the next try waits at the servers and goes through when the
- * stripes are released, in one more round (before: a back-off sleep and a
- * new try, again and again, each counted by the servers as a retry). */
+/* Another owner holds stripe 0 of a fresh 6@4@4k file while a client
+ * writes into it (degraded: reads it, the server of its first unit
+ * killed, so the read decodes under the stripe locks). NACKed once, the
+ * next try waits at the gate and goes through when the stripes are
+ * released, in one more round (before: a back-off sleep and a new try,
+ * again and again, each counted by the servers as a retry). */
 static void meet_a_held_lock(bool degraded)
 {
     depfs_t *fs = mount_fs();
@@ -1191,7 +1222,7 @@ static void meet_a_held_lock(bool degraded)
         h.down = layout_unit_server(&lay, 0, 0);
         td_ios_kill(&g_cl, h.down);
     }
-    uint64_t before = hold_stripe0(&h);
+    hold_stripe0(&h);
     pthread_t thr;
     ck_assert_int_eq(pthread_create(&thr, NULL, release_later, &h), 0);
     if (degraded)
@@ -1199,7 +1230,9 @@ static void meet_a_held_lock(bool degraded)
     else
         write_file(fs, "/held", model, 100, 1000); /* a partial stripe of stripe 0 */
     pthread_join(thr, NULL);
-    uint64_t retried = retried_since(&h, before);
+    ck_assert_msg(h.gate_waited, "no request of the %s waited at the gate",
+                  degraded ? "degraded read" : "write");
+    uint64_t retried = counted(&h, true) - h.retried;
     /* one waiting try: a request per server of the round and the gate,
      * each run once more when the stripes were released */
     ck_assert_msg(retried > 0 && retried <= 2u * (h.li.n + 1),
