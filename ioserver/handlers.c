@@ -199,8 +199,9 @@ static void count_retry(ios_ctx *c, const Depfs__IoRequest *q)
         ios_locks_note_retry(c->locks);
 }
 
-/* A NACK (ios_locks_try -EAGAIN): when the request lets it wait
- * (LockSpec.wait_ms), note what for, so that ios_handle parks it. */
+/* A NACK (ios_locks_try -EAGAIN, after count_retry): when the request
+ * lets it wait (LockSpec.wait_ms), note what for, so that ios_handle parks
+ * it. */
 static int nack(const Depfs__IoRequest *q, ios_result *res)
 {
     const Depfs__LockSpec *l = q->lock;
@@ -209,6 +210,7 @@ static int nack(const Depfs__IoRequest *q, ios_result *res)
         res->wait_first = l->first_stripe;
         res->wait_count = l->stripe_count;
         res->wait_owner = owner_of(l);
+        res->wait_retry = q->has_lock_attempt && q->lock_attempt > 0;
     }
     return fail(res, -EAGAIN, "stripes locked by another owner");
 }
@@ -1026,12 +1028,17 @@ void ios_handle(void *ctx, const rpc_msg *req, rpc_replier *r)
                 req->who, &res);
     /* a lock request that may wait: answered when the stripes are free
      * (ios_retry_parked), or NACKed now when too many wait already */
-    if (res.wait_ms > 0 && c->waits &&
-        ios_lock_waits_park(c->waits, req, r, res.file_id, res.wait_first, res.wait_count,
-                            res.wait_owner, res.wait_ms) == 0) {
-        assert(req->bulk_len == 0); /* READ and LOCK: all in the header kept */
-        ios_result_free(&res);
-        return;
+    if (res.wait_ms > 0 && c->waits) {
+        /* uncounted while it waits (before it is parked: its answer may
+         * come at once, and is counted then) */
+        ios_locks_unnote_nack(c->locks, res.wait_retry);
+        if (ios_lock_waits_park(c->waits, req, r, res.file_id, res.wait_first, res.wait_count,
+                                res.wait_owner, res.wait_ms) == 0) {
+            assert(req->bulk_len == 0); /* READ and LOCK: all in the header kept */
+            ios_result_free(&res);
+            return;
+        }
+        ios_locks_note_nack(c->locks, res.wait_retry); /* NACKed now after all */
     }
     answer(c, r, req, &res);
     ios_result_free(&res);
@@ -1050,6 +1057,7 @@ bool ios_retry_parked(void *ctx, const ios_parked *p, bool expired)
     ios_result res;
     ios_process(c, p->type, p->hdr, p->hdr_len, NULL, 0, p->peer, p->who, &res);
     if (!expired && res.wait_ms > 0) { /* another took the stripes first */
+        ios_locks_unnote_nack(c->locks, res.wait_retry); /* waits on, uncounted */
         ios_result_free(&res);
         return false;
     }

@@ -84,6 +84,7 @@ typedef struct ios_result {
     unsigned wait_ms;
     uint64_t wait_first, wait_count;
     ios_lock_owner wait_owner;
+    bool wait_retry; /* its try was counted as a retry (count_retry) */
 } ios_result;
 
 /* Handles one request of frame type `type` from who (authz.h; NULL: auth

@@ -717,3 +717,20 @@ void ios_locks_stats(ios_locks *t, ios_lock_stats *out)
 }
 
 void ios_locks_note_retry(ios_locks *t) { atomic_fetch_add(&t->retried, 1); }
+
+void ios_locks_unnote_nack(ios_locks *t, bool retry)
+{
+    assert(atomic_load(&t->nacked) > 0);
+    atomic_fetch_sub(&t->nacked, 1);
+    if (retry) {
+        assert(atomic_load(&t->retried) > 0);
+        atomic_fetch_sub(&t->retried, 1);
+    }
+}
+
+void ios_locks_note_nack(ios_locks *t, bool retry)
+{
+    atomic_fetch_add(&t->nacked, 1);
+    if (retry)
+        atomic_fetch_add(&t->retried, 1);
+}

@@ -50,7 +50,8 @@ typedef struct ios_lock_entry {
 
 typedef struct ios_lock_stats {
     uint64_t granted;       /* try calls that succeeded */
-    uint64_t nacked;        /* try calls refused for a conflict */
+    uint64_t nacked;        /* try calls refused for a conflict (less those
+                             * unnoted: a refusal never sent) */
     uint64_t held;          /* entries in the table now */
     uint64_t hold_ms_total; /* sum over released entries of their hold time */
     uint64_t retried;       /* lock requests the client marked as a retry after a NACK */
@@ -128,5 +129,11 @@ size_t ios_locks_stale(ios_locks *t, uint64_t now_ms, uint64_t age_ms, ios_lock_
 void ios_locks_stats(ios_locks *t, ios_lock_stats *out);
 /* Count one lock request that is a client's retry (IoRequest.lock_attempt > 0). */
 void ios_locks_note_retry(ios_locks *t);
+/* Take back what a refused try counted (one NACK, and one retry when it
+ * was noted as one) while its request is not answered but waits on
+ * (lock_waits.h): a request is counted once, by the try that answers it.
+ * ios_locks_note_nack counts it again (answered after all). */
+void ios_locks_unnote_nack(ios_locks *t, bool retry);
+void ios_locks_note_nack(ios_locks *t, bool retry);
 
 #endif

@@ -249,6 +249,51 @@ START_TEST(nacked_when_the_wait_runs_out)
 }
 END_TEST
 
+static ios_lock_stats lock_stats(void)
+{
+    ios_lock_stats ls;
+    ios_locks_stats(fx.ctx.locks, &ls);
+    return ls;
+}
+
+/* A waiting request is counted once, by the try that answers it: granted
+ * after its wait, or NACKed when the wait runs out (a retry either way:
+ * lock_attempt 1), never as a NACK for the refusal that parked it. */
+START_TEST(a_waiting_request_counts_once)
+{
+    rpc_conn *a = conn_open(), *b = conn_open();
+    ck_assert_int_eq(lock_op(a, DEPFS__IO_OP__IO_LOCK, HOLDER, 0, 4), 0);
+    ios_lock_stats s0 = lock_stats();
+    req want;
+    req_init(&want, WAITER, 0, 4, LONG_WAIT_MS);
+    want.q.has_lock_attempt = 1;
+    want.q.lock_attempt = 1;
+    rpc_call *w = park(b, DEPFS__IO_OP__IO_LOCK, &want, NULL, 0);
+    ios_lock_stats s1 = lock_stats();
+    ck_assert_uint_eq(s1.nacked, s0.nacked); /* waiting: nothing counted */
+    ck_assert_uint_eq(s1.retried, s0.retried);
+    ck_assert_int_eq(lock_op(a, DEPFS__IO_OP__IO_UNLOCK, HOLDER, 0, 4), 0);
+    ck_assert_int_eq(reply_err(w), 0);
+    ios_lock_stats s2 = lock_stats();
+    ck_assert_uint_eq(s2.granted, s0.granted + 1);
+    ck_assert_uint_eq(s2.nacked, s0.nacked);
+    ck_assert_uint_eq(s2.retried, s0.retried + 1);
+
+    /* WAITER holds them now: another's wait runs out */
+    req other;
+    req_init(&other, WAITER2, 0, 4, SHORT_WAIT_MS);
+    other.q.has_lock_attempt = 1;
+    other.q.lock_attempt = 1;
+    ck_assert_int_eq(call_err(a, DEPFS__IO_OP__IO_LOCK, &other), EAGAIN);
+    ios_lock_stats s3 = lock_stats();
+    ck_assert_uint_eq(s3.granted, s2.granted);
+    ck_assert_uint_eq(s3.nacked, s2.nacked + 1);
+    ck_assert_uint_eq(s3.retried, s2.retried + 1);
+    rpc_conn_close(a);
+    rpc_conn_close(b);
+}
+END_TEST
+
 START_TEST(never_granted_to_a_client_that_has_gone)
 {
     rpc_conn *a = conn_open(), *b = conn_open();
@@ -317,6 +362,7 @@ int main(void)
     tcase_add_test(tc, waiting_lock_granted_when_released);
     tcase_add_test(tc, waiting_read_reads_what_the_holder_wrote);
     tcase_add_test(tc, nacked_when_the_wait_runs_out);
+    tcase_add_test(tc, a_waiting_request_counts_once);
     tcase_add_test(tc, never_granted_to_a_client_that_has_gone);
     tcase_add_test(tc, wait_over_the_wire_bound_refused);
     tcase_add_test(tc, stopping_answers_every_waiter);
