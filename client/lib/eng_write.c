@@ -933,34 +933,62 @@ static void dc_free_merged(dc_wround *w)
     }
 }
 
+/* Pieces of one stripe go as one merged piece while the gap before the
+ * next is at most this: a gap is pre-read and written back, and widens the
+ * parity ranges over it. A farther piece of the stripe waits for a later
+ * round (a round takes distinct stripes) and moves only its own bytes:
+ * random small writes buffered together fall a unit or more apart in a
+ * stripe, and their spans cost many times their bytes. */
+#define DC_WRITE_MERGE_GAP_MAX (4u << 10)
+
+/* The end of the group of pieces from p[i]: the next pieces of its stripe
+ * while each starts at most DC_WRITE_MERGE_GAP_MAX after the last ends. */
+static unsigned dc_group_end(const dc_wpiece *p, unsigned i, unsigned np)
+{
+    unsigned e = i + 1;
+    while (e < np && p[e].pc.stripe == p[i].pc.stripe &&
+           p[e].pc.off_in_stripe - (p[e - 1].pc.off_in_stripe + p[e - 1].pc.len) <=
+               DC_WRITE_MERGE_GAP_MAX)
+        e++;
+    return e;
+}
+
 /* Write a window of pieces (ascending file order) in rounds: each round
- * takes the next stripes while they fit the request budget, the pieces of
- * one stripe (adjacent here) as one merged piece. */
-static int dc_write_window(dc_wround *w, dc_req *reqs, const dc_wpiece *pcs, unsigned np,
+ * takes the next stripes while they fit the request budget, the first
+ * group of each stripe's pieces (adjacent here) as one merged piece. The
+ * stripes' other groups move to the front of pcs, in order, for the next
+ * pass, until none is left. */
+static int dc_write_window(dc_wround *w, dc_req *reqs, dc_wpiece *pcs, unsigned np,
                            uint64_t per_round)
 {
-    unsigned next = 0;
     int rc = 0;
-    while (next < np && rc == 0) {
-        unsigned cost[LAYOUT_MAX_N] = {0};
-        w->nst = 0;
-        while (next < np && w->nst < per_round) {
-            unsigned end = next + 1;
-            while (end < np && pcs[end].pc.stripe == pcs[next].pc.stripe)
-                end++;
-            stripe_piece span = dc_span(w->lay, pcs + next, end - next);
-            if (!dc_piece_fits(w->lay, &span, cost))
-                break;
-            rc = dc_take_stripe(&w->st[w->nst], pcs + next, end - next, span);
-            if (rc < 0)
-                break;
-            w->nst++;
-            next = end;
+    while (np > 0 && rc == 0) {
+        unsigned next = 0, later = 0;
+        while (next < np && rc == 0) {
+            unsigned cost[LAYOUT_MAX_N] = {0};
+            w->nst = 0;
+            while (next < np && w->nst < per_round) {
+                unsigned grp = dc_group_end(pcs, next, np), end = grp;
+                while (end < np && pcs[end].pc.stripe == pcs[next].pc.stripe)
+                    end++;
+                stripe_piece span = dc_span(w->lay, pcs + next, grp - next);
+                if (!dc_piece_fits(w->lay, &span, cost))
+                    break;
+                rc = dc_take_stripe(&w->st[w->nst], pcs + next, grp - next, span);
+                if (rc < 0)
+                    break;
+                w->nst++;
+                assert(later < grp); /* the stripe took a piece: no overlap ahead */
+                memmove(pcs + later, pcs + grp, (size_t)(end - grp) * sizeof *pcs);
+                later += end - grp;
+                next = end;
+            }
+            assert(w->nst > 0 || rc < 0); /* a first stripe always fits an empty budget */
+            if (rc == 0)
+                rc = dc_write_round(w, reqs);
+            dc_free_merged(w);
         }
-        assert(w->nst > 0 || rc < 0); /* a first stripe always fits an empty budget */
-        if (rc == 0)
-            rc = dc_write_round(w, reqs);
-        dc_free_merged(w);
+        np = later;
     }
     return rc;
 }
