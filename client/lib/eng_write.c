@@ -23,9 +23,10 @@
  *            ones only read), down servers listed for dirty records.
  * Pieces of one stripe from different extents (a write-behind flush of
  * small writes interleaved with another client's) go as ONE piece over
- * their span: the bytes between them (gaps) are pre-read under the lock
- * with the rest and written back unchanged, so they cost one round, not one
- * each.
+ * their span while the gaps between them are small (DC_WRITE_MERGE_GAP_MAX):
+ * the gaps are pre-read under the lock with the rest and written back
+ * unchanged, so such pieces cost one round, not one each. Farther pieces
+ * of a stripe go in later rounds, each moving only its own bytes.
  * An uncontended partial-stripe write is two round trips. */
 #include <assert.h>
 #include <errno.h>
