@@ -23,10 +23,11 @@
  *            ones only read), down servers listed for dirty records.
  * Pieces of one stripe from different extents (a write-behind flush of
  * small writes interleaved with another client's) go as ONE piece over
- * their span while the gaps between them are small (DC_WRITE_MERGE_GAP_MAX):
- * the gaps are pre-read under the lock with the rest and written back
- * unchanged, so such pieces cost one round, not one each. Farther pieces
- * of a stripe go in later rounds, each moving only its own bytes.
+ * their span while the gaps between them cost less than rounds of their
+ * own (dc_merges): the gaps are pre-read under the lock with the rest and
+ * written back unchanged, so such pieces cost one round, not one each.
+ * Farther pieces of a stripe go in later rounds, each moving only its own
+ * bytes.
  * An uncontended partial-stripe write is two round trips. */
 #include <assert.h>
 #include <errno.h>
@@ -934,22 +935,33 @@ static void dc_free_merged(dc_wround *w)
     }
 }
 
-/* Pieces of one stripe go as one merged piece while the gap before the
- * next is at most this: a gap is pre-read and written back, and widens the
- * parity ranges over it. A farther piece of the stripe waits for a later
- * round (a round takes distinct stripes) and moves only its own bytes:
- * random small writes buffered together fall a unit or more apart in a
- * stripe, and their spans cost many times their bytes. */
-#define DC_WRITE_MERGE_GAP_MAX (4u << 10)
+/* Pieces of one stripe go as one merged piece while the gap between two
+ * neighbours costs less than a round of its own would: a gap is pre-read
+ * and written back (twice its bytes), a piece in a round of its own
+ * pre-reads and writes its parity ranges, (n - k) of up to its length
+ * each. So a gap merges up to DC_WRITE_MERGE_GAP_MIN, or up to (n - k)
+ * times the shorter neighbour's length within a unit. A farther piece of
+ * the stripe waits for a later round (a round takes distinct stripes) and
+ * moves only its own bytes: random small writes buffered together fall a
+ * unit or more apart in a stripe, and their spans cost many times their
+ * bytes; interleaved large pieces (IO500's ior-hard) merge over the gaps. */
+#define DC_WRITE_MERGE_GAP_MIN (4u << 10)
+
+static bool dc_merges(const layout *lay, const stripe_piece *prev, const stripe_piece *next)
+{
+    uint64_t gap = next->off_in_stripe - (prev->off_in_stripe + prev->len);
+    uint64_t longer = prev->len > next->len ? prev->len : next->len;
+    if (longer > lay->su)
+        longer = lay->su;
+    return gap <= DC_WRITE_MERGE_GAP_MIN || gap <= (uint64_t)(lay->n - lay->k) * longer;
+}
 
 /* The end of the group of pieces from p[i]: the next pieces of its stripe
- * while each starts at most DC_WRITE_MERGE_GAP_MAX after the last ends. */
-static unsigned dc_group_end(const dc_wpiece *p, unsigned i, unsigned np)
+ * while each merges with the one before (dc_merges). */
+static unsigned dc_group_end(const layout *lay, const dc_wpiece *p, unsigned i, unsigned np)
 {
     unsigned e = i + 1;
-    while (e < np && p[e].pc.stripe == p[i].pc.stripe &&
-           p[e].pc.off_in_stripe - (p[e - 1].pc.off_in_stripe + p[e - 1].pc.len) <=
-               DC_WRITE_MERGE_GAP_MAX)
+    while (e < np && p[e].pc.stripe == p[i].pc.stripe && dc_merges(lay, &p[e - 1].pc, &p[e].pc))
         e++;
     return e;
 }
@@ -969,7 +981,7 @@ static int dc_write_window(dc_wround *w, dc_req *reqs, dc_wpiece *pcs, unsigned 
             unsigned cost[LAYOUT_MAX_N] = {0};
             w->nst = 0;
             while (next < np && w->nst < per_round) {
-                unsigned grp = dc_group_end(pcs, next, np), end = grp;
+                unsigned grp = dc_group_end(w->lay, pcs, next, np), end = grp;
                 while (end < np && pcs[end].pc.stripe == pcs[next].pc.stripe)
                     end++;
                 stripe_piece span = dc_span(w->lay, pcs + next, grp - next);
