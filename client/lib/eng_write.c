@@ -940,7 +940,9 @@ static void dc_free_merged(dc_wround *w)
  * and written back (twice its bytes), a piece in a round of its own
  * pre-reads and writes its parity ranges, (n - k) of up to its length
  * each. So a gap merges up to DC_WRITE_MERGE_GAP_MIN, or up to (n - k)
- * times the shorter neighbour's length within a unit. A farther piece of
+ * times the longer neighbour's length within a unit (the longer: the
+ * fragment a stripe edge cuts off a large piece merges with the rest of
+ * its stripe's pieces). A farther piece of
  * the stripe waits for a later round (a round takes distinct stripes) and
  * moves only its own bytes: random small writes buffered together fall a
  * unit or more apart in a stripe, and their spans cost many times their
