@@ -732,5 +732,5 @@ void ios_locks_note_nack(ios_locks *t, bool retry)
 {
     atomic_fetch_add(&t->nacked, 1);
     if (retry)
-        atomic_fetch_add(&t->retried, 1);
+        ios_locks_note_retry(t);
 }
