@@ -234,6 +234,11 @@ int depfs_open_ino(depfs_t *fs, uint64_t ino, int flags, depfs_fh_t **fh);
 /* ------------------------------------------------------- file data (fh) */
 /* Reads past end of file return fewer bytes (0 at EOF); holes read zeros. */
 ssize_t depfs_read(depfs_fh_t *fh, void *buf, size_t len, uint64_t off);
+/* A handle reading at a stride gets read-ahead of only its own pieces when
+ * they are at least this long; shorter ones fetch whole windows (a server
+ * reads whole 4 KiB checksum blocks for each anyway), which processes
+ * reading a file's pieces between them each fetch in full. */
+#define DEPFS_READ_GATHER_MIN (16u << 10)
 /* Returns len or a negative errno; never a short write. Data and parity are
  * committed together (write-behind may hold sequential data in the client
  * until a full stripe, flush, fsync or close). */

@@ -486,7 +486,7 @@ int dc_read_range(depfs_t *fs, dc_inode *in, uint8_t *buf, uint64_t off, uint64_
 #define DC_RA_STRIDE_READS_MIN 4u /* a stride this many times in a window, at least */
 /* A strided window gathers only the pieces when they are this large and
  * the stride at least twice their length (so it reads at most half). */
-#define DC_RA_GATHER_PIECE_MIN (16u << 10)
+#define DC_RA_GATHER_PIECE_MIN DEPFS_READ_GATHER_MIN
 #define DC_RA_GATHER_STRIDE_FACTOR 2u
 
 typedef struct dc_ra dc_ra;
