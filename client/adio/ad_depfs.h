@@ -16,6 +16,7 @@
 #include <depfs.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define ADIOI_DEPFS_ERR_LEN 256
 
@@ -31,6 +32,12 @@
  * flush). "disable": each write call is pushed out to the servers before it
  * returns, for programs that read other processes' bytes without sync. */
 #define ADIOI_DEPFS_HINT_WRITE_BEHIND "depfs_write_behind"
+/* "enable" (the default): the processes of one node that open a file
+ * read-only share what they read in a node read cache (ad_depfs_node_cache.c);
+ * "disable": each reads for itself. Reported after the open:
+ * depfs_node_cache_bytes, the cache's size (0: none). */
+#define ADIOI_DEPFS_HINT_NODE_CACHE "depfs_node_cache"
+#define ADIOI_DEPFS_HINT_NODE_CACHE_BYTES "depfs_node_cache_bytes"
 #define ADIOI_DEPFS_LAYOUT_ENV "DEPFS_LAYOUT"
 #define ADIOI_DEPFS_LOCK_DIR_ENV "DEPFS_MPIIO_LOCK_DIR"
 #define ADIOI_DEPFS_LOCK_DIR_DEFAULT "/tmp/depfs-mpiio-locks"
@@ -41,6 +48,8 @@ typedef struct ADIOI_DEPFS_Layout {
     uint32_t su;
 } ADIOI_DEPFS_Layout;
 
+typedef struct ADIOI_DEPFS_Node_cache ADIOI_DEPFS_Node_cache;
+
 /* fd->fs_ptr while the file is open */
 typedef struct ADIOI_DEPFS_File {
     depfs_fh_t *fh;
@@ -50,6 +59,7 @@ typedef struct ADIOI_DEPFS_File {
     int defer_flush;            /* >0 inside a strided call: one flush at its end */
     int coll_push;              /* >0 inside a two-phase collective write: no write-behind */
     int close_barrier;          /* every process of fd->comm opened: close is collective */
+    ADIOI_DEPFS_Node_cache *node_cache; /* read-only opens shared on a node, or NULL */
 } ADIOI_DEPFS_File;
 
 /* ---- prefix/label handling (ad_depfs_prefix.c; the grammar and its
@@ -79,6 +89,17 @@ char *ADIOI_DEPFS_Abs_path(const char *filename);
 int ADIOI_DEPFS_Err(const char *myname, const char *filename, int neg_errno);
 void ADIOI_DEPFS_Fill_cred(depfs_cred *cr);
 void ADIOI_DEPFS_Align_hints(ADIO_File fd, const depfs_layout_info *lay);
+
+/* ---- the node read cache (ad_depfs_node_cache.c) ---- */
+int ADIOI_DEPFS_Node_cache_hint(ADIO_File fd);
+/* collective over fd->comm (file NULL and want 0 where the open failed) */
+void ADIOI_DEPFS_Node_cache_open(ADIO_File fd, ADIOI_DEPFS_File *file, int want);
+/* collective over the node; nothing without a cache */
+void ADIOI_DEPFS_Node_cache_close(ADIOI_DEPFS_File *file);
+/* bytes of [offset, offset + len) served from the front (0: none, the
+ * caller reads them), or a negative errno */
+ssize_t ADIOI_DEPFS_Node_cache_read(ADIOI_DEPFS_File *file, void *buf, uint64_t len,
+                                    uint64_t offset);
 
 /* ---- operations ---- */
 void ADIOI_DEPFS_Open(ADIO_File fd, int *error_code);

@@ -2,7 +2,8 @@
  * every process of the communicator holds the file open) all meet in a
  * barrier, so that an open anywhere after MPI_File_close returns sees every
  * process's writes (MPI's close-open rule; ROMIO's own barrier in
- * MPI_File_close comes before the driver's close). Then the handle goes. */
+ * MPI_File_close comes before the driver's close). Then the node read
+ * cache (only where every process opened) and the handle go. */
 #include "ad_depfs.h"
 #include "adioi.h"
 #include <unistd.h>
@@ -20,6 +21,7 @@ void ADIOI_DEPFS_Close(ADIO_File fd, int *error_code)
         flush_rc = depfs_flush(file->fh);      /* the barrier comes even after an error */
         MPI_Barrier(fd->comm);
     }
+    ADIOI_DEPFS_Node_cache_close(file);
     rc = depfs_close(file->fh);         /* the handle is gone even on error */
     if (file->lock_fd >= 0)
         close(file->lock_fd);

@@ -73,21 +73,31 @@ static int info_has(MPI_Info info, const char *key)
     return flag;
 }
 
-/* depfs_write_behind: enable/true/1 or disable/false/0; may change any time */
-static void copy_write_behind(ADIO_File fd, MPI_Info users_info)
+/* an on/off hint of ours into fd->info: enable/true/1 or disable/false/0
+ * as the user gave it, else enable when not there yet */
+static void copy_switch(ADIO_File fd, MPI_Info users_info, const char *key)
 {
     char value[MPI_MAX_INFO_VAL + 1];
     int flag = 0, on;
-    ADIOI_DEPFS_File *file = fd->fs_ptr;
 
     if (users_info != MPI_INFO_NULL)
-        ADIOI_Info_get(users_info, ADIOI_DEPFS_HINT_WRITE_BEHIND, MPI_MAX_INFO_VAL, value, &flag);
+        ADIOI_Info_get(users_info, key, MPI_MAX_INFO_VAL, value, &flag);
     if (flag) {
         on = !strcasecmp(value, "enable") || !strcasecmp(value, "true") || !strcmp(value, "1");
-        ADIOI_Info_set(fd->info, ADIOI_DEPFS_HINT_WRITE_BEHIND, on ? "enable" : "disable");
-    } else if (!info_has(fd->info, ADIOI_DEPFS_HINT_WRITE_BEHIND)) {
-        ADIOI_Info_set(fd->info, ADIOI_DEPFS_HINT_WRITE_BEHIND, "enable");
+        ADIOI_Info_set(fd->info, key, on ? "enable" : "disable");
+    } else if (!info_has(fd->info, key)) {
+        ADIOI_Info_set(fd->info, key, "enable");
     }
+}
+
+/* depfs_write_behind may change any time; depfs_node_cache counts at the
+ * open only */
+static void copy_switches(ADIO_File fd, MPI_Info users_info)
+{
+    ADIOI_DEPFS_File *file = fd->fs_ptr;
+
+    copy_switch(fd, users_info, ADIOI_DEPFS_HINT_WRITE_BEHIND);
+    copy_switch(fd, users_info, ADIOI_DEPFS_HINT_NODE_CACHE);
     if (file)
         file->write_behind = ADIOI_DEPFS_Write_behind_hint(fd);
 }
@@ -142,7 +152,7 @@ void ADIOI_DEPFS_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
         return;
     /* every process opens (keeps the reported layout the same everywhere) */
     fd->hints->deferred_open = 0;
-    copy_write_behind(fd, users_info);
+    copy_switches(fd, users_info);
     if (fd->fs_ptr != NULL || fd->is_open)
         return;         /* open already: the layout is fixed */
 

@@ -1,4 +1,5 @@
-/* ad_depfs_io.c - contiguous read and write through libdepfs, and the
+/* ad_depfs_io.c - contiguous read and write through libdepfs (small reads
+ * of a read-only open through the node read cache first), and the
  * collective entry points: contiguous collective calls go straight to them,
  * the rest (strided, collective two-phase, non-blocking) is ROMIO's generic
  * code on top of these two. When a write leaves the client (the rest of the
@@ -65,6 +66,14 @@ void ADIOI_DEPFS_ReadContig(ADIO_File fd, void *buf, int count, MPI_Datatype dat
         return;
     if (file_ptr_type == ADIO_INDIVIDUAL)
         offset = fd->fp_ind;
+    if (!fd->atomicity && (got = ADIOI_DEPFS_Node_cache_read(file, buf, (uint64_t) len,
+                                                             (uint64_t) offset)) != 0) {
+        if (got < 0) {
+            *error_code = ADIOI_DEPFS_Err(myname, fd->filename, (int) got);
+            return;
+        }
+        done = got;     /* the rest (past the end the cache saw): below */
+    }
     while (done < len) {
         got = depfs_read(file->fh, (char *) buf + done, (size_t) (len - done),
                          (uint64_t) (offset + done));

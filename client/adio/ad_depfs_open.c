@@ -159,7 +159,8 @@ void ADIOI_DEPFS_Open(ADIO_File fd, int *error_code)
 
 /* ROMIO's generic collective open (rank 0 creates, then all open), then one
  * agreement: only when every process of fd->comm holds the file open does
- * the close barrier (ad_depfs_close.c). ROMIO also calls the driver's close
+ * the close barrier (ad_depfs_close.c), and a read-only open gets the node
+ * read cache (ad_depfs_node_cache.c). ROMIO also calls the driver's close
  * where every process does not: on rank 0 alone after the create probe, and
  * on the processes whose open worked when another's failed. */
 void ADIOI_DEPFS_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_code)
@@ -173,4 +174,7 @@ void ADIOI_DEPFS_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_co
     file = fd->fs_ptr;
     if (opened && file)
         file->close_barrier = all_opened;
+    ADIOI_DEPFS_Node_cache_open(fd, opened ? file : NULL,
+                                all_opened && (fd->access_mode & ADIO_RDONLY) &&
+                                ADIOI_DEPFS_Node_cache_hint(fd));
 }

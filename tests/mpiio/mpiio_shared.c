@@ -6,7 +6,8 @@
  * promises: with it on (the default) small writes left in each rank's client
  * are read by rank 0 in an open right after MPI_File_close (close-open, no
  * barrier of the program's own) and by a neighbour after sync-barrier-sync;
- * with it off, after a barrier alone.
+ * with it off, after a barrier alone; and the node read cache of read-only
+ * opens (shared, gone with the close, none for read-write opens).
  *
  *   mpiio_shared -fname depfs@8@6:/dir/base [-n 8 -k 6] [-blocks B]
  *
@@ -343,6 +344,145 @@ static void label_and_hint_checks(const char *dir)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* the node read cache's size an open reports (0: none) */
+static unsigned long long node_cache_bytes(MPI_File fh)
+{
+    MPI_Info info;
+    char v[MPI_MAX_INFO_VAL + 1];
+    int flag = 0;
+    if (!mpi_ok(MPI_File_get_info(fh, &info), "get_info"))
+        return 0;
+    MPI_Info_get(info, "depfs_node_cache_bytes", MPI_MAX_INFO_VAL, v, &flag);
+    MPI_Info_free(&info);
+    CHECK(flag, "no depfs_node_cache_bytes in MPI_File_get_info");
+    return flag ? strtoull(v, NULL, 10) : 0;
+}
+
+/* 1000 bytes at off through fh; the bytes it got */
+static int read_small(MPI_File fh, uint64_t off, unsigned char *buf)
+{
+    MPI_Status st;
+    int count = 0;
+    mpi_ok(MPI_File_read_at(fh, (MPI_Offset) off, buf, SMALL_BYTES, MPI_BYTE, &st), "read_at");
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    return count;
+}
+
+/* interleaved small reads of a fresh read-only open: every byte as written
+ * (the pattern), the last piece short */
+static void interleaved_small_reads(const char *name, uint64_t size)
+{
+    unsigned char got_buf[SMALL_BYTES];
+    MPI_File fh;
+    size_t bad = 0;
+    int got;
+
+    if (!mpi_ok(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh), name))
+        return;
+    for (uint64_t i = (uint64_t) rank; i * SMALL_BYTES < size; i += (uint64_t) nprocs) {
+        uint64_t off = i * SMALL_BYTES;
+        uint64_t want = size - off < SMALL_BYTES ? size - off : SMALL_BYTES;
+        got = read_small(fh, off, got_buf);
+        CHECK((uint64_t) got == want, "node cache: read at %llu got %d of %llu bytes",
+              (unsigned long long) off, got, (unsigned long long) want);
+        bad += verify(got_buf, off, (size_t) (got > 0 ? got : 0));
+    }
+    CHECK(bad == 0, "node cache: %zu bad bytes in the interleaved reads", bad);
+    mpi_ok(MPI_File_close(&fh), "close");
+}
+
+/* What the node read cache promises (ad_depfs_node_cache.c): a read-only
+ * open on one node shares what any of its processes read (a chunk rank 0
+ * read comes to rank 1 as rank 0 read it, though another open changed it
+ * meanwhile: a read-only handle cannot sync, MPI promises the change only
+ * after close and open), the next open sees the change, small interleaved
+ * reads give every byte right up to the end of the file, and read-write
+ * opens or the hint "disable" get no cache. */
+static void node_cache_checks(const char *name)
+{
+    const uint64_t size = 3u << 20, changed_at = (3u << 20) / 2 + 12345;
+    unsigned char *buf = malloc(size), got_buf[SMALL_BYTES];
+    MPI_File fh, wh = MPI_FILE_NULL;
+    MPI_Info info;
+    MPI_Status st;
+    size_t bad = 0;
+    int got;
+
+    if (nprocs < 2) {
+        free(buf);
+        return;
+    }
+    if (rank == 0) {
+        fill(buf, 0, size);
+        if (mpi_ok(MPI_File_open(MPI_COMM_SELF, name, MPI_MODE_CREATE | MPI_MODE_RDWR,
+                                 MPI_INFO_NULL, &wh), name)) {
+            mpi_ok(MPI_File_write_at(wh, 0, buf, (int) size, MPI_BYTE, &st), "write_at");
+            mpi_ok(MPI_File_sync(wh), "sync");
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (!mpi_ok(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh), name))
+        goto out;
+    CHECK(node_cache_bytes(fh) > 0, "a read-only open of %d ranks on one node has no node cache",
+          nprocs);
+    /* shared: rank 1 gets what rank 0 read; its own client never fetched it */
+    if (rank == 0) {
+        got = read_small(fh, changed_at, got_buf);
+        CHECK(got == SMALL_BYTES && verify(got_buf, changed_at, SMALL_BYTES) == 0,
+              "node cache: first read wrong");
+        memset(buf, 0xee, SMALL_BYTES);
+        if (wh != MPI_FILE_NULL) {
+            mpi_ok(MPI_File_write_at(wh, (MPI_Offset) changed_at, buf, SMALL_BYTES, MPI_BYTE, &st),
+                   "write_at");
+            mpi_ok(MPI_File_sync(wh), "sync");
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1) {
+        got = read_small(fh, changed_at, got_buf);
+        CHECK(got == SMALL_BYTES && verify(got_buf, changed_at, SMALL_BYTES) == 0,
+              "node cache: rank 1 did not get the bytes rank 0 read (not shared)");
+    }
+    mpi_ok(MPI_File_close(&fh), "close");
+    /* close-open: the next open sees the change */
+    if (mpi_ok(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh), name)) {
+        got = read_small(fh, changed_at, got_buf);
+        bad = 0;
+        for (int i = 0; i < SMALL_BYTES; i++)
+            bad += got_buf[i] != 0xee;
+        CHECK(got == SMALL_BYTES && bad == 0,
+              "node cache: %zu bytes as before the change in the next open", bad);
+        mpi_ok(MPI_File_close(&fh), "close");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0 && wh != MPI_FILE_NULL) {   /* back to the pattern */
+        fill(buf, changed_at, SMALL_BYTES);
+        mpi_ok(MPI_File_write_at(wh, (MPI_Offset) changed_at, buf, SMALL_BYTES, MPI_BYTE, &st),
+               "write_at");
+        mpi_ok(MPI_File_close(&wh), "close");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    interleaved_small_reads(name, size);
+
+    /* none for the hint "disable", nor for a read-write open */
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "depfs_node_cache", "disable");
+    if (mpi_ok(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDONLY, info, &fh), name)) {
+        CHECK(node_cache_bytes(fh) == 0, "node cache despite depfs_node_cache=disable");
+        mpi_ok(MPI_File_close(&fh), "close");
+    }
+    MPI_Info_free(&info);
+    if (mpi_ok(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDWR, MPI_INFO_NULL, &fh), name)) {
+        CHECK(node_cache_bytes(fh) == 0, "node cache on a read-write open");
+        mpi_ok(MPI_File_close(&fh), "close");
+    }
+  out:
+    if (wh != MPI_FILE_NULL)
+        MPI_File_close(&wh);
+    free(buf);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv)
 {
     const char *fname = NULL;
@@ -381,6 +521,8 @@ int main(int argc, char **argv)
     neighbour_file(name, "enable");
     snprintf(name, sizeof(name), "%s.wb-off", fname);
     neighbour_file(name, "disable");
+    snprintf(name, sizeof(name), "%s.node-cache", fname);
+    node_cache_checks(name);
     /* the directory of base, in DePFS terms */
     const char *path = strchr(fname, ':') ? strchr(fname, ':') + 1 : fname;
     snprintf(dir, sizeof(dir), "%s", path);
