@@ -11,6 +11,27 @@ median_pair() {
         sort -n | awk '{ v[NR] = $2 " " $3 } END { print v[int((NR + 1) / 2)] }'
 }
 
+# purge_wait DEPFS_CLI CONF: returns once the MDS's purge queue is empty
+# (bounded: PURGE_WAIT_S, default 60; then a note and on), for a bench to
+# call after it removed a file and before its next timed run. A DePFS unlink
+# returns once the MDS commit is durable and the strip files go in the
+# background (README "Removing files"), where ext4 frees a file's blocks before
+# unlink returns: without the wait the servers removed the last run's
+# gigabyte during the next one, and the faster side lost more to it.
+# Neither side's removal is what a row measures.
+purge_wait() {
+    local cli=$1 conf=$2 deadline=$((SECONDS + ${PURGE_WAIT_S:-60})) line
+    while :; do
+        line=$("$cli" --config "$conf" status 2>/dev/null | grep '^purge queue:') || line=
+        case "$line" in "purge queue: 0 files"*) return 0 ;; esac
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            echo "purge_wait: ${line:-no status} after ${PURGE_WAIT_S:-60} s: going on" >&2
+            return 0
+        fi
+        sleep 0.2
+    done
+}
+
 # publish_results RESULTS_MD DOC: replace the "last published run" section of
 # DOC (docs/BENCH-RESULTS.md: the lines between its last-run:begin and
 # last-run:end markers) with RESULTS_MD, its heading demoted two levels. The
