@@ -89,8 +89,8 @@ static uint64_t now_ms(void)
     return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
 }
 
-/* chunk bytes for a layout: 1 MiB rounded up to whole stripes, 0 when too
- * large for the cache */
+/* chunk bytes for a layout: NC_CHUNK_MIN rounded up to whole stripes, 0
+ * when too large for the cache */
 static uint64_t chunk_for(const depfs_layout_info *lay)
 {
     uint64_t width = (uint64_t) lay->k * lay->stripe_unit, chunk;
@@ -192,6 +192,7 @@ static int fill(ADIOI_DEPFS_Node_cache *nc, depfs_fh_t *fh, nc_slot *s, uint64_t
     uint64_t got = 0;
     ssize_t n;
 
+    atomic_thread_fence(memory_order_release);  /* FILLING before the bytes */
     while (got < nc->chunk) {
         n = depfs_read(fh, dst + got, nc->chunk - got, tag * nc->chunk + got);
         if (n < 0) {
