@@ -28,7 +28,9 @@
  * (a fill or eviction meanwhile: it tries again), so it never returns
  * bytes of two fills. A process wanting a chunk that another one is
  * filling fills one of the next few meanwhile, then waits for it
- * (bounded: then it reads for itself from then on). */
+ * (bounded: then it reads for itself from then on). A chunk nobody has is
+ * fetched only for a process reading along the file; its random small
+ * reads take what is in and read the rest for themselves. */
 #include "ad_depfs.h"
 #include "adioi.h"
 #include <errno.h>
@@ -50,6 +52,7 @@
 #define NC_COPY_TRIES 8u        /* copies spoiled by a concurrent fill */
 #define NC_FILLS_MAX 2u         /* fills of one chunk for one read */
 #define NC_AHEAD 4u             /* chunks a waiting process fills ahead */
+#define NC_NO_READ UINT64_MAX
 
 /* state word: bits 0-1 status, bits 2-33 chunk index, bits 34-63 changes */
 enum { NC_EMPTY = 0, NC_FILLING = 1, NC_VALID = 2 };
@@ -72,6 +75,7 @@ struct ADIOI_DEPFS_Node_cache {
     uint64_t chunk;
     uint64_t slots;
     bool gave_up;               /* a fill outlasted NC_WAIT_MS: read alone */
+    uint64_t last_off;          /* this process's last small read (NC_NO_READ) */
 };
 
 static uint64_t st_status(uint64_t s) { return s & NC_STATUS_MASK; }
@@ -153,6 +157,7 @@ void ADIOI_DEPFS_Node_cache_open(ADIO_File fd, ADIOI_DEPFS_File *file, int want)
     nc->data = (char *) (nc->slot + slots);
     nc->chunk = chunk;
     nc->slots = slots;
+    nc->last_off = NC_NO_READ;
     if (node_rank == 0) {
         for (uint64_t i = 0; i < slots; i++) {
             atomic_init(&nc->slot[i].state, NC_EMPTY);
@@ -230,9 +235,10 @@ static bool fill_ahead(ADIOI_DEPFS_Node_cache *nc, depfs_fh_t *fh, uint64_t tag)
 }
 
 /* Copies [at, at + len) of chunk `tag` out of its slot: 1 done, 0 not
- * served here (the caller reads for itself), or a negative errno. */
+ * served here (the caller reads for itself), or a negative errno. Without
+ * may_fill only a chunk in or on its way is served. */
 static int chunk_read(ADIOI_DEPFS_Node_cache *nc, depfs_fh_t *fh, uint64_t tag, uint64_t at,
-                      uint64_t len, char *buf)
+                      uint64_t len, char *buf, bool may_fill)
 {
     nc_slot *s = &nc->slot[tag % nc->slots];
     const char *src = nc->data + (tag % nc->slots) * nc->chunk;
@@ -262,7 +268,7 @@ static int chunk_read(ADIOI_DEPFS_Node_cache *nc, depfs_fh_t *fh, uint64_t tag, 
                 nc->gave_up = true;     /* its filler is stuck: not again */
                 return 0;
             }
-            if (helped < NC_AHEAD && fill_ahead(nc, fh, tag)) {
+            if (may_fill && helped < NC_AHEAD && fill_ahead(nc, fh, tag)) {
                 helped++;
                 continue;
             }
@@ -276,7 +282,7 @@ static int chunk_read(ADIOI_DEPFS_Node_cache *nc, depfs_fh_t *fh, uint64_t tag, 
         }
         /* empty or another chunk: ours (twice at most: evicted again at
          * once, read alone) */
-        if (fills++ >= NC_FILLS_MAX)
+        if (!may_fill || fills++ >= NC_FILLS_MAX)
             return 0;
         claimed = st_next(st, NC_FILLING, tag);
         if (!atomic_compare_exchange_strong(&s->state, &st, claimed))
@@ -292,17 +298,25 @@ ssize_t ADIOI_DEPFS_Node_cache_read(ADIOI_DEPFS_File *file, void *buf, uint64_t 
 {
     ADIOI_DEPFS_Node_cache *nc = file->node_cache;
     uint64_t done = 0, tag, at, piece;
+    bool along;
     int rc;
 
     if (!nc || nc->gave_up || len == 0 || len >= NC_READ_MAX)
         return 0;
+    /* a missing chunk is fetched for reads that go along the file (the
+     * first, or one at most a chunk past this process's last): a random
+     * small read would bring a whole chunk for its few bytes, where
+     * libdepfs reads only its blocks */
+    along = nc->last_off == NC_NO_READ ||
+        (offset >= nc->last_off && offset - nc->last_off <= nc->chunk);
+    nc->last_off = offset;
     while (done < len) {
         tag = (offset + done) / nc->chunk;
         at = (offset + done) % nc->chunk;
         if (tag > NC_TAG_MAX)
             break;
         piece = nc->chunk - at < len - done ? nc->chunk - at : len - done;
-        rc = chunk_read(nc, file->fh, tag, at, piece, (char *) buf + done);
+        rc = chunk_read(nc, file->fh, tag, at, piece, (char *) buf + done, along);
         if (rc < 0)
             return rc;
         if (rc == 0)

@@ -28,6 +28,7 @@
  * the other ranks' (each a partial stripe: its flush takes a while) */
 #define SMALL_BYTES 1000
 #define SMALL_PIECES 512
+#define RANDOM_READS 200        /* per rank, node cache check */
 
 static int rank, nprocs, failures;
 
@@ -391,13 +392,39 @@ static void interleaved_small_reads(const char *name, uint64_t size)
     mpi_ok(MPI_File_close(&fh), "close");
 }
 
+/* small reads at random offsets of a fresh read-only open (the node cache
+ * serves what is in and leaves the rest to the process): every byte right */
+static void random_small_reads(const char *name, uint64_t size)
+{
+    unsigned char got_buf[SMALL_BYTES];
+    uint64_t x = 88172645463325252ull + (uint64_t) rank;
+    MPI_File fh;
+    size_t bad = 0;
+    int got;
+
+    if (!mpi_ok(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh), name))
+        return;
+    for (int i = 0; i < RANDOM_READS; i++) {
+        x ^= x << 13;   /* xorshift64 */
+        x ^= x >> 7;
+        x ^= x << 17;
+        uint64_t off = x % (size - SMALL_BYTES);
+        got = read_small(fh, off, got_buf);
+        CHECK(got == SMALL_BYTES, "node cache: random read at %llu got %d bytes",
+              (unsigned long long) off, got);
+        bad += verify(got_buf, off, (size_t) (got > 0 ? got : 0));
+    }
+    CHECK(bad == 0, "node cache: %zu bad bytes in the random reads", bad);
+    mpi_ok(MPI_File_close(&fh), "close");
+}
+
 /* What the node read cache promises (ad_depfs_node_cache.c): a read-only
  * open on one node shares what any of its processes read (a chunk rank 0
  * read comes to rank 1 as rank 0 read it, though another open changed it
  * meanwhile: a read-only handle cannot sync, MPI promises the change only
  * after close and open), the next open sees the change, small interleaved
- * reads give every byte right up to the end of the file, and read-write
- * opens or the hint "disable" get no cache. */
+ * and random reads give every byte right (up to the end of the file), and
+ * read-write opens or the hint "disable" get no cache. */
 static void node_cache_checks(const char *name)
 {
     const uint64_t size = 3u << 20, changed_at = (3u << 20) / 2 + 12345;
@@ -463,6 +490,7 @@ static void node_cache_checks(const char *name)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     interleaved_small_reads(name, size);
+    random_small_reads(name, size);
 
     /* none for the hint "disable", nor for a read-write open */
     MPI_Info_create(&info);
