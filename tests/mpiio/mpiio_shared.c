@@ -29,6 +29,7 @@
 #define SMALL_BYTES 1000
 #define SMALL_PIECES 512
 #define RANDOM_READS 200        /* per rank, node cache check */
+#define EVICTION_MIB 40         /* a file larger than the node cache */
 
 static int rank, nprocs, failures;
 
@@ -418,6 +419,34 @@ static void random_small_reads(const char *name, uint64_t size)
     mpi_ok(MPI_File_close(&fh), "close");
 }
 
+/* A file larger than the node cache (32 MiB), written by rank 0 and read
+ * in interleaved small pieces: the chunks behind the ranks are evicted as
+ * they go (a slow rank's chunk may be taken from under it), every byte
+ * still right. */
+static void node_cache_eviction(const char *name)
+{
+    const uint64_t size = (uint64_t) EVICTION_MIB << 20;
+    unsigned char *buf;
+    MPI_File wh;
+    MPI_Status st;
+
+    if (nprocs < 2)
+        return;
+    if (rank == 0) {
+        buf = malloc(size);
+        fill(buf, 0, size);
+        if (mpi_ok(MPI_File_open(MPI_COMM_SELF, name, MPI_MODE_CREATE | MPI_MODE_WRONLY,
+                                 MPI_INFO_NULL, &wh), name)) {
+            mpi_ok(MPI_File_write_at(wh, 0, buf, (int) size, MPI_BYTE, &st), "write_at");
+            mpi_ok(MPI_File_close(&wh), "close");
+        }
+        free(buf);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    interleaved_small_reads(name, size);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* What the node read cache promises (ad_depfs_node_cache.c): a read-only
  * open on one node shares what any of its processes read (a chunk rank 0
  * read comes to rank 1 as rank 0 read it, though another open changed it
@@ -551,6 +580,8 @@ int main(int argc, char **argv)
     neighbour_file(name, "disable");
     snprintf(name, sizeof(name), "%s.node-cache", fname);
     node_cache_checks(name);
+    snprintf(name, sizeof(name), "%s.node-cache-big", fname);
+    node_cache_eviction(name);
     /* the directory of base, in DePFS terms */
     const char *path = strchr(fname, ':') ? strchr(fname, ':') + 1 : fname;
     snprintf(dir, sizeof(dir), "%s", path);
