@@ -91,7 +91,6 @@ void ADIOI_DEPFS_Fill_cred(depfs_cred *cr);
 void ADIOI_DEPFS_Align_hints(ADIO_File fd, const depfs_layout_info *lay);
 
 /* ---- the node read cache (ad_depfs_node_cache.c) ---- */
-int ADIOI_DEPFS_Node_cache_hint(ADIO_File fd);
 /* collective over fd->comm (file NULL and want 0 where the open failed) */
 void ADIOI_DEPFS_Node_cache_open(ADIO_File fd, ADIOI_DEPFS_File *file, int want);
 /* collective over the node; nothing without a cache */
@@ -117,7 +116,8 @@ void ADIOI_DEPFS_WriteStridedColl(ADIO_File fd, const void *buf, int count,
 void ADIOI_DEPFS_WriteStrided(ADIO_File fd, const void *buf, int count, MPI_Datatype datatype,
                               int file_ptr_type, ADIO_Offset offset, ADIO_Status *status,
                               int *error_code);
-int ADIOI_DEPFS_Write_behind_hint(ADIO_File fd);
+/* an on/off hint of ours (write-behind, node cache) as fd->info holds it */
+int ADIOI_DEPFS_Switch_on(ADIO_File fd, const char *key);
 void ADIOI_DEPFS_WriteContig(ADIO_File fd, const void *buf, int count, MPI_Datatype datatype,
                              int file_ptr_type, ADIO_Offset offset, ADIO_Status *status,
                              int *error_code);

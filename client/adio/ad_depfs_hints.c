@@ -99,14 +99,14 @@ static void copy_switches(ADIO_File fd, MPI_Info users_info)
     copy_switch(fd, users_info, ADIOI_DEPFS_HINT_WRITE_BEHIND);
     copy_switch(fd, users_info, ADIOI_DEPFS_HINT_NODE_CACHE);
     if (file)
-        file->write_behind = ADIOI_DEPFS_Write_behind_hint(fd);
+        file->write_behind = ADIOI_DEPFS_Switch_on(fd, ADIOI_DEPFS_HINT_WRITE_BEHIND);
 }
 
-int ADIOI_DEPFS_Write_behind_hint(ADIO_File fd)
+int ADIOI_DEPFS_Switch_on(ADIO_File fd, const char *key)
 {
     char value[MPI_MAX_INFO_VAL + 1];
     int flag = 0;
-    ADIOI_Info_get(fd->info, ADIOI_DEPFS_HINT_WRITE_BEHIND, MPI_MAX_INFO_VAL, value, &flag);
+    ADIOI_Info_get(fd->info, key, MPI_MAX_INFO_VAL, value, &flag);
     return flag && !strcmp(value, "enable");
 }
 

@@ -46,7 +46,7 @@
                                                 * pages taken as filled) */
 #define NC_READ_MAX ((uint64_t) DEPFS_READ_GATHER_MIN) /* reads it serves: below this */
 #define NC_SLOTS_MIN 4u
-#define NC_WAIT_MS 20000u       /* for another process's fill; then read alone */
+#define NC_WAIT_S 20.0          /* for another process's fill; then read alone */
 #define NC_SPINS 64u            /* sched_yield rounds before sleeping */
 #define NC_NAP_NS 20000L        /* sleep between looks after them */
 #define NC_COPY_TRIES 8u        /* copies spoiled by a concurrent fill */
@@ -74,7 +74,7 @@ struct ADIOI_DEPFS_Node_cache {
     char *data;
     uint64_t chunk;
     uint64_t slots;
-    bool gave_up;               /* a fill outlasted NC_WAIT_MS: read alone */
+    bool gave_up;               /* a fill outlasted NC_WAIT_S: read alone */
     uint64_t last_off;          /* this process's last small read (NC_NO_READ) */
 };
 
@@ -86,13 +86,6 @@ static uint64_t st_next(uint64_t old, uint64_t status, uint64_t tag)
     return (count << NC_COUNT_SHIFT) | (tag << NC_TAG_SHIFT) | status;
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
-}
-
 /* chunk bytes for a layout: NC_CHUNK_MIN rounded up to whole stripes, 0
  * when too large for the cache */
 static uint64_t chunk_for(const depfs_layout_info *lay)
@@ -102,14 +95,6 @@ static uint64_t chunk_for(const depfs_layout_info *lay)
         return 0;
     chunk = (NC_CHUNK_MIN + width - 1) / width * width;
     return chunk <= NC_CHUNK_MAX ? chunk : 0;
-}
-
-int ADIOI_DEPFS_Node_cache_hint(ADIO_File fd)
-{
-    char value[MPI_MAX_INFO_VAL + 1];
-    int flag = 0;
-    ADIOI_Info_get(fd->info, ADIOI_DEPFS_HINT_NODE_CACHE, MPI_MAX_INFO_VAL, value, &flag);
-    return flag && !strcmp(value, "enable");
 }
 
 /* Collective over fd->comm; want is this process's wish (read-only open,
@@ -242,7 +227,8 @@ static int chunk_read(ADIOI_DEPFS_Node_cache *nc, depfs_fh_t *fh, uint64_t tag, 
 {
     nc_slot *s = &nc->slot[tag % nc->slots];
     const char *src = nc->data + (tag % nc->slots) * nc->chunk;
-    uint64_t deadline = 0, st, claimed;
+    uint64_t st, claimed;
+    double deadline = 0;
     unsigned looks = 0, copies = 0, fills = 0, helped = 0;
     int rc;
 
@@ -263,8 +249,8 @@ static int chunk_read(ADIOI_DEPFS_Node_cache *nc, depfs_fh_t *fh, uint64_t tag, 
             if (st_tag(st) != tag)
                 return 0;       /* someone else's chunk on its way in */
             if (deadline == 0) {
-                deadline = now_ms() + NC_WAIT_MS;
-            } else if (now_ms() > deadline) {
+                deadline = MPI_Wtime() + NC_WAIT_S;
+            } else if (MPI_Wtime() > deadline) {
                 nc->gave_up = true;     /* its filler is stuck: not again */
                 return 0;
             }

@@ -145,7 +145,7 @@ void ADIOI_DEPFS_Open(ADIO_File fd, int *error_code)
     fd->fd_sys = -1;    /* no kernel descriptor: stray syscalls fail with EBADF */
     fd->fd_direct = -1;
     fd->fp_sys_posn = -1;
-    file->write_behind = ADIOI_DEPFS_Write_behind_hint(fd);
+    file->write_behind = ADIOI_DEPFS_Switch_on(fd, ADIOI_DEPFS_HINT_WRITE_BEHIND);
     ADIOI_DEPFS_Align_hints(fd, &file->layout);
     file = NULL;
     *error_code = MPI_SUCCESS;
@@ -176,5 +176,5 @@ void ADIOI_DEPFS_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_co
         file->close_barrier = all_opened;
     ADIOI_DEPFS_Node_cache_open(fd, opened ? file : NULL,
                                 all_opened && (fd->access_mode & ADIO_RDONLY) &&
-                                ADIOI_DEPFS_Node_cache_hint(fd));
+                                ADIOI_DEPFS_Switch_on(fd, ADIOI_DEPFS_HINT_NODE_CACHE));
 }
