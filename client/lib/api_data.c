@@ -14,11 +14,16 @@
 /* Largest file size (off_t). */
 #define DC_MAX_FILE_BYTES ((uint64_t)INT64_MAX)
 
+/* Whether fh is an open handle that may do what an open with access mode
+ * `refused` may not (O_WRONLY refuses reads, O_RDONLY writes). */
+static bool fh_usable(const depfs_fh_t *fh, int refused)
+{
+    return fh != NULL && fh->inode != NULL && (fh->flags & O_ACCMODE) != refused;
+}
+
 ssize_t depfs_read(depfs_fh_t *fh, void *buf, size_t len, uint64_t off)
 {
-    if (fh == NULL || fh->inode == NULL)
-        return -EBADF;
-    if ((fh->flags & O_ACCMODE) == O_WRONLY)
+    if (!fh_usable(fh, O_WRONLY))
         return -EBADF;
     if (len == 0)
         return 0;
@@ -38,11 +43,27 @@ ssize_t depfs_read(depfs_fh_t *fh, void *buf, size_t len, uint64_t off)
     return rc < 0 ? rc : (ssize_t)len;
 }
 
+/* A write of the handle's file that ended at end landed or is buffered:
+ * the size and mtime the next flush commits. */
+static void note_written(depfs_fh_t *fh, uint64_t end)
+{
+    dc_inode *in = fh->inode;
+    pthread_mutex_lock(&in->lock);
+    if (end > in->size)
+        in->size = end;
+    if (end > in->written_end)
+        in->written_end = end;
+    in->size_dirty = true;
+    in->size_gen++;
+    in->mtime_ns = clock_real_ns();
+    in->writer = fh->cred;
+    in->has_writer = true;
+    pthread_mutex_unlock(&in->lock);
+}
+
 ssize_t depfs_write(depfs_fh_t *fh, const void *buf, size_t len, uint64_t off)
 {
-    if (fh == NULL || fh->inode == NULL)
-        return -EBADF;
-    if ((fh->flags & O_ACCMODE) == O_RDONLY)
+    if (!fh_usable(fh, O_RDONLY))
         return -EBADF;
     if (len == 0)
         return 0;
@@ -61,18 +82,48 @@ ssize_t depfs_write(depfs_fh_t *fh, const void *buf, size_t len, uint64_t off)
     int rc = dc_data_write(fh, buf, off, len);
     if (rc < 0)
         return rc;
-    pthread_mutex_lock(&in->lock);
-    if (off + len > in->size)
-        in->size = off + len;
-    if (off + len > in->written_end)
-        in->written_end = off + len;
-    in->size_dirty = true;
-    in->size_gen++;
-    in->mtime_ns = clock_real_ns();
-    in->writer = fh->cred;
-    in->has_writer = true;
-    pthread_mutex_unlock(&in->lock);
+    note_written(fh, off + len);
     return (ssize_t)len;
+}
+
+int depfs_write_pieces(depfs_fh_t *fh, const depfs_piece *pieces, size_t n)
+{
+    if (!fh_usable(fh, O_RDONLY))
+        return -EBADF;
+    if (n == 0)
+        return 0;
+    if (pieces == NULL || n > UINT_MAX)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        const depfs_piece *p = &pieces[i];
+        if (p->data == NULL)
+            return -EFAULT;
+        if (p->len == 0 || (i > 0 && p->off < pieces[i - 1].off + pieces[i - 1].len))
+            return -EINVAL; /* empty, or not ascending and disjoint */
+        if (p->off > DC_MAX_FILE_BYTES || p->len > DC_MAX_FILE_BYTES - p->off)
+            return -EFBIG;
+    }
+    int rc = dc_data_write_pieces(fh->fs, fh->inode, pieces, (unsigned)n);
+    if (rc < 0)
+        return rc;
+    note_written(fh, pieces[n - 1].off + pieces[n - 1].len);
+    return 0;
+}
+
+int depfs_flush_hand_partial(depfs_fh_t *fh, depfs_piece **pieces, size_t *n)
+{
+    if (pieces == NULL || n == NULL)
+        return -EINVAL;
+    *pieces = NULL;
+    *n = 0;
+    if (fh == NULL || fh->inode == NULL)
+        return -EBADF;
+    return dc_data_hand_partial(fh->fs, fh->inode, &fh->wb_err_mark, pieces, n);
+}
+
+void depfs_pieces_free(depfs_piece *pieces, size_t n)
+{
+    dc_pieces_free(pieces, n);
 }
 
 /* depfs_flush, and with sync depfs_fsync: the handle's buffered writes go

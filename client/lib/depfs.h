@@ -245,6 +245,30 @@ ssize_t depfs_read(depfs_fh_t *fh, void *buf, size_t len, uint64_t off);
 ssize_t depfs_write(depfs_fh_t *fh, const void *buf, size_t len, uint64_t off);
 int depfs_flush(depfs_fh_t *fh);   /* write-behind to servers, size to the MDS */
 int depfs_fsync(depfs_fh_t *fh);   /* flush + durable on every server */
+/* Bytes of a file held in memory: data[0] is file byte off. */
+typedef struct depfs_piece {
+    uint64_t off, len;
+    uint8_t *data;
+} depfs_piece;
+/* Write-behind handed over rather than written, for a caller that gathers
+ * the pieces several clients hold of the same stripes so that one client
+ * writes each such stripe whole (the ROMIO driver at MPI_File_sync and
+ * close): every stripe this client holds whole for write-behind is written
+ * out, and the bytes it holds of other stripes go to *pieces instead
+ * (*n of them, ascending, disjoint, none across a stripe boundary; malloc'd,
+ * depfs_pieces_free). This client no longer holds them: the caller gets
+ * them written (depfs_write_pieces, through any client of the file) or
+ * reports their loss. Nothing is committed at the MDS: the next flush or
+ * fsync commits the size, once the pieces landed. 0, or the write-out's
+ * error as a flush reports it (the pieces are handed over even then). */
+int depfs_flush_hand_partial(depfs_fh_t *fh, depfs_piece **pieces, size_t *n);
+/* Writes n pieces (ascending, disjoint) through, in as few lock rounds as
+ * the servers' request limits allow: landed when it returns, the size grown
+ * as depfs_write grows it (committed by the next flush or fsync). A stripe
+ * one piece covers whole is written without reading it first. 0 or -errno
+ * (-EINVAL: not ascending and disjoint). */
+int depfs_write_pieces(depfs_fh_t *fh, const depfs_piece *pieces, size_t n);
+void depfs_pieces_free(depfs_piece *pieces, size_t n);
 int depfs_ftruncate(depfs_fh_t *fh, uint64_t size);
 /* lseek(2)'s SEEK_DATA / SEEK_HOLE (whence, the values of <unistd.h>
  * under _GNU_SOURCE): the first offset >= off that holds data, or starts a

@@ -32,3 +32,18 @@ void dc_data_release(depfs_t *fs, dc_inode *in)
     dc_wb_release(in);
     dc_ra_free(in);
 }
+
+int dc_data_hand_partial(depfs_t *fs, dc_inode *in, uint64_t *mark, depfs_piece **out,
+                         size_t *n_out)
+{
+    int rc = dc_wb_hand_partial(fs, in, mark, out, n_out);
+    dc_ra_drop(in);
+    return rc;
+}
+
+int dc_data_write_pieces(depfs_t *fs, dc_inode *in, const depfs_piece *p, unsigned n)
+{
+    int rc = dc_wb_write_pieces(fs, in, p, n);
+    dc_ra_drop(in); /* after the bytes landed, as dc_data_write */
+    return rc;
+}

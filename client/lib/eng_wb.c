@@ -27,12 +27,15 @@
  *            two run buffers (the second one allocated by the first run
  *            flight).
  * Everything is written out before an overlapping read or write-through,
- * and on flush/fsync/close/truncate. A small write (under a stripe) that
- * overlaps the scatter set is merged into it, its bytes over the older ones
- * (random writes hit buffered blocks again often: 1000 random 4 KiB writes
- * to a 64 MiB file repeat ~30 blocks, and flushing the whole set for each
- * made such writes cost a flush every ~30 writes); a larger one flushes the
- * set first. Either way the newest bytes win. Handles opened
+ * and on flush/fsync/close/truncate; or handed over (dc_wb_hand_partial):
+ * the stripes held whole are written out, the pieces of the others go to
+ * the caller, which gathers such pieces from several clients to write
+ * each stripe once (the ROMIO driver's MPI_File_sync and close). A small
+ * write (under a stripe) that overlaps the scatter set is merged into it,
+ * its bytes over the older ones (random writes hit buffered blocks again
+ * often: 1000 random 4 KiB writes to a 64 MiB file repeat ~30 blocks, and
+ * flushing the whole set for each made such writes cost a flush every ~30
+ * writes); a larger one flushes the set first. Either way the newest bytes win. Handles opened
  * O_DIRECT/O_SYNC/O_DSYNC (and the recovery client) write through.
  * in->wb is set once (atomically) and freed by dc_wb_release; wb->lock
  * serializes everything else, except the flight's extents (wb->fl) and run
@@ -58,10 +61,9 @@
  * round trip. Lanes never share a stripe: their locks do not meet. */
 #define DC_WB_FLIGHT_LANES 4u
 
-typedef struct dc_wb_ext {
-    uint64_t off, len;
-    uint8_t *data;   /* malloc'd, len bytes */
-} dc_wb_ext;
+/* One buffered extent, in the shape of the pieces it may be handed over
+ * as (depfs.h depfs_piece): data malloc'd, len bytes. */
+typedef depfs_piece dc_wb_ext;
 
 typedef struct dc_wb {
     pthread_mutex_t lock;
@@ -183,9 +185,9 @@ static int dc_wb_flush_run(depfs_t *fs, dc_inode *in, dc_wb *wb)
 
 /* ---------------------------------------------------------- scatter set */
 
-static void dc_wb_exts_free(dc_wb_ext *x, unsigned n)
+static void dc_wb_exts_free(dc_wb_ext *x, size_t n)
 {
-    for (unsigned i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++)
         free(x[i].data);
 }
 
@@ -628,6 +630,127 @@ int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len)
         dc_wb_note_err(wb, rc); /* also told at the handles' next flush/fsync/close */
     pthread_mutex_unlock(&wb->lock);
     return rc;
+}
+
+/* ------------------------------------------------------ handing over */
+
+void dc_pieces_free(depfs_piece *p, size_t n)
+{
+    if (p == NULL)
+        return;
+    dc_wb_exts_free(p, n);
+    free(p);
+}
+
+/* Copies [off, off+len) (src[0] is byte off) into p[*n...], one piece per
+ * stripe it touches. The caller sized p. 0 or -ENOMEM. */
+static int dc_wb_hand_copy(depfs_piece *p, size_t *n, uint64_t sb, const uint8_t *src,
+                           uint64_t off, uint64_t len)
+{
+    while (len > 0) {
+        uint64_t stripe_end = (off / sb + 1) * sb;
+        uint64_t chunk = len < stripe_end - off ? len : stripe_end - off;
+        uint8_t *data = malloc(chunk);
+        if (data == NULL)
+            return -ENOMEM;
+        memcpy(data, src, chunk);
+        p[(*n)++] = (depfs_piece){.off = off, .len = chunk, .data = data};
+        src += chunk;
+        off += chunk;
+        len -= chunk;
+    }
+    return 0;
+}
+
+/* The run and the scatter set as one ascending list (they never overlap):
+ * n = sc_n, plus one with a run. */
+static void dc_wb_all_exts(const dc_wb *wb, dc_wb_ext *all)
+{
+    unsigned at = wb->len > 0 ? dc_wb_scatter_find(wb, wb->off) : wb->sc_n, n = at;
+    memcpy(all, wb->sc, at * sizeof *all);
+    if (wb->len > 0)
+        all[n++] = (dc_wb_ext){.off = wb->off, .len = wb->len, .data = wb->buf};
+    memcpy(all + n, wb->sc + at, (wb->sc_n - at) * sizeof *all);
+}
+
+/* dc_wb_hand_partial with wb->lock held and nothing in the air. Each
+ * buffered extent [a, b) holds the whole stripes [A, B) (A, B: a and b
+ * rounded up and down to stripes) and at most one piece before and one
+ * after them; an extent without a whole stripe spans at most two stripes.
+ * So 2 pieces per extent bound the list. Out of memory: everything is
+ * written out, as a flush would, and nothing handed over. */
+static int dc_wb_hand_locked(depfs_t *fs, dc_inode *in, dc_wb *wb, depfs_piece **out,
+                             size_t *n_out)
+{
+    uint64_t sb = layout_stripe_bytes(&in->lay);
+    unsigned ne = wb->sc_n + (wb->len > 0 ? 1u : 0u), nw = 0;
+    if (ne == 0)
+        return 0;
+    dc_wb_ext *all = malloc(ne * sizeof *all), *whole = malloc(ne * sizeof *whole);
+    depfs_piece *p = calloc(2 * (size_t)ne, sizeof *p);
+    size_t np = 0;
+    int rc = all && whole && p ? 0 : -ENOMEM;
+    if (rc == 0)
+        dc_wb_all_exts(wb, all);
+    for (unsigned i = 0; i < ne && rc == 0; i++) {
+        uint64_t a = all[i].off, b = all[i].off + all[i].len;
+        uint64_t A = (a + sb - 1) / sb * sb, B = b / sb * sb;
+        if (A >= B) {
+            rc = dc_wb_hand_copy(p, &np, sb, all[i].data, a, b - a);
+            continue;
+        }
+        whole[nw++] = (dc_wb_ext){.off = A, .len = B - A, .data = all[i].data + (A - a)};
+        rc = dc_wb_hand_copy(p, &np, sb, all[i].data, a, A - a);
+        if (rc == 0)
+            rc = dc_wb_hand_copy(p, &np, sb, all[i].data + (B - a), B, b - B);
+    }
+    if (rc < 0) {
+        dc_pieces_free(p, np);
+        free(whole);
+        free(all);
+        return dc_wb_flush_locked(fs, in, wb);
+    }
+    assert(np <= 2 * (size_t)ne);
+    rc = nw > 0 ? dc_wb_write_exts(fs, in, whole, nw) : 0;
+    dc_wb_scatter_clear(wb); /* written out or handed over, even on failure */
+    wb->len = 0;
+    free(whole);
+    free(all);
+    if (np == 0) {
+        free(p);
+        p = NULL;
+    }
+    *out = p;
+    *n_out = np;
+    return rc;
+}
+
+int dc_wb_hand_partial(depfs_t *fs, dc_inode *in, uint64_t *mark, depfs_piece **out,
+                       size_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    dc_wb *wb = dc_wb_peek(in);
+    if (wb == NULL)
+        return 0;
+    pthread_mutex_lock(&wb->lock);
+    dc_wb_wait_landed(wb);
+    int rc = dc_wb_hand_locked(fs, in, wb, out, n_out);
+    if (rc < 0)
+        dc_wb_note_err(wb, rc);
+    if (mark != NULL && *mark != wb->err_seq)
+        rc = wb->err; /* reported as a flush reports it: the mark stays */
+    pthread_mutex_unlock(&wb->lock);
+    return rc;
+}
+
+int dc_wb_write_pieces(depfs_t *fs, dc_inode *in, const depfs_piece *p, unsigned n)
+{
+    if (n == 0)
+        return 0;
+    /* buffered bytes of this range are older: they land first */
+    int rc = dc_wb_flush_range(fs, in, p[0].off, p[n - 1].off + p[n - 1].len - p[0].off);
+    return rc < 0 ? rc : dc_wb_write_exts(fs, in, p, n);
 }
 
 uint64_t dc_wb_err_mark(dc_inode *in)

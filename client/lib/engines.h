@@ -51,6 +51,11 @@ int dc_scrub_heal(depfs_t *fs, uint64_t ino, const layout *lay, uint64_t first, 
 int dc_data_write(depfs_fh_t *fh, const uint8_t *buf, uint64_t off, uint64_t len);
 int dc_data_flush(depfs_t *fs, dc_inode *in, uint64_t *mark, bool advance);
 void dc_data_release(depfs_t *fs, dc_inode *in);
+/* dc_wb_hand_partial and dc_wb_write_pieces, keeping the read-ahead
+ * window coherent as dc_data_flush and dc_data_write do. */
+int dc_data_hand_partial(depfs_t *fs, dc_inode *in, uint64_t *mark, depfs_piece **out,
+                         size_t *n_out);
+int dc_data_write_pieces(depfs_t *fs, dc_inode *in, const depfs_piece *p, unsigned n);
 
 /* Write back any buffered data of the inode (stripes with parity): 0 or
  * this write-out's error. Errors reach the handles as Linux's errseq does:
@@ -63,6 +68,15 @@ void dc_data_release(depfs_t *fs, dc_inode *in);
 int dc_wb_flush(depfs_t *fs, dc_inode *in, uint64_t *mark, bool advance);
 /* The count of the inode's write-out failures so far: a new handle's mark. */
 uint64_t dc_wb_err_mark(dc_inode *in);
+/* depfs.h depfs_flush_hand_partial for the inode (mark: as dc_wb_flush's,
+ * never advanced): the whole stripes written out, the other buffered bytes
+ * handed over in *out (NULL when none). */
+int dc_wb_hand_partial(depfs_t *fs, dc_inode *in, uint64_t *mark, depfs_piece **out,
+                       size_t *n_out);
+/* Write n pieces (ascending, disjoint) through, after any buffered bytes of
+ * their span landed. No size update. */
+int dc_wb_write_pieces(depfs_t *fs, dc_inode *in, const depfs_piece *p, unsigned n);
+void dc_pieces_free(depfs_piece *p, size_t n);
 /* Free write-behind state (after a flush). */
 void dc_wb_release(dc_inode *in);
 /* Data side of a truncate from old_size to new_size: zero the cut part of

@@ -464,6 +464,120 @@ START_TEST(test_scatter_in_one_stripe_is_one_round)
 }
 END_TEST
 
+/* depfs_flush_hand_partial and depfs_write_pieces (the ROMIO driver's
+ * stripe gather): two clients hold interleaved pieces of the same stripes
+ * and each one whole stripes of its own. Handing over writes the whole
+ * stripes out at once and gives back every other buffered byte as pieces
+ * within one stripe each; those of both clients, joined and written by
+ * one client, cover their stripes whole: one lock round, no conflict, and
+ * every byte as written once both flushed. */
+static void check_handed(const depfs_piece *p, size_t n, uint64_t sb)
+{
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_gt(p[i].len, 0);
+        ck_assert_msg(p[i].off / sb == (p[i].off + p[i].len - 1) / sb,
+                      "piece [%" PRIu64 ", +%" PRIu64 ") crosses a stripe", p[i].off, p[i].len);
+        ck_assert(i == 0 || p[i].off >= p[i - 1].off + p[i - 1].len);
+    }
+}
+
+START_TEST(test_hand_partial_then_write_pieces)
+{
+    enum { PIECE = 512, STRIPES = 6 };
+    seed_rng();
+    depfs_t *a = mount_fs(), *b = mount_fs(), *c = mount_fs();
+    depfs_fh_t *fa, *fb, *fc;
+    ck_assert_int_eq(depfs_open(a, "depfs@4@2@4k:/handed", O_CREAT | O_RDWR, 0644, &fa), 0);
+    layout lay;
+    layout_of(fa, &lay);
+    const uint64_t sb = layout_stripe_bytes(&lay), len = STRIPES * sb;
+    uint8_t *model = malloc(len), *back = malloc(len);
+    ck_assert_ptr_nonnull(model);
+    ck_assert_ptr_nonnull(back);
+    rnd_fill(model, len);
+    ck_assert_int_eq(depfs_write(fa, model, len, 0), (ssize_t)len); /* old bytes everywhere */
+    ck_assert_int_eq(depfs_fsync(fa), 0);
+    ck_assert_int_eq(depfs_open(b, "/handed", O_RDWR, 0, &fb), 0);
+    ck_assert_int_eq(depfs_open(c, "/handed", O_RDONLY, 0, &fc), 0);
+
+    /* a: the even pieces of stripe 4, then the run [sb/2, 3sb + 100)
+     * (whole stripes 1 and 2; a run that a later write ends is written out
+     * whole); b: the odd pieces of 4 and the rest of stripes 0 and 3 */
+    rnd_fill(model, 5 * sb);
+    for (uint64_t off = 4 * sb; off < 5 * sb; off += PIECE) {
+        depfs_fh_t *w = ((off / PIECE) % 2 == 0) ? fa : fb;
+        ck_assert_int_eq(depfs_write(w, model + off, PIECE, off), PIECE);
+    }
+    ck_assert_int_eq(depfs_write(fa, model + sb / 2, 3 * sb + 100 - sb / 2, sb / 2),
+                     (ssize_t)(3 * sb + 100 - sb / 2));
+    ck_assert_int_eq(depfs_write(fb, model, sb / 2, 0), (ssize_t)(sb / 2));
+    ck_assert_int_eq(depfs_write(fb, model + 3 * sb + 100, sb - 100, 3 * sb + 100),
+                     (ssize_t)(sb - 100));
+
+    depfs_piece *pa = NULL, *pb = NULL;
+    size_t na = 0, nb = 0;
+    ck_assert_int_eq(depfs_flush_hand_partial(fa, &pa, &na), 0);
+    ck_assert_int_eq(depfs_flush_hand_partial(fb, &pb, &nb), 0);
+    check_handed(pa, na, sb);
+    check_handed(pb, nb, sb);
+    ck_assert_uint_eq(na, 2 + sb / PIECE / 2); /* stripe 0's and 3's part, 4's pieces */
+    ck_assert_uint_eq(nb, 2 + sb / PIECE / 2);
+    ck_assert_uint_eq(pa[0].off, sb / 2);
+    ck_assert_uint_eq(pa[1].off, 3 * sb);
+    /* stripes 1 and 2 are out already: another client reads them */
+    ck_assert_int_eq(depfs_read(fc, back, 2 * sb, sb), (ssize_t)(2 * sb));
+    ck_assert(memcmp(back, model + sb, 2 * sb) == 0);
+    /* handed over: nothing is left to a's flush (or it would write them) */
+    depfs_piece *none = (depfs_piece *)1;
+    size_t nn = 1;
+    ck_assert_int_eq(depfs_flush_hand_partial(fa, &none, &nn), 0);
+    ck_assert_ptr_null(none);
+    ck_assert_uint_eq(nn, 0);
+
+    /* what the driver does: both clients' pieces, touching ones joined */
+    depfs_piece all[2] = {
+        {.off = 0, .len = sb, .data = model},
+        {.off = 3 * sb, .len = 2 * sb, .data = model + 3 * sb},
+    };
+    depfs_fh_t *ro;
+    ck_assert_int_eq(depfs_open(b, "/handed", O_RDONLY, 0, &ro), 0);
+    ck_assert_int_eq(depfs_write_pieces(ro, all, 2), -EBADF);
+    ck_assert_int_eq(depfs_close(ro), 0);
+    depfs_piece bad[2] = {all[1], all[0]};
+    ck_assert_int_eq(depfs_write_pieces(fa, bad, 2), -EINVAL); /* not ascending */
+    bad[0] = all[0];
+    bad[1] = (depfs_piece){.off = sb - 1, .len = 2, .data = model};
+    ck_assert_int_eq(depfs_write_pieces(fa, bad, 2), -EINVAL); /* overlapping */
+    bad[1].data = NULL;
+    ck_assert_int_eq(depfs_write_pieces(fa, bad, 2), -EFAULT);
+    uint64_t granted0, nacked0, granted1, nacked1;
+    lock_counts(a, &granted0, &nacked0);
+    ck_assert_int_eq(depfs_write_pieces(fa, all, 2), 0);
+    lock_counts(a, &granted1, &nacked1);
+    ck_assert_msg(granted1 - granted0 <= lay.n, "%" PRIu64 " locks granted for one round",
+                  granted1 - granted0);
+    ck_assert_uint_eq(nacked1 - nacked0, 0);
+    depfs_pieces_free(pa, na);
+    depfs_pieces_free(pb, nb);
+
+    ck_assert_int_eq(depfs_fsync(fa), 0);
+    ck_assert_int_eq(depfs_fsync(fb), 0);
+    ck_assert_int_eq(depfs_close(fc), 0);
+    ck_assert_int_eq(depfs_open(c, "/handed", O_RDONLY, 0, &fc), 0);
+    check_content(fc, model, len);
+    uint64_t ino = depfs_fh_ino(fc);
+    ck_assert_int_eq(depfs_close(fc), 0);
+    ck_assert_int_eq(depfs_close(fb), 0);
+    ck_assert_int_eq(depfs_close(fa), 0);
+    scrub_clean(a, ino, STRIPES);
+    depfs_unmount(c);
+    depfs_unmount(b);
+    depfs_unmount(a);
+    free(back);
+    free(model);
+}
+END_TEST
+
 /* Two small writes far apart in one stripe, buffered together: each moves
  * only its own bytes. Merged over their span (as before), the bytes
  * between them were pre-read and written back, and the parity ranges
@@ -1164,6 +1278,7 @@ static Suite *data_suite(void)
     tcase_add_test(tc, test_scrub_names_and_repairs_damaged_units);
     tcase_add_test(tc, test_concurrent_writers_parity);
     tcase_add_test(tc, test_scatter_in_one_stripe_is_one_round);
+    tcase_add_test(tc, test_hand_partial_then_write_pieces);
     tcase_add_test(tc, test_scatter_far_apart_moves_only_its_bytes);
     tcase_add_test(tc, test_fh_connect_before_io);
     suite_add_tcase(s, tc);
