@@ -15,6 +15,7 @@ romio_other_sources +=                  \
     adio/ad_depfs/ad_depfs_close.c      \
     adio/ad_depfs/ad_depfs_io.c         \
     adio/ad_depfs/ad_depfs_node_cache.c \
+    adio/ad_depfs/ad_depfs_stripe_gather.c \
     adio/ad_depfs/ad_depfs_hints.c      \
     adio/ad_depfs/ad_depfs_resize.c     \
     adio/ad_depfs/ad_depfs_delete.c     \

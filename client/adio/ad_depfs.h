@@ -38,6 +38,12 @@
  * depfs_node_cache_bytes, the cache's size (0: none). */
 #define ADIOI_DEPFS_HINT_NODE_CACHE "depfs_node_cache"
 #define ADIOI_DEPFS_HINT_NODE_CACHE_BYTES "depfs_node_cache_bytes"
+/* "enable" (the default): at MPI_File_sync and close the pieces that the
+ * processes hold in their write-behind of stripes they share go to one
+ * process per stripe, which writes each stripe once
+ * (ad_depfs_stripe_gather.c); "disable": each writes its own. Counts at
+ * the open, where every process opened the file and wants it. */
+#define ADIOI_DEPFS_HINT_STRIPE_GATHER "depfs_stripe_gather"
 #define ADIOI_DEPFS_LAYOUT_ENV "DEPFS_LAYOUT"
 #define ADIOI_DEPFS_LOCK_DIR_ENV "DEPFS_MPIIO_LOCK_DIR"
 #define ADIOI_DEPFS_LOCK_DIR_DEFAULT "/tmp/depfs-mpiio-locks"
@@ -59,6 +65,7 @@ typedef struct ADIOI_DEPFS_File {
     int defer_flush;            /* >0 inside a strided call: one flush at its end */
     int coll_push;              /* >0 inside a two-phase collective write: no write-behind */
     int close_barrier;          /* every process of fd->comm opened: close is collective */
+    int gather;                 /* ... and all want the stripe gather: sync and close do it */
     ADIOI_DEPFS_Node_cache *node_cache; /* read-only opens shared on a node, or NULL */
 } ADIOI_DEPFS_File;
 
@@ -100,6 +107,13 @@ void ADIOI_DEPFS_Node_cache_close(ADIOI_DEPFS_File *file);
 ssize_t ADIOI_DEPFS_Node_cache_read(ADIOI_DEPFS_File *file, void *buf, uint64_t len,
                                     uint64_t offset);
 
+/* ---- the stripe gather (ad_depfs_stripe_gather.c) ---- */
+/* collective over fd->comm, where file->gather: every process's held
+ * pieces of shared stripes written, each stripe by one process; 0 or a
+ * negative errno (the lowest of any process when pieces moved). met NULL
+ * for a sync; for a close, *met says whether every process's flush is done
+ * and all met after it (then the close needs no flush and barrier). */
+int ADIOI_DEPFS_Stripe_gather(ADIO_File fd, ADIOI_DEPFS_File *file, int *met);
 /* ---- operations ---- */
 void ADIOI_DEPFS_Open(ADIO_File fd, int *error_code);
 void ADIOI_DEPFS_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_code);

@@ -90,14 +90,15 @@ static void copy_switch(ADIO_File fd, MPI_Info users_info, const char *key)
     }
 }
 
-/* depfs_write_behind may change any time; depfs_node_cache counts at the
- * open only */
+/* depfs_write_behind may change any time; depfs_node_cache and
+ * depfs_stripe_gather count at the open only */
 static void copy_switches(ADIO_File fd, MPI_Info users_info)
 {
     ADIOI_DEPFS_File *file = fd->fs_ptr;
 
     copy_switch(fd, users_info, ADIOI_DEPFS_HINT_WRITE_BEHIND);
     copy_switch(fd, users_info, ADIOI_DEPFS_HINT_NODE_CACHE);
+    copy_switch(fd, users_info, ADIOI_DEPFS_HINT_STRIPE_GATHER);
     if (file)
         file->write_behind = ADIOI_DEPFS_Switch_on(fd, ADIOI_DEPFS_HINT_WRITE_BEHIND);
 }

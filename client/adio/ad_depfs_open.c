@@ -159,22 +159,29 @@ void ADIOI_DEPFS_Open(ADIO_File fd, int *error_code)
 
 /* ROMIO's generic collective open (rank 0 creates, then all open), then one
  * agreement: only when every process of fd->comm holds the file open does
- * the close barrier (ad_depfs_close.c), and a read-only open gets the node
- * read cache (ad_depfs_node_cache.c). ROMIO also calls the driver's close
- * where every process does not: on rank 0 alone after the create probe, and
- * on the processes whose open worked when another's failed. */
+ * the close barrier (ad_depfs_close.c), do sync and close gather shared
+ * stripes (ad_depfs_stripe_gather.c; when every process wants it too), and
+ * does a read-only open get the node read cache (ad_depfs_node_cache.c).
+ * ROMIO also calls the driver's close where every process does not: on
+ * rank 0 alone after the create probe, and on the processes whose open
+ * worked when another's failed. */
 void ADIOI_DEPFS_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_code)
 {
+    enum { OPENED, WANTS_GATHER, AGREE_N };
     ADIOI_DEPFS_File *file;
-    int opened, all_opened = 0;
+    int mine[AGREE_N], all[AGREE_N] = {0, 0};
 
     ADIOI_GEN_OpenColl(fd, rank, access_mode, error_code);
-    opened = *error_code == MPI_SUCCESS && fd->fs_ptr != NULL;
-    MPI_Allreduce(&opened, &all_opened, 1, MPI_INT, MPI_LAND, fd->comm);
     file = fd->fs_ptr;
-    if (opened && file)
-        file->close_barrier = all_opened;
-    ADIOI_DEPFS_Node_cache_open(fd, opened ? file : NULL,
-                                all_opened && (fd->access_mode & ADIO_RDONLY) &&
+    mine[OPENED] = *error_code == MPI_SUCCESS && file != NULL;
+    mine[WANTS_GATHER] = mine[OPENED] &&
+        ADIOI_DEPFS_Switch_on(fd, ADIOI_DEPFS_HINT_STRIPE_GATHER);
+    MPI_Allreduce(mine, all, AGREE_N, MPI_INT, MPI_LAND, fd->comm);
+    if (mine[OPENED]) {
+        file->close_barrier = all[OPENED];
+        file->gather = all[WANTS_GATHER];
+    }
+    ADIOI_DEPFS_Node_cache_open(fd, mine[OPENED] ? file : NULL,
+                                all[OPENED] && (fd->access_mode & ADIO_RDONLY) &&
                                 ADIOI_DEPFS_Switch_on(fd, ADIOI_DEPFS_HINT_NODE_CACHE));
 }
