@@ -38,11 +38,13 @@
  * depfs_node_cache_bytes, the cache's size (0: none). */
 #define ADIOI_DEPFS_HINT_NODE_CACHE "depfs_node_cache"
 #define ADIOI_DEPFS_HINT_NODE_CACHE_BYTES "depfs_node_cache_bytes"
-/* "enable" (the default): at MPI_File_sync and close the pieces that the
- * processes hold in their write-behind of stripes they share go to one
- * process per stripe, which writes each stripe once
- * (ad_depfs_stripe_gather.c); "disable": each writes its own. Counts at
- * the open, where every process opened the file and wants it. */
+/* "enable": at MPI_File_sync and close the pieces that the processes hold
+ * in their write-behind of stripes they share go to one process per
+ * stripe, which writes each stripe once (ad_depfs_stripe_gather.c);
+ * "disable": each writes its own; "auto" (the default): enable unless a
+ * node runs more of the job's processes than it has CPUs
+ * (ADIOI_DEPFS_Gather_pays). Counts at the open, where every process
+ * opened the file and wants it. */
 #define ADIOI_DEPFS_HINT_STRIPE_GATHER "depfs_stripe_gather"
 #define ADIOI_DEPFS_LAYOUT_ENV "DEPFS_LAYOUT"
 #define ADIOI_DEPFS_LOCK_DIR_ENV "DEPFS_MPIIO_LOCK_DIR"
@@ -114,6 +116,9 @@ ssize_t ADIOI_DEPFS_Node_cache_read(ADIOI_DEPFS_File *file, void *buf, uint64_t 
  * for a sync; for a close, *met says whether every process's flush is done
  * and all met after it (then the close needs no flush and barrier). */
 int ADIOI_DEPFS_Stripe_gather(ADIO_File fd, ADIOI_DEPFS_File *file, int *met);
+/* the hint's "auto": whether this node has a CPU for each of the job's
+ * processes on it (unknown: yes) */
+int ADIOI_DEPFS_Gather_pays(void);
 /* ---- operations ---- */
 void ADIOI_DEPFS_Open(ADIO_File fd, int *error_code);
 void ADIOI_DEPFS_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_code);
@@ -130,7 +135,10 @@ void ADIOI_DEPFS_WriteStridedColl(ADIO_File fd, const void *buf, int count,
 void ADIOI_DEPFS_WriteStrided(ADIO_File fd, const void *buf, int count, MPI_Datatype datatype,
                               int file_ptr_type, ADIO_Offset offset, ADIO_Status *status,
                               int *error_code);
-/* an on/off hint of ours (write-behind, node cache) as fd->info holds it */
+/* an on/off hint of ours (write-behind, node cache, stripe gather) as
+ * fd->info holds it; Switch_on: ADIOI_DEPFS_ON */
+enum { ADIOI_DEPFS_OFF, ADIOI_DEPFS_ON, ADIOI_DEPFS_AUTO };
+int ADIOI_DEPFS_Switch(ADIO_File fd, const char *key);
 int ADIOI_DEPFS_Switch_on(ADIO_File fd, const char *key);
 void ADIOI_DEPFS_WriteContig(ADIO_File fd, const void *buf, int count, MPI_Datatype datatype,
                              int file_ptr_type, ADIO_Offset offset, ADIO_Status *status,

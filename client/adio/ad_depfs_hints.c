@@ -74,19 +74,24 @@ static int info_has(MPI_Info info, const char *key)
 }
 
 /* an on/off hint of ours into fd->info: enable/true/1 or disable/false/0
- * as the user gave it, else enable when not there yet */
-static void copy_switch(ADIO_File fd, MPI_Info users_info, const char *key)
+ * as the user gave it, or auto where the hint has it (dflt "auto"), else
+ * dflt when not there yet */
+static void copy_switch(ADIO_File fd, MPI_Info users_info, const char *key, const char *dflt)
 {
     char value[MPI_MAX_INFO_VAL + 1];
-    int flag = 0, on;
+    int flag = 0;
 
     if (users_info != MPI_INFO_NULL)
         ADIOI_Info_get(users_info, key, MPI_MAX_INFO_VAL, value, &flag);
     if (flag) {
-        on = !strcasecmp(value, "enable") || !strcasecmp(value, "true") || !strcmp(value, "1");
-        ADIOI_Info_set(fd->info, key, on ? "enable" : "disable");
+        const char *set = "disable";
+        if (!strcasecmp(value, "enable") || !strcasecmp(value, "true") || !strcmp(value, "1"))
+            set = "enable";
+        else if (!strcmp(dflt, "auto") && !strcasecmp(value, "auto"))
+            set = "auto";
+        ADIOI_Info_set(fd->info, key, set);
     } else if (!info_has(fd->info, key)) {
-        ADIOI_Info_set(fd->info, key, "enable");
+        ADIOI_Info_set(fd->info, key, dflt);
     }
 }
 
@@ -96,19 +101,28 @@ static void copy_switches(ADIO_File fd, MPI_Info users_info)
 {
     ADIOI_DEPFS_File *file = fd->fs_ptr;
 
-    copy_switch(fd, users_info, ADIOI_DEPFS_HINT_WRITE_BEHIND);
-    copy_switch(fd, users_info, ADIOI_DEPFS_HINT_NODE_CACHE);
-    copy_switch(fd, users_info, ADIOI_DEPFS_HINT_STRIPE_GATHER);
+    copy_switch(fd, users_info, ADIOI_DEPFS_HINT_WRITE_BEHIND, "enable");
+    copy_switch(fd, users_info, ADIOI_DEPFS_HINT_NODE_CACHE, "enable");
+    copy_switch(fd, users_info, ADIOI_DEPFS_HINT_STRIPE_GATHER, "auto");
     if (file)
         file->write_behind = ADIOI_DEPFS_Switch_on(fd, ADIOI_DEPFS_HINT_WRITE_BEHIND);
 }
 
-int ADIOI_DEPFS_Switch_on(ADIO_File fd, const char *key)
+int ADIOI_DEPFS_Switch(ADIO_File fd, const char *key)
 {
     char value[MPI_MAX_INFO_VAL + 1];
     int flag = 0;
     ADIOI_Info_get(fd->info, key, MPI_MAX_INFO_VAL, value, &flag);
-    return flag && !strcmp(value, "enable");
+    if (!flag)
+        return ADIOI_DEPFS_OFF;
+    if (!strcmp(value, "enable"))
+        return ADIOI_DEPFS_ON;
+    return !strcmp(value, "auto") ? ADIOI_DEPFS_AUTO : ADIOI_DEPFS_OFF;
+}
+
+int ADIOI_DEPFS_Switch_on(ADIO_File fd, const char *key)
+{
+    return ADIOI_DEPFS_Switch(fd, key) == ADIOI_DEPFS_ON;
 }
 
 /* MPI_Info_delete fails on a missing key */

@@ -174,8 +174,11 @@ void ADIOI_DEPFS_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_co
     ADIOI_GEN_OpenColl(fd, rank, access_mode, error_code);
     file = fd->fs_ptr;
     mine[OPENED] = *error_code == MPI_SUCCESS && file != NULL;
-    mine[WANTS_GATHER] = mine[OPENED] &&
-        ADIOI_DEPFS_Switch_on(fd, ADIOI_DEPFS_HINT_STRIPE_GATHER);
+    switch (ADIOI_DEPFS_Switch(fd, ADIOI_DEPFS_HINT_STRIPE_GATHER)) {
+    case ADIOI_DEPFS_ON: mine[WANTS_GATHER] = mine[OPENED]; break;
+    case ADIOI_DEPFS_AUTO: mine[WANTS_GATHER] = mine[OPENED] && ADIOI_DEPFS_Gather_pays(); break;
+    default: mine[WANTS_GATHER] = 0;
+    }
     MPI_Allreduce(mine, all, AGREE_N, MPI_INT, MPI_LAND, fd->comm);
     if (mine[OPENED]) {
         file->close_barrier = all[OPENED];

@@ -28,6 +28,12 @@
  * pieces overlap, one process's bytes win each byte.
  * Collective over fd->comm; only where every process holds the file open
  * and wants it (file->gather, agreed at the open: hint depfs_stripe_gather).
+ * Its "auto" (the default) wants it unless a node runs more of the job's
+ * processes than it has CPUs: MPI's collective calls wait by spinning, so
+ * there the processes that reach the sync first spin against the late
+ * ones' writes and the servers for the CPUs, and every process waits for
+ * the last before it flushes (measured in docs/BENCH-RESULTS.md: slower
+ * with 4 processes on 2 CPUs, faster with 2).
  * Four collective calls when anything is held (the agreement, the counts,
  * the pieces, the outcome), one when nothing is, and at a close that one
  * is the close's barrier as well (each process that holds nothing commits
@@ -42,6 +48,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* what the processes agree on first (agree_fn): whether anyone holds a
  * piece, the first and last stripe held in part anywhere, all pieces'
@@ -243,6 +250,26 @@ static int exchange(ADIO_File fd, ADIOI_DEPFS_File *file, const depfs_piece *min
     counts_free(&rcv);
     counts_free(&snd);
     return rc;
+}
+
+/* MPICH's launcher (hydra) tells each process how many of the job's run
+ * on its node; without it (another launcher) the answer is unknown. */
+#define LOCAL_RANKS_ENV "MPI_LOCALNRANKS"
+
+int ADIOI_DEPFS_Gather_pays(void)
+{
+    const char *env = getenv(LOCAL_RANKS_ENV);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    char *end;
+    long local;
+
+    if (!env || cpus <= 0)
+        return 1;
+    errno = 0;
+    local = strtol(env, &end, 10);
+    if (errno || end == env || *end || local <= 0)
+        return 1;
+    return local <= cpus;
 }
 
 int ADIOI_DEPFS_Stripe_gather(ADIO_File fd, ADIOI_DEPFS_File *file, int *met)
