@@ -116,13 +116,11 @@ static int write_received(ADIOI_DEPFS_File *file, gather_piece *got, size_t n)
 {
     depfs_piece *spans;
     size_t ns = 0, i = 0;
-    int rc = 0;
+    int rc;
 
     if (n == 0)
         return 0;
-    spans = calloc(n, sizeof(*spans));     /* depfs_pieces_free's */
-    if (!spans)
-        return -ENOMEM;
+    spans = ADIOI_Malloc(n * sizeof(*spans));
     qsort(got, n, sizeof(*got), by_offset);
     while (i < n) {
         uint64_t start = got[i].off, end = got[i].off + got[i].len;
@@ -132,19 +130,16 @@ static int write_received(ADIOI_DEPFS_File *file, gather_piece *got, size_t n)
                 end = got[j].off + got[j].len;
             j++;
         }
-        uint8_t *data = malloc(end - start);
-        if (!data) {
-            rc = -ENOMEM;
-            break;
-        }
+        uint8_t *data = ADIOI_Malloc(end - start);
         for (size_t q = i; q < j; q++)
             memcpy(data + (got[q].off - start), got[q].data, got[q].len);
         spans[ns++] = (depfs_piece) {.off = start, .len = end - start, .data = data};
         i = j;
     }
-    if (rc == 0)
-        rc = depfs_write_pieces(file->fh, spans, ns);
-    depfs_pieces_free(spans, ns);   /* frees the array too */
+    rc = depfs_write_pieces(file->fh, spans, ns);
+    for (size_t k = 0; k < ns; k++)
+        ADIOI_Free(spans[k].data);
+    ADIOI_Free(spans);
     return rc;
 }
 
