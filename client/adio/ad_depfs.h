@@ -111,11 +111,10 @@ ssize_t ADIOI_DEPFS_Node_cache_read(ADIOI_DEPFS_File *file, void *buf, uint64_t 
 
 /* ---- the stripe gather (ad_depfs_stripe_gather.c) ---- */
 /* collective over fd->comm, where file->gather: every process's held
- * pieces of shared stripes written, each stripe by one process; 0 or a
- * negative errno (the lowest of any process when pieces moved). met NULL
- * for a sync; for a close, *met says whether every process's flush is done
- * and all met after it (then the close needs no flush and barrier). */
-int ADIOI_DEPFS_Stripe_gather(ADIO_File fd, ADIOI_DEPFS_File *file, int *met);
+ * pieces of shared stripes written, each stripe by one process (the
+ * caller's flush or fsync then commits the size); 0 or a negative errno
+ * (the lowest of any process when pieces moved) */
+int ADIOI_DEPFS_Stripe_gather(ADIO_File fd, ADIOI_DEPFS_File *file);
 /* the hint's "auto": whether this node has a CPU for each of the job's
  * processes on it (unknown: yes) */
 int ADIOI_DEPFS_Gather_pays(void);

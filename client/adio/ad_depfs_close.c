@@ -13,20 +13,18 @@ void ADIOI_DEPFS_Close(ADIO_File fd, int *error_code)
 {
     static char myname[] = "ADIOI_DEPFS_CLOSE";
     ADIOI_DEPFS_File *file = fd->fs_ptr;
-    int rc, flush_rc = 0, met = 0;
+    int rc, flush_rc = 0;
 
     *error_code = MPI_SUCCESS;
     if (!file)
         return;
     if (file->close_barrier) {
         if (file->gather)
-            flush_rc = ADIOI_DEPFS_Stripe_gather(fd, file, &met);
-        if (!met) {
-            rc = depfs_flush(file->fh); /* the barrier comes even after an error */
-            if (flush_rc == 0)
-                flush_rc = rc;
-            MPI_Barrier(fd->comm);
-        }
+            flush_rc = ADIOI_DEPFS_Stripe_gather(fd, file);
+        rc = depfs_flush(file->fh);     /* the barrier comes even after an error */
+        if (flush_rc == 0)
+            flush_rc = rc;
+        MPI_Barrier(fd->comm);
     }
     ADIOI_DEPFS_Node_cache_close(file);
     rc = depfs_close(file->fh);         /* the handle is gone even on error */

@@ -14,7 +14,7 @@ void ADIOI_DEPFS_Flush(ADIO_File fd, int *error_code)
     if (!file)          /* never opened here (nothing to sync) */
         return;
     if (file->gather)   /* every process is here: MPI_File_sync is collective */
-        gather_rc = ADIOI_DEPFS_Stripe_gather(fd, file, NULL);
+        gather_rc = ADIOI_DEPFS_Stripe_gather(fd, file);
     rc = depfs_fsync(file->fh);
     if (rc == 0)
         rc = gather_rc;

@@ -35,10 +35,8 @@
  * the last before it flushes (measured in docs/BENCH-RESULTS.md: slower
  * with 4 processes on 2 CPUs, faster with 2).
  * Four collective calls when anything is held (the agreement, the counts,
- * the pieces, the outcome), one when nothing is, and at a close that one
- * is the close's barrier as well (each process that holds nothing commits
- * its size before it): on a node with more processes than cores each
- * collective call costs a scheduler slice. When the pieces of all
+ * the pieces, the outcome), one when nothing is: on a node with more
+ * processes than cores each collective call costs a scheduler slice. When the pieces of all
  * processes together do not fit MPI's int counts, every process writes its
  * own instead. Buffers come from ADIOI_Malloc, which ends the job when
  * memory runs out, as ROMIO's own two-phase I/O does. */
@@ -267,7 +265,7 @@ int ADIOI_DEPFS_Gather_pays(void)
     return local <= cpus;
 }
 
-int ADIOI_DEPFS_Stripe_gather(ADIO_File fd, ADIOI_DEPFS_File *file, int *met)
+int ADIOI_DEPFS_Stripe_gather(ADIO_File fd, ADIOI_DEPFS_File *file)
 {
     uint64_t sb = (uint64_t) file->layout.k * file->layout.stripe_unit;
     int64_t local[AGREE_N] = {0, INT64_MAX, -1, 0}, agreed[AGREE_N];
@@ -287,17 +285,9 @@ int ADIOI_DEPFS_Stripe_gather(ADIO_File fd, ADIOI_DEPFS_File *file, int *met)
         local[AGREE_FIRST] = (int64_t) (mine[0].off / sb);
         local[AGREE_LAST] = (int64_t) (mine[nmine - 1].off / sb);
         local[AGREE_BYTES] = bytes <= INT_MAX ? bytes : (int64_t) INT_MAX + 1;
-    } else if (met) {
-        /* all it wrote has landed: commit now, so that when nobody holds
-         * anything the agreement is the close's barrier too */
-        int frc = depfs_flush(file->fh);
-        if (rc == 0)
-            rc = frc;
     }
     agree_type(&type, &op);
     MPI_Allreduce(local, agreed, 1, type, op, fd->comm);
-    if (met)
-        *met = !agreed[AGREE_ANY];
     if (!agreed[AGREE_ANY])
         return rc;      /* nothing handed anywhere: each flushed its own */
     if (agreed[AGREE_BYTES] > INT_MAX)  /* MPI's int counts: each writes its own */
