@@ -22,10 +22,11 @@
  *            at a time; every other write-out of the inode (run, scatter,
  *            large writes, flush, fsync, reads of buffered ranges, close,
  *            truncate) first waits for it to land, so newer bytes never
- *            land before older ones. Its error is kept for the handles
- *            (see "errors" below). Memory: at most two scatter sets and
- *            two run buffers (the second one allocated by the first run
- *            flight).
+ *            land before older ones. Its error is kept for the handles,
+ *            as is that of every write-out of buffered bytes, a write's
+ *            included (dc_wb_flush in engines.h). Memory: at most two
+ *            scatter sets and two run buffers (the second one allocated by
+ *            the first run flight).
  * Everything is written out before an overlapping read or write-through,
  * and on flush/fsync/close/truncate; or handed over (dc_wb_hand_partial):
  * the stripes held whole are written out, the pieces of the others go to
@@ -85,12 +86,17 @@ typedef struct dc_wb {
     uint64_t err_seq; /* ... and how many there were: a handle's mark */
 } dc_wb;
 
-/* Under wb->lock: a write-out failed (a flight's, or any flush's). */
-static void dc_wb_note_err(dc_wb *wb, int rc)
+/* Under wb->lock: a write-out of buffered bytes failed (a flight's, a
+ * flush's, or one a write had to make first). Those bytes were
+ * acknowledged by earlier writes: every handle is told (engines.h
+ * dc_wb_flush). Returns rc. */
+static int dc_wb_note_err(dc_wb *wb, int rc)
 {
-    assert(rc < 0);
-    wb->err = rc;
-    wb->err_seq++;
+    if (rc < 0) {
+        wb->err = rc;
+        wb->err_seq++;
+    }
+    return rc;
 }
 
 static uint64_t dc_wb_capacity(const layout *lay)
@@ -180,7 +186,7 @@ static int dc_wb_flush_run(depfs_t *fs, dc_inode *in, dc_wb *wb)
     dc_wb_wait_landed(wb); /* older bytes of this range may be in the air */
     int rc = dc_wb_write_run(fs, in, wb->buf, wb->off, wb->len);
     wb->len = 0;
-    return rc;
+    return dc_wb_note_err(wb, rc);
 }
 
 /* ---------------------------------------------------------- scatter set */
@@ -226,7 +232,7 @@ static int dc_wb_flush_scatter(depfs_t *fs, dc_inode *in, dc_wb *wb)
     dc_wb_wait_landed(wb);
     int rc = dc_wb_write_exts(fs, in, wb->sc, wb->sc_n);
     dc_wb_scatter_clear(wb);
-    return rc;
+    return dc_wb_note_err(wb, rc);
 }
 
 typedef struct dc_wb_flight {
@@ -304,8 +310,7 @@ static void *dc_wb_flight_main(void *arg)
     dc_wb_exts_free(wb->fl, wb->fl_n);
     wb->fl_n = 0;
     wb->flen = 0;
-    if (rc < 0)
-        dc_wb_note_err(wb, rc); /* told at the handles' next flush/fsync/close */
+    dc_wb_note_err(wb, rc); /* told at the handles' next flush/fsync/close */
     wb->flying = false;
     pthread_cond_broadcast(&wb->landed);
     pthread_mutex_unlock(&wb->lock);
@@ -358,7 +363,7 @@ static int dc_wb_send_scatter(depfs_t *fs, dc_inode *in, dc_wb *wb)
     int rc = dc_wb_write_exts(fs, in, wb->fl, wb->fl_n); /* no thread: here */
     dc_wb_exts_free(wb->fl, wb->fl_n);
     wb->fl_n = 0;
-    return rc;
+    return dc_wb_note_err(wb, rc);
 }
 
 /* Hand the run (at its boundary) to a background flight and start an empty
@@ -382,7 +387,7 @@ static int dc_wb_send_run(depfs_t *fs, dc_inode *in, dc_wb *wb)
         return 0;
     int rc = dc_wb_write_run(fs, in, wb->fbuf, wb->foff, wb->flen); /* no thread: here */
     wb->flen = 0;
-    return rc;
+    return dc_wb_note_err(wb, rc);
 }
 
 /* First of n sorted, disjoint extents whose end is after off (n when none). */
@@ -626,8 +631,6 @@ int dc_wb_flush_range(depfs_t *fs, dc_inode *in, uint64_t off, uint64_t len)
         rc = dc_wb_flush_run(fs, in, wb);
     if (rc == 0 && dc_wb_scatter_overlaps(wb, off, len))
         rc = dc_wb_flush_scatter(fs, in, wb);
-    if (rc < 0)
-        dc_wb_note_err(wb, rc); /* also told at the handles' next flush/fsync/close */
     pthread_mutex_unlock(&wb->lock);
     return rc;
 }
@@ -711,7 +714,7 @@ static int dc_wb_hand_locked(depfs_t *fs, dc_inode *in, dc_wb *wb, depfs_piece *
         return dc_wb_flush_locked(fs, in, wb);
     }
     assert(np <= 2 * (size_t)ne);
-    rc = nw > 0 ? dc_wb_write_exts(fs, in, whole, nw) : 0;
+    rc = nw > 0 ? dc_wb_note_err(wb, dc_wb_write_exts(fs, in, whole, nw)) : 0;
     dc_wb_scatter_clear(wb); /* written out or handed over, even on failure */
     wb->len = 0;
     free(whole);
@@ -735,9 +738,7 @@ int dc_wb_hand_partial(depfs_t *fs, dc_inode *in, uint64_t *mark, depfs_piece **
         return 0;
     pthread_mutex_lock(&wb->lock);
     dc_wb_wait_landed(wb);
-    int rc = dc_wb_hand_locked(fs, in, wb, out, n_out);
-    if (rc < 0)
-        dc_wb_note_err(wb, rc);
+    int rc = dc_wb_hand_locked(fs, in, wb, out, n_out); /* failures noted */
     if (mark != NULL && *mark != wb->err_seq)
         rc = wb->err; /* reported as a flush reports it: the mark stays */
     pthread_mutex_unlock(&wb->lock);
@@ -770,9 +771,7 @@ int dc_wb_flush(depfs_t *fs, dc_inode *in, uint64_t *mark, bool advance)
     if (wb == NULL)
         return 0;
     pthread_mutex_lock(&wb->lock);
-    int rc = dc_wb_flush_locked(fs, in, wb);
-    if (rc < 0)
-        dc_wb_note_err(wb, rc);
+    int rc = dc_wb_flush_locked(fs, in, wb); /* failures noted */
     if (mark != NULL && *mark != wb->err_seq) {
         rc = wb->err;
         if (advance)

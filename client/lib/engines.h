@@ -59,7 +59,8 @@ int dc_data_write_pieces(depfs_t *fs, dc_inode *in, const depfs_piece *p, unsign
 
 /* Write back any buffered data of the inode (stripes with parity): 0 or
  * this write-out's error. Errors reach the handles as Linux's errseq does:
- * every write-out failure (a background flight's too) is counted, and a
+ * every failure to write buffered bytes out is counted (a background
+ * flight's, and one a write met writing older bytes out first), and a
  * handle's mark (depfs_fh.wb_err_mark, NULL: no handle) says how many it
  * was told of; one counted since is returned, and the mark moves past it
  * only when advance (an fsync), not for a flush or close, which report it

@@ -1013,6 +1013,50 @@ START_TEST(test_flight_error_not_taken_by_a_flush)
 }
 END_TEST
 
+/* A write that has to write buffered bytes out first (the run its stream
+ * left, a scatter set it overlaps) and fails there is told the failure;
+ * so is every handle at its next flush, fsync or close, as for a
+ * background flight: those bytes were acknowledged by earlier writes.
+ * Before, only that write heard of it, and the fsync after it returned 0
+ * over bytes that never landed. */
+START_TEST(test_write_out_error_in_a_write_is_kept)
+{
+    enum { RUN = 64 << 10, FAR = 2 << 20, SMALL = 100, GAP = 20000, BIG = 16 << 10 };
+    seed_rng();
+    depfs_t *fs = mount_fs();
+    depfs_fh_t *fh = NULL, *other = NULL;
+    ck_assert_int_eq(depfs_open(fs, "depfs@4@2@4k:/wouterr", O_CREAT | O_RDWR, 0644, &fh), 0);
+    ck_assert_int_eq(depfs_open(fs, "/wouterr", O_RDONLY, 0, &other), 0);
+    layout lay;
+    layout_of(fh, &lay);
+    ck_assert_uint_ge(RUN, layout_stripe_bytes(&lay)); /* ends written out, not scattered */
+    ck_assert_uint_lt(SMALL, layout_stripe_bytes(&lay));
+    ck_assert_uint_ge(BIG, layout_stripe_bytes(&lay));
+    uint8_t *model = malloc(RUN);
+    ck_assert_ptr_nonnull(model);
+    rnd_fill(model, RUN);
+    ck_assert_uint_ge(RUN, BIG);
+    ck_assert_int_eq(depfs_write(fh, model, RUN, 0), RUN); /* buffered: a run */
+    unsigned killed = lay.n - lay.k + 1; /* more than n-k: write-outs fail */
+    for (unsigned p = 0; p < killed; p++)
+        td_ios_kill(&g_cl, lay.servers[p]);
+    /* a stream elsewhere: the run is written out first, and fails */
+    ck_assert_int_lt(depfs_write(fh, model, SMALL, FAR), 0);
+    ck_assert_int_eq(depfs_flush(fh), -EIO);    /* the run's bytes are gone: told */
+    ck_assert_int_eq(depfs_flush(other), -EIO); /* to every handle */
+    ck_assert_int_eq(depfs_fsync(fh), -EIO);    /* taken */
+    /* a scatter set, then a write over it: the set is written out first */
+    ck_assert_int_eq(depfs_write(fh, model, SMALL, FAR), SMALL);
+    ck_assert_int_eq(depfs_write(fh, model, SMALL, FAR + GAP), SMALL);
+    ck_assert_int_lt(depfs_write(fh, model, BIG, FAR - SMALL), 0);
+    ck_assert_int_eq(depfs_flush(fh), -EIO); /* a failure since the fsync */
+    ck_assert_int_eq(depfs_close(other), -EIO);
+    ck_assert_int_eq(depfs_close(fh), -EIO);
+    depfs_unmount(fs);
+    free(model);
+}
+END_TEST
+
 /* A server that stops answering (SIGSTOP: connections still open, no
  * replies): reads time out, retry once, mark it failed and decode; writes
  * go to the survivors, and are acknowledged once the server is out of
@@ -1295,6 +1339,7 @@ static Suite *data_suite(void)
     add_own_cluster_case(s, "gather_fallback", test_strided_gather_with_a_dead_server);
     add_own_cluster_case(s, "first_connect", test_first_batch_connects_at_once);
     add_own_cluster_case(s, "flight_error", test_flight_error_not_taken_by_a_flush);
+    add_own_cluster_case(s, "write_out_error", test_write_out_error_in_a_write_is_kept);
     return s;
 }
 
