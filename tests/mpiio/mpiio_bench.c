@@ -218,10 +218,14 @@ static uint64_t block_offset(const struct opts *o, unsigned long long call, unsi
     return (call * (unsigned) nprocs + who) * o->xfer;
 }
 
+/* A failed call does not end the loop: the other ranks' collective calls
+ * (and the sync, collective too) still need this rank's; the failure is
+ * reported at the end. */
 static int do_write(MPI_File fh, const struct opts *o, unsigned char *buf,
                     const unsigned char *tmpl)
 {
     unsigned long long calls = o->total / o->xfer / (unsigned) nprocs;
+    int failed = 0;
     for (unsigned long long c = 0; c < calls; c++) {
         uint64_t off = block_offset(o, c, owner_rank(o, 1));
         int rc;
@@ -232,16 +236,18 @@ static int do_write(MPI_File fh, const struct opts *o, unsigned char *buf,
         else
             rc = MPI_File_write_at_all(fh, (MPI_Offset) off, buf, (int) o->xfer, MPI_BYTE,
                                        MPI_STATUS_IGNORE);
-        if (!mpi_ok(rc, "write"))
-            return -1;
+        failed |= !mpi_ok(rc, "write");
     }
-    return mpi_ok(MPI_File_sync(fh), "sync") ? 0 : -1;
+    failed |= !mpi_ok(MPI_File_sync(fh), "sync");
+    return failed ? -1 : 0;
 }
 
 /* reads this rank's blocks into all (timed); check_all looks at them after */
+/* As do_write, a failed call does not end the loop. */
 static int do_read(MPI_File fh, const struct opts *o, unsigned char *all)
 {
     unsigned long long calls = o->total / o->xfer / (unsigned) nprocs;
+    int failed = 0;
     for (unsigned long long c = 0; c < calls; c++) {
         uint64_t off = block_offset(o, c, owner_rank(o, 0));
         unsigned char *buf = all + c * o->xfer;
@@ -251,16 +257,18 @@ static int do_read(MPI_File fh, const struct opts *o, unsigned char *all)
             rc = MPI_File_read_at(fh, (MPI_Offset) off, buf, (int) o->xfer, MPI_BYTE, &st);
         else
             rc = MPI_File_read_at_all(fh, (MPI_Offset) off, buf, (int) o->xfer, MPI_BYTE, &st);
-        if (!mpi_ok(rc, "read"))
-            return -1;
+        if (!mpi_ok(rc, "read")) {
+            failed = 1;
+            continue;
+        }
         MPI_Get_count(&st, MPI_BYTE, &got);
         if ((unsigned long long) got != o->xfer) {
             fprintf(stderr, "[%d] mpiio_bench: short read at %llu: %d bytes\n", rank,
                     (unsigned long long) off, got);
-            return -1;
+            failed = 1;
         }
     }
-    return 0;
+    return failed ? -1 : 0;
 }
 
 static unsigned long long check_all(const struct opts *o, const unsigned char *all,
