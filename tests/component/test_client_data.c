@@ -977,6 +977,19 @@ START_TEST(test_run_flight)
 }
 END_TEST
 
+/* /NAME created 4@2@4k and opened twice: *fh to write, *other to read;
+ * *lay its layout. */
+static void open_writer_and_other(depfs_t *fs, const char *name, depfs_fh_t **fh,
+                                  depfs_fh_t **other, layout *lay)
+{
+    char path[64];
+    snprintf(path, sizeof path, "depfs@4@2@4k:/%s", name);
+    *fh = *other = NULL;
+    ck_assert_int_eq(depfs_open(fs, path, O_CREAT | O_RDWR, 0644, fh), 0);
+    ck_assert_int_eq(depfs_open(fs, strchr(path, ':') + 1, O_RDONLY, 0, other), 0);
+    layout_of(*fh, lay);
+}
+
 /* A background flight that failed is told to every handle open on the
  * file, and a flush reports it without taking it: the kernel sends a FLUSH
  * on the writer's handle when a child it forked closes its copy of the
@@ -989,11 +1002,9 @@ START_TEST(test_flight_error_not_taken_by_a_flush)
     enum { RUN = 4 << 20, CHUNK = 256 << 10 };
     seed_rng();
     depfs_t *fs = mount_fs();
-    depfs_fh_t *fh = NULL, *other = NULL;
-    ck_assert_int_eq(depfs_open(fs, "depfs@4@2@4k:/flighterr", O_CREAT | O_RDWR, 0644, &fh), 0);
-    ck_assert_int_eq(depfs_open(fs, "/flighterr", O_RDONLY, 0, &other), 0);
+    depfs_fh_t *fh, *other;
     layout lay;
-    layout_of(fh, &lay);
+    open_writer_and_other(fs, "flighterr", &fh, &other, &lay);
     uint8_t *model = malloc(RUN);
     ck_assert_ptr_nonnull(model);
     rnd_fill(model, RUN);
@@ -1024,11 +1035,9 @@ START_TEST(test_write_out_error_in_a_write_is_kept)
     enum { RUN = 64 << 10, FAR = 2 << 20, SMALL = 100, GAP = 20000, BIG = 16 << 10 };
     seed_rng();
     depfs_t *fs = mount_fs();
-    depfs_fh_t *fh = NULL, *other = NULL;
-    ck_assert_int_eq(depfs_open(fs, "depfs@4@2@4k:/wouterr", O_CREAT | O_RDWR, 0644, &fh), 0);
-    ck_assert_int_eq(depfs_open(fs, "/wouterr", O_RDONLY, 0, &other), 0);
+    depfs_fh_t *fh, *other;
     layout lay;
-    layout_of(fh, &lay);
+    open_writer_and_other(fs, "wouterr", &fh, &other, &lay);
     ck_assert_uint_ge(RUN, layout_stripe_bytes(&lay)); /* ends written out, not scattered */
     ck_assert_uint_lt(SMALL, layout_stripe_bytes(&lay));
     ck_assert_uint_ge(BIG, layout_stripe_bytes(&lay));
