@@ -223,8 +223,10 @@ bench: all hooks
 
 # The fault campaign of tests/integration/campaign.py (test_fault_campaign is
 # its short form in `make test`): ROUNDS rounds, each a fresh cluster under a
-# seeded schedule of faults; prints rounds, faults of each kind and bytes
-# verified; fails on any lost acknowledged byte or failed check. SEED replays.
+# seeded schedule of faults (with an MPI-IO client when $(BUILD)/mpich holds
+# MPICH with the driver: client/adio/build-mpich.sh); prints rounds, faults
+# of each kind and bytes verified; fails on any lost acknowledged byte or
+# failed check. SEED replays.
 ROUNDS ?= 20
 ROUND_SECONDS ?= 60
 MAX_MINUTES ?= 0

@@ -3,29 +3,34 @@
 fsync-acknowledged byte must survive any fault the design tolerates.
 
   campaign.py [--seed S] [--rounds N] [--round-seconds T] [--max-minutes M]
-              [--keep-going] [--state DIR]
+              [--keep-going] [--state DIR] [--mpich-lib DIR|none]
 
 One ROUND: a fresh 8-server cluster (deploy/local-cluster; in some rounds
 one I/O server lives in a network namespace, one has a small tmpfs as its
 data dir, and/or one has its data dir on a disk that can be made slow),
-directories with layouts 8@6, 8@7 and 4@2, shared files in
-each. Workload clients run concurrently (campaign_client.py): one on the
-cluster's mount, one on a second depfs-fuse mount, one or two on libdepfs;
-they journal every operation. Meanwhile a seeded schedule of faults runs
-(campaign_faults.Injector): SIGSTOP/SIGCONT of an I/O server (short, and long
-across the detection timeout), SIGKILL + restart (with and without
---rebuild), SIGKILL + restart of depfs-recovery and of the MDS, SIGKILL of a
-libdepfs client mid-write, a network partition of the namespaced server, a
-full data dir, a slow disk (every read, write and fsync of one server's data
-dir waits 20 ms to 1.5 s for a while; the server keeps answering
-heartbeats). One fault at a time, and the next only after every server is
-up again and has stayed so for a few seconds: never more than one server
-of any layout unavailable.
+directories with layouts 8@6, 8@7 and 4@2, shared files in each. Workload
+clients run concurrently (campaign_client.py): one on the cluster's mount,
+one on a second depfs-fuse mount, one or two on libdepfs; they journal every
+operation. With MPICH and the DePFS ROMIO driver built
+(client/adio/build-mpich.sh; --mpich-lib), an MPI-IO client runs beside them
+(campaign_mpiio.py: 2-rank jobs through the driver, small records gathered
+at MPI_File_sync, N-1 collective blocks). Meanwhile a seeded schedule of
+faults runs (campaign_faults.Injector): SIGSTOP/SIGCONT of an I/O server
+(short, and long across the detection timeout), SIGKILL + restart (with and
+without --rebuild), SIGKILL + restart of depfs-recovery and of the MDS,
+SIGKILL of a libdepfs client mid-write, a network partition of the
+namespaced server, a full data dir, a slow disk (every read, write and fsync
+of one server's data dir waits 20 ms to 1.5 s for a while; the server keeps
+answering heartbeats). One fault at a time, and the next only after every
+server is up again and has stayed so for a few seconds: never more than one
+server of any layout unavailable.
 After the workload: heal, wait until every server is up and nothing is
 rebuilding, then check
   (a) every acknowledged byte reads back exactly, through a fresh libdepfs
       client and through a mount (campaign_model: exact bytes, and bytes a
-      failed or interrupted operation may have left old-or-new);
+      failed or interrupted operation may have left old-or-new); every file
+      an MPI-IO job had synced and closed reads back exactly through the
+      driver, and no such job hung;
   (b) the same with n-k servers killed for each layout group (8@6 and 4@2:
       two servers; 8@7: one), so reads decode through parity; they are
       restarted with --rebuild and the cluster must become healthy again;
@@ -53,6 +58,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from campaign_faults import Cluster, ClusterError, Injector  # noqa: E402
 from campaign_model import Model  # noqa: E402
+import campaign_mpiio  # noqa: E402
 
 TOP = os.environ.get("DEPFS_TOP") or os.path.abspath(os.path.join(HERE, "..", ".."))
 LAYOUTS = {"8@6": "/L8_6", "8@7": "/L8_7", "4@2": "/L4_2"}
@@ -61,6 +67,8 @@ SETTLE_S = 150        # bound: a healed fault to every server up again
 CLIENT_MARK_EXPIRY_S = 5.5  # server_down_expiry_ms (default 5000) + slack
 HEAL_S = 240          # bound: the end of a round to every server up, nothing rebuilding
 CLIENT_STOP_S = 90    # bound: the stop file to every client gone
+MPIIO_SLOT = 6        # after the mounts (0, 1) and the libdepfs clients and their replacements (2-5)
+MPICC_S = 120         # bound: compiling the MPI-IO client's program
 VERIFY_S = 600        # bound: one verify pass
 
 
@@ -174,9 +182,10 @@ def fault_str(f):
 
 # ------------------------------------------------------------------ clients
 class Clients:
-    def __init__(self, cl, rnd_seed, jdir, files_json, stop_file, lib_so):
+    def __init__(self, cl, rnd_seed, jdir, files_json, stop_file, lib_so, mpi=None):
         self.cl, self.seed, self.jdir = cl, rnd_seed, jdir
         self.files, self.stop, self.lib = files_json, stop_file, lib_so
+        self.mpi = mpi    # Campaign.mpi: the MPI-IO client's program and MPICH
         self.depfs = os.path.join(cl.bin, "depfs")
         self.procs = {}   # slot -> (Popen, kind)
         self.next_slot = 4
@@ -184,6 +193,12 @@ class Clients:
         self.hung = []
 
     def start(self, slot, kind):
+        argv = self.mpiio_argv() if kind == "mpiio" else self.workload_argv(slot, kind)
+        out = open(os.path.join(self.jdir, f"client-{slot}.out"), "wb")
+        self.procs[slot] = (subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT), kind)
+        out.close()
+
+    def workload_argv(self, slot, kind):
         argv = [sys.executable, os.path.join(HERE, "campaign_client.py"), "--slot", str(slot),
                 "--journal", os.path.join(self.jdir, f"client-{slot}.jsonl"), "--seed", self.seed,
                 "--stop-file", self.stop, "--files", self.files, "--depfs", self.depfs]
@@ -191,9 +206,13 @@ class Clients:
             argv += ["--lib", self.lib, "--conf", self.cl.conf]
         else:
             argv += ["--mnt", self.cl.mnt if kind == "mount" else self.cl.mnt2]
-        out = open(os.path.join(self.jdir, f"client-{slot}.out"), "wb")
-        self.procs[slot] = (subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT), kind)
-        out.close()
+        return argv
+
+    def mpiio_argv(self):
+        m = self.mpi
+        return [sys.executable, os.path.join(HERE, "campaign_mpiio.py"), "--journal", m["journal"],
+                "--seed", self.seed, "--stop-file", self.stop, "--conf", self.cl.conf, "--work", m["work"],
+                "--mpich-lib", m["lib"], "--lib", self.lib, "--prog", m["prog"]]
 
     def kill_lib_client(self, hint):
         live = sorted(s for s, (p, k) in self.procs.items() if k == "lib" and p.poll() is None)
@@ -224,11 +243,24 @@ class Clients:
             self.next_slot += 1
         return msg
 
+    @staticmethod
+    def end(p, kind):
+        """Kills a client: the MPI-IO one is asked first (SIGTERM), so that
+        it kills its running job, whose processes are not its children."""
+        if kind == "mpiio":
+            p.terminate()
+            try:
+                p.wait(timeout=campaign_mpiio.TERM_S)
+                return
+            except subprocess.TimeoutExpired:
+                pass
+        p.kill()
+        p.wait()
+
     def kill_all(self):
-        for p, _k in self.procs.values():
+        for p, k in self.procs.values():
             if p.poll() is None:
-                p.kill()
-                p.wait()
+                self.end(p, k)
 
     def stop_all(self):
         open(self.stop, "w").close()
@@ -237,8 +269,7 @@ class Clients:
             try:
                 p.wait(timeout=max(1, end - time.monotonic()))
             except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+                self.end(p, k)
                 self.hung.append(slot)
         return self.hung
 
@@ -360,9 +391,36 @@ class Campaign:
         self.seed = a.seed
         self.lib_so = os.path.join(os.path.dirname(a.bin_dir.rstrip("/")), "lib", "libdepfs.so")
         self.totals = {"rounds": 0, "faults": {}, "bytes_verified": 0, "lost": 0, "failed_rounds": [],
-                       "hung_clients": 0, "migrates": [0, 0]}
+                       "hung_clients": 0, "migrates": [0, 0], "mpiio_files": 0}
         self.failures = []
         self.t0 = time.monotonic()
+        self.mpi = self.mpiio_setup()
+
+    def mpiio_setup(self):
+        """The MPI-IO client's MPICH (libmpich with the driver) and program,
+        compiled here from tests/mpiio/mpiio_bench.c; None (said) without."""
+        a = self.a
+        if a.mpich_lib == "none":
+            say("MPI-IO client: none (--mpich-lib none)")
+            return None
+        cands = [a.mpich_lib] if a.mpich_lib else [os.path.join(os.path.dirname(a.bin_dir.rstrip("/")), "mpich", "lib")]
+        lib = next((d for d in cands if os.path.exists(os.path.join(d, "libmpich.so.12"))), None)
+        why = None
+        if lib is None:
+            why = f"no libmpich.so.12 with the driver in {' or '.join(cands)} (client/adio/build-mpich.sh)"
+        elif not (shutil.which("mpicc.mpich") and shutil.which("mpiexec.mpich")):
+            why = "mpicc.mpich / mpiexec.mpich not installed"
+        prog = os.path.join(a.state, "mpiio_bench")
+        if why is None:
+            p = subprocess.run(["mpicc.mpich", "-O2", "-o", prog, os.path.join(TOP, "tests", "mpiio", "mpiio_bench.c")],
+                               capture_output=True, text=True, timeout=MPICC_S)
+            if p.returncode != 0:
+                why = f"mpicc.mpich failed: {p.stderr.strip()[-300:]}"
+        if why is not None:
+            say(f"MPI-IO client: none ({why})")
+            return None
+        say(f"MPI-IO client: 2-rank jobs through the driver in {lib}")
+        return {"lib": lib, "prog": prog}
 
     def run(self):
         t0 = self.t0 = time.monotonic()
@@ -398,7 +456,7 @@ class Campaign:
         cl = Cluster(TOP, state, a.base_port, a.bin_dir, say)
         self.round_ok = True
         t_round = time.monotonic()
-        self.inj = self.clients = None
+        self.inj = self.clients = self.round_mpi = None
         try:
             cl.up(ns_server=plan["ns_server"], tmpfs_server=plan["tmpfs_server"], tmpfs_mb=plan["tmpfs_mb"],
                   slow_server=plan["slow_server"], slow_us=plan.get("slow_us", 0))
@@ -438,12 +496,19 @@ class Campaign:
             json.dump({"shared": plan["shared"], "dirs": LAYOUTS,
                        "stream_layouts": ["8@6", "8@6", "8@6", "4@2", "8@7"]}, f)
         self.jdir = jdir
-        clients = Clients(cl, f"{self.seed}/{rnd}", jdir, files_json, os.path.join(state, "stop"), self.lib_so)
+        mpi = None
+        if self.mpi:
+            mpi = dict(self.mpi, journal=os.path.join(jdir, "mpiio.journal"), work=os.path.join(state, "mpiio"))
+        self.round_mpi = mpi
+        clients = Clients(cl, f"{self.seed}/{rnd}", jdir, files_json, os.path.join(state, "stop"), self.lib_so,
+                          mpi)
         self.clients = clients
         clients.start(0, "mount")
         clients.start(1, "mount2")
         for i in range(plan["lib_clients"]):
             clients.start(2 + i, "lib")
+        if mpi:
+            clients.start(MPIIO_SLOT, "mpiio")
         t0 = time.monotonic()
         inj = Injector(cl, rnd, say, clients, settle_s=SETTLE_S)
         self.inj = inj
@@ -505,6 +570,7 @@ class Campaign:
         all_lays = list(LAYOUTS)
         # (a) healthy reads
         self.verify(rnd, cl, mpath, [("lib", "libdepfs"), (cl.mnt, "mount")], all_lays, "healthy")
+        self.verify_mpiio(rnd, cl, all_lays, "healthy")
         # (b) degraded reads: n-k servers of each layout group killed
         for grp, victims in zip(DEGRADED_GROUPS, plan["degraded"]):
             if grp == ("8@6", "4@2"):
@@ -515,6 +581,7 @@ class Campaign:
                 cl.kill(f"ioserver-{v}")
             self.verify(rnd, cl, mpath, [("lib", "libdepfs"), (cl.mnt2, "mount2")], list(grp),
                         f"degraded(-{','.join(map(str, victims))})")
+            self.verify_mpiio(rnd, cl, list(grp), f"degraded(-{','.join(map(str, victims))})")
             for v in victims:
                 cl.restart(f"ioserver-{v}", rebuild=True)
             ok, line = cl.wait_healthy(HEAL_S)
@@ -593,6 +660,26 @@ class Campaign:
                 for msg in describe(self.seed, rnd, res)[:12]:
                     self.fail(rnd, msg)
 
+    def verify_mpiio(self, rnd, cl, layouts, phase):
+        """(a) for the MPI-IO client's files: every acknowledged one of the
+        layouts reads back exactly through the driver; no job hung."""
+        m = self.round_mpi
+        if not m:
+            return
+        res = campaign_mpiio.check_acked(m["journal"], layouts, cl.conf, m["work"], m["lib"], self.lib_so,
+                                         m["prog"])
+        self.totals["bytes_verified"] += res["bytes"]
+        if phase == "healthy":
+            self.totals["mpiio_files"] += res["files"] + len(res["problems"])
+            for path in res["hung"]:
+                self.fail(rnd, f"FAILED: seed {self.seed} round {rnd}: an MPI-IO job writing {path} did not "
+                               f"end within {campaign_mpiio.JOB_S} s (journal {m['journal']})")
+        for msg in res["problems"][:12]:
+            self.fail(rnd, f"FAILED: seed {self.seed} round {rnd}: {phase} read via the MPI-IO driver: {msg}")
+        if not res["problems"]:
+            say(f"round {rnd} {time.strftime('%H:%M:%S')}: {phase} read via the MPI-IO driver: {res['files']} "
+                f"files, {res['bytes']} acknowledged bytes right")
+
     def summary(self, secs):
         t = self.totals
         faults = ", ".join(f"{k} {v}" for k, v in sorted(t["faults"].items())) or "none"
@@ -601,7 +688,8 @@ class Campaign:
             f"(total {sum(t['faults'].values())})")
         say(f"bytes verified: {t['bytes_verified']} (acknowledged bytes x read passes); "
             f"lost acknowledged bytes: {t['lost']}; clients that hung: {t['hung_clients']}; "
-            f"migrates: {t['migrates'][0]} done, {t['migrates'][1]} refused or cut off")
+            f"migrates: {t['migrates'][0]} done, {t['migrates'][1]} refused or cut off; "
+            f"MPI-IO files acknowledged: {t['mpiio_files'] if self.mpi else 'no MPI-IO client'}")
         if t["failed_rounds"]:
             say(f"failed rounds: {t['failed_rounds']}; first failure: {self.failures[0] if self.failures else '?'}")
             say(f"replay: {sys.argv[0]} --seed {self.seed} --rounds {max(t['failed_rounds'])} "
@@ -625,6 +713,8 @@ def main():
     ap.add_argument("--state", default=os.environ.get("DEPFS_STATE") or f"/tmp/depfs-camp-{os.getpid()}")
     ap.add_argument("--base-port", type=int, default=int(os.environ.get("DEPFS_BASE_PORT", "10000")))
     ap.add_argument("--bin-dir", default=os.environ.get("DEPFS_BIN_DIR") or os.path.join(TOP, "build", "bin"))
+    ap.add_argument("--mpich-lib", help="the dir of libmpich with the DePFS driver (default: BIN_DIR/../mpich/lib "
+                    "when there is one; none: no MPI-IO client)")
     a = ap.parse_args()
     say(f"campaign: seed {a.seed} (replay with --seed {a.seed}), {a.rounds} rounds of {a.round_seconds:.0f} s, "
         f"state {a.state}, ports from {a.base_port}")

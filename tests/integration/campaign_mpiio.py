@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""campaign_mpiio.py - the fault campaign's MPI-IO client and its check
+(campaign.py uses both when MPICH with the DePFS ROMIO driver is built).
+
+  campaign_mpiio.py --journal F --seed S --stop-file P --conf C --work DIR
+                    --mpich-lib DIR --lib SO --prog MPIIO_BENCH
+
+Until the stop file exists it runs 2-rank jobs (at most MAX_FILES, a
+pause between two) of tests/mpiio/mpiio_bench
+through the driver (no mount in the path), each writing a fresh file in
+one of the campaign's layout directories with one of three patterns:
+  small  1000-byte records interleaved across the ranks, independent
+         calls, the stripe gather on: MPI_File_sync hands each rank's
+         partial stripes to one owner (depfs_flush_hand_partial,
+         depfs_write_pieces);
+  hard   IO500 ior-hard's 47008-byte records, the same way;
+  coll   1 MiB collective calls, N-1 strided, 4 MiB.
+A job that exits 0 and prints PASS had every write, its MPI_File_sync and
+its close succeed: its file is acknowledged and gets a line in the
+journal (one JSON object per line; not a .jsonl file: campaign_model
+replays those). A failed job is journaled too, and its file is not
+checked. Every job is bounded (JOB_S); one that outlives it is killed and
+counted as hung, which fails the round: within the faults the campaign
+injects, a job must end.
+
+check_acked (called by campaign.py after the workload) reads every
+acknowledged file of the given layouts back with the same program and
+pattern, which checks every byte."""
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+NP = 2
+JOB_S = 75            # bound: one job, write or read (a long stop of a server is ~17 s)
+PAUSE_S = (0.5, 1.5)  # between two jobs (a job takes ~0.1 s here): the faults meet them spread out
+MAX_FILES = 16        # files written per round at most: with the workload's, they fit the rounds'
+                      # smallest tmpfs data dir (96 MiB) once the fill fault is healed
+TERM_S = 10           # bound: SIGTERM to the client gone, its job killed
+PATTERNS = {
+    "small": ["-xferb", "1000", "-segments", "256", "-indep", "-hint", "depfs_stripe_gather=enable"],
+    "hard": ["-xferb", "47008", "-segments", "32", "-indep", "-hint", "depfs_stripe_gather=enable"],
+    "coll": ["-mib", "4", "-xfer", "1"],
+}
+PATTERN_BYTES = {"small": 1000 * 256 * NP, "hard": 47008 * 32 * NP, "coll": 4 << 20}
+LAYOUT_DIRS = {"8@6": "/L8_6", "4@2": "/L4_2"}  # campaign.LAYOUTS, the two that take a label here
+
+
+def job_env(conf, work, mpich_lib, lib_so):
+    """The driver's environment: the cluster, a lock dir of the round's own,
+    and the campaign's libdepfs (libmpich's RUNPATH names the copy the
+    driver was built with; LD_LIBRARY_PATH comes first)."""
+    libdir = os.path.join(work, "lib")
+    os.makedirs(libdir, exist_ok=True)
+    link = os.path.join(libdir, "libdepfs.so.0")
+    if not os.path.lexists(link):
+        os.symlink(os.path.abspath(lib_so), link)
+    env = dict(os.environ)
+    env.update({"DEPFS_CONF": conf, "DEPFS_MPIIO_LOCK_DIR": os.path.join(work, "locks"),
+                "LD_LIBRARY_PATH": f"{libdir}:{mpich_lib}"})
+    return env
+
+
+RUNNING = []          # the job in progress: SIGTERM kills its process group
+
+
+def on_term(_signum, _frame):
+    for p in RUNNING:
+        os.killpg(p.pid, signal.SIGKILL)
+    os._exit(1)
+
+
+def run_job(prog, op, fname, pattern, env, bound_s):
+    """(exit code, output, hung): one bounded mpiexec of the program, in a
+    process group of its own (mpiexec's proxies and the ranks with it)."""
+    argv = ["mpiexec.mpich", "-n", str(NP), prog, "-fname", fname, "-op", op] + PATTERNS[pattern]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                         start_new_session=True)
+    RUNNING.append(p)
+    try:
+        out, _ = p.communicate(timeout=bound_s)
+        return p.returncode, out.decode(errors="replace"), False
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        return p.returncode, out.decode(errors="replace"), True
+    finally:
+        RUNNING.remove(p)
+
+
+def tail(text, n=3):
+    return " | ".join(text.strip().splitlines()[-n:])
+
+
+def client(a):
+    signal.signal(signal.SIGTERM, on_term)
+    rng = random.Random(f"{a.seed}/mpiio")
+    env = job_env(a.conf, a.work, a.mpich_lib, a.lib)
+    counts = {"jobs": 0, "acked": 0, "failed": 0, "hung": 0}
+    with open(a.journal, "a", buffering=1) as j:
+        i = 0
+        while not os.path.exists(a.stop_file):
+            time.sleep(rng.uniform(*PAUSE_S))
+            if i == MAX_FILES or os.path.exists(a.stop_file):
+                continue
+            pattern = rng.choice(sorted(PATTERNS))
+            layout = rng.choice(sorted(LAYOUT_DIRS))
+            path = f"{LAYOUT_DIRS[layout]}/mpi.{i}"
+            rec = {"i": i, "path": path, "layout": layout, "pattern": pattern}
+            t0 = time.monotonic()
+            rc, out, hung = run_job(a.prog, "write", f"depfs@{layout}:{path}", pattern, env, JOB_S)
+            ok = rc == 0 and "PASS" in out and not hung
+            rec.update({"t": "ack" if ok else "fail", "rc": rc, "hung": hung,
+                        "secs": round(time.monotonic() - t0, 2)})
+            if not ok:
+                rec["tail"] = tail(out)
+            j.write(json.dumps(rec) + "\n")
+            counts["jobs"] += 1
+            counts["acked" if ok else "failed"] += 1
+            counts["hung"] += hung
+            i += 1
+    print(f"mpiio client: {counts['jobs']} jobs, {counts['acked']} acknowledged, "
+          f"{counts['failed']} failed, {counts['hung']} hung", flush=True)
+    return 0
+
+
+def journal_records(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def check_acked(journal, layouts, conf, work, mpich_lib, lib_so, prog):
+    """Reads back every acknowledged file of the layouts: a dict with files,
+    bytes, problems (one message per file that failed), hung (jobs of the
+    client that outlived JOB_S)."""
+    env = job_env(conf, work, mpich_lib, lib_so)
+    recs = journal_records(journal)
+    res = {"files": 0, "bytes": 0, "problems": [],
+           "hung": [r["path"] for r in recs if r.get("hung")]}
+    for r in recs:
+        if r["t"] != "ack" or r["layout"] not in layouts:
+            continue
+        fname = f"depfs@{r['layout']}:{r['path']}"
+        rc, out, hung = run_job(prog, "read", fname, r["pattern"], env, JOB_S)
+        if rc == 0 and "PASS" in out and not hung:
+            res["files"] += 1
+            res["bytes"] += PATTERN_BYTES[r["pattern"]]
+        else:
+            res["problems"].append(f"{r['path']} ({r['layout']}, {r['pattern']}, acknowledged): "
+                                   f"read back rc {rc}{' (hung)' if hung else ''}: {tail(out)}")
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description="the fault campaign's MPI-IO client")
+    for o in ("--journal", "--seed", "--stop-file", "--conf", "--work", "--mpich-lib", "--lib", "--prog"):
+        ap.add_argument(o, required=True)
+    return client(ap.parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
