@@ -403,17 +403,17 @@ class Campaign:
         if a.mpich_lib == "none":
             say("MPI-IO client: none (--mpich-lib none)")
             return None
-        cands = [a.mpich_lib] if a.mpich_lib else [os.path.join(os.path.dirname(a.bin_dir.rstrip("/")), "mpich", "lib")]
-        lib = next((d for d in cands if os.path.exists(os.path.join(d, "libmpich.so.12"))), None)
+        lib = a.mpich_lib or os.path.join(os.path.dirname(a.bin_dir.rstrip("/")), "mpich", "lib")
         why = None
-        if lib is None:
-            why = f"no libmpich.so.12 with the driver in {' or '.join(cands)} (client/adio/build-mpich.sh)"
+        if not os.path.exists(os.path.join(lib, "libmpich.so.12")):
+            why = f"no libmpich.so.12 with the driver in {lib} (client/adio/build-mpich.sh)"
         elif not (shutil.which("mpicc.mpich") and shutil.which("mpiexec.mpich")):
             why = "mpicc.mpich / mpiexec.mpich not installed"
         prog = os.path.join(a.state, "mpiio_bench")
         if why is None:
-            p = subprocess.run(["mpicc.mpich", "-O2", "-o", prog, os.path.join(TOP, "tests", "mpiio", "mpiio_bench.c")],
-                               capture_output=True, text=True, timeout=MPICC_S)
+            src = os.path.join(TOP, "tests", "mpiio", "mpiio_bench.c")
+            p = subprocess.run(["mpicc.mpich", "-O2", "-o", prog, src], capture_output=True, text=True,
+                               timeout=MPICC_S)
             if p.returncode != 0:
                 why = f"mpicc.mpich failed: {p.stderr.strip()[-300:]}"
         if why is not None:
