@@ -403,7 +403,7 @@ class Campaign:
         if a.mpich_lib == "none":
             say("MPI-IO client: none (--mpich-lib none)")
             return None
-        lib = a.mpich_lib or os.path.join(os.path.dirname(a.bin_dir.rstrip("/")), "mpich", "lib")
+        lib = os.path.abspath(a.mpich_lib or os.path.join(os.path.dirname(a.bin_dir.rstrip("/")), "mpich", "lib"))
         why = None
         if not os.path.exists(os.path.join(lib, "libmpich.so.12")):
             why = f"no libmpich.so.12 with the driver in {lib} (client/adio/build-mpich.sh)"
