@@ -37,7 +37,7 @@ kill_paused() {
   local deadline=$((SECONDS + PAUSE_WAIT_S))
   until grep -q "DEPFS_TEST_PAUSE reached: $point" "$err" 2>/dev/null; do
     if ! kill -0 "$pid" 2>/dev/null; then
-      wait "$pid"; local rc=$?; cat "$err"
+      local rc=0; wait "$pid" || rc=$?; cat "$err"
       fail "the writer exited (rc $rc) without reaching DEPFS_TEST_PAUSE point '$point'"
     fi
     [ "$SECONDS" -lt "$deadline" ] || { kill -9 "$pid"; cat "$err"; fail "no 'DEPFS_TEST_PAUSE reached: $point' within ${PAUSE_WAIT_S}s"; }

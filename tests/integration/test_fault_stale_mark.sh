@@ -32,7 +32,7 @@ for S in $S1 $S2 $S3; do # three stalls: the window is a matter of timing
   kill -STOP "$S_PID"; sleep "$(awk -v ms="$STOP_MS" 'BEGIN { print ms / 1000 }')"; kill -CONT "$S_PID"
   sleep 6 # past the writer's mark (server_down_expiry_ms) and the rejoin
 done
-wait "$pid"; rc=$?
+rc=0; wait "$pid" || rc=$? # set -e must not end the test before it says why
 cat "$DEPFS_STATE/mark.out"
 grep -h "marked failed\|writing around\|up again" "$DEPFS_STATE/mark.err" | tail -4
 [ "$rc" = 0 ] || fail "a read right after an fsync returned stale bytes (see above)"
