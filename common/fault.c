@@ -23,6 +23,7 @@ static const char *const fault_names[FAULT_POINTS] = {
     [FAULT_STRIP_NO_CHECKSUMS] = "strip_no_checksums",
     [FAULT_WRITE_MEM_FLIP] = "write_mem_flip",
     [FAULT_WRITE_UNANSWERED] = "write_unanswered",
+    [FAULT_DECIDE_LAG] = "decide_lag",
 };
 _Static_assert(sizeof(fault_names) / sizeof(fault_names[0]) == FAULT_POINTS,
                "every fault point has a name");

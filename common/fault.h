@@ -27,8 +27,14 @@ typedef enum fault_point {
     FAULT_WRITE_UNANSWERED,    /* ioserver/handlers.c: a WRITE carrying units is neither
                                 * stored nor answered (its writer alone loses the
                                 * server: a one-client partition in miniature) */
+    FAULT_DECIDE_LAG,          /* recovery/decide.c: a decision round reads the MDS
+                                * FAULT_DECIDE_LAG_MS after it took the probers'
+                                * observations (a daemon descheduled between the two) */
     FAULT_POINTS
 } fault_point;
+
+/* FAULT_DECIDE_LAG: how long the round waits */
+#define FAULT_DECIDE_LAG_MS 1000u
 
 #ifdef DEPFS_TEST_HOOKS
 bool fault_hit(fault_point p);

@@ -23,7 +23,8 @@ int rec_mds_cluster(rec_ctx *c, rec_mds_server *out, unsigned max, unsigned *n, 
     if (rv >= 0) {
         *n = (unsigned)rv < max ? (unsigned)rv : max;
         for (unsigned i = 0; i < *n; i++)
-            out[i] = (rec_mds_server){ .id = v[i].id, .state = (uint32_t)v[i].state };
+            out[i] = (rec_mds_server){ .id = v[i].id, .state = (uint32_t)v[i].state,
+                                       .state_epoch = v[i].state_epoch };
         rv = 0;
     } else {
         log_warn("MDS_CLUSTER failed: %s (%s)", strerror(-rv), depfs_last_error());

@@ -16,11 +16,15 @@
  *                                      (`depfs reconstruct` finishes it)
  *   answers UP, MDS RECONSTRUCTING  -> IO_SET_STATE(RECONSTRUCTING): only a
  *                                      reconstruction may bring it up
- *   answers REBUILDING or RECONSTRUCTING while the MDS says UP: a rejoin is
- *   between its steps 2 and 4 (MDS UP before the server); left alone for
- *   REC_REJOIN_FINISH_GRACE_MS, then treated as above. A server whose store
- *   never saw an epoch (epoch 0: a fresh data dir) gets no grace, nor one
- *   that demoted itself after a stall (IoReply.stalled).
+ *   answers REBUILDING or RECONSTRUCTING while the MDS says UP: an answer
+ *   from before the epoch of that UP predates it (a rejoin that ended
+ *   between the probe and the round) and waits for the next probe; else a
+ *   rejoin may be between its steps 2 and 4 (MDS UP before the server):
+ *   left alone for REC_REJOIN_FINISH_GRACE_MS, then the state goes to it
+ *   first (IO_SET_STATE) and to the MDS second, as for any server the MDS
+ *   calls UP. A server whose store never saw an epoch (epoch 0: a fresh
+ *   data dir) gets no grace, nor one that demoted itself after a stall
+ *   (IoReply.stalled).
  *
  * Then: stale locks -> orphan repairs; servers behind the MDS epoch get it;
  * rebuild progress and degraded file counts go to the MDS. */
@@ -32,6 +36,7 @@
 
 #include "clock.h"
 #include "depfs.pb-c.h"
+#include "fault.h"
 #include "log.h"
 #include "wire.h"
 
@@ -76,16 +81,27 @@ static void mark_down(rec_ctx *c, rec_server *s, const rec_obs *o)
         log_info("ioserver %u down: no answer since depfs-recovery started", s->id);
 }
 
-/* Takes a serving server out of the reads: it first, then the MDS. */
-static void demote(rec_ctx *c, rec_server *s, const char *why)
+/* Takes a server the MDS calls UP out of service: the server first (it
+ * stops serving reads at once), then the MDS. The other order would let
+ * the MDS call it REBUILDING while it still serves reads: writers that
+ * learn the new state write around it, and a reader that has not learned
+ * it yet reads its stale units. REBUILDING is then rejoined;
+ * RECONSTRUCTING waits for `depfs reconstruct`. */
+static void take_out_of_service(rec_ctx *c, rec_server *s, uint32_t state, const char *why)
 {
-    int rv = rec_io_set_state(c, s, REBUILDING, 0);
+    int rv = rec_io_set_state(c, s, (int)state, 0);
     if (rv) {
-        log_warn("ioserver %u: cannot set REBUILDING (%s): %s", s->id, why, strerror(-rv));
+        log_warn("ioserver %u: cannot set %s (%s): %s", s->id, depfs_state_name(state), why,
+                 strerror(-rv));
         return;
     }
-    if (set_mds(c, s, REBUILDING, why) == 0)
+    if (set_mds(c, s, state, why) == 0 && state == REBUILDING)
         rec_rejoin_start(c, s);
+}
+
+static void demote(rec_ctx *c, rec_server *s, const char *why)
+{
+    take_out_of_service(c, s, REBUILDING, why);
 }
 
 /* REBUILDING / RECONSTRUCTING reported while the MDS says UP: true while
@@ -116,8 +132,9 @@ static void check_false_suspicion(rec_ctx *c, rec_server *s, uint64_t now_ms)
         demote(c, s, "dirty records name it: a client could not reach it");
 }
 
-static void decide_server(rec_ctx *c, rec_server *s, const rec_obs *o, uint32_t mstate)
+static void decide_server(rec_ctx *c, rec_server *s, const rec_obs *o, const rec_mds_server *m)
 {
+    uint32_t mstate = m->state;
     uint64_t now_ms = clock_now_ms();
     if (o->probes == 0)
         return; /* no heartbeat done yet */
@@ -133,14 +150,28 @@ static void decide_server(rec_ctx *c, rec_server *s, const rec_obs *o, uint32_t 
         return; /* the rejoin owns its state changes */
     }
     if (o->state == REBUILDING || o->state == RECONSTRUCTING) {
+        const char *why = o->state == REBUILDING ? "it reports rebuilding"
+                                                 : "it reports reconstructing";
         s->up_since_ms = 0;
         s->seen_out_of_service = true;
+        if (mstate == UP && o->epoch < m->state_epoch) {
+            /* the answer predates the MDS's change of it to UP (it had not
+             * had that epoch yet): e.g. a rejoin of ours that ended between
+             * the probe and this round. The next probe tells (an epoch it
+             * missed is pushed below). */
+            log_debug("ioserver %u: %s at epoch %llu, before its change to UP at %llu: "
+                      "waiting for a newer answer", s->id, why, (unsigned long long)o->epoch,
+                      (unsigned long long)m->state_epoch);
+            return;
+        }
         if (mstate == UP && finishing_grace(s, o, now_ms))
             return;
         s->finishing_since_ms = 0;
-        if (mstate != o->state &&
-            set_mds(c, s, o->state, o->state == REBUILDING ? "it reports rebuilding"
-                                                           : "it reports reconstructing") != 0)
+        if (mstate == UP) {
+            take_out_of_service(c, s, o->state, why);
+            return;
+        }
+        if (mstate != o->state && set_mds(c, s, o->state, why) != 0)
             return;
         if (o->state == REBUILDING)
             rec_rejoin_start(c, s);
@@ -283,6 +314,8 @@ void rec_decide_round(rec_ctx *c)
         return;
     for (unsigned i = 0; i < c->nservers; i++)
         rec_obs_snapshot(c, &c->servers[i], &obs[i]);
+    if (FAULT_POINT(FAULT_DECIDE_LAG))
+        clock_sleep_ms(FAULT_DECIDE_LAG_MS);
     int rv = rec_mds_cluster(c, ms, CONFIG_MAX_IOSERVERS, &n_ms, &epoch);
     if (rv) {
         if (!mds_unreachable)
@@ -304,7 +337,7 @@ void rec_decide_round(rec_ctx *c)
             continue; /* not in the MDS's config: not ours to judge */
         s->mds_state = ms[j].state;
         s->mds_known = true;
-        decide_server(c, s, &obs[i], ms[j].state);
+        decide_server(c, s, &obs[i], &ms[j]);
     }
     collect_orphans(c, obs);
     collect_damage(c, obs);

@@ -173,6 +173,7 @@ typedef struct rec_ctx {
 typedef struct rec_mds_server {
     uint32_t id;
     uint32_t state;
+    uint64_t state_epoch; /* cluster epoch of the MDS's last change of its state */
 } rec_mds_server;
 
 

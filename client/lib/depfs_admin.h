@@ -28,6 +28,7 @@ int depfs_report_progress(depfs_t *fs, uint32_t server_id, uint64_t done_bytes,
 typedef struct depfs_server_state {
     uint32_t id;
     int state;                  /* DEPFS_SERVER_* as the MDS holds it */
+    uint64_t state_epoch;       /* cluster epoch of the MDS's last change of it */
 } depfs_server_state;
 /* MDS_CLUSTER: up to max servers into out and the cluster epoch; returns
  * the number of servers the MDS knows (may exceed max), or -errno. */

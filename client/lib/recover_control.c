@@ -18,8 +18,10 @@ int depfs_mds_cluster(depfs_t *fs, depfs_server_state *out, unsigned max, uint64
     int rc = dc_mds_call(fs, DEPFS__MDS_OP__MDS_CLUSTER, &req, &rep);
     if (rc == 0) {
         for (size_t i = 0; i < rep->n_servers && i < max; i++)
-            out[i] = (depfs_server_state){ .id = rep->servers[i]->id,
-                                           .state = (int)rep->servers[i]->state };
+            out[i] = (depfs_server_state){
+                .id = rep->servers[i]->id,
+                .state = (int)rep->servers[i]->state,
+                .state_epoch = rep->servers[i]->has_state_epoch ? rep->servers[i]->state_epoch : 0 };
         *epoch = rep->has_cluster_epoch ? rep->cluster_epoch : 0;
         rc = rep->n_servers > INT32_MAX ? INT32_MAX : (int)rep->n_servers;
     }

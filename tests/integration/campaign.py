@@ -38,7 +38,8 @@ rebuilding, then check
   (d) no stripe lock held on any server (after one lease + heartbeat);
   (e) every server up; (f) every daemon alive and no "Assertion",
       "assertion", "AddressSanitizer", "runtime error" or "abort" line in
-      their logs.
+      their logs, and the MDS never called a server out of service while
+      that server still served reads (serve_order.py).
 The seed (printed) fixes the rounds' plans, the fault schedules and every
 client's sequence of operations (timing differs from run to run). Exit 0
 when every check of every round passed; 1 otherwise, with a message naming
@@ -632,6 +633,8 @@ class Campaign:
         found, _ = cl.log_findings()
         for line in found[:10]:
             self.fail(rnd, f"FAILED: seed {seed} round {rnd}: daemon log: {line}")
+        for line in cl.serve_order_findings()[:10]:
+            self.fail(rnd, f"FAILED: seed {seed} round {rnd}: {line}")
 
     def best_pair(self, cl, model, default):
         """Two servers that hit the most 4@2 files (8@6 files use all 8)."""

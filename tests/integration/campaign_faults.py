@@ -29,6 +29,7 @@ import shlex
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 LOG_BAD = ("Assertion", "assertion", "AddressSanitizer", "runtime error", "abort")
@@ -486,6 +487,16 @@ class Cluster:
             if time.monotonic() >= end:
                 return False, self.states_line(last)
             time.sleep(0.5)
+
+    def serve_order_findings(self):
+        """What serve_order.py finds in the daemons' logs: the MDS called a
+        server out of service while that server still served reads."""
+        p = subprocess.run([sys.executable, os.path.join(self.top, "tests", "integration", "serve_order.py"),
+                            "--logs", os.path.join(self.state, "logs")],
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode not in (0, 1):
+            return [f"serve_order.py exited {p.returncode}: {p.stderr.strip()[-300:]}"]
+        return [line for line in p.stdout.splitlines() if line.startswith("WRONG")]
 
     def log_findings(self, offsets=None):
         """Lines with assertion failures / sanitizer reports / aborts in the

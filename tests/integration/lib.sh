@@ -239,10 +239,14 @@ on_exit() {
 }
 trap on_exit EXIT
 
-# Every integration test ends here: parity consistent everywhere.
+# Every integration test ends here: parity consistent everywhere, and the
+# MDS never called a server out of service before the server itself
+# stopped serving reads (serve_order.py).
 scrub_clean() {
   log "scrub --all"
   depfs scrub --all || fail "scrub found inconsistent or unreadable stripes"
+  python3 "$TOP/tests/integration/serve_order.py" --logs "$DEPFS_STATE/logs" ||
+    fail "the MDS called a server out of service while it still served reads"
 }
 
 # ---- helpers for the fault-injection tests (test_fault_*.sh)

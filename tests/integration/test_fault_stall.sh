@@ -160,6 +160,8 @@ run_variant() {
   log "[$v] scrub --all"
   depfs scrub --all >"$WORK/scrub.out" 2>&1 || { cat "$WORK/scrub.out"; echo "FAILED: [$v] scrub found inconsistent or unreadable stripes"; lost=1; }
   tail -2 "$WORK/scrub.out"
+  python3 "$TOP/tests/integration/serve_order.py" --logs "$DEPFS_STATE/logs" ||
+    { echo "FAILED: [$v] the MDS called a server out of service while it still served reads"; lost=1; }
   [ "$lost" -eq 0 ]
 }
 
