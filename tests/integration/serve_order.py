@@ -10,7 +10,7 @@ reconstructing must come after that server's own change out of UP (its
 log: "server S: up -> ...", or its demotion after a stall) and before its
 next return to UP. The other order leaves a window in which writers that
 learnt the new state write around the server while readers that have not
-read its stale units. Exit 0 when every change kept the order; 1 and a
+learnt it read its stale units. Exit 0 when every change kept the order; 1 and a
 "WRONG" line for every one that did not (every integration test checks it
 at its end: lib.sh scrub_clean)."""
 import argparse
@@ -29,6 +29,8 @@ MDS_CHANGE = re.compile(STAMP + r".*INFO ioserver (\d+) \([^)]*\): up -> (rebuil
 OWN_OUT = re.compile(STAMP + r".*(?:: up -> (?:rebuilding|reconstructing)$"
                      r"|no reads until depfs-recovery rejoins|demoted in memory)")
 OWN_UP = re.compile(STAMP + r".*: (?:rebuilding|reconstructing) -> up$")
+# each start: the state it came up in
+OWN_START = re.compile(STAMP + r".*INFO server \d+ listening on .*, state (\w+), epoch \d+$")
 
 
 def stamp(s):
@@ -48,6 +50,10 @@ def server_events(path):
             m = OWN_UP.match(line)
             if m:
                 ev.append((stamp(m.group(1)), "up"))
+                continue
+            m = OWN_START.match(line)
+            if m:
+                ev.append((stamp(m.group(1)), "up" if m.group(2) == "up" else "out"))
     return ev
 
 
@@ -79,6 +85,7 @@ def main():
     print(f"serve order: {checked} changes out of up at the MDS, {checked - bad} after the "
           f"server's own")
     return 1 if bad else 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -7,7 +7,7 @@
 # between the two, as a descheduled daemon does) used to call the server
 # rebuilding again at the MDS while the server was UP and serving reads:
 # writers that learnt the new state wrote around it, and a reader that had
-# not yet read its stale units (make test, 2026-12-07: 64 KiB stale right
+# not learnt it read its stale units (make test, 2026-12-07: 64 KiB stale right
 # after an fsync in test_fault_stale_mark). A writer/reader pair checks
 # every piece right after its fsync through three such stalls, and the
 # logs must show every change out of UP at the MDS after the server's own
