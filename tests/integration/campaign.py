@@ -18,12 +18,12 @@ at MPI_File_sync, N-1 collective blocks). Meanwhile a seeded schedule of
 faults runs (campaign_faults.Injector): SIGSTOP/SIGCONT of an I/O server
 (short, and long across the detection timeout), SIGKILL + restart (with and
 without --rebuild), SIGKILL + restart of depfs-recovery and of the MDS,
-SIGKILL of a libdepfs client mid-write, a network partition of the
-namespaced server, a full data dir, a slow disk (every read, write and fsync
-of one server's data dir waits 20 ms to 1.5 s for a while; the server keeps
-answering heartbeats). One fault at a time, and the next only after every
-server is up again and has stayed so for a few seconds: never more than one
-server of any layout unavailable.
+SIGKILL of a libdepfs client or of an MPI-IO job's ranks mid-write, a
+network partition of the namespaced server, a full data dir, a slow disk
+(every read, write and fsync of one server's data dir waits 20 ms to
+1.5 s for a while; the server keeps answering heartbeats). One fault at a
+time, and the next only after every server is up again and has stayed so
+for a few seconds: never more than one server of any layout unavailable.
 After the workload: heal, wait until every server is up and nothing is
 rebuilding, then check
   (a) every acknowledged byte reads back exactly, through a fresh libdepfs
@@ -214,6 +214,19 @@ class Clients:
         return [sys.executable, os.path.join(HERE, "campaign_mpiio.py"), "--journal", m["journal"],
                 "--seed", self.seed, "--stop-file", self.stop, "--conf", self.cl.conf, "--work", m["work"],
                 "--mpich-lib", m["lib"], "--lib", self.lib, "--prog", m["prog"]]
+
+    def kill_client(self, hint):
+        """The kill_client fault. With the MPI-IO client running, hint 1
+        kills one of its jobs mid-write (SIGUSR1: campaign_mpiio SIGKILLs
+        the running job's ranks, or the next job's shortly after it
+        starts); otherwise a libdepfs client, mid-write."""
+        mpi = [(s, p) for s, (p, k) in sorted(self.procs.items()) if k == "mpiio" and p.poll() is None]
+        if mpi and hint % 2 == 1:
+            slot, p = mpi[0]
+            p.send_signal(signal.SIGUSR1)
+            self.killed += 1
+            return f"SIGUSR1 to the MPI-IO client in slot {slot} (pid {p.pid}): it SIGKILLs a job mid-write"
+        return self.kill_lib_client(hint)
 
     def kill_lib_client(self, hint):
         live = sorted(s for s, (p, k) in self.procs.items() if k == "lib" and p.poll() is None)

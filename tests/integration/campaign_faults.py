@@ -523,7 +523,7 @@ class Injector:
 
     def __init__(self, cluster, rnd, say, clients, settle_s=120):
         self.c, self.round, self.say = cluster, rnd, say
-        self.clients = clients        # object with kill_lib_client(slot_hint) -> str
+        self.clients = clients        # object with kill_client(slot_hint) -> str
         self.settle_s = settle_s
         self.counts = {}
         self.problems = []            # things that did not heal: reported as failures
@@ -632,7 +632,7 @@ class Injector:
         self.log(f"ioserver-{s}'s disk fast again")
 
     def f_kill_client(self, f):
-        self.log(self.clients.kill_lib_client(f["target"]))
+        self.log(self.clients.kill_client(f["target"]))
 
     def heal(self):
         """Undoes anything a fault (or an aborted schedule) left behind."""

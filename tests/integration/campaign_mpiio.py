@@ -5,10 +5,11 @@
   campaign_mpiio.py --journal F --seed S --stop-file P --conf C --work DIR
                     --mpich-lib DIR --lib SO --prog MPIIO_BENCH
 
-Until the stop file exists it runs 2-rank jobs (at most MAX_FILES, a
-pause between two) of tests/mpiio/mpiio_bench
-through the driver (no mount in the path), each writing a fresh file in
-one of the campaign's layout directories with one of three patterns:
+Until the stop file exists it runs 2-rank jobs of tests/mpiio/mpiio_bench
+(at most MAX_FILES, and one more for a kill asked after those; a pause
+between two) through the driver (no mount in the path), each writing a
+fresh file in one of the campaign's layout directories with one of three
+patterns:
   small  1000-byte records interleaved across the ranks, independent
          calls, the stripe gather on: MPI_File_sync hands each rank's
          partial stripes to one owner (depfs_flush_hand_partial,
@@ -19,7 +20,11 @@ A job that exits 0 and prints PASS had every write, its MPI_File_sync and
 its close succeed: its file is acknowledged and gets a line in the
 journal (one JSON object per line; not a .jsonl file: campaign_model
 replays those). A failed job is journaled too, and its file is not
-checked. Every job is bounded (JOB_S); one that outlives it is killed and
+checked. SIGUSR1 (the campaign's kill_client fault) SIGKILLs the running
+write job's processes mid-write, or, between jobs, the next one
+KILL_DELAY_S after it starts: its ranks die holding stripe locks and
+gathered pieces, which depfs-recovery's orphan repair must resolve (the
+campaign's scrub and lock checks); it is journaled as killed. Every job is bounded (JOB_S); one that outlives it is killed and
 counted as hung, which fails the round: within the faults the campaign
 injects, a job must end.
 
@@ -41,6 +46,7 @@ PAUSE_S = (0.5, 1.5)  # between two jobs (a job takes ~0.1 s here): the faults m
 MAX_FILES = 16        # files written per round at most: with the workload's, they fit the rounds'
                       # smallest tmpfs data dir (96 MiB) once the fill fault is healed
 TERM_S = 10           # bound: SIGTERM to the client gone, its job killed
+KILL_DELAY_S = (0.01, 0.08)  # a kill asked between jobs: this long into the next (a job takes ~0.1 s)
 PATTERNS = {
     "small": ["-xferb", "1000", "-segments", "256", "-indep", "-hint", "depfs_stripe_gather=enable"],
     "hard": ["-xferb", "47008", "-segments", "32", "-indep", "-hint", "depfs_stripe_gather=enable"],
@@ -66,6 +72,7 @@ def job_env(conf, work, mpich_lib, lib_so):
 
 
 RUNNING = []          # the job in progress: SIGTERM kills its process group
+KILL = {"asked": False, "pids": set()}  # SIGUSR1: a kill asked between jobs; jobs killed
 
 
 def on_term(_signum, _frame):
@@ -74,20 +81,40 @@ def on_term(_signum, _frame):
     os._exit(1)
 
 
-def run_job(prog, op, fname, pattern, env, bound_s):
-    """(exit code, output, hung): one bounded mpiexec of the program, in a
-    process group of its own (mpiexec's proxies and the ranks with it)."""
+def on_kill(_signum, _frame):
+    if RUNNING:
+        KILL["pids"].add(RUNNING[0].pid)
+        os.killpg(RUNNING[0].pid, signal.SIGKILL)
+    else:
+        KILL["asked"] = True
+
+
+def run_job(prog, op, fname, pattern, env, bound_s, kill_delay_s=None):
+    """(exit code, output, hung, killed): one bounded mpiexec of the
+    program, in a process group of its own (mpiexec's proxies and the ranks
+    with it). kill_delay_s: SIGKILL the group that long after the start,
+    unless the job ended first."""
     argv = ["mpiexec.mpich", "-n", str(NP), prog, "-fname", fname, "-op", op] + PATTERNS[pattern]
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                          start_new_session=True)
     RUNNING.append(p)
+    hung = False
     try:
-        out, _ = p.communicate(timeout=bound_s)
-        return p.returncode, out.decode(errors="replace"), False
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
-        return p.returncode, out.decode(errors="replace"), True
+        t_end = time.monotonic() + bound_s
+        if kill_delay_s is not None:
+            try:
+                out, _ = p.communicate(timeout=kill_delay_s)
+            except subprocess.TimeoutExpired:
+                KILL["pids"].add(p.pid)
+                os.killpg(p.pid, signal.SIGKILL)
+        if p.returncode is None:
+            try:
+                out, _ = p.communicate(timeout=max(0.0, t_end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                out, _ = p.communicate()
+                hung = True
+        return p.returncode, out.decode(errors="replace"), hung, p.pid in KILL["pids"]
     finally:
         RUNNING.remove(p)
 
@@ -98,33 +125,40 @@ def tail(text, n=3):
 
 def client(a):
     signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGUSR1, on_kill)
     rng = random.Random(f"{a.seed}/mpiio")
+    kill_rng = random.Random(f"{a.seed}/mpiio/kill")
     env = job_env(a.conf, a.work, a.mpich_lib, a.lib)
-    counts = {"jobs": 0, "acked": 0, "failed": 0, "hung": 0}
+    counts = {"jobs": 0, "acked": 0, "failed": 0, "killed": 0, "hung": 0}
     with open(a.journal, "a", buffering=1) as j:
         i = 0
         while not os.path.exists(a.stop_file):
             time.sleep(rng.uniform(*PAUSE_S))
-            if i == MAX_FILES or os.path.exists(a.stop_file):
-                continue
+            if os.path.exists(a.stop_file) or (i >= MAX_FILES and not KILL["asked"]):
+                continue  # past the cap, one more job only to be killed
             pattern = rng.choice(sorted(PATTERNS))
             layout = rng.choice(sorted(LAYOUT_DIRS))
             path = f"{LAYOUT_DIRS[layout]}/mpi.{i}"
             rec = {"i": i, "path": path, "layout": layout, "pattern": pattern}
             t0 = time.monotonic()
-            rc, out, hung = run_job(a.prog, "write", f"depfs@{layout}:{path}", pattern, env, JOB_S)
-            ok = rc == 0 and "PASS" in out and not hung
-            rec.update({"t": "ack" if ok else "fail", "rc": rc, "hung": hung,
-                        "secs": round(time.monotonic() - t0, 2)})
+            delay = kill_rng.uniform(*KILL_DELAY_S) if KILL["asked"] else None
+            rc, out, hung, killed = run_job(a.prog, "write", f"depfs@{layout}:{path}", pattern, env,
+                                            JOB_S, delay)
+            if killed:
+                KILL["asked"] = False  # else the job ended first: the next one
+            ok = rc == 0 and "PASS" in out and not hung and not killed
+            t = "ack" if ok else "killed" if killed else "fail"
+            rec.update({"t": t, "rc": rc, "hung": hung, "secs": round(time.monotonic() - t0, 2)})
             if not ok:
                 rec["tail"] = tail(out)
             j.write(json.dumps(rec) + "\n")
             counts["jobs"] += 1
-            counts["acked" if ok else "failed"] += 1
+            counts["acked" if ok else "killed" if killed else "failed"] += 1
             counts["hung"] += hung
             i += 1
     print(f"mpiio client: {counts['jobs']} jobs, {counts['acked']} acknowledged, "
-          f"{counts['failed']} failed, {counts['hung']} hung", flush=True)
+          f"{counts['failed']} failed, {counts['killed']} killed mid-write, {counts['hung']} hung",
+          flush=True)
     return 0
 
 
@@ -147,7 +181,7 @@ def check_acked(journal, layouts, conf, work, mpich_lib, lib_so, prog):
         if r["t"] != "ack" or r["layout"] not in layouts:
             continue
         fname = f"depfs@{r['layout']}:{r['path']}"
-        rc, out, hung = run_job(prog, "read", fname, r["pattern"], env, JOB_S)
+        rc, out, hung, _ = run_job(prog, "read", fname, r["pattern"], env, JOB_S)
         if rc == 0 and "PASS" in out and not hung:
             res["files"] += 1
             res["bytes"] += PATTERN_BYTES[r["pattern"]]
