@@ -21,10 +21,11 @@ its close succeed: its file is acknowledged and gets a line in the
 journal (one JSON object per line; not a .jsonl file: campaign_model
 replays those). A failed job is journaled too, and its file is not
 checked. SIGUSR1 (the campaign's kill_client fault) SIGKILLs the running
-write job's processes mid-write, or, between jobs, the next one
-KILL_DELAY_S after it starts: its ranks die holding stripe locks and
-gathered pieces, which depfs-recovery's orphan repair must resolve (the
-campaign's scrub and lock checks); it is journaled as killed. Every job is bounded (JOB_S); one that outlives it is killed and
+write job's processes mid-write, or, between jobs, the next one once its
+ranks have mounted (KILL_DELAY_S into its writes): its ranks die holding
+stripe locks and gathered pieces, which depfs-recovery's orphan repair
+must resolve (the campaign's scrub and lock checks); it is journaled as
+killed. Every job is bounded (JOB_S); one that outlives it is killed and
 counted as hung, which fails the round: within the faults the campaign
 injects, a job must end.
 
@@ -38,6 +39,7 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 NP = 2
@@ -46,7 +48,9 @@ PAUSE_S = (0.5, 1.5)  # between two jobs (a job takes ~0.1 s here): the faults m
 MAX_FILES = 16        # files written per round at most: with the workload's, they fit the rounds'
                       # smallest tmpfs data dir (96 MiB) once the fill fault is healed
 TERM_S = 10           # bound: SIGTERM to the client gone, its job killed
-KILL_DELAY_S = (0.01, 0.08)  # a kill asked between jobs: this long into the next (a job takes ~0.1 s)
+KILL_DELAY_S = (0.0, 0.05)  # a kill asked between jobs: this long after the next job's ranks mounted
+KILL_POLL_S = 0.002   # how often the job's output is looked at for its mounts
+MOUNTED = b"libdepfs: mounted "  # each rank's line once it mounted (client/lib/api_mount.c)
 PATTERNS = {
     "small": ["-xferb", "1000", "-segments", "256", "-indep", "-hint", "depfs_stripe_gather=enable"],
     "hard": ["-xferb", "47008", "-segments", "32", "-indep", "-hint", "depfs_stripe_gather=enable"],
@@ -89,34 +93,47 @@ def on_kill(_signum, _frame):
         KILL["asked"] = True
 
 
+def kill_after_mounts(p, out_path, delay_s, t_end):
+    """SIGKILLs p's process group delay_s after every rank said it mounted
+    (its writes begin), unless the job ends first."""
+    with open(out_path, "rb") as f:
+        while p.poll() is None and time.monotonic() < t_end:
+            f.seek(0)
+            if f.read().count(MOUNTED) >= NP:
+                time.sleep(delay_s)
+                if p.poll() is None:
+                    KILL["pids"].add(p.pid)
+                    os.killpg(p.pid, signal.SIGKILL)
+                return
+            time.sleep(KILL_POLL_S)
+
+
 def run_job(prog, op, fname, pattern, env, bound_s, kill_delay_s=None):
     """(exit code, output, hung, killed): one bounded mpiexec of the
     program, in a process group of its own (mpiexec's proxies and the ranks
-    with it). kill_delay_s: SIGKILL the group that long after the start,
-    unless the job ended first."""
+    with it). kill_delay_s: SIGKILL the group that long after its ranks
+    mounted, unless the job ended first."""
     argv = ["mpiexec.mpich", "-n", str(NP), prog, "-fname", fname, "-op", op] + PATTERNS[pattern]
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                         start_new_session=True)
-    RUNNING.append(p)
-    hung = False
-    try:
-        t_end = time.monotonic() + bound_s
-        if kill_delay_s is not None:
+    with tempfile.NamedTemporaryFile(prefix="campaign-mpiio-") as out:
+        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
+                             start_new_session=True)
+        RUNNING.append(p)
+        hung = False
+        try:
+            t_end = time.monotonic() + bound_s
+            if kill_delay_s is not None:
+                kill_after_mounts(p, out.name, kill_delay_s, t_end)
             try:
-                out, _ = p.communicate(timeout=kill_delay_s)
-            except subprocess.TimeoutExpired:
-                KILL["pids"].add(p.pid)
-                os.killpg(p.pid, signal.SIGKILL)
-        if p.returncode is None:
-            try:
-                out, _ = p.communicate(timeout=max(0.0, t_end - time.monotonic()))
+                p.wait(timeout=max(0.0, t_end - time.monotonic()))
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
-                out, _ = p.communicate()
+                p.wait()
                 hung = True
-        return p.returncode, out.decode(errors="replace"), hung, p.pid in KILL["pids"]
-    finally:
-        RUNNING.remove(p)
+            with open(out.name, "rb") as f:
+                text = f.read().decode(errors="replace")
+            return p.returncode, text, hung, p.pid in KILL["pids"]
+        finally:
+            RUNNING.remove(p)
 
 
 def tail(text, n=3):
