@@ -38,8 +38,8 @@
  * the pieces, the outcome), one when nothing is: on a node with more
  * processes than cores each collective call costs a scheduler slice. When
  * the pieces of all processes together do not fit MPI's int counts, every
- * process writes its own instead. Buffers come from ADIOI_Malloc, which ends the job when
- * memory runs out, as ROMIO's own two-phase I/O does. */
+ * process writes its own instead. Buffers come from ADIOI_Malloc, which
+ * ends the job when memory runs out, as ROMIO's own two-phase I/O does. */
 #include "ad_depfs.h"
 #include "adioi.h"
 #include <errno.h>
