@@ -6,10 +6,9 @@
                     --mpich-lib DIR --lib SO --prog MPIIO_BENCH
 
 Until the stop file exists it runs 2-rank jobs of tests/mpiio/mpiio_bench
-(at most MAX_FILES, and one more for a kill asked after those; a pause
-between two) through the driver (no mount in the path), each writing a
-fresh file in one of the campaign's layout directories with one of three
-patterns:
+(at most MAX_FILES, and more only while a kill is asked; a pause between
+two) through the driver (no mount in the path), each writing a fresh file
+in one of the campaign's layout directories with one of three patterns:
   small  1000-byte records interleaved across the ranks, independent
          calls, the stripe gather on: MPI_File_sync hands each rank's
          partial stripes to one owner (depfs_flush_hand_partial,
@@ -20,14 +19,14 @@ A job that exits 0 and prints PASS had every write, its MPI_File_sync and
 its close succeed: its file is acknowledged and gets a line in the
 journal (one JSON object per line; not a .jsonl file: campaign_model
 replays those). A failed job is journaled too, and its file is not
-checked. SIGUSR1 (the campaign's kill_client fault) SIGKILLs the running
-write job's processes mid-write, or, between jobs, the next one once its
-ranks have mounted (KILL_DELAY_S into its writes): its ranks die holding
-stripe locks and gathered pieces, which depfs-recovery's orphan repair
-must resolve (the campaign's scrub and lock checks); it is journaled as
-killed. Every job is bounded (JOB_S); one that outlives it is killed and
-counted as hung, which fails the round: within the faults the campaign
-injects, a job must end.
+checked. SIGUSR1 (the campaign's kill_client fault) asks for a kill: the
+running write job, or else the next one, is SIGKILLed KILL_DELAY_S after
+its ranks have mounted (into its writes), unless it ends first (then the
+next one is): its ranks die holding stripe locks and gathered pieces,
+which depfs-recovery's orphan repair must resolve (the campaign's scrub
+and lock checks); it is journaled as killed. Every job is bounded
+(JOB_S); one that outlives it is killed and counted as hung, which fails
+the round: within the faults the campaign injects, a job must end.
 
 check_acked (called by campaign.py after the workload) reads every
 acknowledged file of the given layouts back with the same program and
@@ -48,8 +47,8 @@ PAUSE_S = (0.5, 1.5)  # between two jobs (a job takes ~0.1 s here): the faults m
 MAX_FILES = 16        # files written per round at most: with the workload's, they fit the rounds'
                       # smallest tmpfs data dir (96 MiB) once the fill fault is healed
 TERM_S = 10           # bound: SIGTERM to the client gone, its job killed
-KILL_DELAY_S = (0.0, 0.05)  # a kill asked between jobs: this long after the next job's ranks mounted
-KILL_POLL_S = 0.002   # how often the job's output is looked at for its mounts
+KILL_DELAY_S = (0.0, 0.05)  # an asked kill: this long after the job's ranks mounted
+KILL_POLL_S = 0.002   # how often a write job is looked at for an asked kill
 MOUNTED = b"libdepfs: mounted "  # each rank's line once it mounted (client/lib/api_mount.c)
 PATTERNS = {
     "small": ["-xferb", "1000", "-segments", "256", "-indep", "-hint", "depfs_stripe_gather=enable"],
@@ -76,7 +75,7 @@ def job_env(conf, work, mpich_lib, lib_so):
 
 
 RUNNING = []          # the job in progress: SIGTERM kills its process group
-KILL = {"asked": False, "pids": set()}  # SIGUSR1: a kill asked between jobs; jobs killed
+KILL = {"asked": False}  # SIGUSR1: kill a write job (watch_for_kill)
 
 
 def on_term(_signum, _frame):
@@ -86,43 +85,44 @@ def on_term(_signum, _frame):
 
 
 def on_kill(_signum, _frame):
-    if RUNNING:
-        KILL["pids"].add(RUNNING[0].pid)
-        os.killpg(RUNNING[0].pid, signal.SIGKILL)
-    else:
-        KILL["asked"] = True
+    KILL["asked"] = True
 
 
-def kill_after_mounts(p, out_path, delay_s, t_end):
-    """SIGKILLs p's process group delay_s after every rank said it mounted
-    (its writes begin), unless the job ends first."""
+def watch_for_kill(p, out_path, rng, t_end):
+    """Until p ends: once a kill is asked and every rank of p has said it
+    mounted (its writes begin), SIGKILL p's process group a random
+    KILL_DELAY_S later, unless it ended first. True when it was killed."""
     with open(out_path, "rb") as f:
         while p.poll() is None and time.monotonic() < t_end:
-            f.seek(0)
-            if f.read().count(MOUNTED) >= NP:
-                time.sleep(delay_s)
-                if p.poll() is None:
-                    KILL["pids"].add(p.pid)
-                    os.killpg(p.pid, signal.SIGKILL)
-                return
             time.sleep(KILL_POLL_S)
+            if not KILL["asked"]:
+                continue
+            f.seek(0)
+            if f.read().count(MOUNTED) < NP:
+                continue
+            time.sleep(rng.uniform(*KILL_DELAY_S))
+            if p.poll() is not None:
+                return False  # ended first: the kill waits for the next job
+            KILL["asked"] = False
+            os.killpg(p.pid, signal.SIGKILL)
+            return True
+    return False
 
 
-def run_job(prog, op, fname, pattern, env, bound_s, kill_delay_s=None):
+def run_job(prog, op, fname, pattern, env, bound_s, kill_rng=None):
     """(exit code, output, hung, killed): one bounded mpiexec of the
     program, in a process group of its own (mpiexec's proxies and the ranks
-    with it). kill_delay_s: SIGKILL the group that long after its ranks
-    mounted, unless the job ended first."""
+    with it). With kill_rng, an asked kill may end it (watch_for_kill)."""
     argv = ["mpiexec.mpich", "-n", str(NP), prog, "-fname", fname, "-op", op] + PATTERNS[pattern]
     with tempfile.NamedTemporaryFile(prefix="campaign-mpiio-") as out:
         p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
                              start_new_session=True)
         RUNNING.append(p)
-        hung = False
+        hung = killed = False
         try:
             t_end = time.monotonic() + bound_s
-            if kill_delay_s is not None:
-                kill_after_mounts(p, out.name, kill_delay_s, t_end)
+            if kill_rng is not None:
+                killed = watch_for_kill(p, out.name, kill_rng, t_end)
             try:
                 p.wait(timeout=max(0.0, t_end - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -131,7 +131,7 @@ def run_job(prog, op, fname, pattern, env, bound_s, kill_delay_s=None):
                 hung = True
             with open(out.name, "rb") as f:
                 text = f.read().decode(errors="replace")
-            return p.returncode, text, hung, p.pid in KILL["pids"]
+            return p.returncode, text, hung, killed
         finally:
             RUNNING.remove(p)
 
@@ -152,17 +152,14 @@ def client(a):
         while not os.path.exists(a.stop_file):
             time.sleep(rng.uniform(*PAUSE_S))
             if os.path.exists(a.stop_file) or (i >= MAX_FILES and not KILL["asked"]):
-                continue  # past the cap, one more job only to be killed
+                continue  # past the cap, jobs only while a kill is asked
             pattern = rng.choice(sorted(PATTERNS))
             layout = rng.choice(sorted(LAYOUT_DIRS))
             path = f"{LAYOUT_DIRS[layout]}/mpi.{i}"
             rec = {"i": i, "path": path, "layout": layout, "pattern": pattern}
             t0 = time.monotonic()
-            delay = kill_rng.uniform(*KILL_DELAY_S) if KILL["asked"] else None
             rc, out, hung, killed = run_job(a.prog, "write", f"depfs@{layout}:{path}", pattern, env,
-                                            JOB_S, delay)
-            if killed:
-                KILL["asked"] = False  # else the job ended first: the next one
+                                            JOB_S, kill_rng)
             ok = rc == 0 and "PASS" in out and not hung and not killed
             t = "ack" if ok else "killed" if killed else "fail"
             rec.update({"t": t, "rc": rc, "hung": hung, "secs": round(time.monotonic() - t0, 2)})
