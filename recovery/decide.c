@@ -16,15 +16,20 @@
  *                                      (`depfs reconstruct` finishes it)
  *   answers UP, MDS RECONSTRUCTING  -> IO_SET_STATE(RECONSTRUCTING): only a
  *                                      reconstruction may bring it up
+ *   an answer asked for before a rejoin of ours of that server ended says
+ *   nothing of it since (the rejoin changed its state): it waits for the
+ *   next probe, whatever it says. Its epoch cannot date it: a server
+ *   learns every other server's changes, so during a burst of rejoins its
+ *   epoch passes that of its own UP while its answer is still older.
  *   answers REBUILDING or RECONSTRUCTING while the MDS says UP: an answer
  *   from before the epoch of that UP predates it (a rejoin that ended
- *   between the probe and the round) and waits for the next probe; else a
- *   rejoin may be between its steps 2 and 4 (MDS UP before the server):
- *   left alone for REC_REJOIN_FINISH_GRACE_MS, then the state goes to it
- *   first (IO_SET_STATE) and to the MDS second, as for any server the MDS
- *   calls UP. A server whose store never saw an epoch (epoch 0: a fresh
- *   data dir) gets no grace, nor one that demoted itself after a stall
- *   (IoReply.stalled).
+ *   between the probe and the round, maybe not ours) and waits for the
+ *   next probe; else a rejoin may be between its steps 2 and 4 (MDS UP
+ *   before the server): left alone for REC_REJOIN_FINISH_GRACE_MS, then
+ *   the state goes to it first (IO_SET_STATE) and to the MDS second, as
+ *   for any server the MDS calls UP. A server whose store never saw an
+ *   epoch (epoch 0: a fresh data dir) gets no grace, nor one that demoted
+ *   itself after a stall (IoReply.stalled).
  *
  * Then: stale locks -> orphan repairs; servers behind the MDS epoch get it;
  * rebuild progress and degraded file counts go to the MDS. */
@@ -148,6 +153,14 @@ static void decide_server(rec_ctx *c, rec_server *s, const rec_obs *o, const rec
     if (rec_rejoin_running(c, s)) {
         s->seen_out_of_service = true;
         return; /* the rejoin owns its state changes */
+    }
+    if (o->asked_ms < rec_rejoin_ended_ms(c, s)) {
+        /* asked for before our rejoin of it ended (the rejoin may have
+         * ended since this round's snapshot): it tells nothing of the
+         * server after the rejoin's changes. The next probe does. */
+        log_debug("ioserver %u: its answer (%s) predates the end of our rejoin of it: "
+                  "waiting for a newer one", s->id, depfs_state_name(o->state));
+        return;
     }
     if (o->state == REBUILDING || o->state == RECONSTRUCTING) {
         const char *why = o->state == REBUILDING ? "it reports rebuilding"

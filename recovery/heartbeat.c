@@ -190,6 +190,7 @@ static void probe_round(rec_ctx *c, rec_server *s, bool scan)
     rec_lock *locks = calloc(REC_MAX_STALE_LOCKS, sizeof(*locks));
     rec_damage damage[REC_MAX_DAMAGE];
     rec_dirty *dirty = NULL;
+    uint64_t asked_ms = clock_now_ms();
     int rv = locks ? heartbeat(c, &s->conn, s->address, &state, &epoch, &stalled, locks,
                                &n_locks, damage, &n_damage)
                    : -ENOMEM;
@@ -208,6 +209,7 @@ static void probe_round(rec_ctx *c, rec_server *s, bool scan)
         o->epoch = epoch;
         o->stalled = stalled;
         o->last_ok_ms = clock_now_ms();
+        o->asked_ms = asked_ms;
         free(o->stale);
         o->stale = locks;
         o->n_stale = n_locks;

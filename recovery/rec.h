@@ -80,6 +80,7 @@ typedef struct rec_obs {
     uint64_t epoch;        /* epoch it knows */
     bool stalled;          /* it demoted itself after a stall (ioserver/stall.h) */
     uint64_t last_ok_ms;   /* monotonic time of its last answer */
+    uint64_t asked_ms;     /* monotonic time that answer was asked for */
     rec_lock *stale;       /* REC_MAX_STALE_LOCKS entries */
     size_t n_stale;
     rec_damage damage[REC_MAX_DAMAGE]; /* what its background scrub found, unrepaired */
@@ -113,6 +114,7 @@ typedef struct rec_server {
     bool rejoin_joinable;
     uint64_t rejoin_done_bytes;
     uint64_t rejoin_retry_after_ms;
+    uint64_t rejoin_ended_ms; /* monotonic time our last rejoin of it ended (0: none) */
 } rec_server;
 
 /* A repair job: an orphan lock (REC_JOB_ORPHAN: stripes [first,
@@ -225,6 +227,8 @@ int rec_fs_ensure(rec_ctx *c);
 /* Starts a rejoin thread for s unless one runs or a retry is not due. */
 void rec_rejoin_start(rec_ctx *c, rec_server *s);
 bool rec_rejoin_running(rec_ctx *c, rec_server *s);
+/* When our last rejoin of s ended, succeeded or not (0: none yet). */
+uint64_t rec_rejoin_ended_ms(rec_ctx *c, rec_server *s);
 /* Whether any job that takes stripe locks as this daemon's client (a
  * rejoin or a repair) runs now. */
 bool rec_jobs_running(rec_ctx *c);

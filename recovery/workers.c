@@ -65,6 +65,7 @@ static void *rejoin_main(void *arg)
         log_info("ioserver %u: rejoined (UP) in %" PRIu64 " ms, %" PRIu64 " bytes rebuilt",
                  s->id, took_ms, done);
     s->rejoin_retry_after_ms = rv ? clock_now_ms() + REC_REJOIN_RETRY_MS : 0;
+    s->rejoin_ended_ms = clock_now_ms();
     s->rejoin_running = false;
     c->wake = true;
     pthread_cond_broadcast(&c->cond);
@@ -79,6 +80,14 @@ bool rec_rejoin_running(rec_ctx *c, rec_server *s)
     bool r = s->rejoin_running;
     pthread_mutex_unlock(&c->mu);
     return r;
+}
+
+uint64_t rec_rejoin_ended_ms(rec_ctx *c, rec_server *s)
+{
+    pthread_mutex_lock(&c->mu);
+    uint64_t t = s->rejoin_ended_ms;
+    pthread_mutex_unlock(&c->mu);
+    return t;
 }
 
 bool rec_jobs_running(rec_ctx *c)
