@@ -154,10 +154,11 @@ static void decide_server(rec_ctx *c, rec_server *s, const rec_obs *o, const rec
         s->seen_out_of_service = true;
         return; /* the rejoin owns its state changes */
     }
-    if (o->asked_ms < rec_rejoin_ended_ms(c, s)) {
+    if (o->asked_ms <= rec_rejoin_ended_ms(c, s)) {
         /* asked for before our rejoin of it ended (the rejoin may have
-         * ended since this round's snapshot): it tells nothing of the
-         * server after the rejoin's changes. The next probe does. */
+         * ended since this round's snapshot; within the same millisecond
+         * counts as before): it tells nothing of the server after the
+         * rejoin's changes. The next probe does. */
         log_debug("ioserver %u: its answer (%s) predates the end of our rejoin of it: "
                   "waiting for a newer one", s->id, depfs_state_name(o->state));
         return;
