@@ -218,8 +218,9 @@ class Clients:
     def kill_client(self, hint):
         """The kill_client fault. With the MPI-IO client running, hint 1
         kills one of its jobs mid-write (SIGUSR1: campaign_mpiio SIGKILLs
-        the running job's ranks, or the next job's shortly after it
-        starts); otherwise a libdepfs client, mid-write."""
+        the ranks of the running write job, or of the next one, once they
+        have mounted: watch_for_kill); otherwise a libdepfs client,
+        mid-write."""
         mpi = [(s, p) for s, (p, k) in sorted(self.procs.items()) if k == "mpiio" and p.poll() is None]
         if mpi and hint % 2 == 1:
             slot, p = mpi[0]
